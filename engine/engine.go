@@ -1,0 +1,321 @@
+// Package engine is limitdb's keyspace: typed entries in a sharded table,
+// read and written under the owning shard's lock, with expiry and stats.
+//
+// Handlers reach state only through Do (one key) and DoMulti (several keys,
+// atomically), passing the instant of the command, read once from the
+// injected Clock. The algorithms in engine/* are pure functions of (state,
+// now, params) called inside those callbacks; engine never interprets their
+// state beyond Kind and Expire.
+//
+// engine must never import resp (the protocol) or persistence.
+package engine
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/shard"
+)
+
+// Kind says which algorithm (or data type) owns a key. Using a key with
+// another algorithm is a WRONGTYPE error at the protocol edge.
+type Kind uint8
+
+// The kinds of entries. The numbers are part of the snapshot format: never
+// renumber them, only append.
+const (
+	KindNone          Kind = iota // absent
+	KindGCRA                      // CL.THROTTLE and GCRA: A = TAT (ns)
+	KindTokenBucket               // TB.TAKE
+	KindLeakyQueue                // LB.QUEUE
+	KindFixedWindow               // FW.INCR
+	KindSlidingWindow             // SW.INCR
+	KindSlidingLog                // SL.INCR
+	KindString                    // GET/SET/INCR values
+	kindCount
+)
+
+var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string"}
+
+// String is the name TYPE answers.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// KindByName maps a TYPE name back to its kind (SCAN ... TYPE name).
+func KindByName(name string) (Kind, bool) {
+	for i, n := range kindNames {
+		if n == name {
+			return Kind(i), true
+		}
+	}
+	return KindNone, false
+}
+
+// Entry is one key's state. A and B hold an algorithm's numbers; Ext holds
+// state that does not fit two integers (a sliding log, a string value).
+type Entry struct {
+	Kind   Kind
+	Expire int64 // Unix ns at which the entry becomes absent; 0 = never
+	A, B   int64
+	Ext    any
+}
+
+// Live reports whether the entry exists at now.
+func (e *Entry) Live(now int64) bool {
+	return e.Kind != KindNone && (e.Expire == 0 || e.Expire > now)
+}
+
+// Clock gives the current wall-clock time as integer Unix nanoseconds.
+type Clock interface{ Now() int64 }
+
+// SystemClock reads the real clock.
+type SystemClock struct{}
+
+// Now is time.Now in Unix nanoseconds.
+func (SystemClock) Now() int64 { return time.Now().UnixNano() }
+
+// FakeClock is a clock tests set and step by hand; safe for concurrent use.
+type FakeClock struct{ ns atomic.Int64 }
+
+// NewFakeClock starts a fake clock at ns.
+func NewFakeClock(ns int64) *FakeClock {
+	c := &FakeClock{}
+	c.ns.Store(ns)
+	return c
+}
+
+// Now returns the clock's current reading.
+func (c *FakeClock) Now() int64 { return c.ns.Load() }
+
+// Set moves the clock to ns (backwards too).
+func (c *FakeClock) Set(ns int64) { c.ns.Store(ns) }
+
+// Advance moves the clock by d.
+func (c *FakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// Engine is the keyspace.
+type Engine struct {
+	clock Clock
+	tab   *shard.Table[Entry]
+	stats []shardStats
+}
+
+type shardStats struct {
+	expired atomic.Int64
+	hits    atomic.Int64
+	misses  atomic.Int64
+	changes atomic.Int64 // writes since start, for "changes since last save"
+	_       [32]byte
+}
+
+// New returns an empty keyspace of n shards (shard.DefaultShards if n <= 0).
+func New(clock Clock, n int) *Engine {
+	if n <= 0 {
+		n = shard.DefaultShards
+	}
+	if clock == nil {
+		clock = SystemClock{}
+	}
+	t := shard.New[Entry](n)
+	return &Engine{clock: clock, tab: t, stats: make([]shardStats, t.Count())}
+}
+
+// Now reads the engine's clock: once per command.
+func (e *Engine) Now() int64 { return e.clock.Now() }
+
+// Do runs fn on key's entry at now under the shard's lock. fn gets the live
+// entry (Kind == KindNone when the key is absent or expired) and returns the
+// entry to store and whether to store it; an entry with KindNone, or already
+// expired at now, deletes the key. Do reports whether the key existed.
+// Entries pass by value so that nothing escapes to the heap.
+func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (existed bool) {
+	i := e.tab.Index(key)
+	s := e.tab.Shard(i)
+	s.Lock()
+	defer s.Unlock()
+	var ent Entry
+	cur := e.live(i, s, key, now)
+	if cur != nil {
+		ent = *cur
+		existed = true
+	}
+	if ent, write := fn(ent); write {
+		e.store(i, s, key, cur, ent, now)
+	}
+	return existed
+}
+
+// DoMulti runs fn on the entries of several keys at one instant, atomically:
+// their shards stay locked, in ascending order, from read to write. fn gets
+// one entry per key (a key named twice is given once, in its first place,
+// and KindNone in the others) and returns true to store them all.
+func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write bool)) {
+	locked := e.tab.LockKeys(keys)
+	defer e.tab.UnlockIndexes(locked)
+	ents := make([]Entry, len(keys))
+	curs := make([]*Entry, len(keys))
+	first := make([]bool, len(keys))
+	for k, key := range keys {
+		first[k] = true
+		for j := 0; j < k; j++ {
+			if string(keys[j]) == string(key) {
+				first[k] = false
+				break
+			}
+		}
+		if !first[k] {
+			continue
+		}
+		i := e.tab.Index(key)
+		if curs[k] = e.live(i, e.tab.Shard(i), key, now); curs[k] != nil {
+			ents[k] = *curs[k]
+		}
+	}
+	if !fn(ents) {
+		return
+	}
+	for k, key := range keys {
+		if first[k] {
+			i := e.tab.Index(key)
+			s := e.tab.Shard(i)
+			e.store(i, s, key, s.Get(key), ents[k], now)
+		}
+	}
+}
+
+// live returns the stored entry for key if it is live at now, deleting it
+// if it has expired (lazy expiry). The caller holds the shard's lock.
+func (e *Engine) live(i int, s *shard.Shard[Entry], key []byte, now int64) *Entry {
+	cur := s.Get(key)
+	if cur == nil {
+		e.stats[i].misses.Add(1)
+		return nil
+	}
+	if !cur.Live(now) {
+		s.Delete(key)
+		e.stats[i].expired.Add(1)
+		e.stats[i].misses.Add(1)
+		return nil
+	}
+	e.stats[i].hits.Add(1)
+	return cur
+}
+
+func (e *Engine) store(i int, s *shard.Shard[Entry], key []byte, cur *Entry, ent Entry, now int64) {
+	e.stats[i].changes.Add(1)
+	if !ent.Live(now) {
+		if cur != nil {
+			s.Delete(key)
+		}
+		return
+	}
+	if cur == nil {
+		cur = s.Insert(key)
+	}
+	*cur = ent
+}
+
+// Delete removes key; it reports whether a live key was removed.
+func (e *Engine) Delete(key []byte, now int64) bool {
+	return e.Do(key, now, func(ent Entry) (Entry, bool) {
+		return Entry{}, ent.Kind != KindNone
+	})
+}
+
+// Get returns a copy of key's live entry.
+func (e *Engine) Get(key []byte, now int64) (ent Entry, ok bool) {
+	e.Do(key, now, func(cur Entry) (Entry, bool) {
+		ent, ok = cur, cur.Kind != KindNone
+		return cur, false
+	})
+	return ent, ok
+}
+
+// Len is the number of stored keys, including expired ones not yet reaped.
+func (e *Engine) Len() int { return e.tab.Len() }
+
+// Shards is the number of shards, for cursors that walk the keyspace.
+func (e *Engine) Shards() int { return e.tab.Count() }
+
+// RangeShard calls fn for each live key of shard i at now, under that
+// shard's lock, until fn returns false. fn must not call back into the engine.
+func (e *Engine) RangeShard(i int, now int64, fn func(key string, ent *Entry) bool) {
+	s := e.tab.Shard(i)
+	s.Lock()
+	defer s.Unlock()
+	s.Range(func(k string, v *Entry) bool {
+		if !v.Live(now) {
+			return true
+		}
+		return fn(k, v)
+	})
+}
+
+// Flush deletes every key.
+func (e *Engine) Flush() {
+	for i := 0; i < e.tab.Count(); i++ {
+		s := e.tab.Shard(i)
+		s.Lock()
+		if s.Len() > 0 {
+			s.Reset()
+		}
+		s.Unlock()
+		e.stats[i].changes.Add(1)
+	}
+}
+
+// ExpireCycle samples up to sample keys of every shard and deletes the
+// expired ones, moving on to another sample of a shard while more than a
+// quarter of the last one had expired (as Redis's active expiry does). It
+// locks one shard at a time for a bounded amount of work and returns the
+// number of keys it deleted.
+func (e *Engine) ExpireCycle(now int64, sample int) int {
+	total := 0
+	for i := 0; i < e.tab.Count(); i++ {
+		s := e.tab.Shard(i)
+		for round := 0; round < 16; round++ {
+			s.Lock()
+			seen, gone := 0, 0
+			s.Range(func(k string, v *Entry) bool {
+				seen++
+				if !v.Live(now) {
+					s.Delete([]byte(k))
+					gone++
+				}
+				return seen < sample
+			})
+			s.Unlock()
+			e.stats[i].expired.Add(int64(gone))
+			total += gone
+			if gone*4 <= seen {
+				break
+			}
+		}
+	}
+	return total
+}
+
+// Stats is a point-in-time summary for INFO.
+type Stats struct {
+	Keys         int
+	ExpiredKeys  int64
+	KeyspaceHits int64
+	KeyspaceMiss int64
+	Changes      int64 // writes since start; persistence subtracts its last save's figure
+}
+
+// Stats sums the per-shard counters.
+func (e *Engine) Stats() Stats {
+	st := Stats{Keys: e.Len()}
+	for i := range e.stats {
+		st.ExpiredKeys += e.stats[i].expired.Load()
+		st.KeyspaceHits += e.stats[i].hits.Load()
+		st.KeyspaceMiss += e.stats[i].misses.Load()
+		st.Changes += e.stats[i].changes.Load()
+	}
+	return st
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/engine/gcra"
+)
+
+const t0 = int64(1_700_000_000) * int64(time.Second)
+
+func TestThrottleExpiresExactlyWhenFresh(t *testing.T) {
+	e := New(nil, 4)
+	l, _ := gcra.CellLimit(1, 1, 10) // one per 10 s, burst 1
+	key := []byte("k")
+	if _, err := e.Throttle(key, t0, l, 1); err != nil {
+		t.Fatal(err)
+	}
+	ent, ok := e.Get(key, t0)
+	if !ok || ent.Kind != KindGCRA || ent.Expire != t0+10*int64(time.Second) {
+		t.Fatalf("after one request: %+v ok=%v", ent, ok)
+	}
+	if _, ok := e.Get(key, ent.Expire-1); !ok {
+		t.Error("gone 1 ns before its TAT")
+	}
+	if _, ok := e.Get(key, ent.Expire); ok {
+		t.Error("still there at its TAT")
+	}
+	if e.Len() != 0 {
+		t.Errorf("lazy expiry left %d keys", e.Len())
+	}
+}
+
+func TestPeekAndDenialWriteNothing(t *testing.T) {
+	e := New(nil, 4)
+	l, _ := gcra.CellLimit(0, 1, 60)
+	key := []byte("k")
+	if _, err := e.Throttle(key, t0, l, 0); err != nil {
+		t.Fatal(err)
+	}
+	if e.Len() != 0 {
+		t.Fatal("a peek created the key")
+	}
+	e.Throttle(key, t0, l, 1)
+	before, _ := e.Get(key, t0)
+	r, _ := e.Throttle(key, t0+1, l, 1)
+	after, _ := e.Get(key, t0+1)
+	if !r.Limited || before != after {
+		t.Errorf("denial changed state: limited=%v %+v -> %+v", r.Limited, before, after)
+	}
+}
+
+func TestWrongType(t *testing.T) {
+	e := New(nil, 4)
+	key := []byte("s")
+	e.Do(key, t0, func(Entry) (Entry, bool) { return Entry{Kind: KindString, Ext: []byte("x")}, true })
+	l, _ := gcra.CellLimit(1, 1, 1)
+	if _, err := e.Throttle(key, t0, l, 1); err != ErrWrongType {
+		t.Errorf("err = %v, want ErrWrongType", err)
+	}
+}
+
+func TestExpireCycleReapsOnlyExpired(t *testing.T) {
+	e := New(nil, 8)
+	for i := 0; i < 2000; i++ {
+		exp := t0 + int64(time.Second)
+		if i%2 == 0 {
+			exp = t0 + int64(time.Hour)
+		}
+		e.Do([]byte(fmt.Sprint("k", i)), t0, func(Entry) (Entry, bool) {
+			return Entry{Kind: KindGCRA, A: exp, Expire: exp}, true
+		})
+	}
+	now := t0 + 2*int64(time.Second)
+	for e.ExpireCycle(now, 20) > 0 {
+	}
+	if n := e.Len(); n > 1100 || n < 1000 {
+		t.Errorf("after expiry cycles %d keys, want about 1000", n)
+	}
+	live := 0
+	for i := 0; i < e.Shards(); i++ {
+		e.RangeShard(i, now, func(string, *Entry) bool { live++; return true })
+	}
+	if live != 1000 {
+		t.Errorf("live keys = %d, want 1000", live)
+	}
+}
+
+func TestDoMultiIsAtomicAndDeduplicates(t *testing.T) {
+	e := New(nil, 4)
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a")}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				e.DoMulti(keys, t0, func(ents []Entry) bool {
+					if ents[2].Kind != KindNone {
+						t.Error("duplicate key given twice")
+					}
+					for k := 0; k < 2; k++ {
+						ents[k].Kind = KindString
+						ents[k].A++
+					}
+					return true
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	for _, k := range []string{"a", "b"} {
+		if ent, _ := e.Get([]byte(k), t0); ent.A != 4000 {
+			t.Errorf("%s = %d, want 4000", k, ent.A)
+		}
+	}
+}
+
+func TestConcurrentThrottleAdmitsExactlyTheLimit(t *testing.T) {
+	e := New(nil, 16)
+	l, _ := gcra.CellLimit(99, 1, 3600) // limit 100 within an hour
+	var admitted sync.WaitGroup
+	var mu sync.Mutex
+	n := 0
+	for g := 0; g < 16; g++ {
+		admitted.Add(1)
+		go func() {
+			defer admitted.Done()
+			for i := 0; i < 50; i++ {
+				r, _ := e.Throttle([]byte("hot"), t0, l, 1)
+				if !r.Limited {
+					mu.Lock()
+					n++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	admitted.Wait()
+	if n != 100 {
+		t.Errorf("admitted %d, want 100", n)
+	}
+}
+
+func BenchmarkThrottle(b *testing.B) {
+	e := New(nil, 0)
+	l, _ := gcra.CellLimit(99, 1000, 60)
+	keys := make([][]byte, 100000)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprint("k:", i))
+	}
+	now := t0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.Throttle(keys[i%len(keys)], now+int64(i), l, 1)
+	}
+}
