@@ -1,0 +1,164 @@
+package resp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+var (
+	errSyntax = errors.New("syntax error")
+	errNotInt = errors.New("value is not an integer or out of range")
+)
+
+// ParseInt parses a base-10 int64 exactly as Redis's string2ll does: an
+// optional minus sign, no plus sign, no spaces, no leading zeros.
+func ParseInt(b []byte) (int64, error) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, errNotInt
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, nil
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, errNotInt
+		}
+	}
+	if b[0] < '1' || b[0] > '9' {
+		return 0, errNotInt
+	}
+	var v uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, errNotInt
+		}
+		if v > (math.MaxUint64-9)/10 {
+			return 0, errNotInt
+		}
+		v = v*10 + uint64(ch-'0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, errNotInt
+		}
+		return -int64(v), nil
+	}
+	if v > math.MaxInt64 {
+		return 0, errNotInt
+	}
+	return int64(v), nil
+}
+
+// parsePositive parses an integer that must be at least min, naming the
+// argument in the error.
+func parseAtLeast(b []byte, min int64, what string) (int64, error) {
+	n, err := ParseInt(b)
+	if err != nil {
+		return 0, wireError(fmt.Sprintf("ERR %s must be an integer, got '%s'", what, clip(b)))
+	}
+	if n < min {
+		return 0, wireError(fmt.Sprintf("ERR %s must be at least %d, got %d", what, min, n))
+	}
+	return n, nil
+}
+
+// ParseFloat parses a finite float the way Redis reads doubles.
+func ParseFloat(b []byte) (float64, error) {
+	s := string(b)
+	if s == "" || strings.TrimSpace(s) != s {
+		return 0, wireError("ERR value is not a valid float")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, wireError("ERR value is not a valid float")
+	}
+	return f, nil
+}
+
+// Duration units accepted after a number; a bare number means seconds.
+var durationUnits = []struct {
+	suffix string
+	ns     float64
+}{
+	{"ms", 1e6}, {"us", 1e3}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9},
+}
+
+// ParseDuration reads a duration: an integer (seconds) or a number with a
+// unit: 250ms, 1s, 1.5s, 5m, 1h, 1d. It returns nanoseconds and refuses
+// zero, negative, fractional nanosecond and overflowing durations.
+func ParseDuration(b []byte, what string) (int64, error) {
+	s := string(b)
+	bad := func(why string) error {
+		return wireError(fmt.Sprintf("ERR invalid %s '%s': %s", what, clip(b), why))
+	}
+	num, scale := s, 1e9
+	for _, u := range durationUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, scale = strings.TrimSuffix(s, u.suffix), u.ns
+			break
+		}
+	}
+	if num == "" {
+		return 0, bad("no number")
+	}
+	for _, r := range num {
+		if (r < '0' || r > '9') && r != '.' && r != '-' {
+			return 0, bad("unknown unit (use ms, s, m, h or d)")
+		}
+	}
+	if n, err := ParseInt([]byte(num)); err == nil {
+		if n <= 0 {
+			return 0, bad("must be positive")
+		}
+		if float64(n) > math.MaxInt64/scale {
+			return 0, bad("too large")
+		}
+		return n * int64(scale), nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, bad("not a number")
+	}
+	if f <= 0 {
+		return 0, bad("must be positive")
+	}
+	ns := f * scale
+	if ns >= math.MaxInt64 {
+		return 0, bad("too large")
+	}
+	if ns < 1 {
+		return 0, bad("shorter than a nanosecond")
+	}
+	return int64(math.Round(ns)), nil
+}
+
+// clip shortens client input quoted back in an error.
+func clip(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return string(b[:max]) + "..."
+	}
+	return string(b)
+}
+
+// equalFold compares an argument to a lower-case keyword without allocating.
+func equalFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range b {
+		ch := b[i]
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		if ch != lower[i] {
+			return false
+		}
+	}
+	return true
+}

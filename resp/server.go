@@ -1,0 +1,287 @@
+// Package resp is limitdb's protocol edge: the redcon server, the one
+// command table (name, arity, flags, keys, docs, handler), argument parsing,
+// reply writing in RESP2 and RESP3, and connection state.
+//
+// Data flows one way: connection -> command table -> engine (shard lock ->
+// algorithm) -> reply. resp may import engine and its algorithm packages;
+// nothing below resp knows about the protocol.
+package resp
+
+import (
+	"fmt"
+	"log"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/tidwall/redcon"
+)
+
+// Version is limitdb's version, reported by INFO and HELLO.
+const Version = "0.1.0"
+
+// redisVersion is the Redis version limitdb answers as, for clients that
+// gate features on it.
+const redisVersion = "7.2.0"
+
+// Config is the server's run-time configuration.
+type Config struct {
+	Bind string // listen address, 127.0.0.1 by default
+	Port int    // 6379 by default; 0 picks a free port
+	Dir  string // working directory for snapshots
+}
+
+// DefaultConfig is what a newcomer gets with no flags.
+func DefaultConfig() Config {
+	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data"}
+}
+
+// Server serves the command table over RESP.
+type Server struct {
+	cfg    Config
+	cfgMu  sync.RWMutex
+	eng    *engine.Engine
+	table  *Table
+	rs     *redcon.Server
+	ln     net.Listener
+	logger *log.Logger
+
+	started time.Time
+	nextID  atomic.Int64
+
+	clientsMu sync.Mutex
+	clients   map[*Client]struct{}
+
+	totalConns   atomic.Int64
+	totalCmds    atomic.Int64
+	rejectedConn atomic.Int64
+
+	// Authenticate checks a user and password and returns the user name; nil
+	// means no password is configured and every connection is authenticated.
+	Authenticate func(user, pass string) (string, bool)
+
+	// OnShutdown is called by SHUTDOWN (save is false for NOSAVE). When nil,
+	// SHUTDOWN just closes the server.
+	OnShutdown func(save bool) error
+
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+// New returns a server for eng; call Serve or ListenAndServe to start it.
+func New(cfg Config, eng *engine.Engine, logger *log.Logger) *Server {
+	if logger == nil {
+		logger = log.Default()
+	}
+	return &Server{
+		cfg:     cfg,
+		eng:     eng,
+		table:   commands,
+		logger:  logger,
+		started: time.Now(),
+		clients: map[*Client]struct{}{},
+		done:    make(chan struct{}),
+	}
+}
+
+// Engine is the keyspace the server serves.
+func (s *Server) Engine() *Engine { return s.eng }
+
+// Engine is an alias so callers need not import engine for the type.
+type Engine = engine.Engine
+
+// Config returns a copy of the current configuration.
+func (s *Server) Config() Config {
+	s.cfgMu.RLock()
+	defer s.cfgMu.RUnlock()
+	return s.cfg
+}
+
+// Listen opens the configured address.
+func (s *Server) Listen() (net.Listener, error) {
+	cfg := s.Config()
+	return net.Listen("tcp", net.JoinHostPort(cfg.Bind, fmt.Sprint(cfg.Port)))
+}
+
+// ListenAndServe listens on the configured address and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := s.Listen()
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve serves connections from ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.ln = ln
+	s.rs = redcon.NewServerNetwork("tcp", ln.Addr().String(), s.handle, s.accept, s.closed)
+	s.startBackground()
+	err := s.rs.Serve(ln)
+	select {
+	case <-s.done:
+		return nil
+	default:
+		return err
+	}
+}
+
+// Addr is the address the server listens on (after Serve has started).
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops accepting, closes every connection and stops background work.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.done)
+		if s.rs != nil {
+			err = s.rs.Close()
+		}
+	})
+	return err
+}
+
+// Done is closed when the server closes.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// startBackground runs the active expiry cycle: ten times a second, a
+// bounded sample of every shard, one shard lock at a time.
+func (s *Server) startBackground() {
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+				s.eng.ExpireCycle(s.eng.Now(), 20)
+			}
+		}
+	}()
+}
+
+func (s *Server) accept(conn redcon.Conn) bool {
+	c := &Client{
+		srv:     s,
+		conn:    conn,
+		ID:      s.nextID.Add(1),
+		Addr:    conn.RemoteAddr(),
+		Created: time.Now(),
+		proto:   2,
+		authed:  true,
+	}
+	if nc := conn.NetConn(); nc != nil {
+		c.LAddr = nc.LocalAddr().String()
+	}
+	c.lastActive.Store(time.Now().UnixNano())
+	conn.SetContext(c)
+	s.clientsMu.Lock()
+	s.clients[c] = struct{}{}
+	s.clientsMu.Unlock()
+	s.totalConns.Add(1)
+	return true
+}
+
+func (s *Server) closed(conn redcon.Conn, err error) {
+	c, _ := conn.Context().(*Client)
+	if c == nil {
+		return
+	}
+	s.clientsMu.Lock()
+	delete(s.clients, c)
+	s.clientsMu.Unlock()
+}
+
+// Clients returns the connected clients, ordered by ID.
+func (s *Server) Clients() []*Client {
+	s.clientsMu.Lock()
+	out := make([]*Client, 0, len(s.clients))
+	for c := range s.clients {
+		out = append(out, c)
+	}
+	s.clientsMu.Unlock()
+	sortClients(out)
+	return out
+}
+
+// handle dispatches one command. redcon calls it for each command of a
+// pipeline in order and flushes once after the last.
+func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
+	c, _ := conn.Context().(*Client)
+	if c == nil || c.closing {
+		return
+	}
+	args := rc.Args
+	s.totalCmds.Add(1)
+	cmd := s.table.Lookup(args[0])
+	if cmd == nil {
+		c.Err(unknownCommand(args))
+		return
+	}
+	if len(cmd.Subs) > 0 && len(args) >= 2 {
+		sub := cmd.sub(args[1])
+		if sub == nil {
+			if cmd.Handler == nil {
+				c.Errf("unknown subcommand '%s'. Try %s HELP.", clip(args[1]), cmd.FullName())
+				return
+			}
+		} else {
+			cmd = sub
+		}
+	}
+	if !cmd.arityOK(len(args)) || cmd.Handler == nil {
+		cmd.stats.rejected.Add(1)
+		c.Errf("wrong number of arguments for '%s' command", cmd.Name)
+		return
+	}
+	c.lastCmd.Store(cmd)
+	c.cmdCount.Add(1)
+	start := time.Now()
+	c.lastActive.Store(start.UnixNano())
+	c.failed = false
+	s.run(c, cmd, args)
+	cmd.stats.calls.Add(1)
+	cmd.stats.usec.Add(time.Since(start).Microseconds())
+	if c.failed {
+		cmd.stats.failed.Add(1)
+	}
+}
+
+// run calls the handler, turning a panic into an error reply so that one bad
+// command never takes the server or other clients down.
+func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Printf("panic in %s: %v\n%s", cmd.FullName(), r, debug.Stack())
+			c.Err("ERR internal error while running '" + cmd.Name + "'")
+		}
+	}()
+	cmd.Handler(c, args)
+}
+
+func unknownCommand(args [][]byte) string {
+	msg := fmt.Sprintf("ERR unknown command '%s', with args beginning with: ", clip(args[0]))
+	for i, a := range args[1:] {
+		if i == 20 {
+			break
+		}
+		msg += "'" + clip(a) + "' "
+	}
+	return msg
+}
+
+type cmdStats struct {
+	calls    atomic.Int64
+	usec     atomic.Int64
+	rejected atomic.Int64
+	failed   atomic.Int64
+}

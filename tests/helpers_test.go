@@ -1,0 +1,74 @@
+// Package tests holds limitdb's end-to-end tests: a real server on
+// 127.0.0.1:0 driven by real clients.
+package tests
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
+	"github.com/redis/go-redis/v9"
+)
+
+// t0 is the fake clock's starting instant.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+// testServer is a limitdb server on a free loopback port with a fake clock.
+type testServer struct {
+	srv   *resp.Server
+	clock *engine.FakeClock
+	addr  string
+}
+
+func startServer(t testing.TB) *testServer {
+	t.Helper()
+	clock := engine.NewFakeClock(t0)
+	eng := engine.New(clock, 0)
+	cfg := resp.DefaultConfig()
+	cfg.Port = 0
+	cfg.Dir = t.TempDir()
+	srv := resp.New(cfg, eng, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}
+}
+
+// client opens a go-redis client; protocol 2 or 3.
+func (ts *testServer) client(t testing.TB, protocol int) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: protocol, DisableIdentity: false})
+	t.Cleanup(func() { c.Close() })
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	return c
+}
+
+// ints converts a limiter reply to []int64.
+func ints(t testing.TB, cmd *redis.Cmd) []int64 {
+	t.Helper()
+	v, err := cmd.Result()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		t.Fatalf("reply %#v is not an array", v)
+	}
+	out := make([]int64, len(arr))
+	for i, x := range arr {
+		n, ok := x.(int64)
+		if !ok {
+			t.Fatalf("element %d of %#v is not an integer", i, v)
+		}
+		out[i] = n
+	}
+	return out
+}
