@@ -230,48 +230,16 @@ func infoKeyspace(s *Server, b *strings.Builder) {
 
 // ---- CONFIG ---------------------------------------------------------------
 
-// configParam is one CONFIG parameter. set is nil for read-only ones.
-type configParam struct {
-	name string
-	get  func(s *Server) string
-	set  func(s *Server, v string) error
-}
-
-var configParams = map[string]*configParam{}
-
-// registerConfig adds a CONFIG parameter.
-func registerConfig(p *configParam) { configParams[p.name] = p }
-
-func fixedConfig(name, value string) *configParam {
-	return &configParam{name: name, get: func(*Server) string { return value }}
-}
-
-func init() {
-	registerConfig(&configParam{name: "bind", get: func(s *Server) string { return s.Config().Bind }})
-	registerConfig(&configParam{name: "port", get: func(s *Server) string { return portOf(s) }})
-	registerConfig(&configParam{name: "dir", get: func(s *Server) string { return s.Config().Dir }})
-	// What redis-benchmark and client libraries ask for at start-up.
-	registerConfig(fixedConfig("appendonly", "no"))
-	registerConfig(fixedConfig("databases", "1"))
-	registerConfig(fixedConfig("cluster-enabled", "no"))
-	registerConfig(fixedConfig("maxmemory", "0"))
-	registerConfig(fixedConfig("maxmemory-policy", "noeviction"))
-}
-
 func cmdConfigGet(c *Client, args [][]byte) {
-	names := make([]string, 0, len(configParams))
-	for n := range configParams {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	cfg := c.srv.Config()
 	seen := map[string]bool{}
 	var out []string
 	for _, a := range args[2:] {
 		pat := strings.ToLower(string(a))
-		for _, n := range names {
-			if !seen[n] && globMatch(pat, n) {
-				seen[n] = true
-				out = append(out, n, configParams[n].get(c.srv))
+		for _, d := range Directives() {
+			if !seen[d.Name] && globMatch(pat, d.Name) {
+				seen[d.Name] = true
+				out = append(out, d.Name, d.Get(&cfg))
 			}
 		}
 	}
@@ -286,37 +254,13 @@ func cmdConfigSet(c *Client, args [][]byte) {
 		c.Errf("wrong number of arguments for 'config|set' command")
 		return
 	}
-	var params []*configParam
+	pairs := make([][2]string, 0, len(args)/2)
 	for i := 2; i < len(args); i += 2 {
-		p := configParams[strings.ToLower(string(args[i]))]
-		if p == nil {
-			c.Errf("Unknown option or number of arguments for CONFIG SET - '%s'", clip(args[i]))
-			return
-		}
-		if p.set == nil {
-			c.Errf("CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", p.name)
-			return
-		}
-		params = append(params, p)
+		pairs = append(pairs, [2]string{string(args[i]), string(args[i+1])})
 	}
-	// Validate-and-apply one by one; on a failure roll back the ones applied.
-	var applied []struct {
-		p   *configParam
-		old string
-	}
-	for k, p := range params {
-		old := p.get(c.srv)
-		if err := p.set(c.srv, string(args[3+2*k])); err != nil {
-			for i := len(applied) - 1; i >= 0; i-- {
-				applied[i].p.set(c.srv, applied[i].old)
-			}
-			c.Errf("CONFIG SET failed (possibly related to argument '%s') - %v", p.name, err)
-			return
-		}
-		applied = append(applied, struct {
-			p   *configParam
-			old string
-		}{p, old})
+	if err := c.srv.SetConfig(pairs...); err != nil {
+		c.Error(err)
+		return
 	}
 	c.OK()
 }

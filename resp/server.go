@@ -27,18 +27,6 @@ const Version = "0.1.0"
 // gate features on it.
 const redisVersion = "7.2.0"
 
-// Config is the server's run-time configuration.
-type Config struct {
-	Bind string // listen address, 127.0.0.1 by default
-	Port int    // 6379 by default; 0 picks a free port
-	Dir  string // working directory for snapshots
-}
-
-// DefaultConfig is what a newcomer gets with no flags.
-func DefaultConfig() Config {
-	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data"}
-}
-
 // Server serves the command table over RESP.
 type Server struct {
 	cfg    Config

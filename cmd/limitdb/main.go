@@ -43,14 +43,22 @@ func run(args []string, stderr io.Writer) int {
 	cfg := resp.DefaultConfig()
 	fs := flag.NewFlagSet("limitdb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Bind, "bind", cfg.Bind, "address to listen on (loopback by default)")
-	fs.IntVar(&cfg.Port, "port", cfg.Port, "TCP port to listen on (0 picks a free one)")
-	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "directory for snapshots")
-	shards := fs.Int("shards", 0, "number of keyspace shards (0: default, rounded up to a power of two)")
+	for _, d := range resp.Directives() {
+		if d.Set != nil {
+			fs.Var(directiveFlag{d, &cfg}, d.Name, d.Help)
+		}
+	}
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, resp.Version)
-		fs.PrintDefaults()
+		fs.VisitAll(func(f *flag.Flag) {
+			name := "--" + f.Name
+			if f.DefValue != "" && f.DefValue != "false" {
+				name += " " + f.DefValue
+			}
+			fmt.Fprintf(stderr, "  %-28s %s\n", name, f.Usage)
+		})
+		fmt.Fprintf(stderr, "\nEvery flag is also a config directive: CONFIG GET shows it, CONFIG SET changes the mutable ones.\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -68,7 +76,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 
 	logger := log.New(stderr, "", log.LstdFlags)
-	eng := engine.New(engine.SystemClock{}, *shards)
+	eng := engine.New(engine.SystemClock{}, cfg.Shards)
 	srv := resp.New(cfg, eng, logger)
 	ln, err := srv.Listen()
 	if err != nil {
@@ -93,3 +101,19 @@ func run(args []string, stderr io.Writer) int {
 	logger.Printf("limitdb stopped")
 	return 0
 }
+
+// directiveFlag exposes a configuration directive as a --name value flag,
+// so flags, the config file and CONFIG GET/SET share one definition.
+type directiveFlag struct {
+	d   *resp.Directive
+	cfg *resp.Config
+}
+
+func (f directiveFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.Get(f.cfg)
+}
+
+func (f directiveFlag) Set(v string) error { return f.d.Set(f.cfg, v) }
