@@ -11,6 +11,7 @@
 package engine
 
 import (
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -319,3 +320,6 @@ func (e *Engine) Stats() Stats {
 	}
 	return st
 }
+
+// ErrWrongType is returned when a key is owned by another algorithm.
+var ErrWrongType = errors.New("key holds another kind of value")

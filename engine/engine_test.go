@@ -15,7 +15,7 @@ func TestThrottleExpiresExactlyWhenFresh(t *testing.T) {
 	e := New(nil, 4)
 	l, _ := gcra.CellLimit(1, 1, 10) // one per 10 s, burst 1
 	key := []byte("k")
-	if _, err := e.Throttle(key, t0, l, 1); err != nil {
+	if _, err := Limit(e, key, t0, CellLimiter{l}, 1); err != nil {
 		t.Fatal(err)
 	}
 	ent, ok := e.Get(key, t0)
@@ -37,15 +37,15 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 	e := New(nil, 4)
 	l, _ := gcra.CellLimit(0, 1, 60)
 	key := []byte("k")
-	if _, err := e.Throttle(key, t0, l, 0); err != nil {
+	if _, err := Limit(e, key, t0, CellLimiter{l}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if e.Len() != 0 {
 		t.Fatal("a peek created the key")
 	}
-	e.Throttle(key, t0, l, 1)
+	Limit(e, key, t0, CellLimiter{l}, 1)
 	before, _ := e.Get(key, t0)
-	r, _ := e.Throttle(key, t0+1, l, 1)
+	r, _ := Limit(e, key, t0+1, CellLimiter{l}, 1)
 	after, _ := e.Get(key, t0+1)
 	if !r.Limited || before != after {
 		t.Errorf("denial changed state: limited=%v %+v -> %+v", r.Limited, before, after)
@@ -57,7 +57,7 @@ func TestWrongType(t *testing.T) {
 	key := []byte("s")
 	e.Do(key, t0, func(Entry) (Entry, bool) { return Entry{Kind: KindString, Ext: []byte("x")}, true })
 	l, _ := gcra.CellLimit(1, 1, 1)
-	if _, err := e.Throttle(key, t0, l, 1); err != ErrWrongType {
+	if _, err := Limit(e, key, t0, CellLimiter{l}, 1); err != ErrWrongType {
 		t.Errorf("err = %v, want ErrWrongType", err)
 	}
 }
@@ -129,7 +129,7 @@ func TestConcurrentThrottleAdmitsExactlyTheLimit(t *testing.T) {
 		go func() {
 			defer admitted.Done()
 			for i := 0; i < 50; i++ {
-				r, _ := e.Throttle([]byte("hot"), t0, l, 1)
+				r, _ := Limit(e, []byte("hot"), t0, CellLimiter{l}, 1)
 				if !r.Limited {
 					mu.Lock()
 					n++
@@ -155,6 +155,6 @@ func BenchmarkThrottle(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e.Throttle(keys[i%len(keys)], now+int64(i), l, 1)
+		Limit(e, keys[i%len(keys)], now+int64(i), CellLimiter{l}, 1)
 	}
 }

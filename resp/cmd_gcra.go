@@ -3,6 +3,7 @@ package resp
 import (
 	"errors"
 
+	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/gcra"
 )
 
@@ -53,7 +54,7 @@ func cmdClThrottle(c *Client, args [][]byte) {
 		c.Error(limitError(err))
 		return
 	}
-	r, err := c.srv.eng.Throttle(args[1], c.Now(), l, quantity)
+	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), engine.CellLimiter{L: l}, quantity)
 	if err != nil {
 		c.Error(limitError(err))
 		return
@@ -111,7 +112,7 @@ func cmdGCRA(c *Client, args [][]byte) {
 		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow")
 		return
 	}
-	r, err := c.srv.eng.RedisGCRA(args[1], c.Now(), l, tokens)
+	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), engine.RedisGCRALimiter{L: l}, tokens)
 	if errors.Is(err, gcra.ErrOverflow) {
 		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow")
 		return

@@ -231,6 +231,9 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 		c.Errf("wrong number of arguments for '%s' command", cmd.Name)
 		return
 	}
+	if len(gates) > 0 && !admit(c, cmd, args) {
+		return
+	}
 	c.lastCmd.Store(cmd)
 	c.cmdCount.Add(1)
 	start := time.Now()

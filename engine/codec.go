@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ExtCodec turns one kind's Ext state into bytes and back. Kinds whose state
+// fits in A and B need none; a kind with Ext state registers one from the
+// file that defines the state.
+type ExtCodec struct {
+	Append func(b []byte, ext any) ([]byte, error)
+	Decode func(b []byte) (any, error)
+}
+
+var extCodecs [256]*ExtCodec
+
+// RegisterExt sets the codec for kind's Ext state; call it from init.
+func RegisterExt(kind Kind, c ExtCodec) {
+	if extCodecs[kind] != nil {
+		panic(fmt.Sprintf("engine: ext codec for %v registered twice", kind))
+	}
+	extCodecs[kind] = &c
+}
+
+// ErrCorrupt is returned when bytes do not decode to an entry.
+var ErrCorrupt = errors.New("engine: corrupt entry")
+
+// AppendBinary appends the entry's serialised form to b: the kind byte, then
+// Expire, A and B as signed varints, then the Ext bytes behind a uvarint
+// length (0 when there is no Ext). The form is part of the snapshot format.
+func (e Entry) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, byte(e.Kind))
+	b = binary.AppendVarint(b, e.Expire)
+	b = binary.AppendVarint(b, e.A)
+	b = binary.AppendVarint(b, e.B)
+	if e.Ext == nil {
+		return binary.AppendUvarint(b, 0), nil
+	}
+	c := extCodecs[e.Kind]
+	if c == nil {
+		return nil, fmt.Errorf("engine: no codec for %v ext state", e.Kind)
+	}
+	ext, err := c.Append(nil, e.Ext)
+	if err != nil {
+		return nil, fmt.Errorf("engine: encoding %v ext state: %w", e.Kind, err)
+	}
+	b = binary.AppendUvarint(b, uint64(len(ext)))
+	return append(b, ext...), nil
+}
+
+// DecodeEntry reads one entry from the front of b and returns it with the
+// number of bytes it used.
+func DecodeEntry(b []byte) (Entry, int, error) {
+	var e Entry
+	if len(b) < 1 {
+		return e, 0, ErrCorrupt
+	}
+	e.Kind = Kind(b[0])
+	if e.Kind == KindNone || e.Kind >= kindCount {
+		return e, 0, fmt.Errorf("%w: unknown kind %d", ErrCorrupt, b[0])
+	}
+	off := 1
+	for _, p := range []*int64{&e.Expire, &e.A, &e.B} {
+		v, n := binary.Varint(b[off:])
+		if n <= 0 {
+			return e, 0, ErrCorrupt
+		}
+		*p = v
+		off += n
+	}
+	l, n := binary.Uvarint(b[off:])
+	if n <= 0 || l > uint64(len(b)-off-n) {
+		return e, 0, ErrCorrupt
+	}
+	off += n
+	if l > 0 {
+		c := extCodecs[e.Kind]
+		if c == nil {
+			return e, 0, fmt.Errorf("%w: %v has no ext codec", ErrCorrupt, e.Kind)
+		}
+		ext, err := c.Decode(b[off : off+int(l)])
+		if err != nil {
+			return e, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		e.Ext = ext
+		off += int(l)
+	}
+	return e, off, nil
+}

@@ -1,0 +1,33 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestEntryRoundTrip(t *testing.T) {
+	cases := []Entry{
+		{Kind: KindGCRA, A: t0 + 5e9, Expire: t0 + 5e9},
+		{Kind: KindTokenBucket, A: -3, B: 1 << 60, Expire: 0},
+	}
+	for _, want := range cases {
+		b, err := want.AppendBinary([]byte("prefix"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, n, err := DecodeEntry(b[len("prefix"):])
+		if err != nil || n != len(b)-len("prefix") || got != want {
+			t.Errorf("round trip of %+v: %+v, n=%d, %v", want, got, n, err)
+		}
+	}
+}
+
+func TestDecodeRejectsCorruption(t *testing.T) {
+	good, _ := Entry{Kind: KindGCRA, A: 1, Expire: 1}.AppendBinary(nil)
+	bad := [][]byte{nil, {0}, {200}, good[:2], append([]byte{byte(KindGCRA)}, 0, 0, 0, 5)}
+	for _, b := range bad {
+		if _, _, err := DecodeEntry(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeEntry(%v) err = %v, want ErrCorrupt", b, err)
+		}
+	}
+}
