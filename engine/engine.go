@@ -309,6 +309,16 @@ type Stats struct {
 	Changes      int64 // writes since start; persistence subtracts its last save's figure
 }
 
+// Changes is the number of writes since start, without locking any shard:
+// persistence compares it with its figure at the last save.
+func (e *Engine) Changes() int64 {
+	var n int64
+	for i := range e.stats {
+		n += e.stats[i].changes.Load()
+	}
+	return n
+}
+
 // Stats sums the per-shard counters.
 func (e *Engine) Stats() Stats {
 	st := Stats{Keys: e.Len()}

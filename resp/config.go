@@ -17,11 +17,19 @@ type Config struct {
 	Dir  string // working directory for snapshots
 
 	Shards int // keyspace shards; 0 means the engine's default
+
+	// Persistence and memory (resp/cmd_persist.go, resp/memory.go).
+	Save            int    // seconds between automatic snapshots when anything changed; 0: never
+	DBFilename      string // snapshot file name inside Dir
+	DiscardCorrupt  bool   // start empty (moving the file aside) when the snapshot is corrupt
+	MaxMemory       int64  // dataset bytes before the policy applies; 0: no limit
+	MaxMemoryPolicy string // noeviction or volatile-ttl
 }
 
 // DefaultConfig is what a newcomer gets with no flags.
 func DefaultConfig() Config {
-	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data"}
+	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
+		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction"}
 }
 
 // Directive is one configuration parameter, named as in Redis. The one

@@ -55,6 +55,8 @@ type Server struct {
 	// SHUTDOWN just closes the server.
 	OnShutdown func(save bool) error
 
+	persist persistState // snapshots: resp/cmd_persist.go
+
 	closeOnce sync.Once
 	done      chan struct{}
 }
@@ -143,6 +145,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // startBackground runs the active expiry cycle: ten times a second, a
 // bounded sample of every shard, one shard lock at a time.
 func (s *Server) startBackground() {
+	go s.autoSave()
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()

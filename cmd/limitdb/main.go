@@ -6,7 +6,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,7 +13,9 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/resp"
@@ -78,6 +79,10 @@ func run(args []string, stderr io.Writer) int {
 	logger := log.New(stderr, "", log.LstdFlags)
 	eng := engine.New(engine.SystemClock{}, cfg.Shards)
 	srv := resp.New(cfg, eng, logger)
+	if err := loadSnapshot(srv, cfg, logger); err != nil {
+		logger.Printf("limitdb: %v", err)
+		return 1
+	}
 	ln, err := srv.Listen()
 	if err != nil {
 		logger.Printf("limitdb: cannot listen: %v", err)
@@ -85,21 +90,71 @@ func run(args []string, stderr io.Writer) int {
 	}
 	logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", resp.Version, ln.Addr(), os.Getpid(), eng.Shards())
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// A final snapshot is written once, after serving stops: by SHUTDOWN
+	// (unless NOSAVE) before it closes the server, or here after a signal.
+	var finalDone atomic.Bool
+	srv.OnShutdown = func(save bool) error {
+		if save {
+			if err := srv.Save(); err != nil {
+				return err
+			}
+		}
+		finalDone.Store(true)
+		srv.Close()
+		return nil
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	go func() {
-		<-ctx.Done()
-		if ctx.Err() != nil {
-			logger.Printf("signal received, shutting down")
+		select {
+		case sig := <-sigs:
+			logger.Printf("%v received, shutting down", sig)
 			srv.Close()
+		case <-srv.Done():
 		}
 	}()
 	if err := srv.Serve(ln); err != nil {
 		logger.Printf("limitdb: %v", err)
 		return 1
 	}
+	if !finalDone.Load() {
+		if err := srv.Save(); err != nil {
+			logger.Printf("limitdb: final snapshot failed: %v", err)
+			return 1
+		}
+	}
 	logger.Printf("limitdb stopped")
 	return 0
+}
+
+// loadSnapshot restores the snapshot before serving. A corrupt file stops
+// start-up unless --discard-corrupt-snapshot yes moves it aside.
+func loadSnapshot(srv *resp.Server, cfg resp.Config, logger *log.Logger) error {
+	path := srv.SnapshotPath()
+	st, err := srv.LoadSnapshot()
+	if err != nil {
+		if !cfg.DiscardCorrupt {
+			return fmt.Errorf("refusing to start: %s: %v (start with --discard-corrupt-snapshot yes to move it aside and start empty)", path, err)
+		}
+		aside := path + ".corrupt"
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return fmt.Errorf("%s: %v; moving it aside failed: %v", path, err, rerr)
+		}
+		srv.Engine().Flush()
+		logger.Printf("WARNING: %s: %v; moved to %s, starting empty", path, err, aside)
+		return nil
+	}
+	if st.Created.IsZero() {
+		logger.Printf("no snapshot at %s, starting empty", path)
+		return nil
+	}
+	logger.Printf("snapshot %s loaded: %d keys, %d skipped as expired, %d sections in %v",
+		path, st.Keys, st.Expired, st.Sections, st.Duration.Round(time.Microsecond))
+	for _, name := range st.UnknownSections {
+		logger.Printf("WARNING: snapshot section %q is not known to this build; ignored", name)
+	}
+	return nil
 }
 
 // directiveFlag exposes a configuration directive as a --name value flag,

@@ -1,0 +1,63 @@
+// Package persistence writes and loads limitdb snapshots: every live key of
+// the keyspace, in engine's one serialised entry form, plus named sections
+// that other features register (named policies, ...).
+//
+// persistence may import engine; it must never import resp (the protocol).
+//
+// # File format, version 1
+//
+// All integers are little-endian unless marked varint (Go's encoding/binary
+// Uvarint/Varint).
+//
+//	header   "LIMITDB\x00"                 8 bytes, magic
+//	         version          uint32       1
+//	         created          int64        Unix ns at which the save started
+//	records  zero or more of:
+//	         'K' uvarint(len(key)) key uvarint(len(entry)) entry
+//	             entry is engine.Entry.AppendBinary: kind byte, varint
+//	             Expire, varint A, varint B, uvarint(len(ext)) ext
+//	         'S' uvarint(len(name)) name uvarint(len(data)) data
+//	             a named section (see RegisterSection)
+//	trailer  'E' uvarint(keys) uvarint(sections)
+//	         crc              uint32       CRC-32C (Castagnoli) of every byte
+//	                                       before it, header included
+//
+// Nothing may follow the checksum. The loader reads the whole file, checks
+// the magic, the version, the trailer counts and the checksum before it
+// decodes a single entry, so a corrupt or truncated file changes nothing and
+// yields an error prefixed "snapshot: " that names the problem.
+//
+// State is absolute wall-clock time (Unix ns), so an entry restored an hour
+// later is exactly what it would have been had the server never stopped;
+// entries whose Expire has passed at load time are skipped and counted.
+//
+// # Writing
+//
+// Save writes to "<file>.tmp" in the same directory, fsyncs it, renames it
+// over the file and fsyncs the directory: a crash at any moment leaves either
+// the previous snapshot or the new one, never a mix. A leftover .tmp file from
+// a crash is simply overwritten by the next save.
+//
+// # Consistency
+//
+// A snapshot is not a fork-style instant. Save walks the shards one at a
+// time and copies each shard's live entries under that shard's lock (a few
+// thousand keys, microseconds), then writes them with no lock held, so
+// clients are never stalled for longer than one shard copy. Each key is
+// consistent (never a half-applied command) and atomic multi-key updates
+// within one shard stay together, but keys of different shards are taken at
+// slightly different moments over the save's short interval.
+//
+// # Sections
+//
+// Features whose state is not keys register a named section from init:
+//
+//	persistence.RegisterSection("policies", savePolicies, loadPolicies)
+//
+// save is called once per snapshot, after the keys are written, and returns
+// the section's bytes (its own format: version it inside if it may change).
+// load is called at start-up with those bytes, after the whole file has been
+// verified and before the server accepts connections. A section found in a
+// file but not registered is skipped and reported in LoadStats; a section
+// that is registered but absent from the file has load left uncalled.
+package persistence

@@ -1,0 +1,326 @@
+package persistence
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+const (
+	magic   = "LIMITDB\x00"
+	version = 1
+
+	headerLen  = len(magic) + 4 + 8
+	recKey     = 'K'
+	recSection = 'S'
+	recEnd     = 'E'
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// SaveStats describes one written snapshot.
+type SaveStats struct {
+	Keys     int           // entries written
+	Sections int           // named sections written
+	Bytes    int64         // file size
+	Started  time.Time     // wall-clock start of the save
+	Duration time.Duration // time to write, sync and rename
+}
+
+// Save writes every live entry of eng at the engine's current time, and
+// every registered section, to path: through path+".tmp", fsynced, renamed
+// over path, directory fsynced. It locks one shard at a time (see doc.go).
+func Save(path string, eng *engine.Engine) (SaveStats, error) {
+	start := time.Now()
+	now := eng.Now()
+	st := SaveStats{Started: start}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return st, fmt.Errorf("snapshot: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	crc := crc32.New(castagnoli)
+	w := &countWriter{w: bufio.NewWriterSize(f, 256<<10), crc: crc}
+
+	hdr := make([]byte, 0, headerLen)
+	hdr = append(hdr, magic...)
+	hdr = binary.LittleEndian.AppendUint32(hdr, version)
+	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(now))
+	w.Write(hdr)
+
+	// Copy each shard's records under its lock, write them with none held.
+	var buf, scratch []byte
+	for i := 0; i < eng.Shards(); i++ {
+		buf = buf[:0]
+		var encErr error
+		eng.RangeShard(i, now, func(key string, ent *engine.Entry) bool {
+			buf = append(buf, recKey)
+			buf = binary.AppendUvarint(buf, uint64(len(key)))
+			buf = append(buf, key...)
+			var err error
+			if scratch, err = ent.AppendBinary(scratch[:0]); err != nil {
+				encErr = fmt.Errorf("key %q: %w", key, err)
+				return false
+			}
+			buf = binary.AppendUvarint(buf, uint64(len(scratch)))
+			buf = append(buf, scratch...)
+			st.Keys++
+			return true
+		})
+		if encErr != nil {
+			return st, fmt.Errorf("snapshot: %w", encErr)
+		}
+		w.Write(buf)
+	}
+	for _, sec := range registered() {
+		data, err := sec.save()
+		if err != nil {
+			return st, fmt.Errorf("snapshot: section %s: %w", sec.name, err)
+		}
+		buf = buf[:0]
+		buf = append(buf, recSection)
+		buf = binary.AppendUvarint(buf, uint64(len(sec.name)))
+		buf = append(buf, sec.name...)
+		buf = binary.AppendUvarint(buf, uint64(len(data)))
+		w.Write(buf)
+		w.Write(data)
+		st.Sections++
+	}
+	buf = append(buf[:0], recEnd)
+	buf = binary.AppendUvarint(buf, uint64(st.Keys))
+	buf = binary.AppendUvarint(buf, uint64(st.Sections))
+	w.Write(buf)
+	w.crc = nil
+	w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	if w.err != nil {
+		return st, fmt.Errorf("snapshot: writing %s: %w", tmp, w.err)
+	}
+	if err := f.Sync(); err != nil {
+		return st, fmt.Errorf("snapshot: fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return st, fmt.Errorf("snapshot: closing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return st, fmt.Errorf("snapshot: %w", err)
+	}
+	ok = true
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return st, fmt.Errorf("snapshot: fsync directory: %w", err)
+	}
+	st.Bytes = w.n
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// countWriter writes through a buffer, hashing and counting, and keeps the
+// first error so the writing code reads straight.
+type countWriter struct {
+	w   *bufio.Writer
+	crc hash.Hash32
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) {
+	if c.err != nil {
+		return
+	}
+	if c.crc != nil {
+		c.crc.Write(p)
+	}
+	_, c.err = c.w.Write(p)
+	c.n += int64(len(p))
+}
+
+// LoadStats describes one loaded snapshot.
+type LoadStats struct {
+	Keys            int      // entries restored
+	Expired         int      // entries skipped because they expired while stopped
+	Sections        int      // sections handed to their loaders
+	UnknownSections []string // sections in the file that nobody registered
+	Created         time.Time
+	Duration        time.Duration
+}
+
+// ErrNotExist is returned (wrapped) by Load when there is no snapshot file.
+var ErrNotExist = os.ErrNotExist
+
+// Load verifies the snapshot at path and then restores it into eng at the
+// engine's current time, calling registered section loaders. A missing
+// file returns an error matching errors.Is(err, ErrNotExist). Any other
+// problem returns an error prefixed "snapshot: " and, because the whole
+// file is verified first, leaves eng and the sections untouched.
+func Load(path string, eng *engine.Engine) (LoadStats, error) {
+	start := time.Now()
+	var st LoadStats
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return st, err
+		}
+		return st, fmt.Errorf("snapshot: %w", err)
+	}
+	recs, created, err := verify(data)
+	if err != nil {
+		return st, err
+	}
+	st.Created = time.Unix(0, created)
+	now := eng.Now()
+	for _, r := range recs.keys {
+		if !r.ent.Live(now) {
+			st.Expired++
+			continue
+		}
+		ent := r.ent
+		eng.Do(r.key, now, func(engine.Entry) (engine.Entry, bool) { return ent, true })
+		st.Keys++
+	}
+	for _, s := range recs.sections {
+		sec, ok := lookupSection(s.name)
+		if !ok {
+			st.UnknownSections = append(st.UnknownSections, s.name)
+			continue
+		}
+		if err := sec.load(s.data); err != nil {
+			return st, fmt.Errorf("snapshot: section %s: %w", s.name, err)
+		}
+		st.Sections++
+	}
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+type keyRec struct {
+	key []byte
+	ent engine.Entry
+}
+
+type sectionRec struct {
+	name string
+	data []byte
+}
+
+type records struct {
+	keys     []keyRec
+	sections []sectionRec
+}
+
+// verify checks a whole snapshot image and decodes it without applying
+// anything; it returns the records and the header's creation time.
+func verify(data []byte) (records, int64, error) {
+	var recs records
+	if len(data) < headerLen+1+4 {
+		if len(data) >= len(magic) && string(data[:len(magic)]) != magic {
+			return recs, 0, errors.New("snapshot: not a limitdb snapshot (bad magic)")
+		}
+		return recs, 0, fmt.Errorf("snapshot: truncated: %d bytes is shorter than an empty snapshot", len(data))
+	}
+	if string(data[:len(magic)]) != magic {
+		return recs, 0, errors.New("snapshot: not a limitdb snapshot (bad magic)")
+	}
+	if v := binary.LittleEndian.Uint32(data[len(magic):]); v != version {
+		return recs, 0, fmt.Errorf("snapshot: unsupported version %d (this build reads %d)", v, version)
+	}
+	created := int64(binary.LittleEndian.Uint64(data[len(magic)+4:]))
+	body := data[:len(data)-4]
+	want := binary.LittleEndian.Uint32(data[len(data)-4:])
+	if got := crc32.Checksum(body, castagnoli); got != want {
+		return recs, 0, fmt.Errorf("snapshot: crc mismatch (file says %08x, content hashes to %08x): truncated or corrupt", want, got)
+	}
+	off := headerLen
+	next := func(what string) ([]byte, error) {
+		l, n := binary.Uvarint(body[off:])
+		if n <= 0 || l > uint64(len(body)-off-n) {
+			return nil, fmt.Errorf("snapshot: bad %s length at offset %d", what, off)
+		}
+		off += n
+		b := body[off : off+int(l)]
+		off += int(l)
+		return b, nil
+	}
+	for {
+		if off >= len(body) {
+			return recs, 0, errors.New("snapshot: truncated: no end record")
+		}
+		tag := body[off]
+		off++
+		switch tag {
+		case recKey:
+			key, err := next("key")
+			if err != nil {
+				return recs, 0, err
+			}
+			eb, err := next("entry")
+			if err != nil {
+				return recs, 0, err
+			}
+			ent, n, err := engine.DecodeEntry(eb)
+			if err != nil {
+				return recs, 0, fmt.Errorf("snapshot: key %q: %w", key, err)
+			}
+			if n != len(eb) {
+				return recs, 0, fmt.Errorf("snapshot: key %q: %d stray bytes after the entry", key, len(eb)-n)
+			}
+			recs.keys = append(recs.keys, keyRec{key, ent})
+		case recSection:
+			name, err := next("section name")
+			if err != nil {
+				return recs, 0, err
+			}
+			d, err := next("section")
+			if err != nil {
+				return recs, 0, err
+			}
+			recs.sections = append(recs.sections, sectionRec{string(name), d})
+		case recEnd:
+			keys, n := binary.Uvarint(body[off:])
+			if n <= 0 {
+				return recs, 0, errors.New("snapshot: bad end record")
+			}
+			off += n
+			secs, n := binary.Uvarint(body[off:])
+			if n <= 0 {
+				return recs, 0, errors.New("snapshot: bad end record")
+			}
+			off += n
+			if keys != uint64(len(recs.keys)) || secs != uint64(len(recs.sections)) {
+				return recs, 0, fmt.Errorf("snapshot: end record counts %d keys and %d sections, file holds %d and %d",
+					keys, secs, len(recs.keys), len(recs.sections))
+			}
+			if off != len(body) {
+				return recs, 0, fmt.Errorf("snapshot: %d stray bytes after the end record", len(body)-off)
+			}
+			return recs, created, nil
+		default:
+			return recs, 0, fmt.Errorf("snapshot: unknown record type 0x%02x at offset %d", tag, off-1)
+		}
+	}
+}

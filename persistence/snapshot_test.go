@@ -1,0 +1,173 @@
+package persistence
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+// fill stores n GCRA keys, half of them expiring within a minute.
+func fill(e *engine.Engine, n int) {
+	now := e.Now()
+	for i := 0; i < n; i++ {
+		exp := now + int64(time.Hour)
+		if i%2 == 1 {
+			exp = now + int64(time.Minute)
+		}
+		ent := engine.Entry{Kind: engine.KindGCRA, A: exp, B: int64(i), Expire: exp}
+		e.Do([]byte(fmt.Sprintf("key:%d", i)), now, func(engine.Entry) (engine.Entry, bool) { return ent, true })
+	}
+}
+
+func dump(t *testing.T, e *engine.Engine) map[string]engine.Entry {
+	t.Helper()
+	out := map[string]engine.Entry{}
+	for i := 0; i < e.Shards(); i++ {
+		e.RangeShard(i, e.Now(), func(k string, ent *engine.Entry) bool {
+			out[strings.Clone(k)] = *ent
+			return true
+		})
+	}
+	return out
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	clock := engine.NewFakeClock(t0)
+	src := engine.New(clock, 8)
+	fill(src, 1000)
+	path := filepath.Join(t.TempDir(), "dump.ldb")
+	st, err := Save(path, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Keys != 1000 {
+		t.Fatalf("saved %d keys, want 1000", st.Keys)
+	}
+	if _, err := os.Stat(path + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temp file left behind: %v", err)
+	}
+
+	t.Run("same instant", func(t *testing.T) {
+		dst := engine.New(clock, 4) // another shard count: the format does not depend on it
+		ls, err := Load(path, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ls.Keys != 1000 || ls.Expired != 0 {
+			t.Fatalf("loaded %d, expired %d; want 1000, 0", ls.Keys, ls.Expired)
+		}
+		want, got := dump(t, src), dump(t, dst)
+		if len(got) != len(want) {
+			t.Fatalf("%d keys after load, want %d", len(got), len(want))
+		}
+		for k, w := range want {
+			if got[k] != w {
+				t.Fatalf("%s: %+v, want %+v", k, got[k], w)
+			}
+		}
+	})
+	t.Run("after the short keys expired", func(t *testing.T) {
+		later := engine.NewFakeClock(t0 + int64(2*time.Minute))
+		dst := engine.New(later, 4)
+		ls, err := Load(path, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ls.Keys != 500 || ls.Expired != 500 {
+			t.Fatalf("loaded %d, expired %d; want 500, 500", ls.Keys, ls.Expired)
+		}
+	})
+}
+
+func TestLoadRefusesDamage(t *testing.T) {
+	clock := engine.NewFakeClock(t0)
+	src := engine.New(clock, 4)
+	fill(src, 50)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dump.ldb")
+	if _, err := Save(path, src); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := os.ReadFile(path)
+	flip := bytes.Clone(good)
+	flip[len(flip)/2] ^= 0x40
+	badVersion := bytes.Clone(good)
+	badVersion[len(magic)] = 9
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "truncated"},
+		{"header only", good[:headerLen], "truncated"},
+		{"cut in the middle", good[:len(good)/2], "crc mismatch"},
+		{"last byte missing", good[:len(good)-1], "crc mismatch"},
+		{"bit flipped", flip, "crc mismatch"},
+		{"trailing garbage", append(bytes.Clone(good), 0), "crc mismatch"},
+		{"not a snapshot", []byte("REDIS0011 this is an rdb file, not ours"), "bad magic"},
+		{"future version", badVersion, "unsupported version 9"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "case.ldb")
+			if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			dst := engine.New(clock, 4)
+			_, err := Load(p, dst)
+			if err == nil || !strings.HasPrefix(err.Error(), "snapshot: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a 'snapshot: ...%s...' error", err, tc.want)
+			}
+			if dst.Len() != 0 {
+				t.Fatalf("%d keys loaded from a damaged file", dst.Len())
+			}
+		})
+	}
+	t.Run("missing file", func(t *testing.T) {
+		_, err := Load(filepath.Join(dir, "nope.ldb"), engine.New(clock, 4))
+		if !errors.Is(err, ErrNotExist) {
+			t.Fatalf("err = %v, want ErrNotExist", err)
+		}
+	})
+}
+
+func TestSections(t *testing.T) {
+	var stored []byte
+	RegisterSection("test-section", func() ([]byte, error) { return []byte("policy data"), nil },
+		func(b []byte) error { stored = bytes.Clone(b); return nil })
+	defer func() { sectionsMu.Lock(); delete(sections, "test-section"); sectionsMu.Unlock() }()
+	clock := engine.NewFakeClock(t0)
+	path := filepath.Join(t.TempDir(), "dump.ldb")
+	if _, err := Save(path, engine.New(clock, 1)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Load(path, engine.New(clock, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sections != 1 || string(stored) != "policy data" {
+		t.Fatalf("sections %d, data %q", st.Sections, stored)
+	}
+
+	sectionsMu.Lock()
+	delete(sections, "test-section")
+	sectionsMu.Unlock()
+	st, err = Load(path, engine.New(clock, 1))
+	if err != nil || len(st.UnknownSections) != 1 || st.UnknownSections[0] != "test-section" {
+		t.Fatalf("unregistered section: %v, %+v", err, st)
+	}
+	RegisterSection("test-section", func() ([]byte, error) { return nil, nil },
+		func([]byte) error { return errors.New("bad policy") })
+	if _, err := Load(path, engine.New(clock, 1)); err == nil || !strings.Contains(err.Error(), "snapshot: section test-section: bad policy") {
+		t.Fatalf("err = %v", err)
+	}
+}
