@@ -198,6 +198,7 @@ func (c *Client) Limit(r limit.Result, withDelay bool) {
 	if r.Limited {
 		limited = 1
 	}
+	c.countLimit(r.Limited)
 	c.conn.WriteArray(n)
 	c.conn.WriteInt64(limited)
 	c.conn.WriteInt64(r.Limit)

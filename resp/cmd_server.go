@@ -273,6 +273,8 @@ func cmdConfigResetStat(c *Client, _ [][]byte) {
 			cmd.stats.usec.Store(0)
 			cmd.stats.rejected.Store(0)
 			cmd.stats.failed.Store(0)
+			cmd.stats.admitted.Store(0)
+			cmd.stats.denied.Store(0)
 			each(cmd.Subs)
 		}
 	}

@@ -278,4 +278,6 @@ type cmdStats struct {
 	usec     atomic.Int64
 	rejected atomic.Int64
 	failed   atomic.Int64
+	admitted atomic.Int64 // limiter replies with limited = 0 (info_limits.go)
+	denied   atomic.Int64 // and with limited = 1
 }

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"strconv"
+)
+
+// String values (KindString) are what GET, SET and INCR keep, for the
+// fixed-window limiter libraries that build on them.
+//
+// An integer value whose text is canonical (what INCR writes, and what SET
+// "42" stores) lives in A with B = strInt, so counters never allocate; any
+// other value is a []byte in Ext (nil Ext is the empty string). Both forms
+// read back byte for byte as the text that was written.
+const strInt = 1
+
+var (
+	// ErrNotInteger is INCR on a value that is not a base-10 int64.
+	ErrNotInteger = errors.New("value is not an integer or out of range")
+	// ErrIncrOverflow is INCR past the int64 range.
+	ErrIncrOverflow = errors.New("increment or decrement would overflow")
+	// ErrLimiterExpire is EXPIRE or PERSIST on a limiter's key: a limiter
+	// key expires by itself at the instant its state is fresh again, and
+	// moving that instant would make the limit forget or hoard state.
+	ErrLimiterExpire = errors.New("limiter keys expire by themselves when their limit is fresh; DEL resets a limit")
+)
+
+func init() {
+	RegisterExt(KindString, ExtCodec{
+		Append: func(b []byte, ext any) ([]byte, error) {
+			v, ok := ext.([]byte)
+			if !ok {
+				return nil, errors.New("string ext is not []byte")
+			}
+			return append(b, v...), nil
+		},
+		Decode: func(b []byte) (any, error) { return append([]byte(nil), b...), nil },
+	})
+}
+
+// StringEntry is the entry for value (copied) expiring at expire.
+func StringEntry(value []byte, expire int64) Entry {
+	if n, ok := canonicalInt(value); ok {
+		return Entry{Kind: KindString, Expire: expire, A: n, B: strInt}
+	}
+	ent := Entry{Kind: KindString, Expire: expire}
+	if len(value) > 0 {
+		ent.Ext = append([]byte(nil), value...)
+	}
+	return ent
+}
+
+// AppendString appends a string entry's value to dst.
+func AppendString(dst []byte, ent Entry) []byte {
+	if ent.B == strInt {
+		return strconv.AppendInt(dst, ent.A, 10)
+	}
+	v, _ := ent.Ext.([]byte)
+	return append(dst, v...)
+}
+
+// canonicalInt parses b if it is exactly the text strconv.FormatInt would
+// give back, so that storing it as a number loses nothing.
+func canonicalInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	var buf [20]byte
+	return n, string(strconv.AppendInt(buf[:0], n, 10)) == string(b)
+}
+
+// stringInt reads a string entry as an integer the way Redis's INCR does:
+// the whole value must be a base-10 int64 without spaces or a plus sign.
+func stringInt(ent Entry) (int64, error) {
+	if ent.B == strInt {
+		return ent.A, nil
+	}
+	v, _ := ent.Ext.([]byte)
+	if n, ok := canonicalInt(v); ok {
+		return n, nil
+	}
+	return 0, ErrNotInteger
+}
+
+// GetString appends key's value to dst. ok is false when the key is absent;
+// err is ErrWrongType when a limiter owns it.
+func (e *Engine) GetString(key []byte, now int64, dst []byte) (val []byte, ok bool, err error) {
+	val = dst
+	e.Do(key, now, func(ent Entry) (Entry, bool) {
+		switch ent.Kind {
+		case KindNone:
+		case KindString:
+			val, ok = AppendString(dst, ent), true
+		default:
+			err = ErrWrongType
+		}
+		return ent, false
+	})
+	return val, ok, err
+}
+
+// SetOptions are SET's conditions and expiry.
+type SetOptions struct {
+	NX, XX  bool  // only if absent / only if present
+	Get     bool  // return the old value; a non-string old value is ErrWrongType
+	KeepTTL bool  // keep the old expiry
+	Expire  int64 // absolute Unix ns; 0 = no expiry
+}
+
+// SetString stores value at key (whatever kind held it before, as in
+// Redis) unless a condition fails. With o.Get the old value is appended to
+// dst. done says whether the value was stored.
+func (e *Engine) SetString(key []byte, now int64, value []byte, o SetOptions, dst []byte) (old []byte, hadOld, done bool, err error) {
+	old = dst
+	e.Do(key, now, func(ent Entry) (Entry, bool) {
+		exists := ent.Kind != KindNone
+		if o.Get && exists {
+			if ent.Kind != KindString {
+				err = ErrWrongType
+				return ent, false
+			}
+			old, hadOld = AppendString(dst, ent), true
+		}
+		if (o.NX && exists) || (o.XX && !exists) {
+			return ent, false
+		}
+		expire := o.Expire
+		if o.KeepTTL && exists {
+			expire = ent.Expire
+		}
+		done = true
+		return StringEntry(value, expire), true
+	})
+	return old, hadOld, done, err
+}
+
+// SetStrings stores every pair (key, value) at one instant, atomically;
+// with nx it stores none unless every key is absent. It reports whether it
+// stored them.
+func (e *Engine) SetStrings(keys, values [][]byte, now int64, nx bool) (done bool) {
+	e.DoMulti(keys, now, func(ents []Entry) bool {
+		if nx {
+			for _, ent := range ents {
+				if ent.Kind != KindNone {
+					return false
+				}
+			}
+		}
+		// DoMulti stores a key named twice from its first place; the last
+		// value given wins, as in Redis.
+		for i := range keys {
+			ents[firstOf(keys, i)] = StringEntry(values[i], 0)
+		}
+		done = true
+		return true
+	})
+	return done
+}
+
+// firstOf is the first index at which keys names keys[i].
+func firstOf(keys [][]byte, i int) int {
+	for j := 0; j < i; j++ {
+		if string(keys[j]) == string(keys[i]) {
+			return j
+		}
+	}
+	return i
+}
+
+// IncrBy adds delta to the integer at key (0 when absent), keeping its
+// expiry, and returns the new value.
+func (e *Engine) IncrBy(key []byte, now, delta int64) (n int64, err error) {
+	e.Do(key, now, func(ent Entry) (Entry, bool) {
+		switch ent.Kind {
+		case KindNone:
+		case KindString:
+			if n, err = stringInt(ent); err != nil {
+				return ent, false
+			}
+		default:
+			err = ErrWrongType
+			return ent, false
+		}
+		if (delta > 0 && n > math.MaxInt64-delta) || (delta < 0 && n < math.MinInt64-delta) {
+			err = ErrIncrOverflow
+			return ent, false
+		}
+		n += delta
+		return Entry{Kind: KindString, Expire: ent.Expire, A: n, B: strInt}, true
+	})
+	return n, err
+}
+
+// ExpireCond is EXPIRE's NX, XX, GT and LT conditions.
+type ExpireCond uint8
+
+const (
+	ExpireAlways ExpireCond = iota
+	ExpireNX                // only when the key has no expiry
+	ExpireXX                // only when it has one
+	ExpireGT                // only when later than the current one (none counts as infinite)
+	ExpireLT                // only when earlier than the current one
+)
+
+// SetExpire makes a string key expire at the Unix ns instant at; an
+// instant at or before now deletes it. It reports whether the key existed
+// and the condition held. Limiter keys answer ErrLimiterExpire.
+func (e *Engine) SetExpire(key []byte, now, at int64, cond ExpireCond) (set bool, err error) {
+	e.Do(key, now, func(ent Entry) (Entry, bool) {
+		switch {
+		case ent.Kind == KindNone:
+			return ent, false
+		case ent.Kind != KindString:
+			err = ErrLimiterExpire
+			return ent, false
+		}
+		cur := ent.Expire
+		switch cond {
+		case ExpireNX:
+			set = cur == 0
+		case ExpireXX:
+			set = cur != 0
+		case ExpireGT:
+			set = cur != 0 && at > cur
+		case ExpireLT:
+			set = cur == 0 || at < cur
+		default:
+			set = true
+		}
+		if !set {
+			return ent, false
+		}
+		if at <= now {
+			return Entry{}, true // deleted, as EXPIRE with a past time does in Redis
+		}
+		ent.Expire = at
+		return ent, true
+	})
+	return set, err
+}
+
+// Persist removes a string key's expiry; it reports whether there was one.
+func (e *Engine) Persist(key []byte, now int64) (done bool, err error) {
+	e.Do(key, now, func(ent Entry) (Entry, bool) {
+		switch {
+		case ent.Kind == KindNone:
+			return ent, false
+		case ent.Kind != KindString:
+			err = ErrLimiterExpire
+			return ent, false
+		case ent.Expire == 0:
+			return ent, false
+		}
+		ent.Expire = 0
+		done = true
+		return ent, true
+	})
+	return done, err
+}
