@@ -18,6 +18,7 @@ func infoField(info, name string) (string, bool) {
 func TestInfoLimitsCountsDecisions(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 2)
+	c.ConfigResetStat(ctx)   // command statistics are per process, shared by every test server
 	for i := 0; i < 5; i++ { // burst 2: three admitted, two denied
 		c.Do(ctx, "CL.THROTTLE", "k", 2, 1, 60)
 	}
