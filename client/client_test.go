@@ -1,0 +1,134 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
+	"github.com/redis/go-redis/v9"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+
+// serve starts a limitdb server on a free loopback port with a fake clock.
+func serve(t *testing.T) (addr string, clock *engine.FakeClock) {
+	t.Helper()
+	clock = engine.NewFakeClock(t0)
+	cfg := resp.DefaultConfig()
+	cfg.Port = 0
+	cfg.Dir = t.TempDir()
+	srv := resp.New(cfg, engine.New(clock, 0), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), clock
+}
+
+func connect(t *testing.T, addr string, protocol int) *client.Client {
+	t.Helper()
+	o := client.Options(addr)
+	o.Protocol = protocol
+	rdb := redis.NewClient(o)
+	t.Cleanup(func() { rdb.Close() })
+	return client.New(rdb)
+}
+
+type step struct {
+	advance time.Duration
+	cost    int64
+	want    client.Result
+}
+
+// walk applies l to key at each step and compares the whole Result.
+func walk(t *testing.T, c *client.Client, clock *engine.FakeClock, key string, l client.Limit, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		clock.Advance(s.advance)
+		got, err := c.Take(context.Background(), key, l, s.cost)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got != s.want {
+			t.Errorf("step %d: %+v, want %+v", i, got, s.want)
+		}
+	}
+}
+
+const s = time.Second
+
+func TestTypedCalls(t *testing.T) {
+	addr, clock := serve(t)
+	for _, proto := range []int{2, 3} {
+		c := connect(t, addr, proto)
+		t.Run(fmt.Sprint("CL.THROTTLE/resp", proto), func(t *testing.T) {
+			// redis-cell's README limit: burst 15, 30 per minute.
+			walk(t, c, clock, fmt.Sprint("throttle", proto), client.Throttle{MaxBurst: 15, Count: 30, Period: time.Minute}, []step{
+				{0, 1, client.Result{Limit: 16, Remaining: 15, ResetAfter: 2 * s}},
+				{0, 0, client.Result{Limit: 16, Remaining: 15, ResetAfter: 2 * s}},
+				{0, 15, client.Result{Limit: 16, Remaining: 0, ResetAfter: 32 * s}},
+				{0, 1, client.Result{Limited: true, Limit: 16, RetryAfter: 2 * s, ResetAfter: 32 * s}},
+				{0, 17, client.Result{Limited: true, Limit: 16, RetryAfter: client.Never, ResetAfter: 32 * s}},
+				{2 * s, 1, client.Result{Limit: 16, Remaining: 0, ResetAfter: 32 * s}},
+			})
+		})
+		t.Run(fmt.Sprint("GCRA/resp", proto), func(t *testing.T) {
+			// Redis 8.8's GCRA: burst 2, 1 token per 0.5 s.
+			walk(t, c, clock, fmt.Sprint("gcra", proto), client.GCRA{MaxBurst: 2, TokensPerPeriod: 1, Period: 500 * time.Millisecond}, []step{
+				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: 1 * s}},
+				{0, 2, client.Result{Limit: 3, Remaining: 0, ResetAfter: 2 * s}},
+				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: 1 * s, ResetAfter: 2 * s}},
+				{500 * time.Millisecond, 1, client.Result{Limit: 3, Remaining: 0, ResetAfter: 2 * s}},
+			})
+		})
+	}
+}
+
+func TestServerErrorsPassThrough(t *testing.T) {
+	addr, _ := serve(t)
+	c := connect(t, addr, 3)
+	_, err := c.Take(context.Background(), "k", client.Throttle{MaxBurst: 1, Count: 0, Period: s}, 1)
+	if err == nil || !strings.Contains(err.Error(), "count must be at least 1") {
+		t.Fatalf("err = %v, want the server's count error", err)
+	}
+	_, err = c.Take(context.Background(), "k", client.GCRA{MaxBurst: 1, TokensPerPeriod: 1, Period: s}, 0)
+	if err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("GCRA with 0 tokens: err = %v, want out of range", err)
+	}
+}
+
+func TestThrottleNeedsWholeSeconds(t *testing.T) {
+	c := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
+	_, err := c.Take(context.Background(), "k", client.Throttle{MaxBurst: 1, Count: 1, Period: 1500 * time.Millisecond}, 1)
+	if err == nil || !strings.Contains(err.Error(), "not whole seconds") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestApprox(t *testing.T) {
+	cases := []struct {
+		l    client.Limit
+		want client.Rate
+	}{
+		{client.Throttle{MaxBurst: 15, Count: 30, Period: time.Minute}, client.Rate{Burst: 15, Interval: 2 * s}},
+		{client.GCRA{MaxBurst: 0, TokensPerPeriod: 4, Period: s}, client.Rate{Burst: 0, Interval: 250 * time.Millisecond}},
+		{client.TokenBucket{Capacity: 10, Refill: 5, Period: s}, client.Rate{Burst: 9, Interval: 200 * time.Millisecond}},
+		{client.LeakyQueue{Capacity: 3, Rate: 1, Period: s}, client.Rate{Burst: 2, Interval: s}},
+		{client.FixedWindow{Limit: 100, Window: time.Minute}, client.Rate{Burst: 99, Interval: 600 * time.Millisecond}},
+		{client.SlidingWindow{Limit: 10, Window: 10 * s}, client.Rate{Burst: 9, Interval: s}},
+		{client.SlidingLog{Limit: 1, Window: s}, client.Rate{Burst: 0, Interval: s}},
+	}
+	for _, tc := range cases {
+		if got := tc.l.Approx(); got != tc.want {
+			t.Errorf("%T: %+v, want %+v", tc.l, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,6 @@
+package httplimit
+
+import "time"
+
+// SetLocalClock lets tests step a Local's clock.
+func SetLocalClock(l *Local, now func() time.Time) { l.now = now }
