@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/limitdb/limitdb/engine/bucket"
+	"github.com/limitdb/limitdb/engine/limit"
+	"github.com/limitdb/limitdb/engine/window"
+)
+
+// The Limiter adapters of TB.TAKE, LB.QUEUE, FW.INCR, SW.INCR and SL.INCR.
+// Each binds validated parameters to a pure algorithm in engine/bucket or
+// engine/window and maps its state onto an Entry: A and B where it fits
+// (no allocation per request), Ext where it does not. Their results are in
+// milliseconds, rounded up (limit.CeilMillis); RetryAfter is -1 when
+// admitted or when the cost can never fit. Every entry's Expire is the
+// instant its state equals a new key's (a full bucket, an empty window).
+//
+// Apply never modifies the entry it is given, Ext state included, so a
+// caller may apply several limits and store none of them (all-or-nothing).
+
+func init() {
+	RegisterExt(KindSlidingWindow, ExtCodec{
+		Append: func(b []byte, ext any) ([]byte, error) {
+			st, ok := ext.(*window.SlidingState)
+			if !ok {
+				return nil, fmt.Errorf("sliding window state is %T", ext)
+			}
+			return st.AppendBinary(b), nil
+		},
+		Decode: func(b []byte) (any, error) { return window.DecodeSliding(b) },
+	})
+	RegisterExt(KindSlidingLog, ExtCodec{
+		Append: func(b []byte, ext any) ([]byte, error) {
+			r, ok := ext.(*window.Ring)
+			if !ok {
+				return nil, fmt.Errorf("sliding log state is %T", ext)
+			}
+			return r.AppendBinary(b), nil
+		},
+		Decode: func(b []byte) (any, error) { return window.DecodeRing(b) },
+	})
+}
+
+// result converts an algorithm's nanosecond durations to the reply's
+// milliseconds.
+func result(limited bool, lim, remaining, retryNs, resetNs int64) limit.Result {
+	return limit.Result{
+		Limited:    limited,
+		Limit:      lim,
+		Remaining:  remaining,
+		RetryAfter: limit.CeilMillis(retryNs),
+		ResetAfter: limit.CeilMillis(resetNs),
+	}
+}
+
+// TokenBucket is TB.TAKE: a bucket of Capacity tokens refilled
+// continuously. A = the whole nanosecond the bucket is full again, B = the
+// fraction of a nanosecond beyond it, in the bucket's units.
+type TokenBucket struct{ B bucket.Bucket }
+
+// NewTokenBucket validates a bucket of capacity tokens, refilled with
+// refill tokens every periodNs nanoseconds.
+func NewTokenBucket(capacity, refill, periodNs int64) (TokenBucket, error) {
+	b, err := bucket.New(capacity, refill, periodNs)
+	return TokenBucket{b}, err
+}
+
+// Kind implements Limiter.
+func (TokenBucket) Kind() Kind { return KindTokenBucket }
+
+// Apply implements Limiter.
+func (t TokenBucket) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
+	d, err := t.B.Take(bucket.State{At: ent.A, Frac: ent.B}, now, cost)
+	if err != nil {
+		return ent, limit.Result{}, false, err
+	}
+	next := Entry{Kind: KindTokenBucket, A: d.State.At, B: d.State.Frac, Expire: d.State.Expire()}
+	return next, result(d.Limited, t.B.Capacity, d.Remaining, d.RetryAfter, d.ResetAfter), !d.Limited && cost > 0, nil
+}
+
+// LeakyQueue is LB.QUEUE: requests queue for a server that takes one every
+// period/rate; an admitted request is told its delay (Result.Delay, -1 when
+// denied). Its state is the token bucket's: when the queue will be empty.
+type LeakyQueue struct{ B bucket.Bucket }
+
+// NewLeakyQueue validates a queue of capacity requests served at rate per
+// periodNs nanoseconds.
+func NewLeakyQueue(capacity, rate, periodNs int64) (LeakyQueue, error) {
+	b, err := bucket.New(capacity, rate, periodNs)
+	return LeakyQueue{b}, err
+}
+
+// Kind implements Limiter.
+func (LeakyQueue) Kind() Kind { return KindLeakyQueue }
+
+// Apply implements Limiter.
+func (q LeakyQueue) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
+	d, err := q.B.Take(bucket.State{At: ent.A, Frac: ent.B}, now, cost)
+	if err != nil {
+		return ent, limit.Result{}, false, err
+	}
+	next := Entry{Kind: KindLeakyQueue, A: d.State.At, B: d.State.Frac, Expire: d.State.Expire()}
+	r := result(d.Limited, q.B.Capacity, d.Remaining, d.RetryAfter, d.ResetAfter)
+	r.Delay = -1
+	if !d.Limited {
+		r.Delay = limit.CeilMillis(d.Wait)
+	}
+	return next, r, !d.Limited && cost > 0, nil
+}
+
+// FixedWindow is FW.INCR: A = the start of the window, B = its count.
+type FixedWindow struct{ W window.Fixed }
+
+// NewFixedWindow validates a fixed window of limit per windowNs
+// nanoseconds, aligned to the Unix epoch.
+func NewFixedWindow(limit, windowNs int64) (FixedWindow, error) {
+	w, err := window.NewFixed(limit, windowNs)
+	return FixedWindow{w}, err
+}
+
+// Kind implements Limiter.
+func (FixedWindow) Kind() Kind { return KindFixedWindow }
+
+// Apply implements Limiter.
+func (f FixedWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
+	d, st, err := f.W.Incr(window.FixedState{Start: ent.A, Count: ent.B}, now, cost)
+	if err != nil {
+		return ent, limit.Result{}, false, err
+	}
+	next := Entry{Kind: KindFixedWindow, A: st.Start, B: st.Count, Expire: f.W.Expire(st)}
+	return next, result(d.Limited, f.W.Limit, d.Remaining, d.RetryAfter, d.ResetAfter), !d.Limited && cost > 0, nil
+}
+
+// SlidingWindow is SW.INCR. With precision 1 and counts below 2^32 the
+// state fits the entry: A = the current window's start, B = its count in
+// the low 32 bits and the previous window's in the high 32. Otherwise Ext
+// holds a *window.SlidingState (and A, B are 0).
+type SlidingWindow struct{ W window.Sliding }
+
+// NewSlidingWindow validates a sliding window of limit per windowNs
+// nanoseconds split into precision sub-windows (1 = Cloudflare's counter).
+func NewSlidingWindow(limit, windowNs, precision int64) (SlidingWindow, error) {
+	w, err := window.NewSliding(limit, windowNs, precision)
+	return SlidingWindow{w}, err
+}
+
+// Kind implements Limiter.
+func (SlidingWindow) Kind() Kind { return KindSlidingWindow }
+
+// Apply implements Limiter.
+func (s SlidingWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
+	var packed [2]int64
+	st := window.SlidingState{Start: ent.A, Counts: packed[:]}
+	if x, ok := ent.Ext.(*window.SlidingState); ok {
+		st = *x
+	} else {
+		packed[0], packed[1] = int64(uint32(ent.B)), int64(uint64(ent.B)>>32)
+	}
+	st = s.W.Adopt(st)
+	d, err := s.W.Decide(st, now, cost)
+	if err != nil {
+		return ent, limit.Result{}, false, err
+	}
+	r := result(d.Limited, s.W.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
+	if d.Limited || cost == 0 {
+		return ent, r, false, nil
+	}
+	var out [2]int64
+	if s.W.Precision == 1 {
+		ns := s.W.Record(st, now, cost, out[:])
+		if out[0] <= math.MaxUint32 && out[1] <= math.MaxUint32 {
+			b := int64(uint64(out[0]) | uint64(out[1])<<32)
+			return Entry{Kind: KindSlidingWindow, A: ns.Start, B: b, Expire: s.W.Expire(ns)}, r, true, nil
+		}
+	}
+	ns := s.W.Record(st, now, cost, make([]int64, s.W.Precision+1))
+	return Entry{Kind: KindSlidingWindow, Ext: &ns, Expire: s.W.Expire(ns)}, r, true, nil
+}
+
+// SlidingLog is SL.INCR: Ext holds a *window.Ring of the admitted
+// requests' stamps (at most limit of them).
+type SlidingLog struct{ L window.Log }
+
+// NewSlidingLog validates a sliding log of limit (at most
+// window.MaxLogLimit) per windowNs nanoseconds.
+func NewSlidingLog(limit, windowNs int64) (SlidingLog, error) {
+	l, err := window.NewLog(limit, windowNs)
+	return SlidingLog{l}, err
+}
+
+// Kind implements Limiter.
+func (SlidingLog) Kind() Kind { return KindSlidingLog }
+
+// Apply implements Limiter.
+func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
+	var empty window.Ring
+	ring, ok := ent.Ext.(*window.Ring)
+	if !ok {
+		ring = &empty
+	}
+	d, err := l.L.Decide(ring, now, cost)
+	if err != nil {
+		return ent, limit.Result{}, false, err
+	}
+	r := result(d.Limited, l.L.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
+	if d.Limited || cost == 0 {
+		return ent, r, false, nil
+	}
+	next := l.L.Record(ring, now, cost)
+	return Entry{Kind: KindSlidingLog, Ext: &next, Expire: l.L.Expire(&next)}, r, true, nil
+}

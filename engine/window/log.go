@@ -1,0 +1,225 @@
+package window
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// MaxLogLimit bounds a sliding log's limit, and so its memory: at most
+// MaxLogLimit stamps of 16 bytes per key. Larger limits belong to the
+// sliding-window counter, whose memory does not grow with the limit.
+const MaxLogLimit = 1_000_000
+
+// Log is a sliding log: at most Limit cost in any window of Window
+// nanoseconds, exactly. It keeps the instant and cost of every admitted
+// request still inside the window, so it holds at most Limit stamps.
+//
+// A request at now is admitted when the costs logged after now-Window, plus
+// its own, are at most Limit. A stamp at t counts while now < t+Window.
+type Log struct {
+	Limit  int64
+	Window int64
+}
+
+// NewLog validates a sliding log of limit (at most MaxLogLimit) per window
+// nanoseconds.
+func NewLog(limit, window int64) (Log, error) {
+	if err := checkLimit(limit, window); err != nil {
+		return Log{}, err
+	}
+	if limit > MaxLogLimit {
+		return Log{}, fmt.Errorf("%w: a sliding log keeps one stamp per request; limit %d is above %d (use the sliding-window counter)", ErrInvalid, limit, MaxLogLimit)
+	}
+	return Log{Limit: limit, Window: window}, nil
+}
+
+// Stamp is one admitted request.
+type Stamp struct {
+	At   int64
+	Cost int64
+}
+
+// Ring is a sliding log's state: the stamps of admitted requests in time
+// order, in a ring buffer that grows by doubling (up to the number of
+// stamps the limit allows) and shrinks when mostly empty.
+//
+// Record never writes a slot an older Ring value can see: it appends past
+// that value's last stamp or copies into a new buffer. So a Ring is a
+// value: deciding and recording leave the state it came from intact, and a
+// caller may drop a recorded state (an all-or-nothing check that failed
+// elsewhere) without undoing anything.
+type Ring struct {
+	Seen int64 // latest instant a request was recorded at
+	buf  []Stamp
+	head int
+	n    int
+	sum  int64 // total cost of the n stamps
+}
+
+// Len is the number of stamps held.
+func (r *Ring) Len() int { return r.n }
+
+// Cap is the number of stamp slots allocated.
+func (r *Ring) Cap() int { return len(r.buf) }
+
+func (r *Ring) at(i int) Stamp { return r.buf[(r.head+i)%len(r.buf)] }
+
+// live returns the index of the first stamp inside the window ending at
+// eff and the total cost from it on.
+func (l Log) live(r *Ring, eff int64) (first int, sum int64) {
+	sum = r.sum
+	cutoff := eff - l.Window
+	for first < r.n {
+		s := r.at(first)
+		if s.At > cutoff {
+			break
+		}
+		sum -= s.Cost
+		first++
+	}
+	return first, sum
+}
+
+// eff is the instant a decision is made at: now, or the latest recorded
+// instant if the clock went back before it (so that stamps already dropped
+// as expired could not have counted).
+func eff(r *Ring, now int64) int64 {
+	if r.n > 0 && r.Seen > now {
+		return r.Seen
+	}
+	return now
+}
+
+// Decide applies a request of cost at now to r without changing it.
+func (l Log) Decide(r *Ring, now, cost int64) (Decision, error) {
+	if err := checkRequest(now, cost); err != nil {
+		return Decision{}, err
+	}
+	t := eff(r, now)
+	first, sum := l.live(r, t)
+	d := Decision{RetryAfter: -1}
+	if first < r.n {
+		d.ResetAfter = r.at(r.n-1).At + l.Window - now
+	}
+	if cost <= l.Limit-sum {
+		d.Remaining = l.Limit - sum - cost
+		if cost > 0 {
+			d.ResetAfter = t + l.Window - now
+		}
+		return d, nil
+	}
+	d.Limited = true
+	d.Remaining = max(l.Limit-sum, 0)
+	if cost <= l.Limit {
+		// The request fits once enough of the oldest stamps slide out.
+		for i := first; i < r.n; i++ {
+			s := r.at(i)
+			sum -= s.Cost
+			if sum <= l.Limit-cost {
+				d.RetryAfter = s.At + l.Window - now
+				break
+			}
+		}
+	}
+	return d, nil
+}
+
+// Expire is the instant r equals an empty log: its newest stamp has slid
+// out. 0 for an empty ring.
+func (l Log) Expire(r *Ring) int64 {
+	if r.n == 0 {
+		return 0
+	}
+	return r.at(r.n-1).At + l.Window
+}
+
+// Record returns r with a stamp of cost at now appended (at r.Seen if the
+// clock went back) and the stamps that slid out dropped. r is unchanged.
+func (l Log) Record(r *Ring, now, cost int64) Ring {
+	t := eff(r, now)
+	first, sum := l.live(r, t)
+	next := Ring{Seen: t, buf: r.buf, head: r.head, n: r.n - first, sum: sum}
+	if len(next.buf) > 0 {
+		next.head = (r.head + first) % len(r.buf)
+	}
+	switch size := len(r.buf); {
+	case r.n == size:
+		// Every slot is visible to r, even the ones that slid out for
+		// next: copy rather than overwrite.
+		if next.n >= size/2 {
+			size = min(max(2*size, 4), max(int(l.Limit), next.n+1))
+		}
+		next.resize(size)
+	case size > 16 && 4*(next.n+1) < size:
+		next.resize(size / 2)
+	}
+	next.buf[(next.head+next.n)%len(next.buf)] = Stamp{At: t, Cost: cost}
+	next.n++
+	next.sum += cost
+	return next
+}
+
+// resize copies the stamps into a new buffer of size slots.
+func (r *Ring) resize(size int) {
+	buf := make([]Stamp, size)
+	for i := 0; i < r.n; i++ {
+		buf[i] = r.at(i)
+	}
+	r.buf, r.head = buf, 0
+}
+
+// AppendBinary appends the ring's serialised form: Seen as a varint, the
+// number of stamps, then each stamp as its distance back from Seen and its
+// cost, both uvarints.
+func (r *Ring) AppendBinary(b []byte) []byte {
+	b = binary.AppendVarint(b, r.Seen)
+	b = binary.AppendUvarint(b, uint64(r.n))
+	for i := 0; i < r.n; i++ {
+		s := r.at(i)
+		b = binary.AppendUvarint(b, uint64(r.Seen-s.At))
+		b = binary.AppendUvarint(b, uint64(s.Cost))
+	}
+	return b
+}
+
+var errCorruptRing = errors.New("window: corrupt sliding log")
+
+// DecodeRing reads a ring written by AppendBinary, checking that its stamps
+// are in time order, no later than Seen, and of positive cost.
+func DecodeRing(b []byte) (*Ring, error) {
+	seen, k := binary.Varint(b)
+	if k <= 0 {
+		return nil, errCorruptRing
+	}
+	b = b[k:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b))/2 || n > MaxLogLimit {
+		return nil, errCorruptRing
+	}
+	b = b[k:]
+	r := &Ring{Seen: seen, buf: make([]Stamp, max(int(n), 4)), n: int(n)}
+	prev := int64(-1 << 63)
+	for i := range r.n {
+		back, k1 := binary.Uvarint(b)
+		if k1 <= 0 {
+			return nil, errCorruptRing
+		}
+		cost, k2 := binary.Uvarint(b[k1:])
+		if k2 <= 0 || back > 1<<62 || cost < 1 || cost > MaxLogLimit {
+			return nil, errCorruptRing
+		}
+		b = b[k1+k2:]
+		at := seen - int64(back)
+		if at < prev {
+			return nil, errCorruptRing
+		}
+		prev = at
+		r.buf[i] = Stamp{At: at, Cost: int64(cost)}
+		r.sum += int64(cost)
+	}
+	if len(b) != 0 {
+		return nil, errCorruptRing
+	}
+	return r, nil
+}
