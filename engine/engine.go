@@ -110,6 +110,7 @@ type shardStats struct {
 	hits    atomic.Int64
 	misses  atomic.Int64
 	changes atomic.Int64 // writes since start, for "changes since last save"
+	owner   atomic.Int64 // goroutine holding the shard in Exclusive (txn.go); 0: none
 	_       [32]byte
 }
 
@@ -136,8 +137,9 @@ func (e *Engine) Now() int64 { return e.clock.Now() }
 func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (existed bool) {
 	i := e.tab.Index(key)
 	s := e.tab.Shard(i)
-	s.Lock()
-	defer s.Unlock()
+	if e.lockShard(i) {
+		defer s.Unlock()
+	}
 	var ent Entry
 	cur := e.live(i, s, key, now)
 	if cur != nil {
@@ -155,7 +157,7 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 // one entry per key (a key named twice is given once, in its first place,
 // and KindNone in the others) and returns true to store them all.
 func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write bool)) {
-	locked := e.tab.LockKeys(keys)
+	locked := e.lockKeys(keys)
 	defer e.tab.UnlockIndexes(locked)
 	ents := make([]Entry, len(keys))
 	curs := make([]*Entry, len(keys))
@@ -237,7 +239,18 @@ func (e *Engine) Get(key []byte, now int64) (ent Entry, ok bool) {
 }
 
 // Len is the number of stored keys, including expired ones not yet reaped.
-func (e *Engine) Len() int { return e.tab.Len() }
+func (e *Engine) Len() int {
+	n := 0
+	for i := 0; i < e.tab.Count(); i++ {
+		if e.lockShard(i) {
+			n += e.tab.Shard(i).Len()
+			e.tab.Shard(i).Unlock()
+		} else {
+			n += e.tab.Shard(i).Len()
+		}
+	}
+	return n
+}
 
 // Shards is the number of shards, for cursors that walk the keyspace.
 func (e *Engine) Shards() int { return e.tab.Count() }
@@ -246,8 +259,9 @@ func (e *Engine) Shards() int { return e.tab.Count() }
 // shard's lock, until fn returns false. fn must not call back into the engine.
 func (e *Engine) RangeShard(i int, now int64, fn func(key string, ent *Entry) bool) {
 	s := e.tab.Shard(i)
-	s.Lock()
-	defer s.Unlock()
+	if e.lockShard(i) {
+		defer s.Unlock()
+	}
 	s.Range(func(k string, v *Entry) bool {
 		if !v.Live(now) {
 			return true
@@ -260,11 +274,13 @@ func (e *Engine) RangeShard(i int, now int64, fn func(key string, ent *Entry) bo
 func (e *Engine) Flush() {
 	for i := 0; i < e.tab.Count(); i++ {
 		s := e.tab.Shard(i)
-		s.Lock()
+		locked := e.lockShard(i)
 		if s.Len() > 0 {
 			s.Reset()
 		}
-		s.Unlock()
+		if locked {
+			s.Unlock()
+		}
 		e.stats[i].changes.Add(1)
 	}
 }

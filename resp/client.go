@@ -44,6 +44,8 @@ type Client struct {
 
 	scratch []byte // reused by reply formatting
 	failed  bool   // the current command answered with an error
+
+	multi *multiState // MULTI and WATCH (multi.go); nil until first used
 }
 
 // Name is the name set with CLIENT SETNAME.
@@ -159,6 +161,9 @@ func (c *Client) header(prefix byte, n int) {
 // or WRONGTYPE; newlines are replaced so the reply stays one line.
 func (c *Client) Err(msg string) {
 	c.failed = true
+	if c.multi != nil {
+		c.multi.queueError()
+	}
 	c.conn.WriteError(strings.NewReplacer("\r", " ", "\n", " ").Replace(msg))
 }
 

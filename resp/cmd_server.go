@@ -275,6 +275,9 @@ func cmdConfigResetStat(c *Client, _ [][]byte) {
 			cmd.stats.failed.Store(0)
 			cmd.stats.admitted.Store(0)
 			cmd.stats.denied.Store(0)
+			for i := range cmd.stats.lat {
+				cmd.stats.lat[i].Store(0)
+			}
 			each(cmd.Subs)
 		}
 	}

@@ -24,12 +24,18 @@ type Config struct {
 	DiscardCorrupt  bool   // start empty (moving the file aside) when the snapshot is corrupt
 	MaxMemory       int64  // dataset bytes before the policy applies; 0: no limit
 	MaxMemoryPolicy string // noeviction or volatile-ttl
+
+	// Observability (resp/slowlog.go, metrics/).
+	SlowlogLogSlowerThan int64  // microseconds; 0 logs every command, negative none
+	SlowlogMaxLen        int    // entries the slow log keeps
+	MetricsAddr          string // Prometheus endpoint address; empty: off
 }
 
 // DefaultConfig is what a newcomer gets with no flags.
 func DefaultConfig() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
-		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction"}
+		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
+		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128}
 }
 
 // Directive is one configuration parameter, named as in Redis. The one

@@ -56,6 +56,7 @@ type Server struct {
 	OnShutdown func(save bool) error
 
 	persist persistState // snapshots: resp/cmd_persist.go
+	slow    slowLog      // SLOWLOG: resp/slowlog.go
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -66,7 +67,7 @@ func New(cfg Config, eng *engine.Engine, logger *log.Logger) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
-	return &Server{
+	s := &Server{
 		cfg:     cfg,
 		eng:     eng,
 		table:   commands,
@@ -75,6 +76,8 @@ func New(cfg Config, eng *engine.Engine, logger *log.Logger) *Server {
 		clients: map[*Client]struct{}{},
 		done:    make(chan struct{}),
 	}
+	s.slow.configure(cfg)
+	return s
 }
 
 // Engine is the keyspace the server serves.
@@ -243,11 +246,13 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	c.lastActive.Store(start.UnixNano())
 	c.failed = false
 	s.run(c, cmd, args)
+	d := time.Since(start)
 	cmd.stats.calls.Add(1)
-	cmd.stats.usec.Add(time.Since(start).Microseconds())
+	cmd.stats.usec.Add(d.Microseconds())
 	if c.failed {
 		cmd.stats.failed.Add(1)
 	}
+	s.observe(c, cmd, args, start, d)
 }
 
 // run calls the handler, turning a panic into an error reply so that one bad
@@ -280,4 +285,5 @@ type cmdStats struct {
 	failed   atomic.Int64
 	admitted atomic.Int64 // limiter replies with limited = 0 (info_limits.go)
 	denied   atomic.Int64 // and with limited = 1
+	lat      latencyHist  // slowlog.go
 }

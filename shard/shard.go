@@ -109,6 +109,9 @@ func (s *Shard[V]) init() { s.idx = make(map[string]int32) }
 func (s *Shard[V]) Lock()   { s.mu.Lock() }
 func (s *Shard[V]) Unlock() { s.mu.Unlock() }
 
+// TryLock locks the shard if it is free and reports whether it did.
+func (s *Shard[V]) TryLock() bool { return s.mu.TryLock() }
+
 // Get returns the value stored for key, or nil. The pointer stays valid
 // until the next Insert or Reset on this shard.
 func (s *Shard[V]) Get(key []byte) *V {

@@ -1,8 +1,12 @@
 package tests
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // infoField finds "name:value" in INFO text.
@@ -44,4 +48,123 @@ func TestInfoLimitsCountsDecisions(t *testing.T) {
 	if got, _ := infoField(c.Info(ctx, "limits").Val(), "limits_admitted"); got != "0" {
 		t.Errorf("after CONFIG RESETSTAT limits_admitted = %q", got)
 	}
+}
+
+func TestSlowlog(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	c.Do(ctx, "CLIENT", "SETNAME", "slowpoke")
+	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(0) {
+		t.Fatalf("SLOWLOG LEN at start = %v", n)
+	}
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "0") // log everything
+	c.ConfigSet(ctx, "slowlog-max-len", "3")
+	c.Do(ctx, "CL.THROTTLE", "k", 1, 1, 1)
+	c.Do(ctx, "ECHO", strings.Repeat("x", 200))
+	c.Do(ctx, "PING")
+	c.Do(ctx, "GET", "k")
+	entries, err := c.SlowLogGet(ctx, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("SLOWLOG GET -1 returned %d entries", len(entries))
+	}
+	newest, oldest := entries[0], entries[2]
+	if got := strings.Join(newest.Args, " "); got != "GET k" {
+		t.Errorf("newest entry = %q", got)
+	}
+	if newest.ID != oldest.ID+2 || newest.ClientName != "slowpoke" || newest.ClientAddr == "" {
+		t.Errorf("entries %+v / %+v", newest, oldest)
+	}
+	if got := oldest.Args[1]; got != strings.Repeat("x", 128)+"... (72 more bytes)" {
+		t.Errorf("long argument kept as %q", got)
+	}
+	if e := c.SlowLogGet(ctx, 1).Val(); len(e) != 1 || e[0].ID != newest.ID+1 || !strings.EqualFold(e[0].Args[0], "slowlog") {
+		t.Errorf("SLOWLOG GET 1 = %+v (the previous SLOWLOG GET is logged too)", e)
+	}
+	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(3) {
+		t.Errorf("SLOWLOG LEN = %v, want 3 (the max)", n)
+	}
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "-1")
+	c.Do(ctx, "SLOWLOG", "RESET")
+	c.Do(ctx, "PING")
+	if n := c.Do(ctx, "SLOWLOG", "LEN").Val(); n != int64(0) {
+		t.Errorf("SLOWLOG LEN after RESET with logging off = %v", n)
+	}
+	if err := c.Do(ctx, "SLOWLOG", "GET", -2).Err(); err == nil {
+		t.Error("SLOWLOG GET -2 accepted")
+	}
+	c.ConfigSet(ctx, "slowlog-log-slower-than", "10000")
+}
+
+func TestLatencyStats(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	c.ConfigResetStat(ctx)
+	for i := 0; i < 20; i++ {
+		c.Do(ctx, "CL.THROTTLE", "k", 100, 1, 1)
+	}
+	info := c.Info(ctx, "latencystats").Val()
+	v, ok := infoField(info, "latency_percentiles_usec_cl.throttle")
+	if !ok || !strings.HasPrefix(v, "p50=") || !strings.Contains(v, ",p99.9=") {
+		t.Errorf("latencystats = %q", info)
+	}
+	for _, st := range ts.srv.LatencyStats() {
+		if st.Command != "cl.throttle" {
+			continue
+		}
+		var n int64
+		for _, k := range st.Counts {
+			n += k
+		}
+		if n != 20 || st.Calls != 20 {
+			t.Errorf("histogram holds %d of %d calls", n, st.Calls)
+		}
+	}
+}
+
+func TestClientKill(t *testing.T) {
+	ts := startServer(t)
+	admin := ts.client(t, 2)
+	victim := ts.client(t, 2)
+	other := ts.client(t, 3)
+	vid := victim.ClientID(ctx).Val()
+	if n, err := admin.ClientKillByFilter(ctx, "ID", fmt.Sprint(vid)).Result(); err != nil || n != 1 {
+		t.Fatalf("CLIENT KILL ID: %d, %v", n, err)
+	}
+	waitClients(t, admin, 2)
+	// The old form, by address.
+	info := other.ClientInfo(ctx).Val()
+	if err := admin.ClientKill(ctx, info.Addr).Err(); err != nil {
+		t.Fatalf("CLIENT KILL addr: %v", err)
+	}
+	waitClients(t, admin, 1)
+	if err := admin.ClientKill(ctx, "1.2.3.4:5").Err(); err == nil || err.Error() != "ERR No such client" {
+		t.Errorf("CLIENT KILL of an unknown address: %v", err)
+	}
+	// SKIPME yes (the default) spares the caller.
+	if n := admin.ClientKillByFilter(ctx, "USER", "default").Val(); n != 0 {
+		t.Errorf("CLIENT KILL USER default killed %d (only the caller matches)", n)
+	}
+	for _, args := range [][]any{{"ID", 0}, {"ID", "x"}, {"NOPE", 1}, {"SKIPME", "maybe"}, {"ID"}} {
+		if err := admin.Do(ctx, append([]any{"CLIENT", "KILL"}, args...)...).Err(); err == nil {
+			t.Errorf("CLIENT KILL %v accepted", args)
+		}
+	}
+	if err := admin.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitClients waits (bounded) until CLIENT LIST shows n connections.
+func waitClients(t *testing.T, c *redis.Client, n int) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		if strings.Count(c.ClientList(ctx).Val(), "\n") == n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("CLIENT LIST never showed %d clients: %s", n, c.ClientList(ctx).Val())
 }

@@ -1,0 +1,158 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestMultiMatchesRedis runs the same transactions, queue-time errors and
+// all, on one connection to redis-server and one to limitdb.
+func TestMultiMatchesRedis(t *testing.T) {
+	ts := startServer(t)
+	ours := ts.client(t, 2).Conn()
+	theirs := startRedis(t).Conn()
+	t.Cleanup(func() { ours.Close(); theirs.Close() })
+	script := [][]any{
+		{"EXEC"}, {"DISCARD"},
+		{"MULTI"}, {"MULTI"}, {"SET", "a", "1"}, {"WATCH", "a"}, {"INCR", "a"}, {"GET", "a"}, {"EXEC"},
+		{"MULTI"}, {"SET", "s", "abc"}, {"INCR", "s"}, {"SET", "t", "1", "EX", 0}, {"GET", "s"}, {"EXEC"},
+		{"MULTI"}, {"NOSUCH"}, {"SET", "a", "2"}, {"EXEC"}, {"GET", "a"},
+		{"MULTI"}, {"SET", "a"}, {"SET", "a", "3"}, {"EXEC"}, {"GET", "a"},
+		{"MULTI"}, {"SET", "a", "4"}, {"DISCARD"}, {"GET", "a"}, {"EXEC"},
+		{"MULTI"}, {"EXEC"},
+		{"WATCH", "w"}, {"SET", "w", "changed"}, {"MULTI"}, {"SET", "w", "tx"}, {"EXEC"}, {"GET", "w"},
+		{"WATCH", "w"}, {"MULTI"}, {"SET", "w", "tx"}, {"EXEC"}, {"GET", "w"},
+		{"WATCH", "w"}, {"UNWATCH"}, {"SET", "w", "again"}, {"MULTI"}, {"GET", "w"}, {"EXEC"},
+		{"WATCH", "w"}, {"DEL", "w"}, {"MULTI"}, {"PING"}, {"EXEC"},
+		{"MULTI"}, {"SET", "k", "1", "NX", "EX", 60}, {"INCRBY", "k", 5}, {"EXPIRE", "k", 60, "NX"}, {"EXEC"},
+		{"WATCH"},
+	}
+	for i, cmd := range script {
+		want := reply(theirs.Do(ctx, cmd...).Result())
+		got := reply(ours.Do(ctx, cmd...).Result())
+		if got != want {
+			t.Errorf("step %d %v: limitdb %s, redis %s", i, cmd, got, want)
+		}
+	}
+}
+
+// TestMultiWithClients: what rate-limiter-flexible's non-Lua mode sends,
+// through go-redis's transaction API, in both protocols.
+func TestMultiWithClients(t *testing.T) {
+	ts := startServer(t)
+	for _, proto := range []int{2, 3} {
+		c := ts.client(t, proto)
+		key := fmt.Sprint("rlflx:", proto)
+		for i := int64(1); i <= 3; i++ {
+			var incr *redis.IntCmd
+			var pttl *redis.DurationCmd
+			var thr *redis.Cmd
+			_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.SetNX(ctx, key, 0, 10*time.Second)
+				incr = p.IncrBy(ctx, key, 1)
+				pttl = p.PTTL(ctx, key)
+				thr = p.Do(ctx, "CL.THROTTLE", key+":cell", 1, 1, 60)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if incr.Val() != i || pttl.Val() != 10*time.Second {
+				t.Errorf("resp%d hit %d: INCRBY %d, PTTL %v", proto, i, incr.Val(), pttl.Val())
+			}
+			if got := ints(t, thr); got[0] != map[bool]int64{true: 1, false: 0}[i == 3] {
+				t.Errorf("resp%d hit %d: CL.THROTTLE in MULTI = %v", proto, i, got)
+			}
+		}
+	}
+}
+
+// TestExecIsAtomic: while transactions move a unit from one key to
+// another, no reader ever sees the sum other than constant.
+func TestExecIsAtomic(t *testing.T) {
+	ts := startServer(t)
+	setup := ts.client(t, 2)
+	setup.MSet(ctx, "from", 1000, "to", 0)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < 3; w++ {
+		c := ts.client(t, 2)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.Decr(ctx, "from")
+					p.Incr(ctx, "to")
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	reader := ts.client(t, 2)
+	bad := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := reader.MGet(ctx, "from", "to").Val()
+			var a, b int
+			fmt.Sscan(v[0].(string), &a)
+			fmt.Sscan(v[1].(string), &b)
+			if a+b != 1000 {
+				bad++
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-done
+	if bad > 0 {
+		t.Errorf("MGET saw a half-applied transaction %d times", bad)
+	}
+	if v := setup.MGet(ctx, "from", "to").Val(); v[0] != "700" || v[1] != "300" {
+		t.Errorf("after 300 transfers: %v", v)
+	}
+}
+
+func TestMultiRefusesNoMultiAndKeylessCommandsWork(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2).Conn()
+	t.Cleanup(func() { c.Close() })
+	c.Do(ctx, "SET", "x", 1)
+	c.Do(ctx, "MULTI")
+	if err := c.Do(ctx, "SHUTDOWN").Err(); err == nil || err.Error() != "ERR Command not allowed inside a transaction" {
+		t.Errorf("SHUTDOWN in MULTI: %v", err)
+	}
+	if err := c.Do(ctx, "EXEC").Err(); err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
+		t.Errorf("EXEC after a refused command: %v", err)
+	}
+	// Keyless commands that read the whole keyspace run with every shard held.
+	c.Do(ctx, "MULTI")
+	c.Do(ctx, "DBSIZE")
+	c.Do(ctx, "KEYS", "*")
+	c.Do(ctx, "INCR", "x")
+	c.Do(ctx, "FLUSHALL")
+	c.Do(ctx, "DBSIZE")
+	v, err := c.Do(ctx, "EXEC").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(v); got != "[1 [x] 2 OK 0]" {
+		t.Errorf("EXEC = %s", got)
+	}
+}
