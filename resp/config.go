@@ -29,13 +29,18 @@ type Config struct {
 	SlowlogLogSlowerThan int64  // microseconds; 0 logs every command, negative none
 	SlowlogMaxLen        int    // entries the slow log keeps
 	MetricsAddr          string // Prometheus endpoint address; empty: off
+
+	Security // requirepass, aclfile, protected mode (auth.go)
+	TLS      // tls-* (tls.go)
+	Limits   // protocol and client limits (limits.go)
 }
 
 // DefaultConfig is what a newcomer gets with no flags.
 func DefaultConfig() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
-		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128}
+		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
+		Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: defaultLimits()}
 }
 
 // Directive is one configuration parameter, named as in Redis. The one

@@ -60,6 +60,8 @@ type Server struct {
 
 	closeOnce sync.Once
 	done      chan struct{}
+
+	guard guard // limits, users, shutdown draining (limits.go, auth.go, shutdown.go)
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.
@@ -96,7 +98,19 @@ func (s *Server) Config() Config {
 // Listen opens the configured address.
 func (s *Server) Listen() (net.Listener, error) {
 	cfg := s.Config()
-	return net.Listen("tcp", net.JoinHostPort(cfg.Bind, fmt.Sprint(cfg.Port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, fmt.Sprint(cfg.Port)))
+	if err != nil {
+		return nil, err
+	}
+	tln, err := s.listenTLS()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if tln != nil {
+		return JoinListeners(ln, tln), nil
+	}
+	return ln, nil
 }
 
 // ListenAndServe listens on the configured address and serves until Close.
@@ -110,10 +124,18 @@ func (s *Server) ListenAndServe() error {
 
 // Serve serves connections from ln until Close.
 func (s *Server) Serve(ln net.Listener) error {
+	if err := s.Prepare(); err != nil {
+		ln.Close()
+		return err
+	}
 	s.ln = ln
 	s.rs = redcon.NewServerNetwork("tcp", ln.Addr().String(), s.handle, s.accept, s.closed)
 	s.startBackground()
-	err := s.rs.Serve(ln)
+	err := s.rs.Serve(guardListener{ln, s})
+	if s.guard.draining.Load() { // Shutdown: wait for the final snapshot
+		<-s.done
+		return s.shutdownErr()
+	}
 	select {
 	case <-s.done:
 		return nil
@@ -171,10 +193,12 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		Addr:    conn.RemoteAddr(),
 		Created: time.Now(),
 		proto:   2,
-		authed:  true,
 	}
 	if nc := conn.NetConn(); nc != nil {
 		c.LAddr = nc.LocalAddr().String()
+	}
+	if !s.admitConn(c) {
+		return false
 	}
 	c.lastActive.Store(time.Now().UnixNano())
 	conn.SetContext(c)

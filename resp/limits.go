@@ -1,0 +1,496 @@
+package resp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits bound what one client can make the server hold or do. Every limit
+// has a directive (flag, config file, CONFIG GET/SET) named as in Redis where
+// Redis has one.
+type Limits struct {
+	MaxBulkLen       int64 // proto-max-bulk-len: longest argument, bytes
+	MaxArgs          int   // proto-max-multibulk-len: most arguments in one command
+	QueryBufferLimit int64 // client-query-buffer-limit: longest unfinished command, bytes
+	MaxClients       int   // maxclients
+	Timeout          int   // timeout: seconds a client may stay idle (0: forever)
+	MaxKeyLen        int   // max-key-len: longest key, bytes
+	WriteTimeout     int   // client-write-timeout: seconds a reply may wait on a client that does not read (0: forever)
+}
+
+// Limits for clients that have not authenticated yet, when a password is
+// required: as in Redis, they cannot make the server buffer much.
+const (
+	unauthMaxArgs    = 10
+	unauthMaxBulkLen = 16 << 10
+)
+
+// maxInline is the longest inline (telnet-style) command line, as in Redis.
+const maxInline = 64 << 10
+
+func defaultLimits() Limits {
+	return Limits{
+		MaxBulkLen:       512 << 20,
+		MaxArgs:          1 << 20,
+		QueryBufferLimit: 1 << 30,
+		MaxClients:       10000,
+		MaxKeyLen:        64 << 10,
+		WriteTimeout:     60,
+	}
+}
+
+func init() {
+	reload := func(s *Server) error { s.guard.loadLimits(s.Config().Limits); return nil }
+	size := func(name, help string, min int64, field func(c *Config) *int64) *Directive {
+		return &Directive{Name: name, Help: help, Mutable: true, Apply: reload,
+			Get: func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
+			Set: func(c *Config, v string) error {
+				n, err := ParseSize(v)
+				if err != nil {
+					return err
+				}
+				if n < min {
+					return fmt.Errorf("argument must be at least %d", min)
+				}
+				*field(c) = n
+				return nil
+			}}
+	}
+	integer := func(name, help string, min int, field func(c *Config) *int) *Directive {
+		d := IntDirective(name, help, true, min, field)
+		d.Apply = reload
+		return d
+	}
+	RegisterDirective(size("proto-max-bulk-len", "longest argument a client may send (bytes; k, kb, m, mb, g, gb accepted)", 1<<10,
+		func(c *Config) *int64 { return &c.MaxBulkLen }))
+	RegisterDirective(integer("proto-max-multibulk-len", "most arguments in one command", 1,
+		func(c *Config) *int { return &c.MaxArgs }))
+	RegisterDirective(size("client-query-buffer-limit", "longest unfinished command a client may make the server hold (bytes)", 1<<20,
+		func(c *Config) *int64 { return &c.QueryBufferLimit }))
+	RegisterDirective(integer("maxclients", "most simultaneous client connections", 1,
+		func(c *Config) *int { return &c.MaxClients }))
+	RegisterDirective(integer("timeout", "close a client idle for this many seconds (0: never)", 0,
+		func(c *Config) *int { return &c.Timeout }))
+	RegisterDirective(integer("max-key-len", "longest key a command may name (bytes)", 1,
+		func(c *Config) *int { return &c.MaxKeyLen }))
+	RegisterDirective(integer("client-write-timeout", "close a client whose replies wait this many seconds unread (0: never)", 0,
+		func(c *Config) *int { return &c.WriteTimeout }))
+	registerGate(15, "key length", keyLengthGate)
+}
+
+// ParseSize reads a byte count as Redis's config does: a plain integer or one
+// with a unit (k, kb, m, mb, g, gb; k is 1000 and kb 1024).
+func ParseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || (mul > 1 && n > (1<<62)/mul) {
+		return 0, fmt.Errorf("argument must be a memory value")
+	}
+	return n * mul, nil
+}
+
+// keyLengthGate refuses a command naming a key longer than max-key-len
+// before it reaches the keyspace.
+func keyLengthGate(c *Client, cmd *Command, args [][]byte) bool {
+	if cmd.FirstKey <= 0 {
+		return true
+	}
+	max := c.srv.guard.limits().MaxKeyLen
+	last := cmd.LastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	step := max1(cmd.Step)
+	for i := cmd.FirstKey; i <= last && i < len(args); i += step {
+		if len(args[i]) > max {
+			c.Errf("key is too long (%d bytes; max-key-len is %d)", len(args[i]), max)
+			return false
+		}
+	}
+	return true
+}
+
+func max1(n int) int {
+	if n < 1 {
+		return 1
+	}
+	return n
+}
+
+// guard is the server's protection state: current limits, users, shutdown
+// draining. It lives in Server so the hot path reads it with one atomic load.
+type guard struct {
+	lim      atomic.Pointer[Limits]
+	acl      atomic.Pointer[aclTable]
+	draining atomic.Bool
+	drained  chan struct{} // closed once draining connections have gone
+	once     sync.Once     // Prepare
+	prepErr  error
+	shutErr  atomic.Pointer[error]
+}
+
+func (g *guard) loadLimits(l Limits) { g.lim.Store(&l) }
+
+func (g *guard) limits() *Limits {
+	if l := g.lim.Load(); l != nil {
+		return l
+	}
+	d := defaultLimits()
+	g.lim.CompareAndSwap(nil, &d)
+	return g.lim.Load()
+}
+
+// admitConn decides whether a new connection may stay: maxclients and
+// protected mode. It answers the refusal itself; the caller closes.
+func (s *Server) admitConn(c *Client) bool {
+	if gc, ok := c.conn.NetConn().(*guardConn); ok {
+		gc.client = c
+	}
+	c.authed = !s.authRequired()
+	if s.guard.draining.Load() {
+		c.conn.WriteError("ERR server is shutting down")
+		return false
+	}
+	if !c.authed {
+		// fall through: a password protects the server wherever it listens
+	} else if s.Config().ProtectedMode && !isLoopback(c.conn.NetConn()) {
+		s.rejectedConn.Add(1)
+		c.conn.WriteError(errProtected)
+		return false
+	}
+	max := s.guard.limits().MaxClients
+	s.clientsMu.Lock()
+	n := len(s.clients)
+	s.clientsMu.Unlock()
+	if n >= max {
+		s.rejectedConn.Add(1)
+		c.conn.WriteError("ERR max number of clients reached")
+		return false
+	}
+	return true
+}
+
+const errProtected = "DENIED limitdb is running in protected mode because protected mode is enabled and no password is set for the default user. " +
+	"In this mode connections are only accepted from the loopback interface. " +
+	"If you want to connect from external computers, either set a password (--requirepass or --aclfile), " +
+	"or disable protected mode with --protected-mode no (only if the network is trusted)."
+
+// isLoopback reports whether the peer is on this machine.
+func isLoopback(nc net.Conn) bool {
+	if nc == nil {
+		return true
+	}
+	switch a := nc.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	case nil:
+		return true
+	default:
+		host, _, err := net.SplitHostPort(a.String())
+		if err != nil {
+			return false
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+}
+
+// ---- the connection guard -------------------------------------------------
+
+// guardListener wraps every accepted connection in a guardConn.
+type guardListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l guardListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		if l.s.guard.draining.Load() {
+			// Hold redcon's accept loop until the draining clients have
+			// finished: when it returns it closes every connection.
+			<-l.s.guard.drained
+		}
+		return nil, err
+	}
+	return &guardConn{Conn: nc, s: l.s}, nil
+}
+
+// guardConn checks the RESP framing of everything a client sends before
+// redcon's reader sees it. redcon trusts declared lengths (a huge one can
+// overflow its index arithmetic and panic the whole process), keeps a
+// growing buffer for any unfinished command, and re-parses an unfinished
+// command from its start on every read. The guard enforces the limits,
+// answers a violation with Redis's protocol error and closes the
+// connection, and hands redcon whole commands where it can so its buffer
+// rewinds. Good input passes through byte for byte.
+type guardConn struct {
+	net.Conn
+	s      *Server
+	client *Client // set by admitConn; read only on the connection's goroutine
+
+	sc      frameScanner
+	carry   []byte // bytes after the last whole command, held back for the next Read
+	readErr error  // error to return once the bytes before it are delivered
+	timed   bool   // a read deadline is set
+	shaken  bool   // TLS handshake done
+}
+
+// handshakeTimeout bounds a TLS handshake, so a client that connects and
+// says nothing cannot hold a connection forever.
+const handshakeTimeout = 10 * time.Second
+
+var errClosedByGuard = errors.New("connection closed by limit")
+
+func (g *guardConn) Read(p []byte) (int, error) {
+	if g.readErr != nil {
+		return 0, g.readErr
+	}
+	if g.s.guard.draining.Load() {
+		return 0, io.EOF
+	}
+	if !g.shaken {
+		g.shaken = true
+		if err := handshake(g.Conn); err != nil {
+			return 0, err
+		}
+	}
+	lim := g.s.guard.limits()
+	if lim.Timeout > 0 {
+		g.Conn.SetReadDeadline(time.Now().Add(time.Duration(lim.Timeout) * time.Second))
+		g.timed = true
+	} else if g.timed {
+		g.Conn.SetReadDeadline(time.Time{})
+		g.timed = false
+	}
+	if g.s.guard.draining.Load() { // checked again after setting the deadline; see Server.Shutdown
+		return 0, io.EOF
+	}
+	// Held-back bytes come first. They are scanned again from a command
+	// boundary, under the limits of now: an AUTH or CONFIG SET just run may
+	// have changed them, as in Redis, where each command is parsed after the
+	// previous one ran.
+	n := copy(p, g.carry)
+	g.carry = g.carry[:copy(g.carry, g.carry[n:])]
+	scanned, boundary := 0, -1 // boundary: end of the last whole command in p[:n]
+	for {
+		if scanned < n {
+			end, bad := g.sc.scan(p[scanned:n], g.maxima(lim))
+			if end >= 0 {
+				boundary = scanned + end
+			}
+			scanned = n
+			if bad != "" {
+				if boundary >= 0 {
+					// Run the whole commands first; judge the rest after them.
+					break
+				}
+				g.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+				io.WriteString(g.Conn, "-ERR Protocol error: "+bad+"\r\n")
+				g.readErr = errClosedByGuard
+				return 0, g.readErr
+			}
+		}
+		if boundary >= 0 || n == len(p) || len(g.carry) > 0 || g.readErr != nil {
+			break
+		}
+		// No whole command yet: keep filling p, so redcon parses a long
+		// command once per buffer size instead of once per network read.
+		m, err := g.Conn.Read(p[n:])
+		n += m
+		if err != nil {
+			g.readErr = err
+		} else if m == 0 {
+			break
+		}
+	}
+	if boundary >= 0 && boundary < n {
+		// Hold back the start of the next command so redcon's buffer ends
+		// on a command boundary and rewinds after the pipeline.
+		g.carry = append(append(make([]byte, 0, n-boundary+len(g.carry)), p[boundary:n]...), g.carry...)
+		g.sc = frameScanner{}
+		n = boundary
+	}
+	if n == 0 && g.readErr != nil {
+		return 0, g.readErr
+	}
+	return n, nil
+}
+
+// maxima are the framing limits for this client now.
+func (g *guardConn) maxima(lim *Limits) frameMax {
+	// The clamp keeps the scanner's arithmetic far from overflow.
+	m := frameMax{args: lim.MaxArgs, bulk: min(lim.MaxBulkLen, 1<<40), query: lim.QueryBufferLimit}
+	if g.client != nil && !g.client.authed {
+		m.args, m.bulk = min(m.args, unauthMaxArgs), min(m.bulk, unauthMaxBulkLen)
+	}
+	return m
+}
+
+func (g *guardConn) Write(p []byte) (int, error) {
+	if wt := g.s.guard.limits().WriteTimeout; wt > 0 {
+		g.Conn.SetWriteDeadline(time.Now().Add(time.Duration(wt) * time.Second))
+	}
+	return g.Conn.Write(p)
+}
+
+// frameMax are the limits the scanner enforces.
+type frameMax struct {
+	args  int
+	bulk  int64
+	query int64
+}
+
+// frameScanner follows RESP framing byte by byte across reads, keeping only
+// counters: where in a command it is, how many arguments and bytes remain.
+type frameScanner struct {
+	state   scanState
+	num     int64 // number being read
+	neg     bool
+	digits  int
+	args    int64 // arguments left in this command
+	body    int64 // bytes left in this argument, CRLF included
+	pending int64 // bytes of the unfinished command
+}
+
+type scanState uint8
+
+const (
+	scanStart   scanState = iota // between commands
+	scanCount                    // after '*': the argument count
+	scanCountLF                  // after the count's '\r'
+	scanDollar                   // expecting '$'
+	scanLen                      // after '$': the argument length
+	scanLenLF                    // after the length's '\r'
+	scanBody                     // argument bytes and their CRLF
+	scanInline                   // a telnet-style line
+)
+
+// scan consumes b. It returns the offset just past the last command that
+// ended in b (-1 if none) and, if b breaks the protocol or a limit, the
+// protocol error to answer.
+func (sc *frameScanner) scan(b []byte, max frameMax) (end int, bad string) {
+	end = -1
+	for i := 0; i < len(b); i++ {
+		ch := b[i]
+		switch sc.state {
+		case scanStart:
+			sc.pending = 0
+			if ch == '*' {
+				sc.state, sc.num, sc.neg, sc.digits = scanCount, 0, false, 0
+			} else {
+				sc.state = scanInline
+				i-- // the byte belongs to the line
+				continue
+			}
+		case scanInline:
+			if ch == '\n' {
+				sc.state = scanStart
+				end = i + 1
+				continue
+			}
+			if sc.pending >= maxInline {
+				return end, "too big inline request"
+			}
+		case scanCount, scanLen:
+			isCount := sc.state == scanCount
+			switch {
+			case ch == '\r' && sc.digits > 0:
+				if isCount {
+					sc.state = scanCountLF
+				} else {
+					sc.state = scanLenLF
+				}
+			case ch == '-' && sc.digits == 0 && !sc.neg:
+				sc.neg = true
+			case ch >= '0' && ch <= '9':
+				sc.digits++
+				sc.num = sc.num*10 + int64(ch-'0')
+				if isCount && (sc.num > int64(max.args)) {
+					return end, "invalid multibulk length"
+				}
+				if !isCount && sc.num > max.bulk {
+					return end, "invalid bulk length"
+				}
+			default:
+				if isCount {
+					return end, "invalid multibulk length"
+				}
+				return end, "invalid bulk length"
+			}
+		case scanCountLF:
+			if ch != '\n' || sc.neg || sc.num == 0 {
+				return end, "invalid multibulk length"
+			}
+			sc.args = sc.num
+			sc.state = scanDollar
+		case scanDollar:
+			if ch != '$' {
+				return end, fmt.Sprintf("expected '$', got '%s'", printable(ch))
+			}
+			sc.state, sc.num, sc.neg, sc.digits = scanLen, 0, false, 0
+		case scanLenLF:
+			if ch != '\n' || sc.neg {
+				return end, "invalid bulk length"
+			}
+			sc.body = sc.num + 2
+			sc.state = scanBody
+		case scanBody:
+			// Skip the argument's bytes in one step; check the CRLF.
+			if sc.body > 2 {
+				skip := min(sc.body-2, int64(len(b)-i))
+				sc.body -= skip
+				sc.pending += skip
+				if sc.pending > max.query {
+					return end, "client query buffer limit reached"
+				}
+				i += int(skip) - 1
+				continue
+			}
+			if (sc.body == 2 && ch != '\r') || (sc.body == 1 && ch != '\n') {
+				return end, "invalid bulk length"
+			}
+			sc.body--
+			if sc.body == 0 {
+				sc.args--
+				if sc.args == 0 {
+					sc.state = scanStart
+					end = i + 1
+					continue
+				}
+				sc.state = scanDollar
+			}
+		}
+		sc.pending++
+		if sc.pending > max.query {
+			return end, "client query buffer limit reached"
+		}
+	}
+	return end, ""
+}
+
+func printable(ch byte) string {
+	if ch >= ' ' && ch <= '~' {
+		return string(ch)
+	}
+	return fmt.Sprintf("\\x%02x", ch)
+}

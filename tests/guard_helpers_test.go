@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"log"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
+)
+
+// startWith starts a server like startServer, with the configuration
+// changed by mod and listening on ln (nil: a fresh loopback port). The
+// returned log holds what the server logged.
+func startWith(t testing.TB, mod func(*resp.Config), ln net.Listener) (*testServer, *syncBuffer) {
+	t.Helper()
+	clock := engine.NewFakeClock(t0)
+	eng := engine.New(clock, 0)
+	cfg := resp.DefaultConfig()
+	cfg.Port = 0
+	cfg.Dir = t.TempDir()
+	if mod != nil {
+		mod(&cfg)
+	}
+	logs := &syncBuffer{}
+	srv := resp.New(cfg, eng, log.New(logs, "", 0))
+	if err := srv.Prepare(); err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}, logs
+}
+
+// syncBuffer is a log destination safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// raw is a bare TCP connection for sending exact bytes and reading replies
+// line by line.
+type raw struct {
+	t  testing.TB
+	nc net.Conn
+	rd *bufio.Reader
+}
+
+func dialRaw(t testing.TB, addr string) *raw {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &raw{t: t, nc: nc, rd: bufio.NewReader(nc)}
+}
+
+func (r *raw) send(s string) {
+	r.t.Helper()
+	r.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(r.nc, s); err != nil {
+		r.t.Fatalf("send %q: %v", clipStr(s), err)
+	}
+}
+
+// line reads one reply line without its CRLF; io.EOF when the server closed.
+func (r *raw) line() (string, error) {
+	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	l, err := r.rd.ReadString('\n')
+	return strings.TrimRight(l, "\r\n"), err
+}
+
+func (r *raw) mustLine() string {
+	r.t.Helper()
+	l, err := r.line()
+	if err != nil {
+		r.t.Fatalf("read: %v (got %q)", err, l)
+	}
+	return l
+}
+
+// closed reports whether the server closed the connection (after any
+// pending reply lines).
+func (r *raw) closed() bool {
+	for i := 0; i < 1000; i++ {
+		if _, err := r.line(); err != nil {
+			return err == io.EOF || strings.Contains(err.Error(), "reset")
+		}
+	}
+	return false
+}
+
+// cmd encodes args as a RESP array.
+func cmd(args ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	return b.String()
+}
+
+func clipStr(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}
