@@ -138,19 +138,24 @@ func cmdHello(c *Client, args [][]byte) {
 	c.Array(0)
 }
 
-// authenticate checks credentials; with no password configured, as in
-// Redis, AUTH is an error. It writes the error itself and reports success.
+// authenticate checks credentials against the embedder's Authenticate hook
+// when set, or else the ACL users (requirepass, aclfile). It writes the
+// error itself and reports success.
 func (c *Client) authenticate(user, pass []byte) bool {
-	if c.srv.Authenticate == nil {
-		c.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		return false
+	name, ok := "", false
+	if c.srv.Authenticate != nil {
+		name, ok = c.srv.Authenticate(string(user), string(pass))
+	} else if t := c.srv.guard.acl.Load(); t != nil {
+		var u *aclUser
+		if u, ok = t.check(string(user), string(pass)); ok {
+			name = u.name
+		}
 	}
-	u, ok := c.srv.Authenticate(string(user), string(pass))
 	if !ok {
 		c.Err("WRONGPASS invalid username-password pair or user is disabled.")
 		return false
 	}
-	c.authed, c.user = true, u
+	c.authed, c.user = true, name
 	return true
 }
 

@@ -23,7 +23,7 @@ func init() {
 		&Command{Name: "config", Arity: -2, Group: "server", Since: "0.1.0",
 			Complexity: "Depends on subcommand.", Summary: "Reads and changes the configuration.", Syntax: "subcommand",
 			Subs: []*Command{
-				{Name: "config|get", Arity: -3, Flags: FlagAdmin | FlagNoAuth | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				{Name: "config|get", Arity: -3, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 					Complexity: "O(N) where N is the number of parameters", Summary: "Returns the parameters matching glob patterns.",
 					Syntax: "parameter [parameter ...]", Handler: cmdConfigGet},
 				{Name: "config|set", Arity: -4, Flags: FlagAdmin | FlagLoading | FlagStale | FlagDangerous, Group: "server", Since: "0.1.0",

@@ -79,6 +79,13 @@ func run(args []string, stderr io.Writer) int {
 	logger := log.New(stderr, "", log.LstdFlags)
 	eng := engine.New(engine.SystemClock{}, cfg.Shards)
 	srv := resp.New(cfg, eng, logger)
+	if err := srv.Prepare(); err != nil {
+		logger.Printf("limitdb: %v", err)
+		return 1
+	}
+	for _, w := range srv.SecurityWarnings() {
+		logger.Print(w)
+	}
 	if err := loadSnapshot(srv, cfg, logger); err != nil {
 		logger.Printf("limitdb: %v", err)
 		return 1
@@ -109,8 +116,10 @@ func run(args []string, stderr io.Writer) int {
 	go func() {
 		select {
 		case sig := <-sigs:
+			// Stop accepting, finish in-flight commands, then OnShutdown
+			// writes the final snapshot and closes.
 			logger.Printf("%v received, shutting down", sig)
-			srv.Close()
+			srv.Shutdown(true, shutdownGrace)
 		case <-srv.Done():
 		}
 	}()
@@ -156,6 +165,9 @@ func loadSnapshot(srv *resp.Server, cfg resp.Config, logger *log.Logger) error {
 	}
 	return nil
 }
+
+// shutdownGrace bounds how long SIGTERM waits for in-flight commands.
+const shutdownGrace = 5 * time.Second
 
 // directiveFlag exposes a configuration directive as a --name value flag,
 // so flags, the config file and CONFIG GET/SET share one definition.
