@@ -63,7 +63,10 @@ func walk(t *testing.T, c *client.Client, clock *engine.FakeClock, key string, l
 	}
 }
 
-const s = time.Second
+const (
+	s  = time.Second
+	ms = time.Millisecond
+)
 
 func TestTypedCalls(t *testing.T) {
 	addr, clock := serve(t)
@@ -87,6 +90,60 @@ func TestTypedCalls(t *testing.T) {
 				{0, 2, client.Result{Limit: 3, Remaining: 0, ResetAfter: 2 * s}},
 				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: 1 * s, ResetAfter: 2 * s}},
 				{500 * time.Millisecond, 1, client.Result{Limit: 3, Remaining: 0, ResetAfter: 2 * s}},
+			})
+		})
+		t.Run(fmt.Sprint("TB.TAKE/resp", proto), func(t *testing.T) {
+			walk(t, c, clock, fmt.Sprint("tb", proto), client.TokenBucket{Capacity: 10, Refill: 1, Period: s}, []step{
+				{0, 1, client.Result{Limit: 10, Remaining: 9, ResetAfter: s}},
+				{0, 9, client.Result{Limit: 10, Remaining: 0, ResetAfter: 10 * s}},
+				{0, 1, client.Result{Limited: true, Limit: 10, RetryAfter: s, ResetAfter: 10 * s}},
+				{500 * ms, 1, client.Result{Limited: true, Limit: 10, RetryAfter: 500 * ms, ResetAfter: 9500 * ms}},
+				{0, 0, client.Result{Limit: 10, Remaining: 0, ResetAfter: 9500 * ms}},
+				{0, 11, client.Result{Limited: true, Limit: 10, RetryAfter: client.Never, ResetAfter: 9500 * ms}},
+			})
+		})
+		t.Run(fmt.Sprint("LB.QUEUE/resp", proto), func(t *testing.T) {
+			walk(t, c, clock, fmt.Sprint("lb", proto), client.LeakyQueue{Capacity: 3, Rate: 10, Period: s}, []step{
+				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: 100 * ms}},
+				{0, 1, client.Result{Limit: 3, Remaining: 1, ResetAfter: 200 * ms, Delay: 100 * ms}},
+				{0, 1, client.Result{Limit: 3, Remaining: 0, ResetAfter: 300 * ms, Delay: 200 * ms}},
+				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: 100 * ms, ResetAfter: 300 * ms}},
+			})
+		})
+		// The fake clock may sit anywhere in a window: start each window
+		// test at a whole second.
+		clock.Set((clock.Now()/int64(s) + 1) * int64(s))
+		t.Run(fmt.Sprint("FW.INCR/resp", proto), func(t *testing.T) {
+			walk(t, c, clock, fmt.Sprint("fw", proto), client.FixedWindow{Limit: 3, Window: s}, []step{
+				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: s}},
+				{0, 2, client.Result{Limit: 3, Remaining: 0, ResetAfter: s}},
+				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: s, ResetAfter: s}},
+				{999 * ms, 1, client.Result{Limited: true, Limit: 3, RetryAfter: ms, ResetAfter: ms}},
+				{ms, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: s}},
+			})
+		})
+		clock.Set((clock.Now()/int64(s) + 1) * int64(s))
+		t.Run(fmt.Sprint("SW.INCR/resp", proto), func(t *testing.T) {
+			walk(t, c, clock, fmt.Sprint("sw", proto), client.SlidingWindow{Limit: 10, Window: s}, []step{
+				{0, 10, client.Result{Limit: 10, Remaining: 0, ResetAfter: 2 * s}},
+				{s, 1, client.Result{Limited: true, Limit: 10, RetryAfter: 100 * ms, ResetAfter: s}},
+				{100 * ms, 1, client.Result{Limit: 10, Remaining: 0, ResetAfter: 1900 * ms}},
+			})
+		})
+		clock.Set((clock.Now()/int64(s) + 1) * int64(s))
+		t.Run(fmt.Sprint("SW.INCR PRECISION/resp", proto), func(t *testing.T) {
+			walk(t, c, clock, fmt.Sprint("swp", proto), client.SlidingWindow{Limit: 10, Window: s, Precision: 10}, []step{
+				{0, 10, client.Result{Limit: 10, Remaining: 0, ResetAfter: 1100 * ms}},
+				{s, 1, client.Result{Limited: true, Limit: 10, RetryAfter: 10 * ms, ResetAfter: 100 * ms}},
+			})
+		})
+		t.Run(fmt.Sprint("SL.INCR/resp", proto), func(t *testing.T) {
+			walk(t, c, clock, fmt.Sprint("sl", proto), client.SlidingLog{Limit: 3, Window: s}, []step{
+				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: s}},
+				{300 * ms, 1, client.Result{Limit: 3, Remaining: 1, ResetAfter: s}},
+				{300 * ms, 1, client.Result{Limit: 3, Remaining: 0, ResetAfter: s}},
+				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: 400 * ms, ResetAfter: s}},
+				{0, 4, client.Result{Limited: true, Limit: 3, RetryAfter: client.Never, ResetAfter: s}},
 			})
 		})
 	}

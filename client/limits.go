@@ -97,17 +97,24 @@ func (l FixedWindow) args(key string, cost int64) ([]any, error) {
 	return msArgs("FW.INCR", key, l.Limit, 0, l.Window, cost)
 }
 
-// SlidingWindow is SW.INCR key limit window [cost]: a sliding-window counter
-// that weighs the previous window by how much of it still overlaps.
+// SlidingWindow is SW.INCR key limit window [cost] [PRECISION n]: a
+// sliding-window counter that weighs the previous window (or, with
+// Precision above 1, the previous sub-window) by how much of it still
+// overlaps. Precision 0 leaves the server's default.
 type SlidingWindow struct {
-	Limit  int64
-	Window time.Duration
+	Limit     int64
+	Window    time.Duration
+	Precision int64
 }
 
 func (l SlidingWindow) Approx() Rate      { return gcraRate(l.Limit-1, l.Limit, l.Window) }
 func (SlidingWindow) unit() time.Duration { return time.Millisecond }
 func (l SlidingWindow) args(key string, cost int64) ([]any, error) {
-	return msArgs("SW.INCR", key, l.Limit, 0, l.Window, cost)
+	args, err := msArgs("SW.INCR", key, l.Limit, 0, l.Window, cost)
+	if err == nil && l.Precision != 0 {
+		args = append(args, "PRECISION", l.Precision)
+	}
+	return args, err
 }
 
 // SlidingLog is SL.INCR key limit window [cost]: an exact log of the last
