@@ -111,3 +111,28 @@ func TestRedisPy(t *testing.T) {
 	}
 	t.Logf("%s", lastLines(out, 4))
 }
+
+// TestRateLimiterFlexible runs a real rate-limiting library, unchanged,
+// against limitdb: rate-limiter-flexible's Redis store without Lua (MULTI
+// with GET, PTTL, SET EX, PEXPIRE, INCRBY, DEL).
+func TestRateLimiterFlexible(t *testing.T) {
+	dir := nodeDir(t)
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out := run(t, dir, []string{"LIMITDB_PORT=" + ts.port()}, "node", "--test", "--test-reporter=tap", "ratelimiter.test.mjs")
+	if !strings.Contains(out, "# fail 0") || strings.Contains(out, "# pass 0\n") {
+		t.Fatalf("rate-limiter-flexible tests did not all pass:\n%s", out)
+	}
+	t.Logf("%s", lastLines(out, 8))
+	// The library's traffic went through transactions and plain string
+	// commands, and its Lua attempts were refused.
+	stats := c.Info(ctx, "commandstats").Val()
+	for _, cmd := range []string{"multi", "exec", "get", "pttl", "set", "pexpire", "incrby", "del"} {
+		if !strings.Contains(stats, "cmdstat_"+cmd+":calls=") {
+			t.Errorf("rate-limiter-flexible never sent %s:\n%s", strings.ToUpper(cmd), stats)
+		}
+	}
+}
