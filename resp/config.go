@@ -33,6 +33,8 @@ type Config struct {
 	Security // requirepass, aclfile, protected mode (auth.go)
 	TLS      // tls-* (tls.go)
 	Limits   // protocol and client limits (limits.go)
+
+	PolicyRules // rules, rules-poll: named policies (cmd_policy.go)
 }
 
 // DefaultConfig is what a newcomer gets with no flags.

@@ -29,6 +29,7 @@ Usage:
 Examples:
   limitdb                          listen on 127.0.0.1:6379, snapshots in ./data
   limitdb --port 7000 --dir /var/lib/limitdb
+  limitdb --rules examples/limits.yaml
   redis-cli -p 6379 CL.THROTTLE user:42 15 30 60
 
 Flags:
@@ -87,6 +88,10 @@ func run(args []string, stderr io.Writer) int {
 		logger.Print(w)
 	}
 	if err := loadSnapshot(srv, cfg, logger); err != nil {
+		logger.Printf("limitdb: %v", err)
+		return 1
+	}
+	if err := srv.StartRules(); err != nil {
 		logger.Printf("limitdb: %v", err)
 		return 1
 	}

@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"fmt"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/limit"
+)
+
+// Reply is one policy's answer: the uniform limiter reply in milliseconds,
+// and whether it carries LB.QUEUE's sixth field (leaky_queue policies).
+type Reply struct {
+	limit.Result
+	WithDelay bool
+}
+
+// Pair is one (policy, client key) check of RL.HITALL.
+type Pair struct{ Policy, Key []byte }
+
+// Hit applies policy name to the client key at now, charging cost units
+// (0 peeks). A shadow policy never answers limited; its would-be denials
+// are counted instead.
+func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply, error) {
+	c := s.lookup(name)
+	if c == nil {
+		return Reply{}, fmt.Errorf("%w '%s'", ErrUnknown, name)
+	}
+	var buf [128]byte
+	k := Key(buf[:0], c.Name, key)
+	var r limit.Result
+	var err error
+	e.Do(k, now, func(ent engine.Entry) (engine.Entry, bool) {
+		if ent, err = own(ent, c.lim.Kind()); err != nil {
+			return ent, false
+		}
+		next, res, write, aerr := c.lim.Apply(ent, now, cost)
+		r, err = res, aerr
+		return next, write && aerr == nil
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	if cost > 0 {
+		c.count(r.Limited, !r.Limited || c.Shadow)
+	}
+	return c.reply(r), nil
+}
+
+// HitAll applies every pair at one instant, all or nothing: every key's
+// shard is locked (in ascending order) from the first read to the last
+// write, each pair is decided against the state the earlier pairs left (the
+// same policy and key twice is charged twice), and if any non-shadow policy
+// denies, nothing is written. On a denial the pairs that would have passed
+// answer as a peek: their state, uncharged. Unknown policies and wrong
+// types fail the whole call before or without writing anything.
+func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited bool, replies []Reply, err error) {
+	cs := make([]*compiled, len(pairs))
+	keys := make([][]byte, len(pairs))
+	for i, p := range pairs {
+		if cs[i] = s.lookup(p.Policy); cs[i] == nil {
+			return false, nil, fmt.Errorf("%w '%s'", ErrUnknown, p.Policy)
+		}
+		keys[i] = Key(nil, cs[i].Name, p.Key)
+	}
+	// owner[i] is the first pair with the same key: its entry carries the
+	// state for every repeat.
+	owner := make([]int, len(pairs))
+	for i := range keys {
+		owner[i] = i
+		for j := 0; j < i; j++ {
+			if string(keys[j]) == string(keys[i]) {
+				owner[i] = j
+				break
+			}
+		}
+	}
+	rs := make([]limit.Result, len(pairs))
+	refused := make([]bool, len(pairs))   // this pair's policy denied
+	wouldDeny := make([]bool, len(pairs)) // ... or would have, were it not shadow
+	e.DoMulti(keys, now, func(ents []engine.Entry) bool {
+		work := make([]engine.Entry, len(ents))
+		for i, c := range cs {
+			o := owner[i]
+			if o == i {
+				if work[i], err = own(ents[i], c.lim.Kind()); err != nil {
+					return false
+				}
+			}
+			next, r, write, aerr := c.lim.Apply(work[o], now, cost)
+			if aerr != nil {
+				err = aerr
+				return false
+			}
+			rs[i], wouldDeny[i] = r, r.Limited
+			if r.Limited && !c.Shadow {
+				refused[i], limited = true, true
+			}
+			if write && !r.Limited {
+				work[o] = next
+			}
+		}
+		if limited {
+			for i, c := range cs {
+				if !refused[i] {
+					_, rs[i], _, _ = c.lim.Apply(workBase(ents, owner, cs, i), now, 0)
+				}
+			}
+			return false
+		}
+		if cost == 0 {
+			return false
+		}
+		for i := range ents {
+			if owner[i] == i {
+				ents[i] = work[i]
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	replies = make([]Reply, len(pairs))
+	for i, c := range cs {
+		if cost > 0 {
+			c.count(wouldDeny[i], !limited)
+		}
+		replies[i] = c.reply(rs[i])
+	}
+	return limited, replies, nil
+}
+
+// workBase is pair i's entry as it was before the call (for the peeks that
+// answer a denied RL.HITALL).
+func workBase(ents []engine.Entry, owner []int, cs []*compiled, i int) engine.Entry {
+	ent, _ := own(ents[owner[i]], cs[i].lim.Kind())
+	return ent
+}
+
+// own returns the entry a policy's limiter may read. The rl: namespace
+// belongs to policies: state another algorithm left there (the policy's
+// algorithm changed) counts as absent, so the new algorithm starts fresh.
+// A string value there is a WRONGTYPE error, never overwritten.
+func own(ent engine.Entry, k engine.Kind) (engine.Entry, error) {
+	switch ent.Kind {
+	case engine.KindNone, k:
+		return ent, nil
+	case engine.KindString:
+		return ent, engine.ErrWrongType
+	}
+	return engine.Entry{}, nil
+}
+
+// count records one decision: denied (by this policy) or admitted. A shadow
+// policy's limited answer counts as admitted and shadow-denied.
+func (c *compiled) count(limited, admitted bool) {
+	switch {
+	case limited && c.Shadow:
+		c.stats.ShadowDenied.Add(1)
+		if admitted {
+			c.stats.Admitted.Add(1)
+		}
+	case limited:
+		c.stats.Denied.Add(1)
+	case admitted:
+		c.stats.Admitted.Add(1)
+	}
+}
+
+// reply masks a shadow policy's denial: the client sees an admission.
+func (c *compiled) reply(r limit.Result) Reply {
+	if r.Limited && c.Shadow {
+		r.Limited, r.RetryAfter = false, -1
+		if r.Delay < 0 {
+			r.Delay = 0
+		}
+	}
+	return Reply{Result: r, WithDelay: c.Algorithm == LeakyQueue}
+}

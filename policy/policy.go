@@ -1,0 +1,220 @@
+// Package policy owns limitdb's named limits: the policy model and its
+// validation, the YAML rules file (loaded with errors that name the line and
+// the field, and watched for changes), the runtime layer that RL.POLICY SET
+// changes, per-policy counters, and the all-or-nothing application of
+// several policies at once.
+//
+// A policy's state lives in the ordinary keyspace under its own key,
+// Key(policy, key) = "rl:<policy>:<key>", so two policies never share state
+// for the same client key, and expiry, snapshots, TYPE, PTTL and DEL work on
+// policy state like on any other limiter key.
+//
+// policy may import engine and its algorithm packages; it must never import
+// resp (the protocol edge) or persistence.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Algorithm names a limiting algorithm as the rules file spells it.
+type Algorithm string
+
+// The algorithms a policy may use.
+const (
+	GCRA          Algorithm = "gcra"
+	TokenBucket   Algorithm = "token_bucket"
+	LeakyQueue    Algorithm = "leaky_queue"
+	FixedWindow   Algorithm = "fixed_window"
+	SlidingWindow Algorithm = "sliding_window"
+	SlidingLog    Algorithm = "sliding_log"
+)
+
+// Algorithms lists every algorithm name, in the order the docs give them.
+var Algorithms = []Algorithm{GCRA, TokenBucket, LeakyQueue, FixedWindow, SlidingWindow, SlidingLog}
+
+// HasBurst reports whether the algorithm takes a burst (a capacity apart
+// from its rate). Window algorithms admit exactly limit per period and have
+// none.
+func (a Algorithm) HasBurst() bool {
+	return a == GCRA || a == TokenBucket || a == LeakyQueue
+}
+
+// Policy is one named limit: Limit requests per Period, with at most Burst
+// admitted at once where the algorithm has a burst.
+type Policy struct {
+	Name      string
+	Algorithm Algorithm
+	Limit     int64         // requests (cost units) per period, >= 1
+	Period    time.Duration // > 0
+	// Burst is the most requests admitted at once from a fresh key (the
+	// bucket's capacity, the reply's limit field). 0 means "unset": the
+	// limit. Only algorithms with HasBurst accept it.
+	Burst  int64
+	Shadow bool // never deny; count would-be denials instead
+}
+
+// EffectiveBurst is the burst the limiter uses: Burst, or Limit when unset.
+func (p Policy) EffectiveBurst() int64 {
+	if p.Burst > 0 {
+		return p.Burst
+	}
+	return p.Limit
+}
+
+// FieldError is a validation error about one field of a policy.
+type FieldError struct {
+	Field string // name, algorithm, limit, period, burst, shadow
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// MaxNameLen bounds a policy name.
+const MaxNameLen = 128
+
+// ValidName reports whether name may name a policy: 1 to MaxNameLen
+// characters from [A-Za-z0-9_.-]. The colon is excluded so that Key is
+// injective: "rl:" + name + ":" ends at the first colon after the prefix.
+func ValidName(name string) bool {
+	if name == "" || len(name) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '_' || ch == '.' || ch == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseAlgorithm maps a name (any case) to an algorithm.
+func ParseAlgorithm(s string) (Algorithm, bool) {
+	for _, a := range Algorithms {
+		if strings.EqualFold(s, string(a)) {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// Validate checks every field and returns the first problem as a
+// *FieldError. It also checks that the algorithm can be built with these
+// parameters (no overflow), so a valid policy always applies.
+func (p Policy) Validate() error {
+	if !ValidName(p.Name) {
+		return &FieldError{"name", fmt.Sprintf("%q is not a valid policy name (1 to %d characters of A-Z a-z 0-9 _ . -)", p.Name, MaxNameLen)}
+	}
+	if a, ok := ParseAlgorithm(string(p.Algorithm)); !ok || a != p.Algorithm {
+		return &FieldError{"algorithm", fmt.Sprintf("unknown algorithm %q (use %s)", p.Algorithm, algorithmList())}
+	}
+	if p.Limit < 1 {
+		return &FieldError{"limit", fmt.Sprintf("must be at least 1, got %d", p.Limit)}
+	}
+	if p.Period <= 0 {
+		return &FieldError{"period", "must be positive"}
+	}
+	if p.Burst < 0 {
+		return &FieldError{"burst", fmt.Sprintf("must be at least 1, got %d", p.Burst)}
+	}
+	if p.Burst != 0 && !p.Algorithm.HasBurst() {
+		return &FieldError{"burst", fmt.Sprintf("%s has no burst: it admits exactly limit per period", p.Algorithm)}
+	}
+	if _, err := newLimiter(p); err != nil {
+		return &FieldError{"limit", err.Error()}
+	}
+	return nil
+}
+
+func algorithmList() string {
+	names := make([]string, len(Algorithms))
+	for i, a := range Algorithms {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Duration units accepted after a number; a bare integer means seconds. The
+// same spelling as every limitdb command (resp.ParseDuration).
+var durationUnits = []struct {
+	suffix string
+	ns     float64
+}{
+	{"ms", 1e6}, {"us", 1e3}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9},
+}
+
+// ParseDuration reads a period: an integer (seconds) or a number with a
+// unit: 250ms, 1s, 1.5s, 5m, 1h, 1d. It refuses zero, negative, sub-
+// nanosecond and overflowing durations.
+func ParseDuration(s string) (time.Duration, error) {
+	num, scale := s, 1e9
+	for _, u := range durationUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, scale = strings.TrimSuffix(s, u.suffix), u.ns
+			break
+		}
+	}
+	if num == "" {
+		return 0, errors.New("no number")
+	}
+	for _, r := range num {
+		if (r < '0' || r > '9') && r != '.' && r != '-' {
+			return 0, errors.New("unknown unit (use ms, s, m, h or d)")
+		}
+	}
+	if n, err := strconv.ParseInt(num, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, errors.New("must be positive")
+		}
+		if float64(n) > math.MaxInt64/scale {
+			return 0, errors.New("too large")
+		}
+		return time.Duration(n * int64(scale)), nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, errors.New("not a number")
+	}
+	if f <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	ns := f * scale
+	if ns >= math.MaxInt64 {
+		return 0, errors.New("too large")
+	}
+	if ns < 1 {
+		return 0, errors.New("shorter than a nanosecond")
+	}
+	return time.Duration(math.Round(ns)), nil
+}
+
+// FormatDuration writes d the way ParseDuration reads it back, in the
+// largest unit that divides it exactly.
+func FormatDuration(d time.Duration) string {
+	units := []struct {
+		suffix string
+		ns     int64
+	}{{"d", 86400e9}, {"h", 3600e9}, {"m", 60e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}}
+	for _, u := range units {
+		if int64(d)%u.ns == 0 {
+			return strconv.FormatInt(int64(d)/u.ns, 10) + u.suffix
+		}
+	}
+	return strconv.FormatFloat(float64(d)/1e3, 'f', -1, 64) + "us"
+}
+
+// Key is where policy name keeps the state of client key: "rl:name:key",
+// appended to dst. Names hold no colon, so different (policy, key) pairs
+// never map to the same key.
+func Key(dst []byte, name string, key []byte) []byte {
+	dst = append(dst, "rl:"...)
+	dst = append(dst, name...)
+	dst = append(dst, ':')
+	return append(dst, key...)
+}

@@ -1,0 +1,146 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// watchState is what the watcher remembers about the rules file between
+// polls. Its own mutex serialises loads (a poll and RL.POLICY RELOAD).
+type watchState struct {
+	mu      sync.Mutex
+	path    string
+	modTime time.Time
+	size    int64
+	polls   int
+	good    [32]byte // hash of the contents in effect
+	seen    [32]byte // hash of the last contents read, good or not
+	lastErr string   // last problem logged, so a broken file logs once
+}
+
+// DefaultPoll is how often Watch looks at the rules file.
+const DefaultPoll = time.Second
+
+// hashEvery forces a read and hash every this many polls even when the
+// file's modification time and size look unchanged (an edit within the
+// file system's timestamp granularity that keeps the size).
+const hashEvery = 5
+
+// LoadRules sets the rules file and loads it. On error nothing changes
+// (the store keeps no rules file), so start-up can refuse a broken file.
+func (s *Store) LoadRules(path string) error {
+	w := &s.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old := w.path
+	w.path = path
+	if err := s.loadLocked(true); err != nil {
+		w.path = old
+		return err
+	}
+	return nil
+}
+
+// RulesPath is the rules file in use, "" when there is none.
+func (s *Store) RulesPath() string {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	return s.watch.path
+}
+
+// Reload reads the rules file now and applies it if it is valid; a broken
+// file keeps the rules in effect and returns (and logs) why.
+func (s *Store) Reload() error {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	if s.watch.path == "" {
+		return ErrNoRulesFile
+	}
+	return s.loadLocked(true)
+}
+
+// Watch polls the rules file every interval (DefaultPoll if <= 0) until
+// done is closed, applying each valid change and logging each broken one
+// once. It looks at the modification time and size, and reads and hashes
+// the contents when they change (and every few polls regardless), so
+// identical contents are never re-applied.
+func (s *Store) Watch(done <-chan struct{}, interval time.Duration) {
+	if interval <= 0 {
+		interval = DefaultPoll
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			s.poll()
+		}
+	}
+}
+
+func (s *Store) poll() {
+	w := &s.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.path == "" {
+		return
+	}
+	w.polls++
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		s.logOnce(fmt.Sprintf("rules: cannot read %s, keeping the last good rules: %v", w.path, err))
+		return
+	}
+	if fi.ModTime().Equal(w.modTime) && fi.Size() == w.size && w.polls%hashEvery != 0 {
+		return
+	}
+	s.loadLocked(false)
+}
+
+// loadLocked reads, validates and applies the rules file; the caller holds
+// watch.mu. Unless forced, contents already seen (good or broken) are left
+// alone. Every outcome that changes something is logged.
+func (s *Store) loadLocked(force bool) error {
+	w := &s.watch
+	fi, statErr := os.Stat(w.path)
+	data, err := os.ReadFile(w.path)
+	if err != nil {
+		err = fmt.Errorf("rules: cannot read %s: %w", w.path, err)
+		s.logOnce(err.Error() + " (keeping the last good rules)")
+		return err
+	}
+	if statErr == nil {
+		w.modTime, w.size = fi.ModTime(), fi.Size()
+	}
+	sum := sha256.Sum256(data)
+	if !force && sum == w.good {
+		w.seen, w.lastErr = sum, "" // back to the rules in effect
+		return nil
+	}
+	if !force && sum == w.seen {
+		return nil
+	}
+	w.seen = sum
+	ps, err := ParseRules(w.path, data)
+	if err != nil {
+		s.logOnce(fmt.Sprintf("rules: %s is invalid, keeping the last good rules: %v", w.path, err))
+		return err
+	}
+	s.setFile(ps)
+	w.good, w.lastErr = sum, ""
+	s.logger.Printf("rules: applied %d policies from %s", len(ps), w.path)
+	return nil
+}
+
+// logOnce logs msg unless it is the last problem logged.
+func (s *Store) logOnce(msg string) {
+	if msg != s.watch.lastErr {
+		s.watch.lastErr = msg
+		s.logger.Print(msg)
+	}
+}
