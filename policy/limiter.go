@@ -14,6 +14,30 @@ import (
 // policy. Every limiter answers in milliseconds.
 var builders = map[Algorithm]func(p Policy) (engine.Limiter, error){
 	GCRA: newGCRA,
+	TokenBucket: func(p Policy) (engine.Limiter, error) {
+		return unwrap(engine.NewTokenBucket(p.EffectiveBurst(), p.Limit, int64(p.Period)))
+	},
+	LeakyQueue: func(p Policy) (engine.Limiter, error) {
+		return unwrap(engine.NewLeakyQueue(p.EffectiveBurst(), p.Limit, int64(p.Period)))
+	},
+	FixedWindow: func(p Policy) (engine.Limiter, error) {
+		return unwrap(engine.NewFixedWindow(p.Limit, int64(p.Period)))
+	},
+	SlidingWindow: func(p Policy) (engine.Limiter, error) {
+		return unwrap(engine.NewSlidingWindow(p.Limit, int64(p.Period), 1))
+	},
+	SlidingLog: func(p Policy) (engine.Limiter, error) {
+		return unwrap(engine.NewSlidingLog(p.Limit, int64(p.Period)))
+	},
+}
+
+// unwrap boxes a constructor's limiter once, when the policy is compiled,
+// so applying it later allocates nothing.
+func unwrap[L engine.Limiter](l L, err error) (engine.Limiter, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 var errUnavailable = errors.New("algorithm not available in this build")

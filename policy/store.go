@@ -27,8 +27,9 @@ var (
 	ErrNoRulesFile = errors.New("no rules file configured")
 )
 
-// Counters are a policy's decisions since start. They belong to the name, so
-// changing a policy's parameters keeps them. Admitted counts requests the
+// Counters are a policy's decisions since it was defined. They belong to
+// the name, so changing a policy's parameters keeps them; deleting the
+// policy drops them. Admitted counts requests the
 // policy let through and that were charged (shadow policies' would-be
 // denials included: ShadowDenied is a subset of Admitted); Denied counts
 // requests it refused. A request one policy of RL.HITALL passed but another
@@ -59,7 +60,7 @@ type Store struct {
 	table    atomic.Pointer[map[string]*compiled]
 
 	watch  watchState
-	logger *log.Logger
+	logger atomic.Pointer[log.Logger]
 }
 
 // NewStore returns an empty store that logs rules-file events to logger
@@ -68,10 +69,18 @@ func NewStore(logger *log.Logger) *Store {
 	if logger == nil {
 		logger = log.Default()
 	}
-	s := &Store{file: map[string]Policy{}, runtime: map[string]Policy{}, counters: map[string]*Counters{}, logger: logger}
+	s := &Store{file: map[string]Policy{}, runtime: map[string]Policy{}, counters: map[string]*Counters{}}
+	s.logger.Store(logger)
 	empty := map[string]*compiled{}
 	s.table.Store(&empty)
 	return s
+}
+
+// SetLogger sends the store's log lines (rules file events) to logger.
+func (s *Store) SetLogger(logger *log.Logger) {
+	if logger != nil {
+		s.logger.Store(logger)
+	}
 }
 
 // lookup finds a policy in effect by name without allocating.
@@ -193,7 +202,7 @@ func (s *Store) publish() {
 	add := func(p Policy, src Source) {
 		lim, err := newLimiter(p)
 		if err != nil {
-			s.logger.Printf("policy %s: %v (skipped)", p.Name, err)
+			s.logger.Load().Printf("policy %s: %v (skipped)", p.Name, err)
 			return
 		}
 		st := s.counters[p.Name]
@@ -210,6 +219,11 @@ func (s *Store) publish() {
 	}
 	for _, p := range s.file {
 		add(p, FromFile)
+	}
+	for name := range s.counters {
+		if t[name] == nil {
+			delete(s.counters, name) // a policy defined again starts from zero
+		}
 	}
 	s.table.Store(&t)
 }

@@ -44,6 +44,19 @@ func (s *Store) LoadRules(path string) error {
 	return nil
 }
 
+// StopRules forgets the rules file path and the policies it defined, if
+// path is still the file in use (the server that loaded it is closing).
+func (s *Store) StopRules(path string) {
+	w := &s.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.path != path {
+		return
+	}
+	w.path, w.modTime, w.size, w.good, w.seen, w.lastErr = "", time.Time{}, 0, [32]byte{}, [32]byte{}, ""
+	s.setFile(nil)
+}
+
 // RulesPath is the rules file in use, "" when there is none.
 func (s *Store) RulesPath() string {
 	s.watch.mu.Lock()
@@ -133,7 +146,7 @@ func (s *Store) loadLocked(force bool) error {
 	}
 	s.setFile(ps)
 	w.good, w.lastErr = sum, ""
-	s.logger.Printf("rules: applied %d policies from %s", len(ps), w.path)
+	s.logger.Load().Printf("rules: applied %d policies from %s", len(ps), w.path)
 	return nil
 }
 
@@ -141,6 +154,6 @@ func (s *Store) loadLocked(force bool) error {
 func (s *Store) logOnce(msg string) {
 	if msg != s.watch.lastErr {
 		s.watch.lastErr = msg
-		s.logger.Print(msg)
+		s.logger.Load().Print(msg)
 	}
 }

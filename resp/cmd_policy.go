@@ -3,11 +3,10 @@ package resp
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/limitdb/limitdb/engine/limit"
+	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/policy"
 )
 
@@ -30,7 +29,7 @@ func init() {
 			Subs: []*Command{
 				{Name: "rl.policy|set", Arity: -6, Flags: FlagWrite | FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies",
-					Summary:    "Defines or changes a runtime policy; names the rules file defines are refused.",
+					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused.",
 					Syntax:     "name algorithm limit period [BURST burst] [SHADOW]",
 					Handler:    cmdPolicySet},
 				{Name: "rl.policy|get", Arity: 3, Flags: FlagReadonly | FlagFast, Group: "rate_limit", Since: "0.1.0",
@@ -60,7 +59,8 @@ func init() {
 			c.RulesPoll = d
 			return nil
 		}})
-	registerInfo("limits", 60, func(s *Server, b *strings.Builder) { s.Policies().AppendInfo(b) })
+	registerLimitsInfo(policies.AppendInfo)
+	persistence.RegisterSection("policies", policies.MarshalRuntime, policies.UnmarshalRuntime)
 }
 
 // PolicyRules is the configuration of named policies, embedded in Config.
@@ -76,24 +76,13 @@ func (c *Config) rulesPoll() time.Duration {
 	return c.RulesPoll
 }
 
-// policyStores holds each server's policies, so that features (and tests
-// running several servers) never share them, without a field in Server.
-var policyStores sync.Map // *Server -> *policy.Store
+// policies is the process's named policies. Like the command statistics,
+// the snapshot sections and the INFO hooks they feed, they are one per
+// process: a limitdb process serves one keyspace.
+var policies = policy.NewStore(nil)
 
-// Policies is the server's named policies.
-func (s *Server) Policies() *policy.Store {
-	if v, ok := policyStores.Load(s); ok {
-		return v.(*policy.Store)
-	}
-	v, loaded := policyStores.LoadOrStore(s, policy.NewStore(s.logger))
-	if !loaded {
-		go func() {
-			<-s.done
-			policyStores.Delete(s)
-		}()
-	}
-	return v.(*policy.Store)
-}
+// Policies is the named policies the server applies.
+func (s *Server) Policies() *policy.Store { return policies }
 
 // StartRules loads the configured rules file (if any) and watches it until
 // the server closes. A missing or broken file at start-up is an error: the
@@ -104,10 +93,14 @@ func (s *Server) StartRules() error {
 		return nil
 	}
 	ps := s.Policies()
+	ps.SetLogger(s.logger)
 	if err := ps.LoadRules(cfg.Rules); err != nil {
 		return err
 	}
-	go ps.Watch(s.done, cfg.rulesPoll())
+	go func() {
+		ps.Watch(s.done, cfg.rulesPoll())
+		ps.StopRules(cfg.Rules)
+	}()
 	return nil
 }
 
@@ -166,6 +159,7 @@ func cmdRLHitAll(c *Client, args [][]byte) {
 		c.Error(policyError(err))
 		return
 	}
+	c.countLimit(limited) // INFO limits: one decision per call, not per pair
 	c.Array(1 + len(replies))
 	c.Int(int64(boolInt(limited)))
 	for _, r := range replies {

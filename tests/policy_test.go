@@ -70,6 +70,16 @@ func writeRules(t *testing.T, path, src string) {
 	}
 }
 
+// setPolicy defines a runtime policy for the test and deletes it after:
+// policies are per process, shared by every test server.
+func setPolicy(t *testing.T, c *redis.Client, name string, args ...any) {
+	t.Helper()
+	if err := c.Do(ctx, append([]any{"RL.POLICY", "SET", name}, args...)...).Err(); err != nil {
+		t.Fatalf("RL.POLICY SET %s: %v", name, err)
+	}
+	t.Cleanup(func() { c.Do(ctx, "RL.POLICY", "DEL", name) })
+}
+
 func policyField(t *testing.T, c *redis.Client, name, field string) any {
 	t.Helper()
 	v, err := c.Do(ctx, "RL.POLICY", "GET", name).Result()
@@ -95,10 +105,8 @@ func TestRLHitOverTheWire(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("resp", proto), func(t *testing.T) {
 			c := ts.client(t, proto)
-			name := fmt.Sprint("api", proto)
-			if err := c.Do(ctx, "RL.POLICY", "SET", name, "gcra", 10, "1s").Err(); err != nil {
-				t.Fatal(err)
-			}
+			name := fmt.Sprint("wire-api", proto)
+			setPolicy(t, c, name, "gcra", 10, "1s")
 			steps := []struct {
 				advance time.Duration
 				args    []any
@@ -128,8 +136,8 @@ func TestRLHitOverTheWire(t *testing.T) {
 func TestPolicyStateIsAKeyOfItsOwn(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 2)
-	c.Do(ctx, "RL.POLICY", "SET", "a", "gcra", 1, "1m")
-	c.Do(ctx, "RL.POLICY", "SET", "b", "gcra", 1, "1m")
+	setPolicy(t, c, "a", "gcra", 1, "1m")
+	setPolicy(t, c, "b", "gcra", 1, "1m")
 	ints(t, c.Do(ctx, "RL.HIT", "a", "bob"))
 	if got := ints(t, c.Do(ctx, "RL.HIT", "b", "bob")); got[0] != 0 {
 		t.Fatalf("b shared a's state: %v", got)
@@ -189,8 +197,8 @@ func TestRLHitAllOverTheWire(t *testing.T) {
 		t.Run(fmt.Sprint("resp", proto), func(t *testing.T) {
 			c := ts.client(t, proto)
 			sfx := fmt.Sprint(proto)
-			c.Do(ctx, "RL.POLICY", "SET", "sec"+sfx, "gcra", 10, "1s")
-			c.Do(ctx, "RL.POLICY", "SET", "day"+sfx, "gcra", 3, "1d")
+			setPolicy(t, c, "sec"+sfx, "gcra", 10, "1s")
+			setPolicy(t, c, "day"+sfx, "gcra", 3, "1d")
 			// Keys spread over shards: user and IP under two policies.
 			args := []any{"RL.HITALL", 3, "sec" + sfx, "user:1", "day" + sfx, "user:1", "sec" + sfx, "ip:10.0.0.1"}
 			for i := 0; i < 3; i++ {
@@ -224,7 +232,7 @@ func TestRLHitAllOverTheWire(t *testing.T) {
 func TestPolicyErrors(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 2)
-	c.Do(ctx, "RL.POLICY", "SET", "a", "gcra", 1, "1s")
+	setPolicy(t, c, "a", "gcra", 1, "1s")
 	cases := []struct {
 		args []any
 		want string
@@ -270,10 +278,8 @@ func TestPolicyErrors(t *testing.T) {
 func TestRLPolicyCommands(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 3)
-	if err := c.Do(ctx, "RL.POLICY", "SET", "login", "GCRA", 5, "1m", "BURST", 2, "SHADOW").Err(); err != nil {
-		t.Fatal(err)
-	}
-	c.Do(ctx, "RL.POLICY", "SET", "api", "gcra", 100, "60")
+	setPolicy(t, c, "login", "GCRA", 5, "1m", "BURST", 2, "SHADOW")
+	setPolicy(t, c, "api", "gcra", 100, "60")
 	got, err := c.Do(ctx, "RL.POLICY", "GET", "login").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +295,7 @@ func TestRLPolicyCommands(t *testing.T) {
 	if err := c.Do(ctx, "RL.POLICY", "GET", "nope").Err(); err != redis.Nil {
 		t.Fatalf("GET of an unknown policy: %v, want null", err)
 	}
-	if names, _ := c.Do(ctx, "RL.POLICY", "LIST").StringSlice(); !slices.Equal(names, []string{"api", "login"}) {
+	if names, _ := c.Do(ctx, "RL.POLICY", "LIST").StringSlice(); !slices.Contains(names, "api") || !slices.Contains(names, "login") || !slices.IsSorted(names) {
 		t.Fatalf("LIST = %v", names)
 	}
 	if n, _ := c.Do(ctx, "RL.POLICY", "DEL", "api").Int(); n != 1 {
@@ -385,7 +391,7 @@ func TestRulesFileHotReload(t *testing.T) {
 	if err := c.Do(ctx, "RL.POLICY", "RELOAD").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if names, _ := c.Do(ctx, "RL.POLICY", "LIST").StringSlice(); !slices.Equal(names, []string{"fresh"}) {
+	if names, _ := c.Do(ctx, "RL.POLICY", "LIST").StringSlice(); !slices.Contains(names, "fresh") || slices.Contains(names, "trial") {
 		t.Fatalf("LIST after RELOAD = %v", names)
 	}
 	if err := c.Do(ctx, "RL.HIT", "api", "bob").Err(); err == nil || !strings.Contains(err.Error(), "unknown policy 'api'") {
@@ -417,11 +423,40 @@ func TestExampleRulesFile(t *testing.T) {
 	ts, _ := startRulesServer(t, "../examples/limits.yaml")
 	c := ts.client(t, 2)
 	names, _ := c.Do(ctx, "RL.POLICY", "LIST").StringSlice()
-	if len(names) < 4 {
+	if len(names) < 7 {
 		t.Fatalf("examples/limits.yaml defines %v", names)
 	}
 	limited, _ := hitAllReply(t, c.Do(ctx, "RL.HITALL", 2, "api-per-second", "user:42", "api-daily", "user:42"))
 	if limited != 0 {
 		t.Fatal("the README's RL.HITALL example is denied")
+	}
+}
+
+// Runtime policies live in the snapshot's "policies" section and their
+// state in ordinary keys: both come back after a restart.
+func TestRuntimePoliciesSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	a := serverFromDir(t, engine.NewFakeClock(t0), dir)
+	ca := a.client(t, 2)
+	setPolicy(t, ca, "restart-login", "sliding_log", 3, "1m", "SHADOW")
+	setPolicy(t, ca, "restart-api", "gcra", 10, "1m", "BURST", 5)
+	ints(t, ca.Do(ctx, "RL.HIT", "restart-api", "bob", 2))
+	if err := ca.Do(ctx, "SAVE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Policies are per process: forget them, as a restarted process would.
+	for _, name := range []string{"restart-login", "restart-api"} {
+		ca.Do(ctx, "RL.POLICY", "DEL", name)
+	}
+	b := serverFromDir(t, engine.NewFakeClock(t0), dir)
+	cb := b.client(t, 3)
+	if v := policyField(t, cb, "restart-login", "algorithm"); v != "sliding_log" {
+		t.Fatalf("restored algorithm = %v", v)
+	}
+	if v := policyField(t, cb, "restart-login", "shadow"); v != int64(1) {
+		t.Fatalf("restored shadow = %v", v)
+	}
+	if got := ints(t, cb.Do(ctx, "RL.HIT", "restart-api", "bob", 0)); !slices.Equal(got, []int64{0, 5, 3, -1, 12000}) {
+		t.Fatalf("restored state: %v, want 2 of 5 used", got)
 	}
 }
