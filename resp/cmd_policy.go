@@ -16,11 +16,14 @@ import (
 
 func init() {
 	register(
-		&Command{Name: "rl.hit", Arity: -3, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 2, LastKey: 2, Step: 1,
+		// RL.HIT and RL.HITALL declare no key positions: the keys they touch
+		// are derived, rl:<policy>:<key>, so a MULTI holding them locks every
+		// shard rather than the shards of the client keys.
+		&Command{Name: "rl.hit", Arity: -3, Flags: FlagWrite | FlagDenyOOM | FlagFast,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) for GCRA, buckets and windows; O(log limit) for sliding_log",
 			Summary: "Applies a named policy to a key: [limited, limit, remaining, retry_after, reset_after] in milliseconds.",
 			Syntax:  "policy key [cost]", Handler: cmdRLHit},
-		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM, FirstKey: 3, LastKey: -1, Step: 2,
+		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of pairs",
 			Summary: "Applies several policies to keys, all or nothing: [limited, reply1, reply2, ...]; a denial charges none.",
 			Syntax:  "numpairs policy key [policy key ...] [COST cost]", Handler: cmdRLHitAll},

@@ -460,3 +460,42 @@ func TestRuntimePoliciesSurviveRestart(t *testing.T) {
 		t.Fatalf("restored state: %v, want 2 of 5 used", got)
 	}
 }
+
+// Inside MULTI/EXEC the derived keys are held like any other: EXEC locks
+// every shard around RL.HIT and RL.HITALL, and concurrent clients never
+// deadlock against it.
+func TestPoliciesInsideMulti(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	setPolicy(t, c, "multi-a", "gcra", 100, "1m")
+	setPolicy(t, c, "multi-b", "fixed_window", 100, "1m")
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			cg := ts.client(t, 2)
+			for i := 0; i < 10; i++ {
+				if g%2 == 0 {
+					cmds, err := cg.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.Do(ctx, "RL.HIT", "multi-a", "u")
+						p.Do(ctx, "RL.HITALL", 2, "multi-a", "u", "multi-b", "ip")
+						return nil
+					})
+					if err != nil || len(cmds) != 2 {
+						t.Errorf("EXEC: %v %v", cmds, err)
+						return
+					}
+				} else if err := cg.Do(ctx, "RL.HITALL", 2, "multi-b", "ip", "multi-a", "u").Err(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	// 2 goroutines x 10 transactions x 2 charges + 2 x 10 HITALLs = 60 on multi-a.
+	if got := ints(t, c.Do(ctx, "RL.HIT", "multi-a", "u", 0)); got[2] != 40 {
+		t.Fatalf("multi-a remaining %d, want 40", got[2])
+	}
+}
