@@ -18,24 +18,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// syncBuffer is a log destination tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startRulesServer starts a server watching the rules file path every 10 ms,
 // with its log captured.
 func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
