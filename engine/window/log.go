@@ -41,8 +41,9 @@ type Stamp struct {
 }
 
 // Ring is a sliding log's state: the stamps of admitted requests in time
-// order, in a ring buffer that grows by doubling (up to the number of
-// stamps the limit allows) and shrinks when mostly empty.
+// order, in a ring buffer that grows by doubling up to one slot more than
+// the stamps the limit allows (the spare slot lets Record append without
+// copying) and shrinks when mostly empty.
 //
 // Record never writes a slot an older Ring value can see: it appends past
 // that value's last stamp or copies into a new buffer. So a Ring is a
@@ -148,7 +149,7 @@ func (l Log) Record(r *Ring, now, cost int64) Ring {
 		// Every slot is visible to r, even the ones that slid out for
 		// next: copy rather than overwrite.
 		if next.n >= size/2 {
-			size = min(max(2*size, 4), max(int(l.Limit), next.n+1))
+			size = min(max(2*size, 4), max(int(l.Limit)+1, next.n+1))
 		}
 		next.resize(size)
 	case size > 16 && 4*(next.n+1) < size:

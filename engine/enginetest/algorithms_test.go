@@ -1,0 +1,85 @@
+package enginetest
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/gcra"
+)
+
+const sec = int64(time.Second)
+
+// The suite, once per algorithm; each is set up so that a fresh key admits
+// exactly limit at one instant.
+var algorithms = []Algorithm{
+	{
+		Name: "CL.THROTTLE (GCRA)", Period: sec, Unit: sec,
+		New: func(limit int64) (engine.Limiter, error) {
+			l, err := gcra.CellLimit(limit-1, limit, 1)
+			return engine.CellLimiter{L: l}, err
+		},
+		Invalid: map[string]func() error{
+			"zero period": func() error { _, err := gcra.CellLimit(1, 1, 0); return err },
+			"huge period": func() error { _, err := gcra.CellLimit(1, 1, math.MaxInt64); return err },
+		},
+	},
+	{
+		Name: "TB.TAKE", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewTokenBucket(limit, 3, sec) },
+		Invalid: map[string]func() error{
+			"zero refill":       func() error { _, err := engine.NewTokenBucket(1, 0, sec); return err },
+			"zero period":       func() error { _, err := engine.NewTokenBucket(1, 1, 0); return err },
+			"negative period":   func() error { _, err := engine.NewTokenBucket(1, 1, -sec); return err },
+			"centuries to fill": func() error { _, err := engine.NewTokenBucket(math.MaxInt64, 1, sec); return err },
+		},
+	},
+	{
+		Name: "LB.QUEUE", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewLeakyQueue(limit, 7, 3*sec) },
+		Invalid: map[string]func() error{
+			"zero rate":          func() error { _, err := engine.NewLeakyQueue(1, 0, sec); return err },
+			"zero period":        func() error { _, err := engine.NewLeakyQueue(1, 1, 0); return err },
+			"centuries to drain": func() error { _, err := engine.NewLeakyQueue(1<<40, 1, 1<<30*sec); return err },
+		},
+	},
+	{
+		Name: "FW.INCR", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewFixedWindow(limit, sec) },
+		Invalid: map[string]func() error{
+			"zero window": func() error { _, err := engine.NewFixedWindow(1, 0); return err },
+			"huge window": func() error { _, err := engine.NewFixedWindow(1, math.MaxInt64); return err },
+			"negative":    func() error { _, err := engine.NewFixedWindow(1, -1); return err },
+		},
+	},
+	{
+		Name: "SW.INCR", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewSlidingWindow(limit, sec, 1) },
+		Invalid: map[string]func() error{
+			"zero window":          func() error { _, err := engine.NewSlidingWindow(1, 0, 1); return err },
+			"huge window":          func() error { _, err := engine.NewSlidingWindow(1, math.MaxInt64, 1); return err },
+			"zero precision":       func() error { _, err := engine.NewSlidingWindow(1, sec, 0); return err },
+			"uneven precision":     func() error { _, err := engine.NewSlidingWindow(1, sec, 7); return err },
+			"too many sub-windows": func() error { _, err := engine.NewSlidingWindow(1, sec, 1e6); return err },
+		},
+	},
+	{
+		Name: "SW.INCR PRECISION 8", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewSlidingWindow(limit, sec, 8) },
+	},
+	{
+		Name: "SL.INCR", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewSlidingLog(limit, sec) },
+		Invalid: map[string]func() error{
+			"zero window":        func() error { _, err := engine.NewSlidingLog(1, 0); return err },
+			"limit beyond a log": func() error { _, err := engine.NewSlidingLog(1e7, sec); return err },
+		},
+	},
+}
+
+func TestConformance(t *testing.T) {
+	for _, a := range algorithms {
+		t.Run(a.Name, func(t *testing.T) { Run(t, a) })
+	}
+}
