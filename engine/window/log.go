@@ -45,11 +45,12 @@ type Stamp struct {
 // the stamps the limit allows (the spare slot lets Record append without
 // copying) and shrinks when mostly empty.
 //
-// Record never writes a slot an older Ring value can see: it appends past
-// that value's last stamp or copies into a new buffer. So a Ring is a
-// value: deciding and recording leave the state it came from intact, and a
-// caller may drop a recorded state (an all-or-nothing check that failed
-// elsewhere) without undoing anything.
+// Record never writes a slot the ring it is given can see: it appends past
+// that ring's last stamp or copies into a new buffer. So deciding and
+// recording leave the state they came from intact, and a caller may drop a
+// recorded state (an all-or-nothing check that failed elsewhere) without
+// undoing anything. Rings further back share slots with their successors'
+// and must not be kept: to keep one, copy it (AppendBinary).
 type Ring struct {
 	Seen int64 // latest instant a request was recorded at
 	buf  []Stamp
