@@ -23,7 +23,7 @@ type Pair struct{ Policy, Key []byte }
 func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply, error) {
 	c := s.lookup(name)
 	if c == nil {
-		return Reply{}, fmt.Errorf("%w '%s'", ErrUnknown, name)
+		return Reply{}, unknown(name)
 	}
 	var buf [128]byte
 	k := Key(buf[:0], c.Name, key)
@@ -58,7 +58,7 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 	keys := make([][]byte, len(pairs))
 	for i, p := range pairs {
 		if cs[i] = s.lookup(p.Policy); cs[i] == nil {
-			return false, nil, fmt.Errorf("%w '%s'", ErrUnknown, p.Policy)
+			return false, nil, unknown(p.Policy)
 		}
 		keys[i] = Key(nil, cs[i].Name, p.Key)
 	}
@@ -128,6 +128,14 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 		replies[i] = c.reply(rs[i])
 	}
 	return limited, replies, nil
+}
+
+// unknown is ErrUnknown naming the policy, clipped: the name is client input.
+func unknown(name []byte) error {
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("%w '%s...'", ErrUnknown, name[:MaxNameLen])
+	}
+	return fmt.Errorf("%w '%s'", ErrUnknown, name)
 }
 
 // workBase is pair i's entry as it was before the call (for the peeks that

@@ -109,7 +109,11 @@ func ParseAlgorithm(s string) (Algorithm, bool) {
 // parameters (no overflow), so a valid policy always applies.
 func (p Policy) Validate() error {
 	if !ValidName(p.Name) {
-		return &FieldError{"name", fmt.Sprintf("%q is not a valid policy name (1 to %d characters of A-Z a-z 0-9 _ . -)", p.Name, MaxNameLen)}
+		name := p.Name
+		if len(name) > MaxNameLen {
+			name = name[:MaxNameLen] + "..."
+		}
+		return &FieldError{"name", fmt.Sprintf("%q is not a valid policy name (1 to %d characters of A-Z a-z 0-9 _ . -)", name, MaxNameLen)}
 	}
 	if a, ok := ParseAlgorithm(string(p.Algorithm)); !ok || a != p.Algorithm {
 		return &FieldError{"algorithm", fmt.Sprintf("unknown algorithm %q (use %s)", p.Algorithm, algorithmList())}
