@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -51,6 +52,7 @@ func run(args []string, stderr io.Writer) int {
 		}
 	}
 	version := fs.Bool("version", false, "print the version and exit")
+	fs.String("config", "", "read directives from this file (redis.conf syntax) before the flags, which override it")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, resp.Version)
 		fs.VisitAll(func(f *flag.Flag) {
@@ -61,6 +63,12 @@ func run(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "  %-28s %s\n", name, f.Usage)
 		})
 		fmt.Fprintf(stderr, "\nEvery flag is also a config directive: CONFIG GET shows it, CONFIG SET changes the mutable ones.\n")
+	}
+	if path := configFlag(args); path != "" {
+		if err := resp.LoadConfigFile(path, &cfg); err != nil {
+			fmt.Fprintf(stderr, "limitdb: %v\n", err)
+			return 2
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -189,3 +197,24 @@ func (f directiveFlag) String() string {
 }
 
 func (f directiveFlag) Set(v string) error { return f.d.Set(f.cfg, v) }
+
+// configFlag finds --config in args before the flags are parsed, so that
+// the file is applied first and every other flag overrides it.
+func configFlag(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "config" {
+			continue
+		}
+		if hasVal {
+			return val
+		}
+		if i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
