@@ -79,6 +79,7 @@ type LatencyStat struct {
 	Command string
 	Counts  [latencyBuckets]int64
 	Calls   int64
+	Failed  int64 // answered with an error
 	Usec    int64 // total time, in microseconds
 }
 
@@ -91,7 +92,7 @@ func (s *Server) LatencyStats() []LatencyStat {
 		if calls == 0 {
 			return
 		}
-		st := LatencyStat{Command: cmd.Name, Calls: calls, Usec: cmd.stats.usec.Load()}
+		st := LatencyStat{Command: cmd.Name, Calls: calls, Failed: cmd.stats.failed.Load(), Usec: cmd.stats.usec.Load()}
 		for i := range st.Counts {
 			st.Counts[i] = cmd.stats.lat[i].Load()
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/metrics"
 	"github.com/limitdb/limitdb/resp"
 )
 
@@ -109,6 +110,14 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", resp.Version, ln.Addr(), os.Getpid(), eng.Shards())
+	if cfg.MetricsAddr != "" {
+		addr, err := metrics.Serve(srv, cfg.MetricsAddr, logger)
+		if err != nil {
+			logger.Printf("limitdb: cannot serve metrics: %v", err)
+			return 1
+		}
+		logger.Printf("metrics at http://%s/metrics", addr)
+	}
 
 	// A final snapshot is written once, after serving stops: by SHUTDOWN
 	// (unless NOSAVE) before it closes the server, or here after a signal.
