@@ -141,8 +141,13 @@ func TestUnreachable(t *testing.T) {
 			},
 		})
 		for i, want := range tc.codes {
-			if w := get(h, "carol"); w.Code != want {
+			w := get(h, "carol")
+			if w.Code != want {
 				t.Errorf("policy %d, request %d: %d, want %d", tc.policy, i, w.Code, want)
+			}
+			// Only a decision (the fallback's) carries limit headers.
+			if got, want := w.Header().Get("RateLimit-Limit") != "", tc.policy == httplimit.Fallback; got != want {
+				t.Errorf("policy %d, request %d: RateLimit-Limit present = %v, want %v", tc.policy, i, got, want)
 			}
 		}
 		// A closed port is refused at once: the errors are not timeouts.
@@ -279,6 +284,19 @@ func TestLocal(t *testing.T) {
 		if err != nil || got != st.want {
 			t.Errorf("step %d: %+v, %v; want %+v", i, got, err, st.want)
 		}
+	}
+}
+
+// fixed is a Limiter that always answers r.
+type fixed client.Result
+
+func (f fixed) Take(context.Context, string) (client.Result, error) { return client.Result(f), nil }
+
+func TestNeverFitsHasNoRetryAfter(t *testing.T) {
+	h := newHandler(t, httplimit.Options{Limiter: fixed{Limited: true, Limit: 5, RetryAfter: client.Never, ResetAfter: 1500 * time.Millisecond}})
+	w := get(h, "hank")
+	if w.Code != 429 || w.Header().Get("Retry-After") != "" || w.Header().Get("RateLimit-Reset") != "2" {
+		t.Fatalf("code %d, Retry-After %q, RateLimit-Reset %q; want 429, none, 2", w.Code, w.Header().Get("Retry-After"), w.Header().Get("RateLimit-Reset"))
 	}
 }
 
