@@ -7,8 +7,9 @@ import (
 )
 
 // Limit is one limiter command with its parameters: Throttle, GCRA,
-// TokenBucket, LeakyQueue, FixedWindow, SlidingWindow or SlidingLog. The
-// set is closed: each type knows its command's spelling and reply unit.
+// TokenBucket, LeakyQueue, FixedWindow, SlidingWindow, SlidingLog or a
+// named Policy. The set is closed: each type knows its command's spelling
+// and reply unit.
 type Limit interface {
 	// Approx reduces the limit to a GCRA of the same sustained rate and
 	// burst: what a local stand-in limiter (httplimit's fallback) enforces

@@ -39,6 +39,12 @@ func TestRedisCLIOneShot(t *testing.T) {
 			"1) (integer) 0\n2) (integer) 3\n3) (integer) 0\n4) (integer) -1\n5) (integer) 1000\n"},
 		{"SW.INCR", []string{"SW.INCR", "sw", "10", "1s", "11"}, "1\n10\n10\n-1\n0\n"},
 		{"SL.INCR", []string{"--raw", "SL.INCR", "sl", "3", "1s"}, "0\n3\n2\n-1\n1000\n"},
+		{"RL.POLICY", []string{"RL.POLICY", "SET", "api", "sliding_log", "2", "1m"}, "OK\n"},
+		{"RL.HIT", []string{"--no-raw", "RL.HIT", "api", "bob"},
+			"1) (integer) 0\n2) (integer) 2\n3) (integer) 1\n4) (integer) -1\n5) (integer) 60000\n"},
+		{"RL.HITALL", []string{"--no-raw", "RL.HITALL", "2", "api", "bob", "api", "ann"},
+			"1) (integer) 0\n2) 1) (integer) 0\n   2) (integer) 2\n   3) (integer) 0\n   4) (integer) -1\n   5) (integer) 60000\n" +
+				"3) 1) (integer) 0\n   2) (integer) 2\n   3) (integer) 1\n   4) (integer) -1\n   5) (integer) 60000\n"},
 		{"error", []string{"--no-raw", "CL.THROTTLE", "a", "1", "0", "60"}, "(error) ERR count must be at least 1, got 0\n"},
 		{"string", []string{"--no-raw", "SET", "s", "1", "EX", "10"}, "OK\n"},
 		{"counter", []string{"--no-raw", "INCRBY", "s", "41"}, "(integer) 42\n"},

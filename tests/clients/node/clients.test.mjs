@@ -87,6 +87,21 @@ for (const c of clients) {
     });
   }
 
+  test(`${c.name} RL.HIT and RL.HITALL apply named policies`, async () => {
+    const p = c.name.replace("/", "."), sec = `${p}-sec`, day = `${p}-day`;
+    assert.equal(await c.send(['RL.POLICY', 'SET', sec, 'gcra', '10', '1s']), 'OK');
+    assert.equal(await c.send(['RL.POLICY', 'SET', day, 'gcra', '3', '1d']), 'OK');
+    assert.deepEqual(await c.send(['RL.HIT', sec, 'bob']), [0, 10, 9, -1, 100]);
+    assert.deepEqual(await c.send(['RL.HIT', sec, 'bob', '9']), [0, 10, 0, -1, 1000]);
+    assert.deepEqual(await c.send(['RL.HIT', sec, 'bob']), [1, 10, 0, 100, 1000]);
+    // All or nothing: [limited, reply per pair]; a denial charges no pair.
+    assert.deepEqual(await c.send(['RL.HITALL', '2', sec, 'ann', day, 'ann', 'COST', '3']),
+      [0, [0, 10, 7, -1, 300], [0, 3, 0, -1, 86400000]]);
+    assert.deepEqual(await c.send(['RL.HITALL', '2', sec, 'ann', day, 'ann']),
+      [1, [0, 10, 7, -1, 300], [1, 3, 0, 28800000, 86400000]]);
+    assert.deepEqual(await c.send(['RL.HIT', sec, 'ann', '0']), [0, 10, 7, -1, 300]);
+  });
+
   test(`${c.name} sees errors as errors and keeps the connection`, async () => {
     await assert.rejects(c.send(['CL.THROTTLE', 'k', '1', '0', '60']), /count must be at least 1/);
     await assert.rejects(c.send(['NOSUCH']), /unknown command/);

@@ -77,6 +77,23 @@ class RedisPy(unittest.TestCase):
                     self.assertIsInstance(v, int, f"{command} step {i}: {got!r}")
                 self.assertEqual(got, want, f"{command} step {i}")
 
+    def test_policies(self):
+        self.assertEqual(self.r.execute_command("RL.POLICY", "SET", "py-sec", "gcra", 10, "1s"), "OK")
+        self.assertEqual(self.r.execute_command("RL.POLICY", "SET", "py-day", "gcra", 3, "1d"), "OK")
+        self.assertEqual(self.r.execute_command("RL.HIT", "py-sec", "bob"), [0, 10, 9, -1, 100])
+        self.assertEqual(self.r.execute_command("RL.HIT", "py-sec", "bob", 9), [0, 10, 0, -1, 1000])
+        self.assertEqual(self.r.execute_command("RL.HIT", "py-sec", "bob"), [1, 10, 0, 100, 1000])
+        # All or nothing: [limited, reply per pair]; a denial charges no pair.
+        hitall = ("RL.HITALL", 2, "py-sec", "ann", "py-day", "ann")
+        self.assertEqual(
+            self.r.execute_command(*hitall, "COST", 3),
+            [0, [0, 10, 7, -1, 300], [0, 3, 0, -1, 86400000]],
+        )
+        self.assertEqual(
+            self.r.execute_command(*hitall),
+            [1, [0, 10, 7, -1, 300], [1, 3, 0, 28800000, 86400000]],
+        )
+
     def test_pipeline(self):
         p = self.r.pipeline(transaction=False)
         for _ in range(3):
