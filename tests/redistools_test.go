@@ -143,6 +143,9 @@ func TestRedisCLIInteractive(t *testing.T) {
 	tm.waitFor(prompt + " SET key value")
 	tm.keys("s 7")
 	tm.enter()
+	// Wait for each reply before typing on: redis-cli discards what was
+	// typed while a command ran (linenoise flushes input entering raw mode).
+	tm.waitFor("> SET s 7\nOK\n" + prompt)
 	tm.keys("INCR s")
 	tm.enter()
 	tm.waitFor("(integer) 8\n" + prompt)
