@@ -334,8 +334,8 @@ func TestRulesFileHotReload(t *testing.T) {
 	if err := c.Do(ctx, "RL.POLICY", "DEL", "trial").Err(); err == nil {
 		t.Fatal("DEL of a file policy succeeded")
 	}
-	if v, _ := c.ConfigGet(ctx, "rules").Result(); v["rules"] != path {
-		t.Fatalf("CONFIG GET rules = %v", v)
+	if v, _ := c.ConfigGet(ctx, "rules*").Result(); v["rules"] != path || v["rules-poll"] != "10ms" {
+		t.Fatalf("CONFIG GET rules* = %v", v)
 	}
 
 	// The watcher applies an edit by itself within a couple of seconds;
