@@ -20,7 +20,7 @@ func init() {
 		// are derived, rl:<policy>:<key>, so a MULTI holding them locks every
 		// shard rather than the shards of the client keys.
 		&Command{Name: "rl.hit", Arity: -3, Flags: FlagWrite | FlagDenyOOM | FlagFast,
-			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) for GCRA, buckets and windows; O(log limit) for sliding_log",
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1); sliding_log: O(1) amortized, memory O(limit) per key",
 			Summary: "Applies a named policy to a key: [limited, limit, remaining, retry_after, reset_after] in milliseconds.",
 			Syntax:  "policy key [cost]", Handler: cmdRLHit},
 		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM,
