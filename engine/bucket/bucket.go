@@ -115,8 +115,8 @@ type Decision struct {
 	RetryAfter int64
 	// ResetAfter is how long until the bucket is full again.
 	ResetAfter int64
-	// Wait is how long until the tokens missing before this request have
-	// refilled: the request's delay in the queue reading (LB.QUEUE).
+	// Wait is how long until the bucket as it was before this request is
+	// full: the request's delay in the queue reading (LB.QUEUE).
 	Wait int64
 }
 
@@ -142,36 +142,58 @@ func (b Bucket) Take(s State, now, n int64) (Decision, error) {
 	if n < 0 {
 		return Decision{}, fmt.Errorf("%w: cost must not be negative, got %d", ErrInvalid, n)
 	}
+	if now > math.MaxInt64-maxFill-1 {
+		return Decision{}, ErrOverflow
+	}
 	d := b.deficit(s, now)
-	dec := Decision{RetryAfter: -1, State: s}
-	dec.Wait, _ = d.CeilDiv(b.perNs)
+	dec := Decision{RetryAfter: -1, State: s, Wait: until(s.Expire(), now)}
+	dec.ResetAfter = dec.Wait
 	if n > b.Capacity {
 		dec.Limited = true
-		b.describe(&dec, d)
+		dec.Remaining = b.remaining(d)
 		return dec, nil
 	}
 	need := d.Add(wide.Mul(n, b.perToken))
 	if need.Cmp(b.full) > 0 {
 		dec.Limited = true
-		dec.RetryAfter, _ = need.Sub(b.full).CeilDiv(b.perNs)
-		b.describe(&dec, d)
+		dec.Remaining = b.remaining(d)
+		dec.RetryAfter = b.fitsAt(s, n) - now
 		return dec, nil
 	}
-	q, r, _ := need.DivMod(b.perNs) // need <= full, so q <= maxFill
-	if now > math.MaxInt64-maxFill-1 {
-		return Decision{}, ErrOverflow
-	}
+	dec.Remaining = b.remaining(need)
 	if n > 0 {
+		q, r, _ := need.DivMod(b.perNs) // need <= full, so q <= maxFill
 		dec.State = State{At: now + q, Frac: r}
+		dec.ResetAfter = until(dec.State.Expire(), now)
 	}
-	b.describe(&dec, need)
 	return dec, nil
 }
 
-// describe fills Remaining and ResetAfter from the deficit d after the
-// request.
-func (b Bucket) describe(dec *Decision, d wide.U128) {
-	missing, _ := d.CeilDiv(b.perToken) // whole tokens short of full
-	dec.Remaining = b.Capacity - missing
-	dec.ResetAfter, _ = d.CeilDiv(b.perNs)
+// until is the time from now to t, or 0 if t is past.
+func until(t, now int64) int64 {
+	if t <= now {
+		return 0
+	}
+	return t - now
+}
+
+// remaining is the whole tokens in a bucket short of d units.
+func (b Bucket) remaining(d wide.U128) int64 {
+	missing, _ := d.CeilDiv(b.perToken)
+	return b.Capacity - missing
+}
+
+// fitsAt is the first instant at which n <= Capacity tokens are in the
+// bucket: when the deficit, (At - t)*perNs + Frac, has fallen to
+// full - n*perToken. It is solved from the state itself rather than from
+// the deficit at now, which is capped at a whole bucket when the clock has
+// gone back past the state.
+func (b Bucket) fitsAt(s State, n int64) int64 {
+	room := b.full.Sub(wide.Mul(n, b.perToken))
+	frac := wide.From(s.Frac)
+	if room.Cmp(frac) < 0 {
+		return s.At + 1 // even the fraction of a nanosecond left is too much
+	}
+	q, _, _ := room.Sub(frac).DivMod(b.perNs) // <= full/perNs <= maxFill
+	return s.At - q
 }

@@ -39,11 +39,11 @@ func (f Fixed) Incr(s FixedState, now, cost int64) (Decision, FixedState, error)
 		cur = s
 	}
 	end := cur.Start + f.Window
-	d := Decision{RetryAfter: -1, Remaining: f.Limit - cur.Count, ResetAfter: end - now}
+	d := Decision{RetryAfter: -1, Remaining: max(f.Limit-cur.Count, 0), ResetAfter: end - now}
 	if cur.Count == 0 {
 		d.ResetAfter = 0
 	}
-	if cost > d.Remaining {
+	if cost > f.Limit-cur.Count { // a count above the limit: the limit was lowered
 		d.Limited = true
 		if cost <= f.Limit {
 			d.RetryAfter = end - now

@@ -56,6 +56,13 @@ func (x U128) Min(y U128) U128 {
 // an int64; q and r are then meaningless.
 func (x U128) DivMod(d int64) (q, r int64, ok bool) {
 	ud := uint64(d)
+	if x.Hi == 0 { // the common case: one 64-bit division
+		q := x.Lo / ud
+		if q > 1<<63-1 {
+			return 0, 0, false
+		}
+		return int64(q), int64(x.Lo - q*ud), true
+	}
 	if x.Hi >= ud {
 		return 0, 0, false
 	}
