@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# compare.sh: limitdb and redis-server side by side, same machine, same run.
+#
+# Starts limitdb and redis-server on free loopback ports and drives both with
+# redis-benchmark: 50 clients, pipeline 1 and 16, 100k random keys and one
+# hot key. Prints req/s, p50, p99 and the ratios limitdb/Redis, and writes
+# every figure as CSV under bench/results/. See bench/README.md.
+#
+#   bench/compare.sh                    single core: each server pinned to one
+#                                       core, redis-benchmark to the other
+#   MODE=multi bench/compare.sh         limitdb with GOMAXPROCS=1 and 2, two
+#                                       redis-benchmark clients at once
+#
+# Environment:
+#   LIMITDB_BIN   a prebuilt limitdb to measure (default: build this tree)
+#   N, N1         requests per load at pipeline 16 and 1 (default 400000, 100000)
+#   PIPELINES     default "1 16";  KEYSETS default "rand hot"
+#   LOADS         only run loads whose name matches this regex
+#   REPEAT        runs of every load (default 1); each run is its own CSV row
+#   SERVER_CPU, CLIENT_CPU   cores for pinning (default 0 and 1)
+#   REDIS_CELL    path of libredis_cell.so to load into redis-server
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODE=${MODE:-single}
+N=${N:-400000}
+N1=${N1:-100000}
+PIPELINES=${PIPELINES:-"1 16"}
+KEYSETS=${KEYSETS:-"rand hot"}
+LOADS=${LOADS:-.}
+REPEAT=${REPEAT:-1}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+CLIENTS=50
+KEYSPACE=100000
+
+for tool in redis-server redis-cli redis-benchmark taskset python3; do
+  command -v "$tool" >/dev/null || { echo "compare.sh: $tool is required" >&2; exit 1; }
+done
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_ready() { # port
+  for _ in $(seq 100); do
+    redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0
+    sleep 0.1
+  done
+  echo "compare.sh: server on port $1 did not start" >&2
+  exit 1
+}
+
+if [[ -z "${LIMITDB_BIN:-}" ]]; then
+  LIMITDB_BIN=$work/limitdb
+  go build -o "$LIMITDB_BIN" ./cmd/limitdb
+fi
+
+# pin CPU COMMAND...: becomes COMMAND, pinned to CPU in single mode and free
+# in multi mode. Call it in a subshell, "(pin ...) &", so that $! is the
+# command itself and cleanup can kill it.
+pin() {
+  local cpu=$1
+  shift
+  if [[ $MODE == single ]]; then exec taskset -c "$cpu" "$@"; else exec "$@"; fi
+}
+
+start_limitdb() { # gomaxprocs -> sets LIMITDB_PORT
+  LIMITDB_PORT=$(free_port)
+  mkdir -p "$work/data-$LIMITDB_PORT"
+  (GOMAXPROCS=$1 pin "$SERVER_CPU" "$LIMITDB_BIN" --port "$LIMITDB_PORT" --dir "$work/data-$LIMITDB_PORT" \
+    2>"$work/limitdb-$LIMITDB_PORT.log") &
+  pids+=($!)
+  wait_ready "$LIMITDB_PORT"
+}
+
+start_redis() { # -> sets REDIS_PORT
+  REDIS_PORT=$(free_port)
+  local extra=()
+  if [[ -n "${REDIS_CELL:-}" && -f "${REDIS_CELL:-}" ]]; then extra=(--loadmodule "$REDIS_CELL"); fi
+  (pin "$SERVER_CPU" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$work" "${extra[@]}" >"$work/redis.log" 2>&1) &
+  pids+=($!)
+  wait_ready "$REDIS_PORT"
+}
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p bench/results
+csv=bench/results/compare-$MODE-$stamp.csv
+echo "mode,run,pipeline,keys,server,load,rps,p50_ms,p99_ms" >"$csv"
+
+# bench SERVER LOAD PORT PIPELINE KEYS COMMAND... : one redis-benchmark run
+# per client (two in multi mode, at once), one CSV row.
+bench() {
+  local server=$1 load=$2 port=$3 pipe=$4 keys=$5
+  shift 5
+  local n=$N
+  [[ $pipe == 1 ]] && n=$N1
+  local rflag=()
+  [[ $keys == rand ]] && rflag=(-r "$KEYSPACE")
+  local nclients=1
+  [[ $MODE == multi ]] && nclients=2
+  for run in $(seq "$REPEAT"); do
+    redis-cli -p "$port" FLUSHALL >/dev/null
+    local outs=()
+    for c in $(seq "$nclients"); do
+      (pin "$CLIENT_CPU" redis-benchmark -p "$port" -c "$CLIENTS" -P "$pipe" -n "$n" "${rflag[@]}" --csv "$@" \
+        >"$work/out-$c" 2>"$work/err-$c") &
+      outs+=($!)
+    done
+    for p in "${outs[@]}"; do wait "$p"; done
+    # sum the clients' req/s; report the worse of their percentiles
+    local row
+    row=$(for c in $(seq "$nclients"); do tail -n 1 "$work/out-$c"; done | tr -d '"' |
+      awk -F, '{rps += $2; if ($5 > p50) p50 = $5; if ($7 > p99) p99 = $7} END {printf "%.0f,%.3f,%.3f", rps, p50, p99}')
+    echo "$MODE,$run,$pipe,$keys,$server,$load,$row" >>"$csv"
+    printf '  %-9s %-14s P=%-2s %-4s %s\n' "$server" "$load" "$pipe" "$keys" "$row" >&2
+  done
+}
+
+# available PORT COMMAND...: false when the server does not know the command
+available() {
+  local port=$1
+  shift
+  ! redis-cli -p "$port" "$@" 2>&1 | grep -qi "unknown command"
+}
+
+# key placeholders: {k} becomes a random or hot key with a per-load prefix
+run_loads() { # server port loads...
+  local server=$1 port=$2
+  shift 2
+  local spec name cmd pipe keys key
+  for spec in "$@"; do
+    name=${spec%%|*}
+    cmd=${spec#*|}
+    [[ $name =~ $LOADS ]] || continue
+    # shellcheck disable=SC2086
+    if ! available "$port" ${cmd//\{k\}/probe:$name}; then
+      echo "  $server $name: not available (unknown command), skipped" >&2
+      echo "$MODE,0,-,-,$server,$name,not available,," >>"$csv"
+      continue
+    fi
+    for pipe in $PIPELINES; do
+      for keys in $KEYSETS; do
+        key="$name:hot"
+        [[ $keys == rand ]] && key="$name:__rand_int__"
+        # shellcheck disable=SC2086
+        bench "$server" "$name" "$port" "$pipe" "$keys" ${cmd//\{k\}/$key}
+      done
+    done
+  done
+}
+
+limitdb_loads=(
+  "INCR|INCR {k}"
+  "CL.THROTTLE|CL.THROTTLE {k} 99 100 60"
+  "TB.TAKE|TB.TAKE {k} 100 100 60"
+  "SW.INCR|SW.INCR {k} 100 60"
+  "SL.INCR|SL.INCR {k} 100 60"
+)
+
+run_redis() {
+  start_redis
+  local gcra slog
+  gcra=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat bench/lua/gcra.lua)")
+  slog=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat bench/lua/slog.lua)")
+  local loads=(
+    "INCR|INCR {k}"
+    "lua-gcra|EVALSHA $gcra 1 {k} 99 100 60"
+    "lua-slog|EVALSHA $slog 1 {k} 100 60"
+  )
+  if redis-cli -p "$REDIS_PORT" MODULE LIST | grep -q redis-cell; then
+    loads+=("redis-cell|CL.THROTTLE {k} 99 100 60")
+  else
+    echo "  redis-cell: not available (set REDIS_CELL=/path/libredis_cell.so to load it)" >&2
+    echo "$MODE,0,-,-,redis,redis-cell,not available,," >>"$csv"
+  fi
+  run_loads redis "$REDIS_PORT" "${loads[@]}"
+}
+
+echo "compare.sh: mode $MODE, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)" >&2
+if [[ $MODE == single ]]; then
+  start_limitdb 1
+  run_loads limitdb "$LIMITDB_PORT" "${limitdb_loads[@]}"
+else
+  start_limitdb 1
+  run_loads limitdb-1p "$LIMITDB_PORT" "${limitdb_loads[@]}"
+  start_limitdb 2
+  run_loads limitdb-2p "$LIMITDB_PORT" "${limitdb_loads[@]}"
+fi
+run_redis
+
+echo
+bench/report.sh "$csv"
+echo
+echo "CSV: $csv"
