@@ -13,6 +13,8 @@
 #
 # Environment:
 #   LIMITDB_BIN   a prebuilt limitdb to measure (default: build this tree)
+#   BEFORE_BIN    another limitdb (say, main before a change) measured in the
+#                 same run as "before": the before/after table of one run
 #   N, N1         requests per load at pipeline 16 and 1 (default 400000, 100000)
 #   PIPELINES     default "1 16";  KEYSETS default "rand hot"
 #   LOADS         only run loads whose name matches this regex
@@ -189,6 +191,13 @@ run_redis() {
 
 echo "compare.sh: mode $MODE, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)" >&2
 if [[ $MODE == single ]]; then
+  if [[ -n "${BEFORE_BIN:-}" ]]; then
+    after=$LIMITDB_BIN
+    LIMITDB_BIN=$BEFORE_BIN
+    start_limitdb 1
+    run_loads before "$LIMITDB_PORT" "${limitdb_loads[@]}"
+    LIMITDB_BIN=$after
+  fi
   start_limitdb 1
   run_loads limitdb "$LIMITDB_PORT" "${limitdb_loads[@]}"
 else

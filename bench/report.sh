@@ -9,6 +9,7 @@
 #           CL.THROTTLE, TB.TAKE and SW.INCR; sorted-set log for SL.INCR)
 #   xCL     req/s over limitdb's own CL.THROTTLE (the 80% goal)
 #   p99/R   p99 over Redis INCR's p99 (lower is better)
+#   xBef    req/s over the same load on the "before" binary (BEFORE_BIN)
 #   x1p     (multi mode) req/s over the same load with GOMAXPROCS=1
 set -euo pipefail
 for f in "$@"; do
@@ -23,8 +24,8 @@ for f in "$@"; do
     function ratio(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "-" }
     END {
       printf "%s\n", file
-      printf "%-11s %-12s %3s %-4s %10s %7s %7s %6s %6s %6s %6s %6s\n",
-        "server", "load", "P", "keys", "req/s", "p50", "p99", "xINCR", "xLua", "xCL", "p99/R", "x1p"
+      printf "%-11s %-12s %3s %-4s %10s %7s %7s %6s %6s %6s %6s %6s %6s\n",
+        "server", "load", "P", "keys", "req/s", "p50", "p99", "xINCR", "xLua", "xCL", "p99/R", "xBef", "x1p"
       for (i = 1; i <= rows; i++) {
         split(order[i], f, SUBSEP)
         s = f[1]; l = f[2]; p = f[3]; ks = f[4]; k = order[i]
@@ -34,7 +35,7 @@ for f in "$@"; do
         if (l == "CL.THROTTLE" || l == "TB.TAKE" || l == "SW.INCR") lua = "redis" SUBSEP "lua-gcra" SUBSEP p SUBSEP ks
         if (l == "SL.INCR") lua = "redis" SUBSEP "lua-slog" SUBSEP p SUBSEP ks
         if (l == "INCR") lua = incr
-        xi = xl = xc = pr = x1 = "-"
+        xi = xl = xc = pr = x1 = xb = "-"
         if (s != "redis") {
           xi = ratio(r, avg(rps, incr))
           if (lua != "") xl = ratio(r, avg(rps, lua))
@@ -42,9 +43,11 @@ for f in "$@"; do
           pr = ratio(avg(p99, k), avg(p99, incr))
           one = "limitdb-1p" SUBSEP l SUBSEP p SUBSEP ks
           if (s == "limitdb-2p") x1 = ratio(r, avg(rps, one))
+          bef = "before" SUBSEP l SUBSEP p SUBSEP ks
+          if (s != "before" && (bef in n)) xb = ratio(r, avg(rps, bef))
         }
-        printf "%-11s %-12s %3s %-4s %10.0f %7.3f %7.3f %6s %6s %6s %6s %6s\n",
-          s, l, p, ks, r, avg(p50, k), avg(p99, k), xi, xl, xc, pr, x1
+        printf "%-11s %-12s %3s %-4s %10.0f %7.3f %7.3f %6s %6s %6s %6s %6s %6s\n",
+          s, l, p, ks, r, avg(p50, k), avg(p99, k), xi, xl, xc, pr, xb, x1
       }
       for (x in na) printf "not available: %s\n", x
     }' "$f"

@@ -44,6 +44,7 @@ type Client struct {
 
 	scratch []byte // reused by reply formatting
 	failed  bool   // the current command answered with an error
+	bt      batch  // per-batch clock and stats (batch.go)
 
 	multi *multiState // MULTI and WATCH (multi.go); nil until first used
 }
@@ -60,9 +61,6 @@ func (c *Client) Proto() int { return c.proto }
 
 // Server is the server the client is connected to.
 func (c *Client) Server() *Server { return c.srv }
-
-// Now reads the engine clock: handlers call it once per command.
-func (c *Client) Now() int64 { return c.srv.eng.Now() }
 
 // Close ends the connection once the current replies are flushed.
 func (c *Client) Close() {

@@ -33,7 +33,7 @@ type Server struct {
 	cfgMu  sync.RWMutex
 	eng    *engine.Engine
 	table  *Table
-	rs     *redcon.Server
+	rs     *listener
 	ln     net.Listener
 	logger *log.Logger
 
@@ -129,7 +129,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return err
 	}
 	s.ln = ln
-	s.rs = redcon.NewServerNetwork("tcp", ln.Addr().String(), s.handle, s.accept, s.closed)
+	s.rs = newListener(s.handle, s.accept, s.closed)
 	s.startBackground()
 	err := s.rs.Serve(guardListener{ln, s})
 	if s.guard.draining.Load() { // Shutdown: wait for the final snapshot
@@ -231,15 +231,18 @@ func (s *Server) Clients() []*Client {
 	return out
 }
 
-// handle dispatches one command. redcon calls it for each command of a
-// pipeline in order and flushes once after the last.
+// handle dispatches one command. The connection loop (conn.go) calls it for
+// each command of a batch in order, then endBatch, then flushes once.
 func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	c, _ := conn.Context().(*Client)
 	if c == nil || c.closing {
 		return
 	}
+	if !c.bt.open {
+		c.begin()
+	}
+	c.bt.total++
 	args := rc.Args
-	s.totalCmds.Add(1)
 	cmd := s.table.Lookup(args[0])
 	if cmd == nil {
 		c.Err(unknownCommand(args))
@@ -264,19 +267,10 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	if len(gates) > 0 && !admit(c, cmd, args) {
 		return
 	}
-	c.lastCmd.Store(cmd)
-	c.cmdCount.Add(1)
-	start := time.Now()
-	c.lastActive.Store(start.UnixNano())
+	c.enter(cmd)
 	c.failed = false
 	s.run(c, cmd, args)
-	d := time.Since(start)
-	cmd.stats.calls.Add(1)
-	cmd.stats.usec.Add(d.Microseconds())
-	if c.failed {
-		cmd.stats.failed.Add(1)
-	}
-	s.observe(c, cmd, args, start, d)
+	c.leave(cmd, args)
 }
 
 // run calls the handler, turning a panic into an error reply so that one bad

@@ -132,8 +132,14 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 // a transaction.
 func (s *Server) observe(c *Client, cmd *Command, args [][]byte, start time.Time, d time.Duration) {
 	cmd.stats.lat.add(d)
+	s.logIfSlow(c, cmd, args, d)
+}
+
+// logIfSlow adds a command that took d to the slow log if d reaches the
+// threshold; commands read from a connection call it directly (batch.go).
+func (s *Server) logIfSlow(c *Client, cmd *Command, args [][]byte, d time.Duration) {
 	if t := s.slow.threshold.Load(); t >= 0 && d.Microseconds() >= t && cmd.Name != "exec" {
-		s.slow.add(c, args, start, d)
+		s.slow.add(c, args, time.Now().Add(-d), d)
 	}
 }
 

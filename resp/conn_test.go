@@ -1,0 +1,123 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"regexp"
+	"testing"
+
+	"github.com/tidwall/redcon"
+)
+
+// chunkReader delivers data size bytes per Read, as a slow socket would.
+type chunkReader struct {
+	data []byte
+	size int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(r.size, len(r.data), len(p))
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// transcript is what a reader made of a byte stream: every command's raw
+// bytes and arguments, in order, then the error that ended it.
+func transcript(next func() ([]redcon.Command, error)) string {
+	var b bytes.Buffer
+	for i := 0; i < 10_000; i++ {
+		cmds, err := next()
+		for _, c := range cmds {
+			fmt.Fprintf(&b, "raw %q args %q\n", c.Raw, c.Args)
+		}
+		if err != nil {
+			fmt.Fprintf(&b, "error %q\n", err.Error())
+			return b.String()
+		}
+	}
+	return b.String() + "no end\n"
+}
+
+func redconTranscript(data []byte, size int) string {
+	rd := redcon.NewReader(&chunkReader{data: data, size: size})
+	return transcript(rd.ReadCommands)
+}
+
+func limitdbTranscript(data []byte, size int) string {
+	rd := reader{rd: &chunkReader{data: data, size: size}}
+	return transcript(func() ([]redcon.Command, error) {
+		cmds, err := rd.read()
+		// copy out: the next read reuses the buffers
+		out := make([]redcon.Command, len(cmds))
+		for i, c := range cmds {
+			out[i].Raw = bytes.Clone(c.Raw)
+			for _, a := range c.Args {
+				out[i].Args = append(out[i].Args, bytes.Clone(a))
+			}
+		}
+		return out, err
+	})
+}
+
+// TestReaderMatchesRedcon feeds redcon's reader and limitdb's the same
+// bytes, whole and in small chunks, and wants the same commands and the
+// same error.
+func TestReaderMatchesRedcon(t *testing.T) {
+	cases := []string{
+		"*1\r\n$4\r\nPING\r\n",
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
+		"*5\r\n$11\r\nCL.THROTTLE\r\n$6\r\nuser:1\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n",
+		"PING\r\n",
+		"set k \"a b\\n\" 'c'\r\nget k\n",
+		"   \r\nPING\r\n",
+		"ping \"unbalanced\r\n",
+		"*0\r\n",
+		"*-1\r\n",
+		"*x\r\n",
+		"*1\n",
+		"*1\r\n+PING\r\n",
+		"*1\r\n$x\r\nPING\r\n",
+		"*1\r\n$-1\r\n",
+		"*1\r\n$4\nPING\r\n",
+		"*1\r\n$4\r\nPINGXX",
+		"*1\r\n$4\r\nPING\r\n*1\r\n$4\r\nPI",
+		"*2\r\n$4\r\nECHO\r\n$3\r\n\r\n\r\n\r\n",
+		"*1\r\n$4\r\nPING\r\nECHO hi\r\n*1\r\n$4\r\nPING\r\n",
+		"*1\r\n$" + "100000\r\n" + string(bytes.Repeat([]byte("x"), 100000)) + "\r\n",
+	}
+	for i, in := range cases {
+		for _, size := range []int{1, 3, 7, 1 << 20} {
+			t.Run(fmt.Sprintf("%d/%d", i, size), func(t *testing.T) {
+				want := redconTranscript([]byte(in), size)
+				if got := limitdbTranscript([]byte(in), size); got != want {
+					t.Errorf("input %.60q in chunks of %d:\nlimitdb:\n%.500s\nredcon:\n%.500s", in, size, got, want)
+				}
+			})
+		}
+	}
+}
+
+// longNumber matches lengths where redcon's parser overflows or spins (it
+// loops once per declared argument, data or not); limitdb's refuses or
+// waits for the data instead, so those inputs are not compared.
+var longNumber = regexp.MustCompile(`[0-9]{4}`)
+
+func FuzzReaderMatchesRedcon(f *testing.F) {
+	f.Add([]byte("*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n"), 3)
+	f.Add([]byte("echo 'a\\'b' \"c\\x\"\r\n"), 1)
+	f.Add([]byte("*1\r\n$4\r\nPING\r\n*1\r\n$"), 5)
+	f.Fuzz(func(t *testing.T, in []byte, size int) {
+		if longNumber.Match(in) || size < 1 {
+			t.Skip()
+		}
+		want := redconTranscript(in, size)
+		if got := limitdbTranscript(in, size); got != want {
+			t.Errorf("input %q in chunks of %d:\nlimitdb:\n%s\nredcon:\n%s", in, size, got, want)
+		}
+	})
+}
