@@ -33,6 +33,7 @@ type batch struct {
 
 	haveNow bool
 	last    *Command // what c.lastCmd holds, to skip storing the same pointer
+	named   *Command // the last command looked up by name, tried first
 
 	// the current run of one command, not yet published
 	run    *Command

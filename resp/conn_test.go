@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/tidwall/redcon"
@@ -120,4 +122,13 @@ func FuzzReaderMatchesRedcon(f *testing.F) {
 			t.Errorf("input %q in chunks of %d:\nlimitdb:\n%s\nredcon:\n%s", in, size, got, want)
 		}
 	})
+}
+
+func TestAppendInt(t *testing.T) {
+	for _, n := range []int64{0, 1, -1, 9, 10, 99, 100, -100, 123456789, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		want := ":" + strconv.FormatInt(n, 10) + "\r\n"
+		if got := string(appendInt([]byte("x"), n)); got != "x"+want {
+			t.Errorf("appendInt(%d) = %q, want %q", n, got, "x"+want)
+		}
+	}
 }

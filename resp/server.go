@@ -243,7 +243,11 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 	}
 	c.bt.total++
 	args := rc.Args
-	cmd := s.table.Lookup(args[0])
+	cmd := c.bt.named
+	if cmd == nil || !equalFold(args[0], cmd.Name) { // a pipeline repeats its command
+		cmd = s.table.Lookup(args[0])
+		c.bt.named = cmd
+	}
 	if cmd == nil {
 		c.Err(unknownCommand(args))
 		return
