@@ -10,6 +10,8 @@
 #                                       core, redis-benchmark to the other
 #   MODE=multi bench/compare.sh         limitdb with GOMAXPROCS=1 and 2, two
 #                                       redis-benchmark clients at once
+#   MODE=latency bench/compare.sh       fixed offered load (bench/loadgen):
+#                                       p50, p99, p99.9 at each of RATES
 #
 # Environment:
 #   LIMITDB_BIN   a prebuilt limitdb to measure (default: build this tree)
@@ -21,6 +23,8 @@
 #   REPEAT        runs of every load (default 1); each run is its own CSV row
 #   SERVER_CPU, CLIENT_CPU   cores for pinning (default 0 and 1)
 #   REDIS_CELL    path of libredis_cell.so to load into redis-server
+#   RATES         MODE=latency: offered loads in req/s (default "10000 30000")
+#   DURATION      MODE=latency: seconds per figure (default 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,7 +77,7 @@ fi
 pin() {
   local cpu=$1
   shift
-  if [[ $MODE == single ]]; then exec taskset -c "$cpu" "$@"; else exec "$@"; fi
+  if [[ $MODE != multi ]]; then exec taskset -c "$cpu" "$@"; else exec "$@"; fi
 }
 
 start_limitdb() { # gomaxprocs -> sets LIMITDB_PORT
@@ -100,33 +104,31 @@ mkdir -p bench/results
 csv=bench/results/compare-$MODE-$stamp.csv
 echo "mode,run,pipeline,keys,server,load,rps,p50_ms,p99_ms" >"$csv"
 
-# bench SERVER LOAD PORT PIPELINE KEYS COMMAND... : one redis-benchmark run
-# per client (two in multi mode, at once), one CSV row.
+# bench SERVER LOAD PORT PIPELINE KEYS RUN COMMAND... : one redis-benchmark
+# run per client (two in multi mode, at once), one CSV row.
 bench() {
-  local server=$1 load=$2 port=$3 pipe=$4 keys=$5
-  shift 5
+  local server=$1 load=$2 port=$3 pipe=$4 keys=$5 run=$6
+  shift 6
   local n=$N
   [[ $pipe == 1 ]] && n=$N1
   local rflag=()
   [[ $keys == rand ]] && rflag=(-r "$KEYSPACE")
   local nclients=1
   [[ $MODE == multi ]] && nclients=2
-  for run in $(seq "$REPEAT"); do
-    redis-cli -p "$port" FLUSHALL >/dev/null
-    local outs=()
-    for c in $(seq "$nclients"); do
-      (pin "$CLIENT_CPU" redis-benchmark -p "$port" -c "$CLIENTS" -P "$pipe" -n "$n" "${rflag[@]}" --csv "$@" \
-        >"$work/out-$c" 2>"$work/err-$c") &
-      outs+=($!)
-    done
-    for p in "${outs[@]}"; do wait "$p"; done
-    # sum the clients' req/s; report the worse of their percentiles
-    local row
-    row=$(for c in $(seq "$nclients"); do tail -n 1 "$work/out-$c"; done | tr -d '"' |
-      awk -F, '{rps += $2; if ($5 > p50) p50 = $5; if ($7 > p99) p99 = $7} END {printf "%.0f,%.3f,%.3f", rps, p50, p99}')
-    echo "$MODE,$run,$pipe,$keys,$server,$load,$row" >>"$csv"
-    printf '  %-9s %-14s P=%-2s %-4s %s\n' "$server" "$load" "$pipe" "$keys" "$row" >&2
+  redis-cli -p "$port" FLUSHALL >/dev/null
+  local outs=() c p
+  for c in $(seq "$nclients"); do
+    (pin "$CLIENT_CPU" redis-benchmark -p "$port" -c "$CLIENTS" -P "$pipe" -n "$n" "${rflag[@]}" --csv "$@" \
+      >"$work/out-$c" 2>"$work/err-$c") &
+    outs+=($!)
   done
+  for p in "${outs[@]}"; do wait "$p"; done
+  # sum the clients' req/s; report the worse of their percentiles
+  local row
+  row=$(for c in $(seq "$nclients"); do tail -n 1 "$work/out-$c"; done | tr -d '"' |
+    awk -F, '{rps += $2; if ($5 > p50) p50 = $5; if ($7 > p99) p99 = $7} END {printf "%.0f,%.3f,%.3f", rps, p50, p99}')
+  echo "$MODE,$run,$pipe,$keys,$server,$load,$row" >>"$csv"
+  printf '  %-10s %-12s P=%-2s %-4s %s\n' "$server" "$load" "$pipe" "$keys" "$row" >&2
 }
 
 # available PORT COMMAND...: false when the server does not know the command
@@ -136,11 +138,12 @@ available() {
   ! redis-cli -p "$port" "$@" 2>&1 | grep -qi "unknown command"
 }
 
-# key placeholders: {k} becomes a random or hot key with a per-load prefix
-run_loads() { # server port loads...
-  local server=$1 port=$2
+# jobs holds "server|port|load|command" lines; {k} in the command becomes a
+# random or hot key with a per-load prefix.
+jobs=()
+add_jobs() { # server port loads...
+  local server=$1 port=$2 spec name cmd
   shift 2
-  local spec name cmd pipe keys key
   for spec in "$@"; do
     name=${spec%%|*}
     cmd=${spec#*|}
@@ -151,14 +154,7 @@ run_loads() { # server port loads...
       echo "$MODE,0,-,-,$server,$name,not available,," >>"$csv"
       continue
     fi
-    for pipe in $PIPELINES; do
-      for keys in $KEYSETS; do
-        key="$name:hot"
-        [[ $keys == rand ]] && key="$name:__rand_int__"
-        # shellcheck disable=SC2086
-        bench "$server" "$name" "$port" "$pipe" "$keys" ${cmd//\{k\}/$key}
-      done
-    done
+    jobs+=("$server|$port|$name|$cmd")
   done
 }
 
@@ -170,43 +166,81 @@ limitdb_loads=(
   "SL.INCR|SL.INCR {k} 100 60"
 )
 
-run_redis() {
-  start_redis
-  local gcra slog
-  gcra=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat bench/lua/gcra.lua)")
-  slog=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat bench/lua/slog.lua)")
-  local loads=(
-    "INCR|INCR {k}"
-    "lua-gcra|EVALSHA $gcra 1 {k} 99 100 60"
-    "lua-slog|EVALSHA $slog 1 {k} 100 60"
-  )
-  if redis-cli -p "$REDIS_PORT" MODULE LIST | grep -q redis-cell; then
-    loads+=("redis-cell|CL.THROTTLE {k} 99 100 60")
-  else
-    echo "  redis-cell: not available (set REDIS_CELL=/path/libredis_cell.so to load it)" >&2
-    echo "$MODE,0,-,-,redis,redis-cell,not available,," >>"$csv"
-  fi
-  run_loads redis "$REDIS_PORT" "${loads[@]}"
-}
-
 echo "compare.sh: mode $MODE, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)" >&2
-if [[ $MODE == single ]]; then
+
+start_redis
+gcra=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat bench/lua/gcra.lua)")
+slog=$(redis-cli -p "$REDIS_PORT" SCRIPT LOAD "$(cat bench/lua/slog.lua)")
+redis_loads=(
+  "INCR|INCR {k}"
+  "lua-gcra|EVALSHA $gcra 1 {k} 99 100 60"
+  "lua-slog|EVALSHA $slog 1 {k} 100 60"
+)
+if redis-cli -p "$REDIS_PORT" MODULE LIST | grep -q redis-cell; then
+  redis_loads+=("redis-cell|CL.THROTTLE {k} 99 100 60")
+else
+  echo "  redis-cell: not available (set REDIS_CELL=/path/libredis_cell.so to load it)" >&2
+  echo "$MODE,0,-,-,redis,redis-cell,not available,," >>"$csv"
+fi
+add_jobs redis "$REDIS_PORT" "${redis_loads[@]}"
+
+if [[ $MODE != multi ]]; then
   if [[ -n "${BEFORE_BIN:-}" ]]; then
     after=$LIMITDB_BIN
     LIMITDB_BIN=$BEFORE_BIN
     start_limitdb 1
-    run_loads before "$LIMITDB_PORT" "${limitdb_loads[@]}"
+    add_jobs before "$LIMITDB_PORT" "${limitdb_loads[@]}"
     LIMITDB_BIN=$after
   fi
   start_limitdb 1
-  run_loads limitdb "$LIMITDB_PORT" "${limitdb_loads[@]}"
+  add_jobs limitdb "$LIMITDB_PORT" "${limitdb_loads[@]}"
 else
   start_limitdb 1
-  run_loads limitdb-1p "$LIMITDB_PORT" "${limitdb_loads[@]}"
+  add_jobs limitdb-1p "$LIMITDB_PORT" "${limitdb_loads[@]}"
   start_limitdb 2
-  run_loads limitdb-2p "$LIMITDB_PORT" "${limitdb_loads[@]}"
+  add_jobs limitdb-2p "$LIMITDB_PORT" "${limitdb_loads[@]}"
 fi
-run_redis
+
+if [[ $MODE == latency ]]; then
+  go build -o "$work/loadgen" ./bench/loadgen
+  lcsv=bench/results/latency-$stamp.csv
+  echo "run,server,label,rate,achieved,p50_us,p99_us,p999_us,max_us,errors" >"$lcsv"
+  for run in $(seq "$REPEAT"); do
+    for rate in ${RATES:-10000 30000}; do
+      for job in "${jobs[@]}"; do
+        IFS='|' read -r server port name cmd <<<"$job"
+        redis-cli -p "$port" FLUSHALL >/dev/null
+        # shellcheck disable=SC2086
+        row=$(taskset -c "$CLIENT_CPU" "$work/loadgen" -addr "127.0.0.1:$port" -rate "$rate" \
+          -duration "${DURATION:-5}s" -label "$name" -cmd "$cmd" -keys "$KEYSPACE")
+        echo "$run,$server,$row" >>"$lcsv"
+        printf '  %-10s %s\n' "$server" "$row" >&2
+      done
+    done
+  done
+  echo
+  column -s, -t "$lcsv"
+  echo
+  echo "CSV: $lcsv"
+  exit 0
+fi
+
+# Every server's loads for one (pipeline, keys) run back to back, so that
+# the ratios compare figures taken seconds apart on a machine whose other
+# load comes and goes.
+for run in $(seq "$REPEAT"); do
+  for pipe in $PIPELINES; do
+    for keys in $KEYSETS; do
+      for job in "${jobs[@]}"; do
+        IFS='|' read -r server port name cmd <<<"$job"
+        key="$name:hot"
+        [[ $keys == rand ]] && key="$name:__rand_int__"
+        # shellcheck disable=SC2086
+        bench "$server" "$name" "$port" "$pipe" "$keys" "$run" ${cmd//\{k\}/$key}
+      done
+    done
+  done
+done
 
 echo
 bench/report.sh "$csv"

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"syscall"
 	"testing"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/benchcpu"
 	"github.com/tidwall/redcon"
 )
 
@@ -98,7 +98,7 @@ func BenchmarkPipeline(b *testing.B) {
 					l, c := benchConn(&batchReader{batches: batches, reads: (b.N + depth - 1) / depth}, io.Discard)
 					b.ReportAllocs()
 					b.ResetTimer()
-					defer reportCPU(b)()
+					defer benchcpu.Report(b)()
 					if err := l.loop(c); err != io.EOF {
 						b.Fatal(err)
 					}
@@ -147,23 +147,4 @@ func BenchmarkReader(b *testing.B) {
 			done += len(cmds)
 		}
 	})
-}
-
-// reportCPU adds cpu-ns/op, the process's CPU time (user and system, GC
-// included) per operation: on a machine shared with other work, wall-clock
-// ns/op measures the neighbours, CPU time much less so. Call as
-// defer reportCPU(b)() after ResetTimer.
-func reportCPU(b *testing.B) func() {
-	start := cpuTime()
-	return func() {
-		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
-	}
-}
-
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
