@@ -67,11 +67,11 @@ var benchLoads = []struct {
 	{"INCR", func(k string) []string { return []string{"INCR", k} }},
 }
 
-// benchConn returns a server and a connection to it with no socket:
+// pipeConn returns a server and a connection to it with no socket:
 // commands come from rd and replies go to out, so a benchmark measures
 // parsing, dispatch, the engine and reply encoding, and nothing of the
 // kernel.
-func benchConn(rd io.Reader, out io.Writer) (*listener, *conn) {
+func pipeConn(rd io.Reader, out io.Writer) (*listener, *conn) {
 	s := New(DefaultConfig(), engine.New(nil, 0), nil)
 	l := newListener(s.handle, s.accept, s.closed)
 	c := &conn{addr: "127.0.0.1:1", wr: redcon.NewWriter(out), rd: reader{rd: rd}}
@@ -95,7 +95,7 @@ func BenchmarkPipeline(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					batches := pipelines(depth, key, load.args)
 					checkReplies(b, batches[0])
-					l, c := benchConn(&batchReader{batches: batches, reads: (b.N + depth - 1) / depth}, io.Discard)
+					l, c := pipeConn(&batchReader{batches: batches, reads: (b.N + depth - 1) / depth}, io.Discard)
 					b.ReportAllocs()
 					b.ResetTimer()
 					defer benchcpu.Report(b)()
@@ -112,7 +112,7 @@ func BenchmarkPipeline(b *testing.B) {
 // single error reply: a benchmark of "unknown command" measures nothing.
 func checkReplies(b *testing.B, batch []byte) {
 	var out bytes.Buffer
-	l, c := benchConn(&batchReader{batches: [][]byte{batch}, reads: 1}, &out)
+	l, c := pipeConn(&batchReader{batches: [][]byte{batch}, reads: 1}, &out)
 	if err := l.loop(c); err != io.EOF {
 		b.Fatal(err)
 	}

@@ -34,7 +34,13 @@ func (c *benchConn) WriteInt64(n int64)       { c.w.WriteInt64(n) }
 func (c *benchConn) WriteArray(n int)         { c.w.WriteArray(n) }
 func (c *benchConn) WriteNull()               { c.w.WriteNull() }
 func (c *benchConn) WriteRaw(b []byte)        { c.w.WriteRaw(b) }
-func (c *benchConn) flush()                   { c.w.SetBuffer(c.raw[:0]) }
+
+// flush ends a batch as the connection loop does (conn.go): the client
+// publishes its stats and reads the clock afresh for the next batch.
+func (c *benchConn) flush() {
+	c.ctx.(*Client).endBatch()
+	c.w.SetBuffer(c.raw[:0])
+}
 
 // BenchmarkDispatchThrottle is one CL.THROTTLE through the command table,
 // gates, handler, limiter, reply and the statistics kept after it.
