@@ -121,7 +121,11 @@ func (s *Server) Info(sections ...[]byte) string {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(sec.name[:1]) + sec.name[1:] + "\r\n")
+		title := strings.ToUpper(sec.name[:1]) + sec.name[1:]
+		if sec.name == "cpu" {
+			title = "CPU" // as Redis spells it
+		}
+		b.WriteString("# " + title + "\r\n")
 		sec.render(s, &b)
 	}
 	return b.String()

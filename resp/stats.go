@@ -1,6 +1,11 @@
 package resp
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
 
 // Read-only views of the server's counters for exporters (metrics/): the
 // same figures INFO renders.
@@ -9,7 +14,25 @@ func init() {
 	RegisterDirective(StringDirective("metrics-addr",
 		"serve Prometheus metrics at http://<addr>/metrics, for example 127.0.0.1:9121 (empty: off)", false,
 		func(c *Config) *string { return &c.MetricsAddr }))
+	// Sections some clients and dashboards read: limitdb is always a
+	// standalone primary.
+	registerInfo("replication", 70, func(_ *Server, b *strings.Builder) {
+		infoLine(b, "role", "master")
+		infoLine(b, "connected_slaves", 0)
+	})
+	registerInfo("cpu", 80, infoCPU)
 }
+
+func infoCPU(_ *Server, b *strings.Builder) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return
+	}
+	infoLine(b, "used_cpu_sys", fmtSeconds(ru.Stime.Nano()))
+	infoLine(b, "used_cpu_user", fmtSeconds(ru.Utime.Nano()))
+}
+
+func fmtSeconds(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 6, 64) }
 
 // LastSave is when the last snapshot was written successfully, or the zero
 // time when none has been since start (the snapshot-age gauge).

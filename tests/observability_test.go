@@ -168,3 +168,21 @@ func waitClients(t *testing.T, c *redis.Client, n int) {
 	}
 	t.Fatalf("CLIENT LIST never showed %d clients: %s", n, c.ClientList(ctx).Val())
 }
+
+func TestInfoSections(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 3)
+	all := c.Info(ctx, "all").Val()
+	for _, sec := range []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Limits", "Replication",
+		"CPU", "Commandstats", "Latencystats", "Keyspace"} {
+		if !strings.Contains(all, "# "+sec+"\r\n") {
+			t.Errorf("INFO all lacks # %s", sec)
+		}
+	}
+	if v, _ := infoField(c.Info(ctx, "replication").Val(), "role"); v != "master" {
+		t.Errorf("role = %q", v)
+	}
+	if v, _ := infoField(c.Info(ctx, "cpu").Val(), "used_cpu_user"); v == "" {
+		t.Error("no used_cpu_user")
+	}
+}
