@@ -72,7 +72,9 @@ func (s *Store) Reload() error {
 	if s.watch.path == "" {
 		return ErrNoRulesFile
 	}
-	return s.loadLocked(true)
+	err := s.loadLocked(true)
+	s.logFailure(err)
+	return err
 }
 
 // Watch polls the rules file every interval (DefaultPoll if <= 0) until
@@ -106,26 +108,25 @@ func (s *Store) poll() {
 	w.polls++
 	fi, err := os.Stat(w.path)
 	if err != nil {
-		s.logOnce(fmt.Sprintf("rules: cannot read %s, keeping the last good rules: %v", w.path, err))
+		s.logFailure(err) // the os error names the file
 		return
 	}
 	if fi.ModTime().Equal(w.modTime) && fi.Size() == w.size && w.polls%hashEvery != 0 {
 		return
 	}
-	s.loadLocked(false)
+	s.logFailure(s.loadLocked(false))
 }
 
 // loadLocked reads, validates and applies the rules file; the caller holds
 // watch.mu. Unless forced, contents already seen (good or broken) are left
-// alone. Every outcome that changes something is logged.
+// alone. It logs what it applies; the callers log failures, because only
+// they know whether there are last good rules to keep.
 func (s *Store) loadLocked(force bool) error {
 	w := &s.watch
 	fi, statErr := os.Stat(w.path)
 	data, err := os.ReadFile(w.path)
 	if err != nil {
-		err = fmt.Errorf("rules: cannot read %s: %w", w.path, err)
-		s.logOnce(err.Error() + " (keeping the last good rules)")
-		return err
+		return err // the os error names the file
 	}
 	if statErr == nil {
 		w.modTime, w.size = fi.ModTime(), fi.Size()
@@ -141,7 +142,6 @@ func (s *Store) loadLocked(force bool) error {
 	w.seen = sum
 	ps, err := ParseRules(w.path, data)
 	if err != nil {
-		s.logOnce(fmt.Sprintf("rules: %s is invalid, keeping the last good rules: %v", w.path, err))
 		return err
 	}
 	s.setFile(ps)
@@ -150,8 +150,13 @@ func (s *Store) loadLocked(force bool) error {
 	return nil
 }
 
-// logOnce logs msg unless it is the last problem logged.
-func (s *Store) logOnce(msg string) {
+// logFailure logs why the rules file was not applied, once per distinct
+// problem; the caller holds watch.mu. nil logs nothing.
+func (s *Store) logFailure(err error) {
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("rules: %s not applied, keeping the last good rules: %v", s.watch.path, err)
 	if msg != s.watch.lastErr {
 		s.watch.lastErr = msg
 		s.logger.Load().Print(msg)

@@ -98,7 +98,7 @@ func (s *Server) StartRules() error {
 	ps := s.Policies()
 	ps.SetLogger(s.logger)
 	if err := ps.LoadRules(cfg.Rules); err != nil {
-		return err
+		return fmt.Errorf("rules file not loaded: %w", err)
 	}
 	go func() {
 		ps.Watch(s.done, cfg.rulesPoll())
