@@ -78,8 +78,11 @@ func TestExpireCycleReapsOnlyExpired(t *testing.T) {
 	now := t0 + 2*int64(time.Second)
 	for e.ExpireCycle(now, 20) > 0 {
 	}
-	if n := e.Len(); n > 1100 || n < 1000 {
-		t.Errorf("after expiry cycles %d keys, want about 1000", n)
+	// The sampler stops once a sample is at most a quarter expired, as
+	// Redis's does, so some expired keys may wait for lazy expiry; it must
+	// still have reaped most of them, and never a live one.
+	if n := e.Len(); n > 1200 || n < 1000 {
+		t.Errorf("after expiry cycles %d keys, want 1000 live plus at most 200 expired", n)
 	}
 	live := 0
 	for i := 0; i < e.Shards(); i++ {
