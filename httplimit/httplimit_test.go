@@ -3,6 +3,7 @@ package httplimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -324,5 +325,62 @@ func TestKeys(t *testing.T) {
 	}
 	if _, err := user(r); err == nil {
 		t.Error("ByUser without a user: no error")
+	}
+}
+
+// TestConcurrentRequests: at one instant, a burst of 10 admits exactly 10 of
+// 40 concurrent requests, through limitdb and through the local limiter.
+func TestConcurrentRequests(t *testing.T) {
+	limit := client.Throttle{MaxBurst: 9, Count: 1, Period: time.Minute}
+	local, err := httplimit.NewLocal(limit.Approx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	httplimit.SetLocalClock(local, func() time.Time { return t0 })
+	for name, l := range map[string]httplimit.Limiter{"limitdb": remote(t, serve(t), limit), "local": local} {
+		// A generous timeout: this test is about exactness, and 40 cold
+		// connections under the race detector can take longer than 50 ms.
+		h := newHandler(t, httplimit.Options{Limiter: l, Timeout: 10 * time.Second,
+			OnError: func(r *http.Request, err error) { t.Errorf("%s: %v", name, err) }})
+		var wg sync.WaitGroup
+		var admitted, denied atomic.Int64
+		for i := 0; i < 40; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				switch get(h, "ivan").Code {
+				case 200:
+					admitted.Add(1)
+				case 429:
+					denied.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if admitted.Load() != 10 || denied.Load() != 30 {
+			t.Errorf("%s: %d admitted, %d denied; want 10, 30", name, admitted.Load(), denied.Load())
+		}
+	}
+}
+
+func TestLocalForgetsFreshKeys(t *testing.T) {
+	l, err := httplimit.NewLocal(client.Rate{Burst: 0, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	httplimit.SetLocalClock(l, func() time.Time { return now })
+	for i := 0; i < 1000; i++ {
+		l.Take(context.Background(), fmt.Sprint("k", i))
+	}
+	if l.Len() != 1000 {
+		t.Fatalf("%d keys held, want 1000", l.Len())
+	}
+	now = now.Add(time.Second) // every key is fresh again
+	for i := 0; i < 24; i++ {  // the 1024th call sweeps
+		l.Take(context.Background(), "live")
+	}
+	if l.Len() != 1 {
+		t.Fatalf("%d keys held after the sweep, want 1", l.Len())
 	}
 }

@@ -74,6 +74,12 @@ const limiterSteps = {
 };
 
 for (const c of clients) {
+  test(`${c.name} speaks the protocol it asked for`, async () => {
+    const info = await c.send(['CLIENT', 'INFO']);
+    const want = c.name.endsWith('resp3') ? 'resp=3' : 'resp=2';
+    assert.match(String(info), new RegExp(`\\b${want}\\b`), String(info));
+  });
+
   for (const [label, steps] of Object.entries(limiterSteps)) {
     const command = label.split(' ')[0];
     test(`${c.name} ${label} answers typed integer arrays`, async () => {
