@@ -12,6 +12,7 @@ package engine
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -101,8 +102,42 @@ func (c *FakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // Engine is the keyspace.
 type Engine struct {
 	clock Clock
-	tab   *shard.Table[Entry]
+	tab   *shard.Table[stored]
 	stats []shardStats
+	side  []sideState // per shard, guarded by the shard's lock
+}
+
+// stored is an Entry as the table keeps it: 24 bytes without pointers, so
+// the table keeps it outside the Go heap (see shard). The kind lives in the
+// key's tag byte (tagExt set when the key has Ext state), and the rare Ext
+// state (sliding logs, strings) in the shard's side map.
+type stored struct {
+	Expire, A, B int64
+}
+
+const tagExt = 0x80
+
+func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > now }
+
+// sideState is what a shard keeps beside its table.
+type sideState struct {
+	ext    map[string]any
+	cursor int // active expiry's position in the shard
+	_      [40]byte
+}
+
+func (e *Engine) load(i int, key []byte, st *stored, tag byte) Entry {
+	ent := Entry{Kind: Kind(tag &^ tagExt), Expire: st.Expire, A: st.A, B: st.B}
+	if tag&tagExt != 0 {
+		ent.Ext = e.side[i].ext[string(key)]
+	}
+	return ent
+}
+
+func (e *Engine) dropExt(i int, key []byte, tag byte) {
+	if tag&tagExt != 0 {
+		delete(e.side[i].ext, string(key))
+	}
 }
 
 type shardStats struct {
@@ -122,8 +157,8 @@ func New(clock Clock, n int) *Engine {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	t := shard.New[Entry](n)
-	return &Engine{clock: clock, tab: t, stats: make([]shardStats, t.Count())}
+	t := shard.New[stored](n)
+	return &Engine{clock: clock, tab: t, stats: make([]shardStats, t.Count()), side: make([]sideState, t.Count())}
 }
 
 // Now reads the engine's clock: once per command.
@@ -141,13 +176,13 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 		defer s.Unlock()
 	}
 	var ent Entry
-	cur := e.live(i, s, key, now)
+	cur, tag := e.live(i, s, key, now)
 	if cur != nil {
-		ent = *cur
+		ent = e.load(i, key, cur, *tag)
 		existed = true
 	}
 	if ent, write := fn(ent); write {
-		e.store(i, s, key, cur, ent, now)
+		e.store(i, s, key, cur, tag, ent, now)
 	}
 	return existed
 }
@@ -160,7 +195,6 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 	locked := e.lockKeys(keys)
 	defer e.tab.UnlockIndexes(locked)
 	ents := make([]Entry, len(keys))
-	curs := make([]*Entry, len(keys))
 	first := make([]bool, len(keys))
 	for k, key := range keys {
 		first[k] = true
@@ -174,8 +208,8 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 			continue
 		}
 		i := e.tab.Index(key)
-		if curs[k] = e.live(i, e.tab.Shard(i), key, now); curs[k] != nil {
-			ents[k] = *curs[k]
+		if cur, tag := e.live(i, e.tab.Shard(i), key, now); cur != nil {
+			ents[k] = e.load(i, key, cur, *tag)
 		}
 	}
 	if !fn(ents) {
@@ -185,41 +219,59 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		if first[k] {
 			i := e.tab.Index(key)
 			s := e.tab.Shard(i)
-			e.store(i, s, key, s.Get(key), ents[k], now)
+			cur, tag := s.GetTagged(key)
+			e.store(i, s, key, cur, tag, ents[k], now)
 		}
 	}
 }
 
 // live returns the stored entry for key if it is live at now, deleting it
 // if it has expired (lazy expiry). The caller holds the shard's lock.
-func (e *Engine) live(i int, s *shard.Shard[Entry], key []byte, now int64) *Entry {
-	cur := s.Get(key)
+func (e *Engine) live(i int, s *shard.Shard[stored], key []byte, now int64) (*stored, *byte) {
+	cur, tag := s.GetTagged(key)
 	if cur == nil {
 		e.stats[i].misses.Add(1)
-		return nil
+		return nil, nil
 	}
-	if !cur.Live(now) {
+	if !cur.live(now) {
+		e.dropExt(i, key, *tag)
 		s.Delete(key)
 		e.stats[i].expired.Add(1)
 		e.stats[i].misses.Add(1)
-		return nil
+		return nil, nil
 	}
 	e.stats[i].hits.Add(1)
-	return cur
+	return cur, tag
 }
 
-func (e *Engine) store(i int, s *shard.Shard[Entry], key []byte, cur *Entry, ent Entry, now int64) {
+func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, cur *stored, tag *byte, ent Entry, now int64) {
 	e.stats[i].changes.Add(1)
 	if !ent.Live(now) {
 		if cur != nil {
+			e.dropExt(i, key, *tag)
 			s.Delete(key)
 		}
 		return
 	}
 	if cur == nil {
-		cur = s.Insert(key)
+		cur, tag = s.InsertTagged(key)
 	}
-	*cur = ent
+	hadExt := *tag&tagExt != 0
+	*cur = stored{Expire: ent.Expire, A: ent.A, B: ent.B}
+	*tag = byte(ent.Kind)
+	if ent.Ext != nil {
+		*tag |= tagExt
+	}
+	switch {
+	case ent.Ext != nil:
+		sd := &e.side[i]
+		if sd.ext == nil {
+			sd.ext = map[string]any{}
+		}
+		sd.ext[string(key)] = ent.Ext
+	case hadExt:
+		delete(e.side[i].ext, string(key))
+	}
 }
 
 // Delete removes key; it reports whether a live key was removed.
@@ -256,17 +308,31 @@ func (e *Engine) Len() int {
 func (e *Engine) Shards() int { return e.tab.Count() }
 
 // RangeShard calls fn for each live key of shard i at now, under that
-// shard's lock, until fn returns false. fn must not call back into the engine.
+// shard's lock, until fn returns false. ent is a copy: changing it changes
+// nothing. fn must not call back into the engine.
 func (e *Engine) RangeShard(i int, now int64, fn func(key string, ent *Entry) bool) {
+	e.RangeShardTransient(i, now, func(key string, ent *Entry) bool {
+		return fn(strings.Clone(key), ent)
+	})
+}
+
+// RangeShardTransient is RangeShard without copying the keys: key is valid
+// only during the call, which saves an allocation per key for callers that
+// copy it anyway (snapshots).
+func (e *Engine) RangeShardTransient(i int, now int64, fn func(key string, ent *Entry) bool) {
 	s := e.tab.Shard(i)
 	if e.lockShard(i) {
 		defer s.Unlock()
 	}
-	s.Range(func(k string, v *Entry) bool {
-		if !v.Live(now) {
+	s.Scan(0, -1, func(k string, v *stored, tag byte) bool {
+		if !v.live(now) {
 			return true
 		}
-		return fn(k, v)
+		ent := Entry{Kind: Kind(tag &^ tagExt), Expire: v.Expire, A: v.A, B: v.B}
+		if tag&tagExt != 0 {
+			ent.Ext = e.side[i].ext[k]
+		}
+		return fn(k, &ent)
 	})
 }
 
@@ -278,6 +344,7 @@ func (e *Engine) Flush() {
 		if s.Len() > 0 {
 			s.Reset()
 		}
+		e.side[i].ext, e.side[i].cursor = nil, 0
 		if locked {
 			s.Unlock()
 		}
@@ -285,35 +352,61 @@ func (e *Engine) Flush() {
 	}
 }
 
-// ExpireCycle samples up to sample keys of every shard and deletes the
-// expired ones, moving on to another sample of a shard while more than a
-// quarter of the last one had expired (as Redis's active expiry does). It
-// locks one shard at a time for a bounded amount of work and returns the
-// number of keys it deleted.
+// ExpireCycle is active expiry: it walks every shard a step of sample keys
+// at a time from where the last cycle stopped, deleting the expired ones,
+// and takes another step of the same shard while more than a quarter of the
+// last step had expired (as Redis's active expiry does), at most 16 steps.
+// Each step holds one shard's lock for a bounded amount of work, so a
+// million keys expiring together are reaped over a few cycles without a
+// latency spike. After its steps it lets the shard give memory back when
+// deleted keys dominate. It returns the number of keys it deleted.
 func (e *Engine) ExpireCycle(now int64, sample int) int {
 	total := 0
+	var kb []byte
 	for i := 0; i < e.tab.Count(); i++ {
 		s := e.tab.Shard(i)
-		for round := 0; round < 16; round++ {
+		sd := &e.side[i]
+		for step := 0; step < 16; step++ {
 			s.Lock()
 			seen, gone := 0, 0
-			s.Range(func(k string, v *Entry) bool {
+			sd.cursor = s.Scan(sd.cursor, sample, func(k string, v *stored, tag byte) bool {
 				seen++
-				if !v.Live(now) {
-					s.Delete([]byte(k))
+				if !v.live(now) {
+					kb = append(kb[:0], k...)
+					e.dropExt(i, kb, tag)
+					s.Delete(kb)
 					gone++
 				}
-				return seen < sample
+				return true
 			})
+			if gone > 0 || sd.cursor == 0 {
+				s.Compact()
+			}
 			s.Unlock()
 			e.stats[i].expired.Add(int64(gone))
 			total += gone
-			if gone*4 <= seen {
+			if gone*4 <= seen || sd.cursor == 0 {
 				break
 			}
 		}
 	}
 	return total
+}
+
+// MemoryBytes is what the keyspace holds: Bytes is the storage allocated
+// (capacity included), Live what the live keys need. maxmemory compares
+// Live, which falls as soon as keys go.
+func (e *Engine) MemoryBytes() (bytes, live int64) {
+	for i := 0; i < e.tab.Count(); i++ {
+		s := e.tab.Shard(i)
+		locked := e.lockShard(i)
+		bytes += int64(s.Bytes())
+		live += int64(s.LiveBytes())
+		if locked {
+			s.Unlock()
+		}
+	}
+	return bytes, live
 }
 
 // Stats is a point-in-time summary for INFO.

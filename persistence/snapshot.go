@@ -68,7 +68,7 @@ func Save(path string, eng *engine.Engine) (SaveStats, error) {
 	for i := 0; i < eng.Shards(); i++ {
 		buf = buf[:0]
 		var encErr error
-		eng.RangeShard(i, now, func(key string, ent *engine.Entry) bool {
+		eng.RangeShardTransient(i, now, func(key string, ent *engine.Entry) bool {
 			buf = append(buf, recKey)
 			buf = binary.AppendUvarint(buf, uint64(len(key)))
 			buf = append(buf, key...)

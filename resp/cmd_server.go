@@ -180,8 +180,7 @@ func infoMemory(s *Server, b *strings.Builder) {
 	infoLine(b, "used_memory_sys", ms.Sys)
 	infoLine(b, "heap_objects", ms.HeapObjects)
 	infoLine(b, "gc_cycles", ms.NumGC)
-	infoLine(b, "maxmemory", 0)
-	infoLine(b, "maxmemory_policy", "noeviction")
+	infoMaxMemory(s, b)
 }
 
 func humanBytes(n uint64) string {
@@ -202,7 +201,7 @@ func infoStats(s *Server, b *strings.Builder) {
 	infoLine(b, "total_commands_processed", s.totalCmds.Load())
 	infoLine(b, "rejected_connections", s.rejectedConn.Load())
 	infoLine(b, "expired_keys", st.ExpiredKeys)
-	infoLine(b, "evicted_keys", 0)
+	infoLine(b, "evicted_keys", s.mem.evicted.Load())
 	infoLine(b, "keyspace_hits", st.KeyspaceHits)
 	infoLine(b, "keyspace_misses", st.KeyspaceMiss)
 }

@@ -57,6 +57,7 @@ type Server struct {
 
 	persist persistState // snapshots: resp/cmd_persist.go
 	slow    slowLog      // SLOWLOG: resp/slowlog.go
+	mem     memState     // maxmemory: resp/memory.go
 
 	closeOnce sync.Once
 	done      chan struct{}

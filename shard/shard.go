@@ -1,7 +1,7 @@
 // Package shard partitions a keyspace into independently locked shards.
 //
-// A key hashes to one shard; each shard is a small hash map guarded by its own
-// mutex, so at any instant one goroutine touches a shard's state and there is
+// A key hashes to one shard; each shard is a compact hash table guarded by its
+// own mutex (see Shard for its memory layout), so at any instant one goroutine touches a shard's state and there is
 // no global lock on the hot path. Operations on several keys lock their shards
 // in ascending index order, which rules out deadlock between them.
 //
@@ -10,9 +10,12 @@
 package shard
 
 import (
+	"encoding/binary"
 	"hash/maphash"
+	"math"
 	"slices"
 	"sync"
+	"unsafe"
 )
 
 // DefaultShards is the shard count used when none is given: enough that two
@@ -34,7 +37,7 @@ func New[V any](n int) *Table[V] {
 	}
 	t := &Table[V]{shards: make([]Shard[V], size), mask: uint64(size - 1), seed: maphash.MakeSeed()}
 	for i := range t.shards {
-		t.shards[i].init()
+		t.shards[i].seed = t.seed
 	}
 	return t
 }
@@ -92,18 +95,50 @@ func (t *Table[V]) Len() int {
 	return n
 }
 
-// Shard is one partition: a map from key to a slot in a value slab. Values
-// live in the slab so that updating an existing key never allocates.
+// Shard is one partition: a compact open-addressing hash table.
+//
+// Memory layout, chosen so that a small live key costs a few dozen bytes
+// rather than a Go map entry plus a string allocation:
+//
+//   - ctrl and slot are the index, one byte and one uint32 per slot, linear
+//     probing, at most 7/8 full, growing by half. ctrl is 0 for an empty slot, 1 for a deleted
+//     one and 0x80|7 bits of the key's hash for a full one, so a probe rarely
+//     touches a key it does not want. slot holds the record number.
+//   - records are two parallel slabs: vals (the V values, updated in place, so
+//     updating an existing key never allocates) and koff (where the key starts
+//     in the arena). Freed records are reused.
+//   - arena holds every key as a uvarint length and its bytes. Compact
+//     rebuilds the arena, slabs and index when deleted keys hold more than
+//     half of them, which is how memory comes back after keys expire.
+//
+// When V holds no pointers these arrays live outside the Go heap (see
+// storage.go), so key strings from Range are valid only during the call.
+//
 // Every method but Lock requires the caller to hold the lock.
 type Shard[V any] struct {
 	mu   sync.Mutex
-	idx  map[string]int32
-	vals []V
-	free []int32
-	_    [64]byte // keep neighbouring shards' locks on separate cache lines
+	seed maphash.Seed
+
+	ctrl []uint8
+	slot []uint32
+	used int // full and deleted slots: what the load factor counts
+	n    int // live keys
+
+	vals  []V
+	koff  []uint32
+	free  []uint32
+	arena []byte
+	dead  int // arena bytes of deleted keys
+
+	_ [64]byte // keep neighbouring shards' locks on separate cache lines
 }
 
-func (s *Shard[V]) init() { s.idx = make(map[string]int32) }
+const (
+	ctrlEmpty   = 0
+	ctrlDeleted = 1
+	ctrlFull    = 0x80
+	minSlots    = 8
+)
 
 // Lock and Unlock guard the shard.
 func (s *Shard[V]) Lock()   { s.mu.Lock() }
@@ -112,64 +147,278 @@ func (s *Shard[V]) Unlock() { s.mu.Unlock() }
 // TryLock locks the shard if it is free and reports whether it did.
 func (s *Shard[V]) TryLock() bool { return s.mu.TryLock() }
 
-// Get returns the value stored for key, or nil. The pointer stays valid
-// until the next Insert or Reset on this shard.
-func (s *Shard[V]) Get(key []byte) *V {
-	i, ok := s.idx[string(key)]
-	if !ok {
-		return nil
-	}
-	return &s.vals[i]
+func (s *Shard[V]) hash(key []byte) (pos uint64, tag uint8) {
+	h := maphash.Bytes(s.seed, key)
+	// The table uses the low bits to pick the shard; use others here.
+	return h >> 32, uint8(h>>25) | ctrlFull
 }
 
-// Insert adds key with a zero value, or returns its existing value.
-func (s *Shard[V]) Insert(key []byte) *V {
-	if i, ok := s.idx[string(key)]; ok {
-		return &s.vals[i]
+// home maps a 32-bit hash onto [0, size) without division or a power-of-two
+// size (Lemire's multiply-shift), so the index can grow by half at a time
+// and stay between 58% and 87% full instead of 44% and 87%.
+func home(pos uint64, size int) int { return int((pos * uint64(size)) >> 32) }
+
+// nextSlot is linear probing's step, wrapping at the end.
+func nextSlot(p, size int) int {
+	if p++; p == size {
+		return 0
 	}
-	var i int32
-	if n := len(s.free); n > 0 {
-		i = s.free[n-1]
-		s.free = s.free[:n-1]
-	} else {
-		var zero V
-		s.vals = append(s.vals, zero)
-		i = int32(len(s.vals) - 1)
-	}
-	s.idx[string(key)] = i
-	return &s.vals[i]
+	return p
 }
 
-// Delete removes key and reports whether it was there.
-func (s *Shard[V]) Delete(key []byte) bool {
-	i, ok := s.idx[string(key)]
-	if !ok {
-		return false
+// key returns record r's key bytes, aliasing the arena.
+func (s *Shard[V]) key(r uint32) []byte {
+	off := int(s.koff[r]) + 1 // past the tag byte
+	l := int(s.arena[off])
+	if l < 0x80 {
+		return s.arena[off+1 : off+1+l]
 	}
-	delete(s.idx, string(key))
-	var zero V
-	s.vals[i] = zero // drop references held by the value
-	s.free = append(s.free, i)
-	return true
+	ul, n := uvarint(s.arena[off:])
+	return s.arena[off+n : off+n+int(ul)]
 }
 
-// Len is the number of keys in the shard.
-func (s *Shard[V]) Len() int { return len(s.idx) }
+func uvarint(b []byte) (uint64, int) {
+	var x uint64
+	var sh uint
+	for i, c := range b {
+		if c < 0x80 {
+			return x | uint64(c)<<sh, i + 1
+		}
+		x |= uint64(c&0x7f) << sh
+		sh += 7
+	}
+	return 0, 0
+}
 
-// Range calls fn for every key until fn returns false. fn may Delete the
-// key it is given but must not Insert. The order is unspecified and differs
-// from call to call, which makes a short Range a cheap random sample.
-func (s *Shard[V]) Range(fn func(key string, v *V) bool) {
-	for k, i := range s.idx {
-		if !fn(k, &s.vals[i]) {
-			return
+// find returns the slot holding key, or -1.
+func (s *Shard[V]) find(key []byte, pos uint64, tag uint8) int {
+	if len(s.ctrl) == 0 {
+		return -1
+	}
+	size := len(s.ctrl)
+	for p := home(pos, size); ; p = nextSlot(p, size) {
+		switch c := s.ctrl[p]; {
+		case c == ctrlEmpty:
+			return -1
+		case c == tag && string(s.key(s.slot[p])) == string(key):
+			return p
 		}
 	}
 }
 
+// Get returns the value stored for key, or nil. The pointer stays valid
+// until the next Insert, Compact or Reset on this shard.
+func (s *Shard[V]) Get(key []byte) *V {
+	v, _ := s.GetTagged(key)
+	return v
+}
+
+// GetTagged is Get that also returns the key's tag: one byte stored beside
+// the key for the caller's use (engine keeps an entry's kind there, saving
+// a padded word per value). Both pointers follow Get's validity rule.
+func (s *Shard[V]) GetTagged(key []byte) (*V, *byte) {
+	pos, tag := s.hash(key)
+	p := s.find(key, pos, tag)
+	if p < 0 {
+		return nil, nil
+	}
+	r := s.slot[p]
+	return &s.vals[r], &s.arena[s.koff[r]]
+}
+
+// Insert adds key with a zero value, or returns its existing value.
+func (s *Shard[V]) Insert(key []byte) *V {
+	v, _ := s.InsertTagged(key)
+	return v
+}
+
+// InsertTagged is Insert that also returns the key's tag (0 for a new key).
+func (s *Shard[V]) InsertTagged(key []byte) (*V, *byte) {
+	pos, tag := s.hash(key)
+	if p := s.find(key, pos, tag); p >= 0 {
+		r := s.slot[p]
+		return &s.vals[r], &s.arena[s.koff[r]]
+	}
+	if (s.used+1)*8 > len(s.ctrl)*7 {
+		size := len(s.ctrl)
+		if (s.n+1)*2 > size { // mostly live: grow; mostly deleted: just rehash
+			size += size / 2
+		}
+		s.rehash(max(size, minSlots))
+	}
+	var r uint32
+	if k := len(s.free); k > 0 {
+		r = s.free[k-1]
+		s.free = s.free[:k-1]
+	} else {
+		var zero V
+		s.vals = appendArray(s.vals, zero)
+		s.koff = appendArray(s.koff, 0)
+		r = uint32(len(s.vals) - 1)
+	}
+	if len(s.arena)+len(key)+binary.MaxVarintLen32 > math.MaxUint32 {
+		panic("shard: more than 4 GiB of keys in one shard; use more shards")
+	}
+	s.koff[r] = uint32(len(s.arena))
+	var l [1 + binary.MaxVarintLen64]byte // tag, then the key's length
+	s.arena = appendArray(s.arena, l[:1+binary.PutUvarint(l[1:], uint64(len(key)))]...)
+	s.arena = appendArray(s.arena, key...)
+	size := len(s.ctrl)
+	p := home(pos, size)
+	for s.ctrl[p] >= ctrlFull {
+		p = nextSlot(p, size)
+	}
+	if s.ctrl[p] == ctrlEmpty {
+		s.used++
+	}
+	s.ctrl[p], s.slot[p] = tag, r
+	s.n++
+	return &s.vals[r], &s.arena[s.koff[r]]
+}
+
+// Delete removes key and reports whether it was there.
+func (s *Shard[V]) Delete(key []byte) bool {
+	pos, tag := s.hash(key)
+	p := s.find(key, pos, tag)
+	if p < 0 {
+		return false
+	}
+	s.deleteSlot(p)
+	return true
+}
+
+func (s *Shard[V]) deleteSlot(p int) {
+	r := s.slot[p]
+	var l [binary.MaxVarintLen64]byte
+	k := s.key(r)
+	s.dead += 1 + binary.PutUvarint(l[:], uint64(len(k))) + len(k)
+	var zero V
+	s.vals[r] = zero // drop references held by the value
+	s.free = append(s.free, r)
+	// A probe that reached p would stop at an empty next slot anyway.
+	if s.ctrl[nextSlot(p, len(s.ctrl))] == ctrlEmpty {
+		s.ctrl[p] = ctrlEmpty
+		s.used--
+	} else {
+		s.ctrl[p] = ctrlDeleted
+	}
+	s.n--
+}
+
+// rehash rebuilds the index with size slots.
+func (s *Shard[V]) rehash(size int) {
+	ctrl, slot := s.ctrl, s.slot
+	defer freeArray(ctrl)
+	defer freeArray(slot)
+	s.ctrl, s.slot, s.used = makeArray[uint8](size, size), makeArray[uint32](size, size), 0
+
+	for p, c := range ctrl {
+		if c < ctrlFull {
+			continue
+		}
+		r := slot[p]
+		pos, tag := s.hash(s.key(r))
+		q := home(pos, size)
+		for s.ctrl[q] != ctrlEmpty {
+			q = nextSlot(q, size)
+		}
+		s.ctrl[q], s.slot[q] = tag, r
+		s.used++
+	}
+}
+
+// Compact gives memory back once deleted keys dominate: when more than half
+// of the records or of the arena is dead, or the index is under 1/8 full,
+// it copies the live keys and values into right-sized storage. It reports
+// whether it did. Pointers from Get and Insert are invalid afterwards.
+func (s *Shard[V]) Compact() bool {
+	if !(len(s.free)*2 > len(s.vals) && len(s.vals) > minSlots ||
+		s.dead*2 > len(s.arena) && len(s.arena) > 1024 ||
+		s.n*8 < len(s.ctrl) && len(s.ctrl) > minSlots) {
+		return false
+	}
+	vals := makeArray[V](0, s.n+s.n/8)
+	koff := makeArray[uint32](0, cap(vals))
+	arena := makeArray[byte](0, len(s.arena)-s.dead+len(s.arena)/16)
+	var l [1 + binary.MaxVarintLen64]byte
+	for p, c := range s.ctrl {
+		if c < ctrlFull {
+			continue
+		}
+		r := s.slot[p]
+		k := s.key(r)
+		koff = appendArray(koff, uint32(len(arena)))
+		l[0] = s.arena[s.koff[r]]
+		arena = appendArray(arena, l[:1+binary.PutUvarint(l[1:], uint64(len(k)))]...)
+		arena = appendArray(arena, k...)
+		vals = appendArray(vals, s.vals[r])
+		s.slot[p] = uint32(len(vals) - 1)
+	}
+	freeArray(s.vals)
+	freeArray(s.koff)
+	freeArray(s.arena)
+	s.vals, s.koff, s.arena, s.free, s.dead = vals, koff, arena, nil, 0
+	size := max(s.n*8/7+s.n/4, minSlots) // about 70% full after a compaction
+	s.rehash(size)
+	return true
+}
+
+// Len is the number of keys in the shard.
+func (s *Shard[V]) Len() int { return s.n }
+
+// Bytes is the memory the shard's storage holds (capacity, not just use).
+func (s *Shard[V]) Bytes() int {
+	var v V
+	return cap(s.ctrl) + 4*cap(s.slot) + int(unsafe.Sizeof(v))*cap(s.vals) + 4*cap(s.koff) + 4*cap(s.free) + cap(s.arena)
+}
+
+// LiveBytes estimates the memory the live keys need: their values, key
+// bytes and bookkeeping, without the capacity held for growth or by
+// deleted keys. It falls as soon as keys are deleted.
+func (s *Shard[V]) LiveBytes() int {
+	var v V
+	return (len(s.arena) - s.dead) + s.n*(int(unsafe.Sizeof(v))+4+6) // 6: index bytes per key at 7/8 load
+}
+
+// Range calls fn for every key until fn returns false. fn may Delete the
+// key it is given but must not Insert or Compact. The key string shares the
+// shard's key storage: it is valid only during the call (strings.Clone it
+// to keep it).
+func (s *Shard[V]) Range(fn func(key string, v *V) bool) {
+	s.Scan(0, -1, func(key string, v *V, _ byte) bool { return fn(key, v) })
+}
+
+// Scan is Range over at most count full slots starting at slot cursor; it
+// returns the cursor to continue from, 0 once it has wrapped around. Active
+// expiry walks a shard a bounded step at a time with it.
+func (s *Shard[V]) Scan(cursor, count int, fn func(key string, v *V, tag byte) bool) int {
+	for p := cursor; p < len(s.ctrl); p++ {
+		if s.ctrl[p] < ctrlFull {
+			continue
+		}
+		if count == 0 {
+			return p
+		}
+		count--
+		r := s.slot[p]
+		k := s.key(r)
+		if !fn(unsafe.String(unsafe.SliceData(k), len(k)), &s.vals[r], s.arena[s.koff[r]]) {
+			if p+1 == len(s.ctrl) {
+				return 0
+			}
+			return p + 1
+		}
+	}
+	return 0
+}
+
 // Reset drops every key.
 func (s *Shard[V]) Reset() {
-	s.idx = make(map[string]int32)
-	s.vals = nil
-	s.free = nil
+	freeArray(s.ctrl)
+	freeArray(s.slot)
+	freeArray(s.vals)
+	freeArray(s.koff)
+	freeArray(s.arena)
+	s.ctrl, s.slot, s.used, s.n = nil, nil, 0, 0
+	s.vals, s.koff, s.free, s.arena, s.dead = nil, nil, nil, nil, 0
 }

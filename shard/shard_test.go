@@ -112,3 +112,103 @@ func BenchmarkLockGet(b *testing.B) {
 		s.Unlock()
 	}
 }
+
+// TestAgainstMap drives a shard and a Go map through the same random
+// inserts, deletes, compactions and resets and compares them throughout.
+func TestAgainstMap(t *testing.T) {
+	tab := New[int64](1)
+	s := tab.Shard(0)
+	want := map[string]int64{}
+	rng := uint64(42)
+	next := func() uint64 { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng }
+	check := func(step int) {
+		if s.Len() != len(want) {
+			t.Fatalf("step %d: len %d, want %d", step, s.Len(), len(want))
+		}
+		seen := 0
+		s.Range(func(k string, v *int64) bool {
+			seen++
+			if w, ok := want[k]; !ok || w != *v {
+				t.Fatalf("step %d: %q = %d, want %d (present %v)", step, k, *v, w, ok)
+			}
+			return true
+		})
+		if seen != len(want) {
+			t.Fatalf("step %d: Range saw %d keys, want %d", step, seen, len(want))
+		}
+	}
+	for step := 0; step < 200000; step++ {
+		r := next()
+		k := fmt.Sprint("key:", r%5000)
+		if r%1000 == 7 { // an occasional long key: multi-byte length prefix
+			k += string(make([]byte, 200))
+		}
+		switch op := (r >> 20) % 10; {
+		case op < 5:
+			*s.Insert([]byte(k)) = int64(r)
+			want[k] = int64(r)
+		case op < 9:
+			if got := s.Delete([]byte(k)); got != (want[k] != 0 || hasKey(want, k)) {
+				t.Fatalf("step %d: delete %q = %v", step, k, got)
+			}
+			delete(want, k)
+		default:
+			if v := s.Get([]byte(k)); (v != nil) != hasKey(want, k) || v != nil && *v != want[k] {
+				t.Fatalf("step %d: get %q = %v", step, k, v)
+			}
+		}
+		if step%5000 == 0 {
+			s.Compact()
+			check(step)
+		}
+		if step == 150000 {
+			for k := range want { // expire almost everything, then compact
+				if len(want) > 10 {
+					s.Delete([]byte(k))
+					delete(want, k)
+				}
+			}
+			before := s.Bytes()
+			if !s.Compact() || s.Bytes() >= before/4 {
+				t.Fatalf("compaction after mass delete: %d -> %d bytes", before, s.Bytes())
+			}
+			check(step)
+		}
+	}
+	check(-1)
+	s.Reset()
+	want = map[string]int64{}
+	check(-2)
+	*s.Insert([]byte("again")) = 1
+	want["again"] = 1
+	check(-3)
+}
+
+func hasKey(m map[string]int64, k string) bool { _, ok := m[k]; return ok }
+
+// TestFlatStorage checks which values leave the Go heap.
+func TestFlatStorage(t *testing.T) {
+	type entry struct {
+		A, B int64
+		K    uint8
+	}
+	if !flat[entry]() || !flat[int64]() || !flat[byte]() {
+		t.Error("pointer-free types should be stored off the heap")
+	}
+	if flat[string]() || flat[*int]() || flat[struct{ X any }]() || flat[[2][]byte]() {
+		t.Error("types with pointers must stay on the Go heap")
+	}
+	s := New[entry](1).Shard(0)
+	for i := 0; i < 10000; i++ {
+		s.Insert([]byte(fmt.Sprint("k", i))).A = int64(i)
+	}
+	for i := 0; i < 10000; i++ {
+		if v := s.Get([]byte(fmt.Sprint("k", i))); v == nil || v.A != int64(i) {
+			t.Fatalf("k%d = %v", i, v)
+		}
+	}
+	s.Reset()
+	if s.Get([]byte("k1")) != nil || s.Bytes() != 0 {
+		t.Fatal("reset left data")
+	}
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Memory per live rate-limit key: limitdb vs redis-server in the same run.
+#
+# Both servers get the same redis-benchmark load of random keys, each
+# holding an hour of GCRA state (1 request per hour, burst 1):
+#   limitdb:      CL.THROTTLE key:__rand_int__ 1 1 3600 1
+#   redis-server: the same GCRA as a Lua script (EVALSHA), one string per key
+# Figure: (resident memory after - before) / DBSIZE, from /proc/PID/status.
+# Then limitdb is filled with 10-second keys and watched while they expire.
+#
+# Usage: bench/memory.sh [requests] [key-range]     (defaults 3000000 1000000)
+# Needs: go, redis-server, redis-benchmark, redis-cli. Uses two free ports
+# on 127.0.0.1 and a temporary directory; kills both servers on exit.
+set -euo pipefail
+N=${1:-3000000}
+R=${2:-1000000}
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+rss() { awk '/VmRSS/ {print $2*1024}' /proc/"$1"/status; }
+waitport() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "server on $1 did not start" >&2; exit 1; }
+fill() { redis-benchmark -p "$1" -n "$N" -r "$R" -c 50 -P 16 -q "${@:2}" | tr '\r' '\n' | tail -1; }
+
+go build -o "$TMP/limitdb" ./cmd/limitdb
+
+# GCRA in Lua: TAT in microseconds, one string per key, expiring with it.
+GCRA_LUA='
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1]) * 1000000
+local burst = tonumber(ARGV[2])
+local tat = tonumber(redis.call("GET", KEYS[1])) or now
+if tat < now then tat = now end
+local newtat = tat + interval
+if newtat - now > interval * burst then return {1, newtat - now} end
+redis.call("SET", KEYS[1], newtat, "PX", math.ceil((newtat - now) / 1000))
+return {0, newtat - now}'
+
+LP=$(freeport)
+"$TMP/limitdb" --port "$LP" --dir "$TMP/ldb" --save 0 2>"$TMP/limitdb.log" &
+LPID=$!; PIDS+=("$LPID")
+RP=$(freeport)
+redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" --daemonize no >"$TMP/redis.log" &
+RPID=$!; PIDS+=("$RPID")
+waitport "$LP"; waitport "$RP"
+SHA=$(redis-cli -p "$RP" SCRIPT LOAD "$GCRA_LUA")
+
+echo "== fill: $N requests over $R random keys, hour-long GCRA state"
+L0=$(rss "$LPID"); R0=$(rss "$RPID")
+echo "limitdb      $(fill "$LP" CL.THROTTLE key:__rand_int__ 1 1 3600 1)"
+echo "redis (Lua)  $(fill "$RP" EVALSHA "$SHA" 1 key:__rand_int__ 3600 1)"
+L1=$(rss "$LPID"); R1=$(rss "$RPID")
+LK=$(redis-cli -p "$LP" DBSIZE); RK=$(redis-cli -p "$RP" DBSIZE)
+python3 - "$L0" "$L1" "$LK" "$R0" "$R1" "$RK" <<'PY'
+import sys
+l0, l1, lk, r0, r1, rk = map(int, sys.argv[1:])
+lb, rb = (l1 - l0) / lk, (r1 - r0) / rk
+print(f"limitdb      keys {lk:>8}  rss {l0/2**20:7.1f} -> {l1/2**20:7.1f} MiB  {lb:6.1f} bytes/key")
+print(f"redis (Lua)  keys {rk:>8}  rss {r0/2**20:7.1f} -> {r1/2**20:7.1f} MiB  {rb:6.1f} bytes/key")
+print(f"ratio limitdb/redis = {lb/rb:.2f}")
+PY
+redis-cli -p "$RP" FLUSHALL >/dev/null
+redis-cli -p "$LP" FLUSHALL >/dev/null
+
+echo "== expiry: the same load with 10-second keys, then wait"
+sleep 2
+E0=$(rss "$LPID")
+fill "$LP" CL.THROTTLE key:__rand_int__ 1 1 10 1 >/dev/null
+E1=$(rss "$LPID"); EK=$(redis-cli -p "$LP" DBSIZE)
+echo "t=0    keys $EK  rss $((E1 / 1048576)) MiB (before the fill: $((E0 / 1048576)) MiB)"
+for s in 15 30 60 90; do
+  sleep $((s - ${prev:-0})); prev=$s
+  echo "t=${s}s  keys $(redis-cli -p "$LP" DBSIZE)  rss $(($(rss "$LPID") / 1048576)) MiB  expired_keys $(redis-cli -p "$LP" INFO stats | tr -d '\r' | awk -F: '/^expired_keys/ {print $2}')"
+done
