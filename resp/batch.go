@@ -40,8 +40,10 @@ type batch struct {
 	calls  int64
 	ns     int64
 	failed int64
-	hist   [latencyBuckets]int32
-	used   uint32 // bit i set: hist[i] > 0
+	// limiter decisions of the run (countLimit, info_limits.go)
+	admitted, denied int64
+	hist             [latencyBuckets]int32
+	used             uint32 // bit i set: hist[i] > 0
 }
 
 // epoch anchors the monotonic clock used for stats timing.
@@ -106,10 +108,17 @@ func (c *Client) leave(cmd *Command, args [][]byte) {
 // publish adds the current run to its command's shared counters.
 func (c *Client) publish() {
 	cmd := c.bt.run
-	if cmd == nil || c.bt.calls == 0 {
+	if cmd == nil || (c.bt.calls == 0 && c.bt.admitted == 0 && c.bt.denied == 0) {
 		return
 	}
 	st := &cmd.stats
+	if c.bt.admitted > 0 {
+		st.admitted.Add(c.bt.admitted)
+	}
+	if c.bt.denied > 0 {
+		st.denied.Add(c.bt.denied)
+	}
+	c.bt.admitted, c.bt.denied = 0, 0
 	st.calls.Add(c.bt.calls)
 	st.usec.Add(c.bt.ns / 1000)
 	if c.bt.failed > 0 {

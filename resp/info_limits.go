@@ -40,17 +40,15 @@ func registerLimitsInfo(render func(b *strings.Builder)) {
 
 func init() { registerInfo("limits", 60, infoLimits) }
 
-// countLimit records a limiter decision against the running command: two
-// uncontended-in-the-common-case atomic adds, nothing allocated.
+// countLimit records a limiter decision against the running command. It
+// counts in the connection's batch, which adds to the command's shared
+// counters when the run of that command ends (batch.go's publish), so
+// connections on different cores do not write one cache line per request.
 func (c *Client) countLimit(limited bool) {
-	cmd := c.lastCmd.Load()
-	if cmd == nil {
-		return
-	}
 	if limited {
-		cmd.stats.denied.Add(1)
+		c.bt.denied++
 	} else {
-		cmd.stats.admitted.Add(1)
+		c.bt.admitted++
 	}
 }
 

@@ -196,6 +196,7 @@ func cmdExec(c *Client, _ [][]byte) {
 		}
 	})
 	c.lastCmd.Store(self)
+	c.bt.last = self
 	c.failed = false // errors inside the transaction were EXEC's replies, not its failure
 }
 
@@ -229,18 +230,13 @@ func transactionKeys(queue []queued, watched []watchedKey) (keys [][]byte, all b
 }
 
 // call runs one queued command with the accounting handle gives a command
-// read from the connection.
+// read from the connection (batch.go), then hands the batch back to EXEC.
 func (s *Server) call(c *Client, cmd *Command, args [][]byte) {
-	c.lastCmd.Store(cmd)
-	c.cmdCount.Add(1)
-	start := time.Now()
+	outer := c.bt.run
+	c.enter(cmd)
 	c.failed = false
 	s.run(c, cmd, args)
-	d := time.Since(start)
-	cmd.stats.calls.Add(1)
-	cmd.stats.usec.Add(d.Microseconds())
-	if c.failed {
-		cmd.stats.failed.Add(1)
-	}
-	s.observe(c, cmd, args, start, d)
+	c.leave(cmd, args)
+	c.publish()
+	c.bt.run = outer
 }

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,11 +9,13 @@ import (
 	"time"
 )
 
-// What every command costs, observed after its handler: a latency
-// histogram per command (INFO latencystats, the Prometheus endpoint) and
-// the slow log (SLOWLOG GET/LEN/RESET). The per-command cost is one atomic
-// add to a histogram bucket and one atomic load of the slow-log threshold;
-// a command slower than the threshold takes the slow log's mutex.
+// What every command costs, observed after its handler (Client.leave in
+// batch.go): a latency histogram per command (INFO latencystats, the
+// Prometheus endpoint), counted in the connection's batch and added to the
+// command's buckets when the batch ends, and the slow log (SLOWLOG
+// GET/LEN/RESET). The per-command cost is a bucket increment in the batch
+// and one atomic load of the slow-log threshold; a command slower than the
+// threshold takes the slow log's mutex.
 
 func init() {
 	register(&Command{Name: "slowlog", Arity: -2, Group: "server", Since: "0.1.0",
@@ -56,14 +57,6 @@ func init() {
 const latencyBuckets = 24
 
 type latencyHist [latencyBuckets]atomic.Int64
-
-func (h *latencyHist) add(d time.Duration) {
-	i := bits.Len64(uint64(d.Microseconds()))
-	if i >= latencyBuckets {
-		i = latencyBuckets - 1
-	}
-	h[i].Add(1)
-}
 
 // LatencyBound is the upper bound of histogram bucket i, +Inf for the last.
 func LatencyBound(i int) time.Duration {
@@ -126,13 +119,6 @@ func infoLatencyStats(s *Server, b *strings.Builder) {
 		fmt.Fprintf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n",
 			st.Command, st.percentile(50), st.percentile(99), st.percentile(99.9))
 	}
-}
-
-// observe runs after every command, read from the connection or queued in
-// a transaction.
-func (s *Server) observe(c *Client, cmd *Command, args [][]byte, start time.Time, d time.Duration) {
-	cmd.stats.lat.add(d)
-	s.logIfSlow(c, cmd, args, d)
 }
 
 // logIfSlow adds a command that took d to the slow log if d reaches the

@@ -41,6 +41,23 @@ func TestInfoLimitsCountsDecisions(t *testing.T) {
 			t.Errorf("%s = %q, want %q\n%s", k, got, w, info)
 		}
 	}
+	// Inside a transaction, decisions count against the queued command.
+	if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "CL.THROTTLE", "k", 2, 1, 60)
+		p.Do(ctx, "GCRA", "g2", 0, 1, 1)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	info = c.Info(ctx, "limits").Val()
+	for k, w := range map[string]string{"limit_cl.throttle": "admitted=4,denied=3", "limit_gcra": "admitted=2,denied=0"} {
+		if got, _ := infoField(info, k); got != w {
+			t.Errorf("after MULTI: %s = %q, want %q", k, got, w)
+		}
+	}
+	if _, ok := infoField(info, "limit_exec"); ok {
+		t.Error("EXEC counted as a limiter command")
+	}
 	if !strings.Contains(c.Info(ctx).Val(), "# Limits") {
 		t.Error("the limits section is not among INFO's defaults")
 	}
