@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"sync/atomic"
 	"testing"
 
 	"github.com/limitdb/limitdb/engine"
@@ -72,7 +73,11 @@ var benchLoads = []struct {
 // parsing, dispatch, the engine and reply encoding, and nothing of the
 // kernel.
 func pipeConn(rd io.Reader, out io.Writer) (*listener, *conn) {
-	s := New(DefaultConfig(), engine.New(nil, 0), nil)
+	return connTo(New(DefaultConfig(), engine.New(nil, 0), nil), rd, out)
+}
+
+// connTo is pipeConn on an existing server.
+func connTo(s *Server, rd io.Reader, out io.Writer) (*listener, *conn) {
 	l := newListener(s.handle, s.accept, s.closed)
 	c := &conn{addr: "127.0.0.1:1", wr: redcon.NewWriter(out), rd: reader{rd: rd}}
 	s.accept(c)
@@ -145,6 +150,42 @@ func BenchmarkReader(b *testing.B) {
 				b.Fatal(err)
 			}
 			done += len(cmds)
+		}
+	})
+}
+
+// BenchmarkPipelineParallel runs CL.THROTTLE/P16 on one server from one
+// connection per goroutine (-cpu sets how many run at once), 100k random
+// keys each: what is shared between connections (shards, command
+// statistics) shows up here as cpu-ns/op growing with -cpu.
+func BenchmarkPipelineParallel(b *testing.B) {
+	s := New(DefaultConfig(), engine.New(nil, 0), nil)
+	var seed atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer benchcpu.Report(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewSource(seed.Add(1)))
+		batches := pipelines(16, func(int) string { return fmt.Sprint("k:", r.Intn(100_000)) }, benchLoads[0].args)
+		br := &batchReader{batches: batches, reads: -1}
+		l, c := connTo(s, br, io.Discard)
+		for pb.Next() {
+			// one command per iteration: a batch every 16
+			if len(c.pending) == 0 {
+				c.ctx.(*Client).endBatch()
+				cmds, err := c.rd.read()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				c.pending = cmds
+			}
+			cmd := c.pending[0]
+			c.pending = c.pending[1:]
+			l.handle(c, cmd)
+			if len(c.pending) == 0 {
+				c.wr.Flush()
+			}
 		}
 	})
 }
