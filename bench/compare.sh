@@ -46,6 +46,7 @@ done
 
 work=$(mktemp -d)
 pids=()
+declare -A pid_of # port -> server pid
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -86,6 +87,7 @@ start_limitdb() { # gomaxprocs -> sets LIMITDB_PORT
   (GOMAXPROCS=$1 pin "$SERVER_CPU" "$LIMITDB_BIN" --port "$LIMITDB_PORT" --dir "$work/data-$LIMITDB_PORT" \
     2>"$work/limitdb-$LIMITDB_PORT.log") &
   pids+=($!)
+  pid_of[$LIMITDB_PORT]=$!
   wait_ready "$LIMITDB_PORT"
 }
 
@@ -96,13 +98,20 @@ start_redis() { # -> sets REDIS_PORT
   (pin "$SERVER_CPU" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$work" "${extra[@]}" >"$work/redis.log" 2>&1) &
   pids+=($!)
+  pid_of[$REDIS_PORT]=$!
   wait_ready "$REDIS_PORT"
 }
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p bench/results
 csv=bench/results/compare-$MODE-$stamp.csv
-echo "mode,run,pipeline,keys,server,load,rps,p50_ms,p99_ms" >"$csv"
+echo "mode,run,pipeline,keys,server,load,rps,p50_ms,p99_ms,cpu_us" >"$csv"
+
+# cpu_ticks PID: the process's user+system CPU time, all threads, in clock
+# ticks. CPU time per request is the figure that survives a busy machine:
+# req/s there depends on how much of its core each server was given.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
 
 # bench SERVER LOAD PORT PIPELINE KEYS RUN COMMAND... : one redis-benchmark
 # run per client (two in multi mode, at once), one CSV row.
@@ -116,17 +125,22 @@ bench() {
   local nclients=1
   [[ $MODE == multi ]] && nclients=2
   redis-cli -p "$port" FLUSHALL >/dev/null
-  local outs=() c p
+  local outs=() c p t0
+  t0=$(cpu_ticks "${pid_of[$port]}")
   for c in $(seq "$nclients"); do
     (pin "$CLIENT_CPU" redis-benchmark -p "$port" -c "$CLIENTS" -P "$pipe" -n "$n" "${rflag[@]}" --csv "$@" \
       >"$work/out-$c" 2>"$work/err-$c") &
     outs+=($!)
   done
   for p in "${outs[@]}"; do wait "$p"; done
+  local cpu
+  cpu=$(awk -v t="$(($(cpu_ticks "${pid_of[$port]}") - t0))" -v hz="$HZ" -v n="$((n * nclients))" \
+    'BEGIN {printf "%.3f", t / hz * 1e6 / n}')
   # sum the clients' req/s; report the worse of their percentiles
   local row
   row=$(for c in $(seq "$nclients"); do tail -n 1 "$work/out-$c"; done | tr -d '"' |
     awk -F, '{rps += $2; if ($5 > p50) p50 = $5; if ($7 > p99) p99 = $7} END {printf "%.0f,%.3f,%.3f", rps, p50, p99}')
+  row="$row,$cpu"
   echo "$MODE,$run,$pipe,$keys,$server,$load,$row" >>"$csv"
   printf '  %-10s %-12s P=%-2s %-4s %s\n' "$server" "$load" "$pipe" "$keys" "$row" >&2
 }
