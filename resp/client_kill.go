@@ -78,7 +78,10 @@ func kill(c, victim *Client) {
 	}
 }
 
+// userName is the client's user, read from another connection.
 func (c *Client) userName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.user == "" {
 		return "default"
 	}

@@ -155,7 +155,9 @@ func (c *Client) authenticate(user, pass []byte) bool {
 		c.Err("WRONGPASS invalid username-password pair or user is disabled.")
 		return false
 	}
+	c.mu.Lock() // CLIENT LIST and CLIENT KILL USER read it from other connections
 	c.authed, c.user = true, name
+	c.mu.Unlock()
 	return true
 }
 
@@ -244,16 +246,15 @@ func cmdClientList(c *Client, args [][]byte) {
 // field order for the fields limitdb has.
 func (c *Client) infoLine() string {
 	now := time.Now()
-	name, lib, ver := func() (string, string, string) {
+	name, lib, ver, user := func() (string, string, string, string) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.name, c.libName, c.libVer
+		return c.name, c.libName, c.libVer, c.user
 	}()
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
 		cmd = lc.Name
 	}
-	user := c.user
 	if user == "" {
 		user = "default"
 	}

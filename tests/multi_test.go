@@ -156,3 +156,41 @@ func TestMultiRefusesNoMultiAndKeylessCommandsWork(t *testing.T) {
 		t.Errorf("EXEC = %s", got)
 	}
 }
+
+// TestWatchOptimisticLocking: go-redis's Watch retries a read-modify-write
+// when another client changed the key between WATCH and EXEC.
+func TestWatchOptimisticLocking(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	other := ts.client(t, 3)
+	c.Set(ctx, "n", 10, 0)
+	attempts := 0
+	txf := func(tx *redis.Tx) error {
+		attempts++
+		n, err := tx.Get(ctx, "n").Int()
+		if err != nil {
+			return err
+		}
+		if attempts == 1 {
+			other.IncrBy(ctx, "n", 100) // a concurrent writer
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "n", n*2, 0)
+			return nil
+		})
+		return err
+	}
+	for i := 0; i < 3; i++ {
+		if err := c.Watch(ctx, txf, "n"); err == nil {
+			break
+		} else if err != redis.TxFailedErr {
+			t.Fatal(err)
+		}
+	}
+	if attempts != 2 {
+		t.Errorf("%d attempts, want 2 (the first must fail)", attempts)
+	}
+	if got := c.Get(ctx, "n").Val(); got != "220" {
+		t.Errorf("n = %s, want (10+100)*2", got)
+	}
+}
