@@ -26,7 +26,7 @@ func init() {
 		&Command{Name: "sw.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) with precision 1, O(precision) otherwise",
 			Summary: "Sliding-window counter: the previous (sub-)window weighted by its share still inside the window. Reply in ms.",
-			Syntax:  "key limit window [cost] [PRECISION precision]", Handler: cmdSWIncr},
+			Syntax:  "key limit window [cost] [PRECISION n]", Handler: cmdSWIncr},
 		&Command{Name: "sl.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) amortized; memory O(limit) per key",
 			Summary: "Sliding log, exact: admit when the cost logged in the last window plus cost fits the limit. Reply in ms.",
