@@ -12,7 +12,7 @@
 //   - zero, negative and huge parameters are errors, never overflows;
 //   - retry_after is honest: the request fits then, and not a unit before.
 //
-// enginetest imports engine and testing only; it never imports resp.
+// enginetest imports engine and the standard library; never resp.
 package enginetest
 
 import (
