@@ -33,12 +33,13 @@ func (r Remote) Take(ctx context.Context, key string) (client.Result, error) {
 	return r.Client.Take(ctx, key, r.Limit, 1)
 }
 
-// Policy says what to do with a request when limitdb fails to answer in time.
-type Policy int
+// FailurePolicy says what to do with a request when limitdb fails to answer
+// in time. (Not to be confused with client.Policy, a named limit on the server.)
+type FailurePolicy int
 
 const (
 	// FailOpen lets the request through, unlimited and without headers.
-	FailOpen Policy = iota
+	FailOpen FailurePolicy = iota
 	// FailClosed answers 503 Service Unavailable with Retry-After.
 	FailClosed
 	// Fallback decides with Options.Fallback, an in-process limiter (Local).
@@ -64,7 +65,7 @@ type Options struct {
 	// Timeout bounds each limitdb call (DefaultTimeout when 0).
 	Timeout time.Duration
 	// Policy applies when the call fails or times out.
-	Policy   Policy
+	Policy   FailurePolicy
 	Fallback Limiter
 	// Cooldown is how long after a failure the middleware skips limitdb and
 	// applies Policy directly, so that a dead limitdb costs one Timeout per

@@ -130,7 +130,7 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		policy httplimit.Policy
+		policy httplimit.FailurePolicy
 		codes  []int // two requests with the same key
 	}{
 		{httplimit.FailOpen, []int{200, 200}},
