@@ -121,9 +121,10 @@ func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > no
 
 // sideState is what a shard keeps beside its table.
 type sideState struct {
-	ext    map[string]any
-	cursor int // active expiry's position in the shard
-	_      [40]byte
+	ext         map[string]any
+	cursor      int // active expiry's position in the shard
+	evictCursor int // eviction's position in the shard (memory.go)
+	_           [32]byte
 }
 
 func (e *Engine) load(i int, key []byte, st *stored, tag byte) Entry {
@@ -145,6 +146,7 @@ type shardStats struct {
 	hits    atomic.Int64
 	misses  atomic.Int64
 	changes atomic.Int64 // writes since start, for "changes since last save"
+	bytes   atomic.Int64 // estimated memory of the shard's keys (memory.go)
 	owner   atomic.Int64 // goroutine holding the shard in Exclusive (txn.go); 0: none
 	_       [32]byte
 }
@@ -236,6 +238,7 @@ func (e *Engine) live(i int, s *shard.Shard[stored], key []byte, now int64) (*st
 	if !cur.live(now) {
 		e.dropExt(i, key, *tag)
 		s.Delete(key)
+		e.stats[i].bytes.Add(-keyCost(key))
 		e.stats[i].expired.Add(1)
 		e.stats[i].misses.Add(1)
 		return nil, nil
@@ -250,11 +253,13 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, cur *stored, t
 		if cur != nil {
 			e.dropExt(i, key, *tag)
 			s.Delete(key)
+			e.stats[i].bytes.Add(-keyCost(key))
 		}
 		return
 	}
 	if cur == nil {
 		cur, tag = s.InsertTagged(key)
+		e.stats[i].bytes.Add(keyCost(key))
 	}
 	hadExt := *tag&tagExt != 0
 	*cur = stored{Expire: ent.Expire, A: ent.A, B: ent.B}
@@ -343,6 +348,7 @@ func (e *Engine) Flush() {
 		locked := e.lockShard(i)
 		if s.Len() > 0 {
 			s.Reset()
+			e.stats[i].bytes.Store(0)
 		}
 		e.side[i].ext, e.side[i].cursor = nil, 0
 		if locked {
@@ -375,6 +381,7 @@ func (e *Engine) ExpireCycle(now int64, sample int) int {
 					kb = append(kb[:0], k...)
 					e.dropExt(i, kb, tag)
 					s.Delete(kb)
+					e.stats[i].bytes.Add(-keyCost(kb))
 					gone++
 				}
 				return true

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// keyOverhead is what a key costs beyond its bytes in the shard table: its
+// stored entry, record offset, tag and length bytes, and its share of the
+// index at full load (see shard.Shard's layout).
+const keyOverhead = int64(unsafe.Sizeof(stored{})) + 4 + 2 + 6
+
+// keyCost is the memory accounted to one key. Ext state (sliding logs,
+// string values) is not counted: maxmemory bounds the number and size of
+// keys, which is what grows with traffic.
+func keyCost(key []byte) int64 { return int64(len(key)) + keyOverhead }
+
+// UsedBytes is the keyspace's accounted memory: the sum over live and
+// not-yet-reaped keys of keyCost, kept per shard as keys come and go, so
+// reading it locks nothing. maxmemory compares it with its limit.
+func (e *Engine) UsedBytes() int64 {
+	var n int64
+	for i := range e.stats {
+		n += e.stats[i].bytes.Load()
+	}
+	return n
+}
+
+var evictShard atomic.Uint64
+
+// EvictSoonest deletes one key among those closest to expiry, as Redis's
+// volatile-ttl does: it samples up to sample keys of one shard (shards
+// taken in turn), deletes expired ones it meets, and evicts the sampled key
+// with the earliest expiry; keys that never expire are never evicted. It
+// tries every shard before giving up and reports whether it freed a key
+// (evicted or reaped). It locks one shard at a time.
+func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
+	n := e.tab.Count()
+	start := int(evictShard.Add(1))
+	var best []byte
+	for k := 0; k < n; k++ {
+		i := (start + k) % n
+		s := e.tab.Shard(i)
+		locked := e.lockShard(i)
+		sd := &e.side[i]
+		bestExp := int64(0)
+		var bestTag byte
+		var gone int
+		var kb []byte
+		sd.evictCursor = s.Scan(sd.evictCursor, sample, func(key string, v *stored, tag byte) bool {
+			switch {
+			case !v.live(now):
+				kb = append(kb[:0], key...)
+				e.dropExt(i, kb, tag)
+				s.Delete(kb)
+				e.stats[i].bytes.Add(-keyCost(kb))
+				gone++
+			case v.Expire != 0 && (bestExp == 0 || v.Expire < bestExp):
+				bestExp, bestTag = v.Expire, tag
+				best = append(best[:0], key...)
+			}
+			return true
+		})
+		if bestExp != 0 {
+			e.dropExt(i, best, bestTag)
+			s.Delete(best)
+			e.stats[i].bytes.Add(-keyCost(best))
+			e.stats[i].changes.Add(1)
+		}
+		if locked {
+			s.Unlock()
+		}
+		e.stats[i].expired.Add(int64(gone))
+		if bestExp != 0 || gone > 0 {
+			return bestExp != 0, gone > 0
+		}
+	}
+	return false, false
+}

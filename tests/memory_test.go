@@ -1,0 +1,144 @@
+package tests
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
+	"github.com/redis/go-redis/v9"
+)
+
+// startServerShards is startServer with a chosen shard count.
+func startServerShards(t *testing.T, shards int) *testServer {
+	t.Helper()
+	clock := engine.NewFakeClock(t0)
+	cfg := resp.DefaultConfig()
+	cfg.Port, cfg.Dir, cfg.Save = 0, t.TempDir(), 0
+	srv := resp.New(cfg, engine.New(clock, shards), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}
+}
+
+func infoValue(t *testing.T, c *redis.Client, section, field string) string {
+	t.Helper()
+	for _, line := range strings.Split(c.Info(ctx, section).Val(), "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("INFO %s has no %s", section, field)
+	return ""
+}
+
+func TestMaxmemoryNoeviction(t *testing.T) {
+	ts := startServerShards(t, 4)
+	c := ts.client(t, 2)
+	if err := c.ConfigSet(ctx, "maxmemory", "16kb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := infoValue(t, c, "memory", "maxmemory_policy"); got != "noeviction" {
+		t.Fatalf("default policy %q", got)
+	}
+	n := 0
+	var oom error
+	for ; n < 5000; n++ {
+		if oom = c.Do(ctx, "CL.THROTTLE", fmt.Sprint("user:", n), 9, 10, 60).Err(); oom != nil {
+			break
+		}
+	}
+	if oom == nil || oom.Error() != "OOM command not allowed when used memory > 'maxmemory'." {
+		t.Fatalf("after %d keys: %v, want the OOM error", n, oom)
+	}
+	if n < 100 {
+		t.Fatalf("OOM after only %d keys under 16kb", n)
+	}
+	// Clients that exist keep being limited; reads and deletes still work.
+	for i := 0; i < 12; i++ {
+		r := ints(t, c.Do(ctx, "CL.THROTTLE", "user:0", 9, 10, 60))
+		if i == 11 && r[0] != 1 {
+			t.Fatalf("existing key not limited after 12 requests: %v", r)
+		}
+	}
+	if err := c.Do(ctx, "CL.THROTTLE", "fresh", 9, 10, 60).Err(); err == nil {
+		t.Fatal("a new key was admitted over maxmemory")
+	}
+	if err := c.Del(ctx, "user:1", "user:2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "CL.THROTTLE", "fresh", 9, 10, 60).Err(); err != nil {
+		t.Fatalf("new key after DEL freed room: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, "CL.THROTTLE", "fresh2", 9, 10, 60).Err(); err != nil {
+		t.Fatalf("maxmemory 0 still refuses: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err == nil {
+		t.Fatal("unsupported policy accepted")
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", "lots").Err(); err == nil {
+		t.Fatal("bad size accepted")
+	}
+}
+
+func TestMaxmemoryVolatileTTLEvictsSoonestToExpire(t *testing.T) {
+	ts := startServerShards(t, 4)
+	c := ts.client(t, 2)
+	fill := func(prefix string, n, period int) {
+		for i := 0; i < n; i++ {
+			// burst 0, one per period: the key lives for period seconds.
+			if err := c.Do(ctx, "CL.THROTTLE", fmt.Sprint(prefix, i), 0, 1, period).Err(); err != nil {
+				t.Fatalf("%s%d: %v", prefix, i, err)
+			}
+		}
+	}
+	fill("long:", 200, 3600)
+	fill("short:", 200, 60)
+	if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(ts.srv.Engine().UsedBytes())).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "volatile-ttl").Err(); err != nil {
+		t.Fatal(err)
+	}
+	fill("new:", 200, 1800) // never refused: room is made
+	count := func(prefix string) int {
+		n := 0
+		for i := 0; i < 200; i++ {
+			if c.Exists(ctx, fmt.Sprint(prefix, i)).Val() == 1 {
+				n++
+			}
+		}
+		return n
+	}
+	long, short, fresh := count("long:"), count("short:"), count("new:")
+	if long < 190 || short > 40 {
+		t.Fatalf("after eviction: %d long-lived, %d short-lived, %d new keys; want the short-lived ones gone first", long, short, fresh)
+	}
+	if ev := infoValue(t, c, "stats", "evicted_keys"); ev == "0" {
+		t.Fatal("evicted_keys is 0")
+	}
+	// Room is made before a command runs, so the last new key may overshoot
+	// by its own cost, as in Redis.
+	if used, max := ts.srv.Engine().UsedBytes(), mustInt(t, infoValue(t, c, "memory", "maxmemory")); used > max+100 {
+		t.Fatalf("used %d over maxmemory %d", used, max)
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
