@@ -92,6 +92,11 @@ var durationUnits = []struct {
 // unit: 250ms, 1s, 1.5s, 5m, 1h, 1d. It returns nanoseconds and refuses
 // zero, negative, fractional nanosecond and overflowing durations.
 func ParseDuration(b []byte, what string) (int64, error) {
+	// The common case, whole seconds, without the unit search below: a
+	// tenth of TB.TAKE's CPU in BenchmarkPipeline's profile otherwise.
+	if n, err := ParseInt(b); err == nil && n > 0 && n <= math.MaxInt64/1_000_000_000 {
+		return n * 1e9, nil
+	}
 	s := string(b)
 	bad := func(why string) error {
 		return wireError(fmt.Sprintf("ERR invalid %s '%s': %s", what, clip(b), why))

@@ -46,6 +46,10 @@ func TestParseDuration(t *testing.T) {
 		{"ms", 0, "ERR invalid window 'ms': no number"},
 		{"1e400s", 0, "ERR invalid window '1e400s': unknown unit (use ms, s, m, h or d)"},
 		{"9999999999999d", 0, "ERR invalid window '9999999999999d': too large"},
+		{"9223372036", 9223372036 * time.Second, ""},
+		{"9223372037", 0, "ERR invalid window '9223372037': too large"},
+		{"-5", 0, "ERR invalid window '-5': must be positive"},
+		{"060", 60 * time.Second, ""},
 	}
 	for _, c := range cases {
 		got, err := ParseDuration([]byte(c.in), "window")
