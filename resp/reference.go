@@ -41,7 +41,8 @@ func writeRefRow(b *strings.Builder, c *Command) {
 	if c.Syntax != "" {
 		syntax += " " + c.Syntax
 	}
-	fmt.Fprintf(b, "| `%s` | %d | %s | %s |\n", syntax, c.Arity, strings.Join(c.FlagNames(), ", "),
+	// GitHub's tables split cells at every unescaped |, code spans included.
+	fmt.Fprintf(b, "| `%s` | %d | %s | %s |\n", strings.ReplaceAll(syntax, "|", "\\|"), c.Arity, strings.Join(c.FlagNames(), ", "),
 		strings.ReplaceAll(c.Summary, "|", "\\|"))
 }
 
