@@ -194,3 +194,42 @@ func TestWatchOptimisticLocking(t *testing.T) {
 		t.Errorf("n = %s, want (10+100)*2", got)
 	}
 }
+
+// TestSnapshotInsideMulti: BGSAVE queued in a transaction runs with every
+// shard held; its writer must wait for EXEC, not deadlock it. (SAVE is
+// no_multi, as in Redis.)
+func TestSnapshotInsideMulti(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	c.Set(ctx, "a", 1, 0)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Incr(ctx, "a")
+			p.BgSave(ctx)
+			p.DBSize(ctx)
+			return nil
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("EXEC with BGSAVE never answered")
+	}
+	if v := c.Get(ctx, "a").Val(); v != "2" {
+		t.Errorf("a = %s", v)
+	}
+	for i := 0; i < 200; i++ {
+		if v, _ := infoField(c.Info(ctx, "persistence").Val(), "rdb_bgsave_in_progress"); v == "0" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if v, _ := infoField(c.Info(ctx, "persistence").Val(), "rdb_last_bgsave_status"); v != "ok" {
+		t.Errorf("the BGSAVE started inside EXEC: status %q", v)
+	}
+}
