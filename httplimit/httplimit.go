@@ -82,6 +82,7 @@ type Options struct {
 type Middleware struct {
 	o         Options
 	downUntil atomic.Int64 // Unix ns until which limitdb is presumed down
+	wait      func(context.Context, time.Duration) error
 }
 
 // ErrOptions is returned by New for incomplete options.
@@ -108,7 +109,7 @@ func New(o Options) (*Middleware, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Middleware{o: o}, nil
+	return &Middleware{o: o, wait: sleep}, nil
 }
 
 // Wrap returns next behind the limiter.
@@ -137,8 +138,25 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
 			return
 		}
+		// LB.QUEUE admits a request into a queue: it runs after its Delay,
+		// unless the client gives up first.
+		if res.Delay > 0 && m.wait(r.Context(), res.Delay) != nil {
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // decide asks limitdb, or the fallback while limitdb is failing. ok is

@@ -310,6 +310,48 @@ func TestNeverFitsHasNoRetryAfter(t *testing.T) {
 	}
 }
 
+// TestLeakyQueueDelaysTheHandler: LB.QUEUE's admitted requests wait their
+// Delay before the handler runs; a client that leaves while queued never
+// reaches it.
+func TestLeakyQueueDelaysTheHandler(t *testing.T) {
+	m, err := httplimit.New(httplimit.Options{
+		Limiter: remote(t, serve(t), client.LeakyQueue{Capacity: 3, Rate: 10, Period: time.Second}),
+		Key:     httplimit.ByHeader("X-Api-Key"), Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waited []time.Duration
+	gone := false
+	httplimit.SetWait(m, func(ctx context.Context, d time.Duration) error {
+		waited = append(waited, d)
+		if gone {
+			return context.Canceled
+		}
+		return nil
+	})
+	served := 0
+	h := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++ }))
+	steps := []struct {
+		gone   bool
+		code   int
+		waited []time.Duration
+		served int
+	}{
+		{false, 200, nil, 1}, // the queue was empty: no wait
+		{false, 200, []time.Duration{100 * time.Millisecond}, 2},
+		{true, 200, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, 2}, // left while queued
+		{false, 429, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, 2},
+	}
+	for i, s := range steps {
+		gone = s.gone
+		w := get(h, "judy")
+		if w.Code != s.code || fmt.Sprint(waited) != fmt.Sprint(s.waited) || served != s.served {
+			t.Errorf("step %d: code %d, waited %v, served %d; want %d, %v, %d", i, w.Code, waited, served, s.code, s.waited, s.served)
+		}
+	}
+}
+
 func TestNewRefusesIncompleteOptions(t *testing.T) {
 	for _, o := range []httplimit.Options{
 		{Key: httplimit.ByIP},
