@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/benchcpu"
@@ -188,4 +190,42 @@ func BenchmarkPipelineParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// fakeNetConn is a net.Conn over a reader, discarding writes.
+type fakeNetConn struct{ io.Reader }
+
+func (fakeNetConn) Write(p []byte) (int, error)      { return len(p), nil }
+func (fakeNetConn) Close() error                     { return nil }
+func (fakeNetConn) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+func (fakeNetConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+func (fakeNetConn) SetDeadline(time.Time) error      { return nil }
+func (fakeNetConn) SetReadDeadline(time.Time) error  { return nil }
+func (fakeNetConn) SetWriteDeadline(time.Time) error { return nil }
+
+// BenchmarkGuard is BenchmarkPipeline's CL.THROTTLE/P16 with and without
+// the connection guard (limits.go) in front of the reader, as the server
+// runs it: the cost of checking the framing before parsing it.
+func BenchmarkGuard(b *testing.B) {
+	for _, guarded := range []bool{false, true} {
+		b.Run(fmt.Sprint("guarded=", guarded), func(b *testing.B) {
+			s := New(DefaultConfig(), engine.New(nil, 0), nil)
+			s.guard.loadLimits(s.Config().Limits)
+			var nc net.Conn = fakeNetConn{&batchReader{batches: pipelines(16, hotKey, benchLoads[0].args), reads: (b.N + 15) / 16}}
+			if guarded {
+				nc = &guardConn{Conn: nc, s: s}
+			}
+			l := newListener(s.handle, s.accept, s.closed)
+			c := &conn{nc: nc, addr: "127.0.0.1:1", wr: redcon.NewWriter(nc), rd: reader{rd: nc}}
+			if !s.accept(c) {
+				b.Fatal("not accepted")
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			defer benchcpu.Report(b)()
+			if err := l.loop(c); err != io.EOF {
+				b.Fatal(err)
+			}
+		})
+	}
 }
