@@ -196,6 +196,35 @@ func TestClientLimits(t *testing.T) {
 			t.Errorf("20000-byte argument after AUTH: %q", got)
 		}
 	})
+	t.Run("client-write-timeout", func(t *testing.T) {
+		ts, _ := startWith(t, func(c *resp.Config) { c.WriteTimeout = 1 }, nil)
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.(*net.TCPConn).SetReadBuffer(4096)
+		big := strings.Repeat("z", 64<<10)
+		go func() { // megabytes of replies this client will never read
+			for i := 0; i < 256; i++ {
+				if _, err := nc.Write([]byte(cmd("ECHO", big))); err != nil {
+					return
+				}
+			}
+		}()
+		// The server gives up on the client while it is still connected.
+		start := time.Now()
+		for len(ts.srv.Clients()) == 0 && time.Since(start) < 5*time.Second {
+			time.Sleep(5 * time.Millisecond) // until the server has accepted it
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for len(ts.srv.Clients()) != 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the server still holds a client that has not read for 10 s")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	t.Run("max-key-len", func(t *testing.T) {
 		ts, _ := startWith(t, func(c *resp.Config) { c.MaxKeyLen = 8 }, nil)
 		r := dialRaw(t, ts.addr)

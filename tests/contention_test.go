@@ -1,0 +1,88 @@
+package tests
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestExactUnderContention has many clients hit one key at the same frozen
+// instant through every algorithm: exactly the limit is admitted, never one
+// more or one less, and every denial says so. Run it with -race.
+func TestExactUnderContention(t *testing.T) {
+	const clients, callsEach = 40, 5 // 200 calls for a limit of 100
+	cases := []struct {
+		cmd   string
+		args  []any // after the key
+		limit int64
+	}{
+		{"CL.THROTTLE", []any{99, 1, 3600}, 100}, // max_burst + 1
+		{"GCRA", []any{99, 1, 3600}, 100},
+		{"TB.TAKE", []any{100, 1, "1h"}, 100},
+		{"LB.QUEUE", []any{100, 1, "1h"}, 100},
+		{"FW.INCR", []any{100, "1h"}, 100},
+		{"SW.INCR", []any{100, "1h"}, 100},
+		{"SL.INCR", []any{100, "1h"}, 100},
+	}
+	ts := startServer(t)
+	conns := make([]*redis.Client, clients)
+	for i := range conns {
+		conns[i] = redis.NewClient(&redis.Options{Addr: ts.addr, PoolSize: 1})
+		defer conns[i].Close()
+	}
+	for _, tc := range cases {
+		t.Run(tc.cmd, func(t *testing.T) {
+			key := "contended:" + tc.cmd
+			var admitted, denied atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, c := range conns {
+				wg.Add(1)
+				go func(c *redis.Client) {
+					defer wg.Done()
+					<-start
+					for i := 0; i < callsEach; i++ {
+						v, err := c.Do(ctx, append([]any{tc.cmd, key}, tc.args...)...).Slice()
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if v[0].(int64) == 0 {
+							admitted.Add(1)
+						} else {
+							denied.Add(1)
+						}
+					}
+				}(c)
+			}
+			close(start)
+			wg.Wait()
+			if admitted.Load() != tc.limit || denied.Load() != clients*callsEach-tc.limit {
+				t.Errorf("admitted %d, denied %d; want exactly %d admitted of %d", admitted.Load(), denied.Load(), tc.limit, clients*callsEach)
+			}
+		})
+	}
+
+	t.Run("INCR", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for _, c := range conns {
+			wg.Add(1)
+			go func(c *redis.Client) {
+				defer wg.Done()
+				for i := 0; i < callsEach*5; i++ {
+					if err := c.Incr(ctx, "contended:counter").Err(); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}(c)
+		}
+		wg.Wait()
+		if got, want := conns[0].Get(ctx, "contended:counter").Val(), fmt.Sprint(clients*callsEach*5); got != want {
+			t.Errorf("counter = %s, want %s", got, want)
+		}
+	})
+}

@@ -1,0 +1,214 @@
+package tests
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/resp"
+)
+
+// -soak.scale multiplies the soak test's work; 1 keeps it to seconds for CI.
+var soakScale = flag.Int("soak.scale", 1, "multiplier for TestSoak's connections and commands")
+
+// TestSoak runs, all at once against one server: thousands of connections
+// opening and closing, pipelined bursts, slow readers that never read their
+// replies, and clients killed in the middle of a command. Meanwhile
+// well-behaved clients keep exact counts. Afterwards every count is exact,
+// and the server's goroutines and heap are back to their baseline.
+func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak test skipped in -short mode")
+	}
+	scale := *soakScale
+	ts, logs := startWith(t, func(c *resp.Config) { c.WriteTimeout = 1 }, nil)
+	// Let the server's own goroutines start, then take the baseline.
+	warm := dialRaw(t, ts.addr)
+	warm.send(cmd("PING"))
+	warm.mustLine()
+	warm.nc.Close()
+	waitServerClients(t, ts, 0)
+	baseG, baseHeap := goroutines(), heap()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	fail := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	run := func(n int, fn func(i int)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem := make(chan struct{}, 32)
+			var inner sync.WaitGroup
+			for i := 0; i < n; i++ {
+				sem <- struct{}{}
+				inner.Add(1)
+				go func(i int) {
+					defer func() { <-sem; inner.Done() }()
+					fn(i)
+				}(i)
+			}
+			inner.Wait()
+		}()
+	}
+
+	// Churn: open, maybe send, close without reading, or read.
+	run(3000*scale, func(i int) {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer nc.Close()
+		switch i % 3 {
+		case 0: // connect and leave
+		case 1:
+			io.WriteString(nc, cmd("PING"))
+		case 2:
+			io.WriteString(nc, cmd("PING"))
+			nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if l, err := bufio.NewReader(nc).ReadString('\n'); err != nil || l != "+PONG\r\n" {
+				fail(fmt.Errorf("churn PING: %q %v", l, err))
+			}
+		}
+	})
+
+	// Pipelined bursts with exact counts: each connection owns a counter
+	// and a limiter key.
+	const burst = 2000
+	run(20*scale, func(i int) {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer nc.Close()
+		key := "soak:burst:" + strconv.Itoa(i)
+		var b strings.Builder
+		for j := 0; j < burst; j++ {
+			b.WriteString(cmd("INCR", key+":n"))
+			b.WriteString(cmd("CL.THROTTLE", key+":rl", "99", "1", "3600"))
+		}
+		go io.WriteString(nc, b.String())
+		rd := bufio.NewReader(nc)
+		nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		admitted := 0
+		for j := 0; j < burst; j++ {
+			if l, err := rd.ReadString('\n'); err != nil || l != ":"+strconv.Itoa(j+1)+"\r\n" {
+				fail(fmt.Errorf("burst %d INCR %d: %q %v", i, j, l, err))
+				return
+			}
+			var lines [6]string
+			for k := range lines {
+				lines[k], _ = rd.ReadString('\n')
+			}
+			if lines[1] == ":0\r\n" {
+				admitted++
+			}
+		}
+		if admitted != 100 {
+			fail(fmt.Errorf("burst %d: %d admitted, want 100", i, admitted))
+		}
+	})
+
+	// Slow readers: ask for megabytes of replies and never read them. The
+	// write timeout must free the server's side.
+	run(10*scale, func(i int) {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer nc.Close()
+		nc.(*net.TCPConn).SetReadBuffer(4096)
+		big := strings.Repeat("z", 64<<10)
+		for j := 0; j < 64; j++ {
+			nc.SetWriteDeadline(time.Now().Add(3 * time.Second))
+			if _, err := io.WriteString(nc, cmd("ECHO", big)); err != nil {
+				return // the server gave up on us: what we want
+			}
+		}
+		time.Sleep(1500 * time.Millisecond) // past client-write-timeout, without reading
+	})
+
+	// Killed mid-command: half a frame, then a reset.
+	run(500*scale, func(i int) {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			fail(err)
+			return
+		}
+		frame := cmd("CL.THROTTLE", "soak:killed", "5", "1", "60")
+		io.WriteString(nc, frame[:1+i%(len(frame)-1)])
+		nc.(*net.TCPConn).SetLinger(0)
+		nc.Close()
+	})
+
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Nothing the killed clients sent was a whole command.
+	c := ts.client(t, 2)
+	if n := c.Exists(ctx, "soak:killed").Val(); n != 0 {
+		t.Errorf("a half-sent command changed soak:killed")
+	}
+	for i := 0; i < 20*scale; i++ {
+		if v := c.Get(ctx, "soak:burst:"+strconv.Itoa(i)+":n").Val(); v != strconv.Itoa(burst) {
+			t.Errorf("counter %d = %s, want %d", i, v, burst)
+		}
+	}
+	c.Close()
+
+	waitServerClients(t, ts, 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for goroutines() > baseG+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g := goroutines(); g > baseG+2 {
+		buf := make([]byte, 1<<20)
+		t.Errorf("goroutines: %d, baseline %d\n%s", g, baseG, buf[:runtime.Stack(buf, true)])
+	}
+	if h := heap(); h > baseHeap+8<<20 {
+		t.Errorf("heap %d MiB after the soak, baseline %d MiB", h>>20, baseHeap>>20)
+	}
+	if strings.Contains(logs.String(), "panic") {
+		t.Errorf("panic logged:\n%s", logs.String())
+	}
+	t.Logf("baseline %d goroutines, %d KiB heap; after: %d goroutines, %d KiB heap", baseG, baseHeap>>10, goroutines(), heap()>>10)
+}
+
+func goroutines() int { return runtime.NumGoroutine() }
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// waitServerClients waits until the server counts n connected clients.
+func waitServerClients(t *testing.T, ts *testServer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(ts.srv.Clients()) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients still connected, want %d", len(ts.srv.Clients()), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
