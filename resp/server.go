@@ -62,7 +62,8 @@ type Server struct {
 	closeOnce sync.Once
 	done      chan struct{}
 
-	guard guard // limits, users, shutdown draining (limits.go, auth.go, shutdown.go)
+	serveMu sync.Mutex // orders Serve's start against Close and Shutdown
+	guard   guard      // limits, users, shutdown draining (limits.go, auth.go, shutdown.go)
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.
@@ -129,8 +130,17 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return err
 	}
+	s.serveMu.Lock()
+	select {
+	case <-s.done: // closed before it started
+		s.serveMu.Unlock()
+		ln.Close()
+		return nil
+	default:
+	}
 	s.ln = ln
 	s.rs = newListener(s.handle, s.accept, s.closed)
+	s.serveMu.Unlock()
 	s.startBackground()
 	err := s.rs.Serve(guardListener{ln, s})
 	if s.guard.draining.Load() { // Shutdown: wait for the final snapshot
@@ -147,6 +157,8 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Addr is the address the server listens on (after Serve has started).
 func (s *Server) Addr() net.Addr {
+	s.serveMu.Lock()
+	defer s.serveMu.Unlock()
 	if s.ln == nil {
 		return nil
 	}
@@ -157,6 +169,8 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		s.serveMu.Lock()
+		defer s.serveMu.Unlock()
 		close(s.done)
 		if s.rs != nil {
 			err = s.rs.Close()

@@ -67,9 +67,11 @@ func (s *Server) Shutdown(save bool, grace time.Duration) error {
 		return nil
 	}
 	s.logger.Printf("shutting down: no new connections, finishing in-flight commands")
+	s.serveMu.Lock()
 	if s.ln != nil {
 		s.ln.Close() // redcon's accept loop now waits in guardListener for drained
 	}
+	s.serveMu.Unlock()
 	// A connection blocked reading gets a past deadline and ends; one that
 	// is running commands finishes its pipeline, flushes, and ends at its
 	// next read (guardConn.Read checks draining after setting its deadline).
