@@ -236,13 +236,16 @@ func (l guardListener) Accept() (net.Conn, error) {
 }
 
 // guardConn checks the RESP framing of everything a client sends before
-// redcon's reader sees it. redcon trusts declared lengths (a huge one can
-// overflow its index arithmetic and panic the whole process), keeps a
-// growing buffer for any unfinished command, and re-parses an unfinished
-// command from its start on every read. The guard enforces the limits,
-// answers a violation with Redis's protocol error and closes the
-// connection, and hands redcon whole commands where it can so its buffer
-// rewinds. Good input passes through byte for byte.
+// the command reader (conn.go) sees it. The reader accepts any declared
+// length and any argument count, grows its buffer for as long as a command
+// is unfinished, and re-parses an unfinished command from its start on every
+// read. (redcon's reader, used before, also overflowed its index arithmetic
+// on a length near MaxInt64 and panicked the process.) The guard enforces
+// the limits, answers a violation with Redis's protocol error and closes the
+// connection, fills the reader's buffer while no command is complete (one
+// re-parse per buffer size, not per network read), and hands the reader
+// whole commands where it can so its buffer rewinds. Good input passes
+// through byte for byte.
 type guardConn struct {
 	net.Conn
 	s      *Server
@@ -326,7 +329,11 @@ func (g *guardConn) Read(p []byte) (int, error) {
 	if boundary >= 0 && boundary < n {
 		// Hold back the start of the next command so redcon's buffer ends
 		// on a command boundary and rewinds after the pipeline.
-		g.carry = append(append(make([]byte, 0, n-boundary+len(g.carry)), p[boundary:n]...), g.carry...)
+		if len(g.carry) == 0 {
+			g.carry = append(g.carry, p[boundary:n]...) // reuses the buffer: no allocation in a steady pipeline
+		} else {
+			g.carry = append(append(make([]byte, 0, n-boundary+len(g.carry)), p[boundary:n]...), g.carry...)
+		}
 		g.sc = frameScanner{}
 		n = boundary
 	}
