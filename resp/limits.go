@@ -402,6 +402,11 @@ func (sc *frameScanner) scan(b []byte, max frameMax) (end int, bad string) {
 		switch sc.state {
 		case scanStart:
 			sc.pending = 0
+			if n := wholeCommand(b[i:], max); n > 0 {
+				i += n - 1
+				end = i + 1
+				continue
+			}
 			if ch == '*' {
 				sc.state, sc.num, sc.neg, sc.digits = scanCount, 0, false, 0
 			} else {
@@ -493,6 +498,62 @@ func (sc *frameScanner) scan(b []byte, max frameMax) (end int, bad string) {
 		}
 	}
 	return end, ""
+}
+
+// wholeCommand is the scanner's fast path: if b starts with a complete,
+// well-formed command within the limits, it returns the command's length;
+// otherwise 0, and the byte-by-byte path takes over to wait for the rest or
+// name the error. A pipeline of small commands is checked here at the cost
+// of one pass over its length fields.
+func wholeCommand(b []byte, max frameMax) int {
+	if len(b) < 4 || b[0] != '*' {
+		return 0
+	}
+	count, i := fastLen(b, 1)
+	if i < 0 || count < 1 || count > int64(max.args) {
+		return 0
+	}
+	for ; count > 0; count-- {
+		if i >= len(b) || b[i] != '$' {
+			return 0
+		}
+		size, j := fastLen(b, i+1)
+		if j < 0 || size > max.bulk || int64(len(b)-j) < size+2 {
+			return 0
+		}
+		j += int(size)
+		if b[j] != '\r' || b[j+1] != '\n' {
+			return 0
+		}
+		i = j + 2
+	}
+	if int64(i) > max.query {
+		return 0
+	}
+	return i
+}
+
+// fastLen reads the digits of a length starting at b[i] up to their CRLF,
+// and returns the value and the index after the CRLF, or -1 when the
+// digits are not a plain non-negative number of at most 18 digits or the
+// line is incomplete.
+func fastLen(b []byte, i int) (int64, int) {
+	var n int64
+	start := i
+	for ; i < len(b) && i-start <= 18; i++ {
+		ch := b[i]
+		if ch == '\r' {
+			if i == start || i+1 >= len(b) || b[i+1] != '\n' {
+				return 0, -1
+			}
+			return n, i + 2
+		}
+		if ch < '0' || ch > '9' {
+			return 0, -1
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	return 0, -1
 }
 
 func printable(ch byte) string {
