@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/internal/benchcpu"
 	"github.com/tidwall/redcon"
 )
 
@@ -335,38 +334,4 @@ var seedArgs = []string{
 	"\x00k\x0015\x0030\x0060", "\x00k\x00-1\x00x\x00\x00", "\x00\x00\x00\x00\x00\x00\x00\x00",
 	"\x009223372036854775807\x009223372036854775807\x009223372036854775807",
 	"\x00k\x001e308\x00NaN\x00inf", "\x00*\x00MATCH\x00[\x00COUNT\x00-5",
-}
-
-// readerConn is a net.Conn whose reads come from r; the guard needs nothing else.
-type readerConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (rc readerConn) Read(p []byte) (int, error) { return rc.r.Read(p) }
-
-// BenchmarkGuard measures what the connection guard adds in front of the
-// command reader: CL.THROTTLE pipelines of 16, one pipeline per read, with
-// and without the guard. ns/op is per command.
-func BenchmarkGuard(b *testing.B) {
-	batches := pipelines(16, randomKeys(100_000), benchLoads[0].args)
-	s := New(DefaultConfig(), engine.New(nil, 0), nil)
-	for _, guarded := range []bool{false, true} {
-		b.Run(fmt.Sprint("guard=", guarded), func(b *testing.B) {
-			var src io.Reader = &batchReader{batches: batches, reads: -1}
-			if guarded {
-				src = &guardConn{Conn: readerConn{r: src}, s: s, shaken: true}
-			}
-			rd := reader{rd: src}
-			b.ReportAllocs()
-			defer benchcpu.Report(b)()
-			for done := 0; done < b.N; {
-				cmds, err := rd.read()
-				if err != nil {
-					b.Fatal(err)
-				}
-				done += len(cmds)
-			}
-		})
-	}
 }
