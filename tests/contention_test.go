@@ -26,16 +26,31 @@ func TestExactUnderContention(t *testing.T) {
 		{"FW.INCR", []any{100, "1h"}, 100},
 		{"SW.INCR", []any{100, "1h"}, 100},
 		{"SL.INCR", []any{100, "1h"}, 100},
+		// RL.HIT's key comes after the policy name: args[0] is the policy.
+		{"RL.HIT", []any{"contention-sliding-log"}, 100},
+		{"RL.HIT", []any{"contention-token-bucket"}, 100},
+		{"RL.HIT", []any{"contention-gcra"}, 100},
 	}
 	ts := startServer(t)
+	admin := ts.client(t, 2)
+	for name, algo := range map[string]string{"contention-sliding-log": "sliding_log", "contention-token-bucket": "token_bucket", "contention-gcra": "gcra"} {
+		if err := admin.Do(ctx, "RL.POLICY", "SET", name, algo, 100, "1h").Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { admin.Do(ctx, "RL.POLICY", "DEL", name) })
+	}
 	conns := make([]*redis.Client, clients)
 	for i := range conns {
 		conns[i] = redis.NewClient(&redis.Options{Addr: ts.addr, PoolSize: 1})
 		defer conns[i].Close()
 	}
 	for _, tc := range cases {
-		t.Run(tc.cmd, func(t *testing.T) {
-			key := "contended:" + tc.cmd
+		name := tc.cmd
+		if tc.cmd == "RL.HIT" {
+			name += " " + tc.args[0].(string)
+		}
+		t.Run(name, func(t *testing.T) {
+			key := "contended:" + name
 			var admitted, denied atomic.Int64
 			var wg sync.WaitGroup
 			start := make(chan struct{})
@@ -45,7 +60,11 @@ func TestExactUnderContention(t *testing.T) {
 					defer wg.Done()
 					<-start
 					for i := 0; i < callsEach; i++ {
-						v, err := c.Do(ctx, append([]any{tc.cmd, key}, tc.args...)...).Slice()
+						args := append([]any{tc.cmd, key}, tc.args...)
+						if tc.cmd == "RL.HIT" {
+							args = []any{tc.cmd, tc.args[0], key}
+						}
+						v, err := c.Do(ctx, args...).Slice()
 						if err != nil {
 							t.Error(err)
 							return

@@ -22,7 +22,7 @@ type process struct {
 	done chan error
 }
 
-var listenLine = regexp.MustCompile(`listening on (\S+) `)
+var listenLine = regexp.MustCompile(`limitdb \S+ listening on (\S+) `)
 
 func startBinary(t *testing.T, bin string, args ...string) *process {
 	t.Helper()

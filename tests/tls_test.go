@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,5 +222,39 @@ func TestTLSConfigErrors(t *testing.T) {
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSAuthClients = p.cert, p.key, "no"
 	if _, err := resp.New(cfg, nil, nil).TLSConfig(); err != nil {
 		t.Errorf("tls-auth-clients no without a CA: %v", err)
+	}
+}
+
+// TestTLSBinary starts the real binary with --tls-port: one process serves
+// the plain and the TLS port, and redis-cli --tls reaches it.
+func TestTLSBinary(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	p := newPKI(t)
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tlsPort, _ := net.SplitHostPort(free.Addr().String())
+	free.Close()
+	proc := startBinary(t, limitdbBinary(t), "--dir", t.TempDir(), "--tls-port", tlsPort,
+		"--tls-cert-file", p.cert, "--tls-key-file", p.key, "--tls-ca-cert-file", p.ca)
+	out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", tlsPort, "--tls", "--cacert", p.ca,
+		"--cert", p.clientCert, "--key", p.clientKey, "INCR", "over-tls").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1" {
+		t.Fatalf("redis-cli --tls INCR: %v %q\n%s", err, out, proc.log)
+	}
+	r := dialRaw(t, proc.addr)
+	r.send(cmd("INCR", "over-tls"))
+	if got := r.mustLine(); got != ":2" {
+		t.Errorf("plain port after the TLS INCR: %q", got)
+	}
+	if !strings.Contains(proc.log.String(), "TLS listening on 127.0.0.1:"+tlsPort) {
+		t.Errorf("log:\n%s", proc.log)
+	}
+	proc.cmd.Process.Signal(syscall.SIGTERM)
+	if code := proc.wait(t); code != 0 {
+		t.Errorf("exit %d", code)
 	}
 }
