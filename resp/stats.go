@@ -3,7 +3,6 @@ package resp
 import (
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -21,15 +20,6 @@ func init() {
 		infoLine(b, "connected_slaves", 0)
 	})
 	registerInfo("cpu", 80, infoCPU)
-}
-
-func infoCPU(_ *Server, b *strings.Builder) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return
-	}
-	infoLine(b, "used_cpu_sys", fmtSeconds(ru.Stime.Nano()))
-	infoLine(b, "used_cpu_user", fmtSeconds(ru.Utime.Nano()))
 }
 
 func fmtSeconds(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 6, 64) }
