@@ -4,7 +4,7 @@
 # Both servers get the same redis-benchmark load of random keys, each
 # holding an hour of GCRA state (1 request per hour, burst 1):
 #   limitdb:      CL.THROTTLE key:__rand_int__ 1 1 3600 1
-#   redis-server: the same GCRA as a Lua script (EVALSHA), one string per key
+#   redis-server: bench/lua/gcra.lua (EVALSHA), one string per key
 # Figure: (resident memory after - before) / DBSIZE, from /proc/PID/status.
 # Then limitdb is filled with 10-second keys and watched while they expire.
 #
@@ -27,19 +27,6 @@ fill() { redis-benchmark -p "$1" -n "$N" -r "$R" -c 50 -P 16 -q "${@:2}" | tr '\
 
 go build -o "$TMP/limitdb" ./cmd/limitdb
 
-# GCRA in Lua: TAT in microseconds, one string per key, expiring with it.
-GCRA_LUA='
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1]) * 1000000
-local burst = tonumber(ARGV[2])
-local tat = tonumber(redis.call("GET", KEYS[1])) or now
-if tat < now then tat = now end
-local newtat = tat + interval
-if newtat - now > interval * burst then return {1, newtat - now} end
-redis.call("SET", KEYS[1], newtat, "PX", math.ceil((newtat - now) / 1000))
-return {0, newtat - now}'
-
 LP=$(freeport)
 "$TMP/limitdb" --port "$LP" --dir "$TMP/ldb" --save 0 2>"$TMP/limitdb.log" &
 LPID=$!; PIDS+=("$LPID")
@@ -47,12 +34,12 @@ RP=$(freeport)
 redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" --daemonize no >"$TMP/redis.log" &
 RPID=$!; PIDS+=("$RPID")
 waitport "$LP"; waitport "$RP"
-SHA=$(redis-cli -p "$RP" SCRIPT LOAD "$GCRA_LUA")
+SHA=$(redis-cli -p "$RP" SCRIPT LOAD "$(cat bench/lua/gcra.lua)")
 
 echo "== fill: $N requests over $R random keys, hour-long GCRA state"
 L0=$(rss "$LPID"); R0=$(rss "$RPID")
 echo "limitdb      $(fill "$LP" CL.THROTTLE key:__rand_int__ 1 1 3600 1)"
-echo "redis (Lua)  $(fill "$RP" EVALSHA "$SHA" 1 key:__rand_int__ 3600 1)"
+echo "redis (Lua)  $(fill "$RP" EVALSHA "$SHA" 1 key:__rand_int__ 1 1 3600 1)"
 L1=$(rss "$LPID"); R1=$(rss "$RPID")
 LK=$(redis-cli -p "$LP" DBSIZE); RK=$(redis-cli -p "$RP" DBSIZE)
 python3 - "$L0" "$L1" "$LK" "$R0" "$R1" "$RK" <<'PY'

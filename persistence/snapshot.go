@@ -33,6 +33,12 @@ type SaveStats struct {
 	Bytes    int64         // file size
 	Started  time.Time     // wall-clock start of the save
 	Duration time.Duration // time to write, sync and rename
+	// MaxShardHold is the longest one shard's copy took (lock wait
+	// included): the longest a client touching that shard could have
+	// waited because of the save.
+	MaxShardHold time.Duration
+	// MeanShardHold is the average over shards of the same.
+	MeanShardHold time.Duration
 }
 
 // Save writes every live entry of eng at the engine's current time, and
@@ -63,27 +69,53 @@ func Save(path string, eng *engine.Engine) (SaveStats, error) {
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(now))
 	w.Write(hdr)
 
-	// Copy each shard's records under its lock, write them with none held.
-	var buf, scratch []byte
+	// Copy each shard's entries under its lock and encode them with none
+	// held. Entries with Ext state are encoded under the lock, because an
+	// algorithm may change its Ext state in place once the lock is free.
+	var buf, scratch, keys []byte
+	type plain struct {
+		keyEnd int
+		ent    engine.Entry
+	}
+	var plains []plain
+	record := func(key []byte, ent *engine.Entry) error {
+		var err error
+		if scratch, err = ent.AppendBinary(scratch[:0]); err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+		buf = append(buf, recKey)
+		buf = binary.AppendUvarint(buf, uint64(len(key)))
+		buf = append(buf, key...)
+		buf = binary.AppendUvarint(buf, uint64(len(scratch)))
+		buf = append(buf, scratch...)
+		st.Keys++
+		return nil
+	}
 	for i := 0; i < eng.Shards(); i++ {
-		buf = buf[:0]
+		buf, keys, plains = buf[:0], keys[:0], plains[:0]
 		var encErr error
+		held := time.Now()
 		eng.RangeShardTransient(i, now, func(key string, ent *engine.Entry) bool {
-			buf = append(buf, recKey)
-			buf = binary.AppendUvarint(buf, uint64(len(key)))
-			buf = append(buf, key...)
-			var err error
-			if scratch, err = ent.AppendBinary(scratch[:0]); err != nil {
-				encErr = fmt.Errorf("key %q: %w", key, err)
-				return false
+			if ent.Ext != nil {
+				encErr = record([]byte(key), ent)
+				return encErr == nil
 			}
-			buf = binary.AppendUvarint(buf, uint64(len(scratch)))
-			buf = append(buf, scratch...)
-			st.Keys++
+			keys = append(keys, key...)
+			plains = append(plains, plain{len(keys), *ent})
 			return true
 		})
+		h := time.Since(held)
+		st.MaxShardHold = max(st.MaxShardHold, h)
+		st.MeanShardHold += h / time.Duration(eng.Shards())
 		if encErr != nil {
 			return st, fmt.Errorf("snapshot: %w", encErr)
+		}
+		start := 0
+		for k := range plains {
+			if err := record(keys[start:plains[k].keyEnd], &plains[k].ent); err != nil {
+				return st, fmt.Errorf("snapshot: %w", err)
+			}
+			start = plains[k].keyEnd
 		}
 		w.Write(buf)
 	}

@@ -92,7 +92,8 @@ func (s *Server) saveLocked() error {
 	p.lastStatus, p.lastErr = "ok", nil
 	p.lastSave, p.last, p.changesAtSave = st.Started, st, changes
 	p.saves++
-	s.logger.Printf("snapshot saved to %s: %d keys, %d bytes in %v", path, st.Keys, st.Bytes, st.Duration.Round(time.Microsecond))
+	s.logger.Printf("snapshot saved to %s: %d keys, %d bytes in %v (longest shard hold %v)",
+		path, st.Keys, st.Bytes, st.Duration.Round(time.Microsecond), st.MaxShardHold.Round(time.Microsecond))
 	return nil
 }
 
@@ -238,6 +239,8 @@ func infoPersistence(s *Server, b *strings.Builder) {
 	infoLine(b, "rdb_last_save_duration_ms", p.last.Duration.Milliseconds())
 	infoLine(b, "rdb_last_save_keys", p.last.Keys)
 	infoLine(b, "rdb_last_save_bytes", p.last.Bytes)
+	infoLine(b, "rdb_last_save_max_shard_hold_us", p.last.MaxShardHold.Microseconds())
+	infoLine(b, "rdb_last_save_mean_shard_hold_us", p.last.MeanShardHold.Microseconds())
 	if p.lastErr != nil {
 		infoLine(b, "rdb_last_error", strings.ReplaceAll(p.lastErr.Error(), "\n", " "))
 	}

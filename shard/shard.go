@@ -138,6 +138,7 @@ const (
 	ctrlDeleted = 1
 	ctrlFull    = 0x80
 	minSlots    = 8
+	freeRecord  = math.MaxUint32 // koff of a deleted record
 )
 
 // Lock and Unlock guard the shard.
@@ -294,6 +295,7 @@ func (s *Shard[V]) deleteSlot(p int) {
 	s.dead += 1 + binary.PutUvarint(l[:], uint64(len(k))) + len(k)
 	var zero V
 	s.vals[r] = zero // drop references held by the value
+	s.koff[r] = freeRecord
 	s.free = append(s.free, r)
 	// A probe that reached p would stop at an empty next slot anyway.
 	if s.ctrl[nextSlot(p, len(s.ctrl))] == ctrlEmpty {
@@ -341,19 +343,27 @@ func (s *Shard[V]) Compact() bool {
 	koff := makeArray[uint32](0, cap(vals))
 	arena := makeArray[byte](0, len(s.arena)-s.dead+len(s.arena)/16)
 	var l [1 + binary.MaxVarintLen64]byte
-	for p, c := range s.ctrl {
-		if c < ctrlFull {
+	// Live records keep their order (the order keys arrived in), so that
+	// walking records stays a sequential read.
+	remap := makeArray[uint32](len(s.vals), len(s.vals))
+	for r := range s.vals {
+		if s.koff[r] == freeRecord {
 			continue
 		}
-		r := s.slot[p]
-		k := s.key(r)
+		k := s.key(uint32(r))
 		koff = appendArray(koff, uint32(len(arena)))
 		l[0] = s.arena[s.koff[r]]
 		arena = appendArray(arena, l[:1+binary.PutUvarint(l[1:], uint64(len(k)))]...)
 		arena = appendArray(arena, k...)
 		vals = appendArray(vals, s.vals[r])
-		s.slot[p] = uint32(len(vals) - 1)
+		remap[r] = uint32(len(vals) - 1)
 	}
+	for p, c := range s.ctrl {
+		if c >= ctrlFull {
+			s.slot[p] = remap[s.slot[p]]
+		}
+	}
+	freeArray(remap)
 	freeArray(s.vals)
 	freeArray(s.koff)
 	freeArray(s.arena)
@@ -388,25 +398,25 @@ func (s *Shard[V]) Range(fn func(key string, v *V) bool) {
 	s.Scan(0, -1, func(key string, v *V, _ byte) bool { return fn(key, v) })
 }
 
-// Scan is Range over at most count full slots starting at slot cursor; it
-// returns the cursor to continue from, 0 once it has wrapped around. Active
-// expiry walks a shard a bounded step at a time with it.
+// Scan is Range over at most count keys starting at record cursor; it
+// returns the cursor to continue from, 0 once it has reached the end.
+// Active expiry walks a shard a bounded step at a time with it. It walks
+// the records, not the index, so that it reads memory in order.
 func (s *Shard[V]) Scan(cursor, count int, fn func(key string, v *V, tag byte) bool) int {
-	for p := cursor; p < len(s.ctrl); p++ {
-		if s.ctrl[p] < ctrlFull {
+	for r := cursor; r < len(s.vals); r++ {
+		if s.koff[r] == freeRecord {
 			continue
 		}
 		if count == 0 {
-			return p
+			return r
 		}
 		count--
-		r := s.slot[p]
-		k := s.key(r)
+		k := s.key(uint32(r))
 		if !fn(unsafe.String(unsafe.SliceData(k), len(k)), &s.vals[r], s.arena[s.koff[r]]) {
-			if p+1 == len(s.ctrl) {
+			if r+1 == len(s.vals) {
 				return 0
 			}
-			return p + 1
+			return r + 1
 		}
 	}
 	return 0
