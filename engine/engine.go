@@ -329,11 +329,12 @@ func (e *Engine) RangeShardTransient(i int, now int64, fn func(key string, ent *
 	if e.lockShard(i) {
 		defer s.Unlock()
 	}
+	var ent Entry // one copy reused: a fresh one per key would escape and allocate
 	s.Scan(0, -1, func(k string, v *stored, tag byte) bool {
 		if !v.live(now) {
 			return true
 		}
-		ent := Entry{Kind: Kind(tag &^ tagExt), Expire: v.Expire, A: v.A, B: v.B}
+		ent = Entry{Kind: Kind(tag &^ tagExt), Expire: v.Expire, A: v.A, B: v.B}
 		if tag&tagExt != 0 {
 			ent.Ext = e.side[i].ext[k]
 		}

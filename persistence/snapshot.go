@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
@@ -118,6 +119,7 @@ func Save(path string, eng *engine.Engine) (SaveStats, error) {
 			start = plains[k].keyEnd
 		}
 		w.Write(buf)
+		runtime.Gosched() // serving goroutines first: the save can wait
 	}
 	for _, sec := range registered() {
 		data, err := sec.save()
