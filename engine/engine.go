@@ -121,10 +121,9 @@ func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > no
 
 // sideState is what a shard keeps beside its table.
 type sideState struct {
-	ext         map[string]any
-	cursor      int // active expiry's position in the shard
-	evictCursor int // eviction's position in the shard (memory.go)
-	_           [32]byte
+	ext    map[string]any
+	cursor int // active expiry's position in the shard
+	_      [40]byte
 }
 
 func (e *Engine) load(i int, key []byte, st *stored, tag byte) Entry {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
 )
@@ -29,8 +30,8 @@ func (e *Engine) UsedBytes() int64 {
 var evictShard atomic.Uint64
 
 // EvictSoonest deletes one key among those closest to expiry, as Redis's
-// volatile-ttl does: it samples up to sample keys of one shard (shards
-// taken in turn), deletes expired ones it meets, and evicts the sampled key
+// volatile-ttl does: it samples sample keys at random places of one shard
+// (shards taken in turn), deletes expired ones it meets, and evicts the sampled key
 // with the earliest expiry; keys that never expire are never evicted. It
 // tries every shard before giving up and reports whether it freed a key
 // (evicted or reaped). It locks one shard at a time.
@@ -42,12 +43,11 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 		i := (start + k) % n
 		s := e.tab.Shard(i)
 		locked := e.lockShard(i)
-		sd := &e.side[i]
 		bestExp := int64(0)
 		var bestTag byte
 		var gone int
 		var kb []byte
-		sd.evictCursor = s.Scan(sd.evictCursor, sample, func(key string, v *stored, tag byte) bool {
+		visit := func(key string, v *stored, tag byte) bool {
 			switch {
 			case !v.live(now):
 				kb = append(kb[:0], key...)
@@ -60,7 +60,14 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 				best = append(best[:0], key...)
 			}
 			return true
-		})
+		}
+		// Records sit in arrival order, and keys that arrived together tend
+		// to expire together: sample from random places, not a run.
+		if recs := s.Records(); recs > 0 {
+			for j := 0; j < sample; j++ {
+				s.Scan(rand.IntN(recs), 1, visit)
+			}
+		}
 		if bestExp != 0 {
 			e.dropExt(i, best, bestTag)
 			s.Delete(best)

@@ -37,21 +37,21 @@ func TestUsedBytesFollowsKeys(t *testing.T) {
 }
 
 func TestEvictSoonestTakesEarliestExpiry(t *testing.T) {
-	e := New(nil, 1) // one shard: the sample sees every key
+	e := New(nil, 1) // one shard; 256 random draws over 11 records miss none
 	for i := 1; i <= 10; i++ {
 		exp := t0 + int64(i)*int64(time.Minute)
 		e.Do([]byte(fmt.Sprint("k", i)), t0, func(Entry) (Entry, bool) { return Entry{Kind: KindGCRA, A: exp, Expire: exp}, true })
 	}
 	e.Do([]byte("forever"), t0, func(Entry) (Entry, bool) { return Entry{Kind: KindString, A: 1}, true })
 	for i := 1; i <= 10; i++ {
-		if ev, _ := e.EvictSoonest(t0, 64); !ev {
+		if ev, _ := e.EvictSoonest(t0, 256); !ev {
 			t.Fatalf("eviction %d found nothing", i)
 		}
 		if _, ok := e.Get([]byte(fmt.Sprint("k", i)), t0); ok {
 			t.Fatalf("eviction %d left k%d, the earliest to expire", i, i)
 		}
 	}
-	if ev, _ := e.EvictSoonest(t0, 64); ev {
+	if ev, _ := e.EvictSoonest(t0, 256); ev {
 		t.Fatal("evicted a key that never expires")
 	}
 	if _, ok := e.Get([]byte("forever"), t0); !ok {

@@ -422,6 +422,9 @@ func (s *Shard[V]) Scan(cursor, count int, fn func(key string, v *V, tag byte) b
 	return 0
 }
 
+// Records is the number of record positions Scan walks (live or free).
+func (s *Shard[V]) Records() int { return len(s.vals) }
+
 // Reset drops every key.
 func (s *Shard[V]) Reset() {
 	freeArray(s.ctrl)
