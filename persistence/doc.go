@@ -41,9 +41,14 @@
 // # Consistency
 //
 // A snapshot is not a fork-style instant. Save walks the shards one at a
-// time and copies each shard's live entries under that shard's lock (a few
-// thousand keys, microseconds), then writes them with no lock held, so
-// clients are never stalled for longer than one shard copy. Each key is
+// time and copies each shard's live entries under that shard's lock (about
+// 4k keys a shard at 1M keys: a few hundred microseconds), then encodes and
+// writes them with no lock held, yielding between shards, so a client is
+// never stalled for longer than one shard copy. Entries with Ext state are
+// encoded under the lock, since an algorithm may change Ext in place.
+// SaveStats.MaxShardHold and MeanShardHold (INFO persistence:
+// rdb_last_save_max_shard_hold_us, rdb_last_save_mean_shard_hold_us)
+// report the holds of the last save. Each key is
 // consistent (never a half-applied command) and atomic multi-key updates
 // within one shard stay together, but keys of different shards are taken at
 // slightly different moments over the save's short interval.

@@ -330,6 +330,8 @@ func TestKill9DuringBGSaveKeepsPreviousSnapshot(t *testing.T) {
 		t.Fatalf("BGSAVE: %q, %v", s, err)
 	}
 	p.kill9(t) // most likely mid-write; either way one whole snapshot must load
+	_, err := os.Stat(filepath.Join(dir, "dump.ldb.tmp"))
+	t.Logf("killed with a half-written temp file: %v", err == nil)
 
 	p = mustStart(t, dir)
 	c = p.client(t)
