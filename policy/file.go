@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitdb/limitdb/engine/limit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -278,7 +279,7 @@ func (p *rulesParser) period(v *yaml.Node, at string) time.Duration {
 		p.add(v.Line, at, "period", fmt.Sprintf("must be a duration such as 60, 250ms, 1s, 5m, 1h or 1d, got %s", scalar(v)))
 		return 0
 	}
-	d, err := ParseDuration(v.Value)
+	d, err := limit.ParseDuration(v.Value)
 	if err != nil {
 		p.add(v.Line, at, "period", fmt.Sprintf("invalid duration %q: %v", v.Value, err))
 		return 0

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/engine/limit"
 )
 
 func TestParseRulesValid(t *testing.T) {
@@ -124,16 +126,16 @@ func TestParseDuration(t *testing.T) {
 		"5m": 5 * time.Minute, "1h": time.Hour, "1d": 24 * time.Hour, "10us": 10 * time.Microsecond,
 	}
 	for s, want := range good {
-		if got, err := ParseDuration(s); err != nil || got != want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v", s, got, err, want)
+		if got, err := limit.ParseDuration(s); err != nil || got != want {
+			t.Errorf("limit.ParseDuration(%q) = %v, %v; want %v", s, got, err, want)
 		}
-		if back, err := ParseDuration(FormatDuration(want)); err != nil || back != want {
-			t.Errorf("FormatDuration(%v) = %q does not read back", want, FormatDuration(want))
+		if back, err := limit.ParseDuration(limit.FormatDuration(want)); err != nil || back != want {
+			t.Errorf("limit.FormatDuration(%v) = %q does not read back", want, limit.FormatDuration(want))
 		}
 	}
 	for _, s := range []string{"", "0", "-1", "1w", "s", "abc", "0.0000001us", "99999999999999999999d"} {
-		if d, err := ParseDuration(s); err == nil {
-			t.Errorf("ParseDuration(%q) = %v, want an error", s, d)
+		if d, err := limit.ParseDuration(s); err == nil {
+			t.Errorf("limit.ParseDuration(%q) = %v, want an error", s, d)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/limitdb/limitdb/engine/limit"
 )
 
 // AppendInfo writes one INFO line per policy in effect, ordered by name:
@@ -17,7 +19,7 @@ func (s *Store) AppendInfo(b *strings.Builder) {
 			shadow = 1
 		}
 		fmt.Fprintf(b, "policy_%s:algorithm=%s,limit=%d,period=%s,burst=%d,shadow=%d,source=%s,admitted=%d,denied=%d,shadow_denied=%d\r\n",
-			in.Name, in.Algorithm, in.Limit, FormatDuration(in.Period), in.EffectiveBurst(), shadow, in.Source,
+			in.Name, in.Algorithm, in.Limit, limit.FormatDuration(in.Period), in.EffectiveBurst(), shadow, in.Source,
 			in.Admitted, in.Denied, in.ShadowDenied)
 	}
 }

@@ -53,9 +53,9 @@ func init() {
 	RegisterDirective(StringDirective("rules", "YAML file of named policies, watched for changes (see docs/policies.md)", false,
 		func(c *Config) *string { return &c.Rules }))
 	RegisterDirective(&Directive{Name: "rules-poll", Help: "how often the rules file is checked for changes",
-		Get: func(c *Config) string { return policy.FormatDuration(c.rulesPoll()) },
+		Get: func(c *Config) string { return limit.FormatDuration(c.rulesPoll()) },
 		Set: func(c *Config, v string) error {
-			d, err := policy.ParseDuration(v)
+			d, err := limit.ParseDuration(v)
 			if err != nil {
 				return fmt.Errorf("invalid duration '%s': %v", v, err)
 			}
@@ -203,7 +203,7 @@ func cmdPolicySet(c *Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	d, err := policy.ParseDuration(string(args[5]))
+	d, err := limit.ParseDuration(string(args[5]))
 	if err != nil {
 		c.Errf("invalid period '%s': %v", clip(args[5]), err)
 		return
@@ -247,7 +247,7 @@ func cmdPolicyGet(c *Client, args [][]byte) {
 	c.BulkString("limit")
 	c.Int(in.Limit)
 	c.BulkString("period")
-	c.BulkString(policy.FormatDuration(in.Period))
+	c.BulkString(limit.FormatDuration(in.Period))
 	c.BulkString("burst")
 	c.Int(in.EffectiveBurst())
 	c.BulkString("shadow")
