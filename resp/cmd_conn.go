@@ -120,7 +120,9 @@ func cmdHello(c *Client, args [][]byte) {
 		c.name = string(name)
 		c.mu.Unlock()
 	}
+	c.mu.Lock() // CLIENT LIST reads proto from other connections
 	c.proto = proto
+	c.mu.Unlock()
 	c.Map(7)
 	c.BulkString("server")
 	c.BulkString("redis")
@@ -246,10 +248,10 @@ func cmdClientList(c *Client, args [][]byte) {
 // field order for the fields limitdb has.
 func (c *Client) infoLine() string {
 	now := time.Now()
-	name, lib, ver, user := func() (string, string, string, string) {
+	name, lib, ver, user, proto := func() (string, string, string, string, int) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.name, c.libName, c.libVer, c.user
+		return c.name, c.libName, c.libVer, c.user, c.proto
 	}()
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
@@ -260,7 +262,7 @@ func (c *Client) infoLine() string {
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load())) / time.Second
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
-		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), cmd, user, c.proto, lib, ver)
+		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), cmd, user, proto, lib, ver)
 }
 
 func sortClients(cs []*Client) { sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID }) }

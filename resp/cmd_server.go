@@ -58,14 +58,17 @@ func cmdShutdown(c *Client, args [][]byte) {
 	}
 	s := c.srv
 	s.logger.Printf("shutdown requested by client id=%d addr=%s", c.ID, c.Addr)
-	if s.OnShutdown != nil {
-		if err := s.OnShutdown(save); err != nil {
+	// As in Redis, a save that fails keeps the server running and says why.
+	if save && s.OnShutdown != nil {
+		if err := s.Save(); err != nil {
 			c.Errf("Errors trying to SHUTDOWN. Check logs. (%v)", err)
 			return
 		}
-		return
 	}
-	s.Close()
+	// Then stop as SIGTERM does: every connection, this one included,
+	// finishes the commands it has read, and OnShutdown writes the final
+	// snapshot with their effects in it.
+	go s.Shutdown(save, ShutdownGrace)
 }
 
 // ---- INFO -----------------------------------------------------------------

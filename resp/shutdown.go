@@ -53,6 +53,10 @@ func bindIsLoopback(bind string) bool {
 	return true
 }
 
+// ShutdownGrace bounds how long SHUTDOWN and SIGTERM wait for in-flight
+// commands before closing the remaining connections.
+const ShutdownGrace = 5 * time.Second
+
 // Shutdown stops the server gracefully: it stops accepting, lets every
 // connection finish the commands it has already received and flush their
 // replies (waiting at most grace), then calls OnShutdown(save) - where the

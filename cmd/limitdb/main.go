@@ -141,7 +141,7 @@ func run(args []string, stderr io.Writer) int {
 			// Stop accepting, finish in-flight commands, then OnShutdown
 			// writes the final snapshot and closes.
 			logger.Printf("%v received, shutting down", sig)
-			srv.Shutdown(true, shutdownGrace)
+			srv.Shutdown(true, resp.ShutdownGrace)
 		case <-srv.Done():
 		}
 	}()
@@ -187,9 +187,6 @@ func loadSnapshot(srv *resp.Server, cfg resp.Config, logger *log.Logger) error {
 	}
 	return nil
 }
-
-// shutdownGrace bounds how long SIGTERM waits for in-flight commands.
-const shutdownGrace = 5 * time.Second
 
 // directiveFlag exposes a configuration directive as a --name value flag,
 // so flags, the config file and CONFIG GET/SET share one definition.
