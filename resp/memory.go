@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,7 +27,7 @@ func init() {
 		Help: "limit on the keyspace's accounted memory, in bytes or with k/kb/m/mb/g/gb (0: none)",
 		Get:  func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) },
 		Set: func(c *Config, v string) error {
-			n, err := parseMemory(v)
+			n, err := ParseSize(v)
 			if err != nil {
 				return err
 			}
@@ -49,26 +48,6 @@ func init() {
 		},
 		Apply: func(s *Server) error { s.mem.load(s); return nil }})
 	registerGate(30, "maxmemory", memoryGate)
-}
-
-// parseMemory reads a size as Redis does: 1k = 1000, 1kb = 1024, and so on.
-func parseMemory(v string) (int64, error) {
-	s := strings.ToLower(strings.TrimSpace(v))
-	mul := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mul    int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mul {
-		return 0, errors.New("argument must be a memory value")
-	}
-	return n * mul, nil
 }
 
 // memState is the server's maxmemory bookkeeping; the limit and policy are
