@@ -218,12 +218,24 @@ func FuzzCommandArgs(f *testing.F) {
 	cfg := DefaultConfig()
 	cfg.Dir = f.TempDir()
 	clock := engine.NewFakeClock(1_700_000_000e9)
-	s := New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
-	s.OnShutdown = func(bool) error { return nil }
-	if err := s.Prepare(); err != nil {
-		f.Fatal(err)
+	newServer := func() *Server {
+		s := New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
+		s.OnShutdown = func(bool) error { return nil }
+		if err := s.Prepare(); err != nil {
+			f.Fatal(err)
+		}
+		return s
 	}
+	s := newServer()
 	f.Fuzz(func(t *testing.T, in []byte) {
+		if s.guard.draining.Load() { // a SHUTDOWN went through: wait for it, start afresh
+			select {
+			case <-s.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("SHUTDOWN did not finish")
+			}
+			s = newServer()
+		}
 		if len(in) == 0 {
 			return
 		}
