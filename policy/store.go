@@ -40,6 +40,17 @@ type Counters struct {
 	ShadowDenied atomic.Int64
 }
 
+// ResetCounters zeroes every policy's counters (CONFIG RESETSTAT).
+func (s *Store) ResetCounters() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.counters {
+		c.Admitted.Store(0)
+		c.Denied.Store(0)
+		c.ShadowDenied.Store(0)
+	}
+}
+
 // compiled is a policy ready to apply: validated, its limiter built.
 type compiled struct {
 	Policy

@@ -289,6 +289,7 @@ func cmdConfigResetStat(c *Client, _ [][]byte) {
 	}
 	each(c.srv.table.Sorted())
 	c.srv.totalCmds.Store(0)
+	policies.ResetCounters()
 	c.OK()
 }
 

@@ -299,6 +299,12 @@ func TestRLPolicyCommands(t *testing.T) {
 	if !strings.Contains(info, "policy_login:algorithm=gcra,limit=5,period=1m,burst=2,shadow=1,source=runtime,admitted=4,denied=0,shadow_denied=2") {
 		t.Fatalf("INFO limits lacks the policy line:\n%s", info)
 	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info := c.Info(ctx, "limits").Val(); !strings.Contains(info, "source=runtime,admitted=0,denied=0,shadow_denied=0") {
+		t.Fatalf("CONFIG RESETSTAT left the policy's counters:\n%s", info)
+	}
 	help, _ := c.Do(ctx, "RL.POLICY", "HELP").StringSlice()
 	if len(help) < 12 || !strings.Contains(strings.Join(help, "\n"), "RELOAD") {
 		t.Fatalf("HELP = %v", help)
