@@ -3,36 +3,14 @@ package metrics
 import (
 	"context"
 	"io"
-	"log"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/resp"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMetricsEndpoint(t *testing.T) {
 	ctx := context.Background()
-	eng := engine.New(engine.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()), 0)
-	cfg := resp.DefaultConfig()
-	cfg.Dir = t.TempDir()
-	srv := resp.New(cfg, eng, log.New(io.Discard, "", 0))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	addr, err := Serve(srv, "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String()})
-	t.Cleanup(func() { c.Close() })
+	srv, c, addr := startWithMetrics(t)
 	c.ConfigResetStat(ctx) // command statistics are per process
 	for i := 0; i < 4; i++ {
 		c.Do(ctx, "CL.THROTTLE", "m", 1, 1, 60) // burst 1: two admitted, two denied

@@ -26,6 +26,9 @@ func TestParseInt(t *testing.T) {
 	}
 }
 
+// TestParseDuration checks what resp adds to limit.ParseDuration (which has
+// the spelling's own table): the whole-seconds fast path and errors that
+// name the argument.
 func TestParseDuration(t *testing.T) {
 	cases := []struct {
 		in   string
@@ -33,23 +36,11 @@ func TestParseDuration(t *testing.T) {
 		err  string
 	}{
 		{"1", time.Second, ""},
-		{"250ms", 250 * time.Millisecond, ""},
-		{"1s", time.Second, ""},
-		{"1.5s", 1500 * time.Millisecond, ""},
-		{"5m", 5 * time.Minute, ""},
-		{"1h", time.Hour, ""},
-		{"1d", 24 * time.Hour, ""},
-		{"10us", 10 * time.Microsecond, ""},
-		{"0", 0, "ERR invalid window '0': must be positive"},
-		{"-1s", 0, "ERR invalid window '-1s': must be positive"},
-		{"5y", 0, "ERR invalid window '5y': unknown unit (use ms, s, m, h or d)"},
-		{"ms", 0, "ERR invalid window 'ms': no number"},
-		{"1e400s", 0, "ERR invalid window '1e400s': unknown unit (use ms, s, m, h or d)"},
-		{"9999999999999d", 0, "ERR invalid window '9999999999999d': too large"},
 		{"9223372036", 9223372036 * time.Second, ""},
+		{"250ms", 250 * time.Millisecond, ""},
+		{"0", 0, "ERR invalid window '0': must be positive"},
 		{"9223372037", 0, "ERR invalid window '9223372037': too large"},
-		{"-5", 0, "ERR invalid window '-5': must be positive"},
-		{"060", 60 * time.Second, ""},
+		{"5y", 0, "ERR invalid window '5y': unknown unit (use ms, s, m, h or d)"},
 	}
 	for _, c := range cases {
 		got, err := ParseDuration([]byte(c.in), "window")
