@@ -170,7 +170,7 @@ type logBuffer struct {
 
 func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-var listenRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+var listenRE = regexp.MustCompile(`limitdb \S+ listening on (127\.0\.0\.1:\d+)`) // the plain port, not the TLS one
 
 // startProc runs the binary on a free port with --dir dir and waits until
 // it listens, or returns its exit error and log if it stops first.

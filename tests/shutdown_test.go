@@ -2,74 +2,14 @@ package tests
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// process is a running limitdb binary.
-type process struct {
-	cmd  *exec.Cmd
-	addr string
-	log  *syncBuffer
-	done chan error
-}
-
-var listenLine = regexp.MustCompile(`limitdb \S+ listening on (\S+) `)
-
-func startBinary(t *testing.T, bin string, args ...string) *process {
-	t.Helper()
-	p := &process{log: &syncBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, append([]string{"--port", "0"}, args...)...)
-	stderr, _ := p.cmd.StderrPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.log.Write([]byte(sc.Text() + "\n"))
-			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-		p.done <- p.cmd.Wait()
-	}()
-	select {
-	case p.addr = <-addr:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no listening line:\n%s", p.log)
-	}
-	return p
-}
-
-func (p *process) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(15 * time.Second):
-		t.Fatalf("process did not exit:\n%s", p.log)
-		return -1
-	}
-}
 
 // TestGracefulShutdown sends SIGTERM to the real binary while a client
 // streams a long pipeline of INCRs: the server stops accepting, answers
@@ -79,8 +19,7 @@ func (p *process) wait(t *testing.T) int {
 // answered command lost its effect.
 func TestGracefulShutdown(t *testing.T) {
 	dir := t.TempDir()
-	bin := limitdbBinary(t)
-	p := startBinary(t, bin, "--dir", dir)
+	p := mustStart(t, dir)
 	nc, err := net.Dial("tcp", p.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +62,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Error("still accepting after exit")
 	}
 
-	q := startBinary(t, bin, "--dir", dir)
+	q := mustStart(t, dir)
 	r := dialRaw(t, q.addr)
 	r.send(cmd("GET", "counter"))
 	r.mustLine()

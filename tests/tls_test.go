@@ -238,7 +238,7 @@ func TestTLSBinary(t *testing.T) {
 	}
 	_, tlsPort, _ := net.SplitHostPort(free.Addr().String())
 	free.Close()
-	proc := startBinary(t, limitdbBinary(t), "--dir", t.TempDir(), "--tls-port", tlsPort,
+	proc := mustStart(t, t.TempDir(), "--tls-port", tlsPort,
 		"--tls-cert-file", p.cert, "--tls-key-file", p.key, "--tls-ca-cert-file", p.ca)
 	out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", tlsPort, "--tls", "--cacert", p.ca,
 		"--cert", p.clientCert, "--key", p.clientKey, "INCR", "over-tls").CombinedOutput()
