@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -167,10 +166,7 @@ func TestLimiterErrors(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.Do(ctx, "FW.INCR", "fw", 10, "1s")
-	cases := []struct {
-		args []any
-		want string
-	}{
+	cases := []errCase{
 		{[]any{"TB.TAKE", "k", 10, 1}, "ERR wrong number of arguments for 'tb.take' command"},
 		{[]any{"TB.TAKE", "k", 10, 1, "1s", 1, 1}, "ERR wrong number of arguments for 'tb.take' command"},
 		{[]any{"TB.TAKE", "k", 0, 1, "1s"}, "ERR capacity must be at least 1, got 0"},
@@ -214,18 +210,7 @@ func TestLimiterErrors(t *testing.T) {
 		{[]any{"SL.INCR", "k", 10, "1h30m"}, "ERR invalid window '1h30m'"},
 		{[]any{"SL.INCR", "fw", 10, "1s"}, "WRONGTYPE"},
 	}
-	for _, tc := range cases {
-		err := c.Do(ctx, tc.args...).Err()
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%v: err = %v, want prefix %q", tc.args, err, tc.want)
-		}
-	}
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n := c.DBSize(ctx).Val(); n != 1 {
-		t.Errorf("errors created keys: DBSIZE = %d, want 1", n)
-	}
+	expectErrors(t, c, cases, 1)
 }
 
 // TestLimiterHugeCosts sends the largest costs and limits the protocol

@@ -48,10 +48,7 @@ func TestClThrottleOverTheWire(t *testing.T) {
 func TestClThrottleErrors(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 2)
-	cases := []struct {
-		args []any
-		want string
-	}{
+	cases := []errCase{
 		{[]any{"CL.THROTTLE", "k", 1, 1}, "ERR wrong number of arguments for 'cl.throttle' command"},
 		{[]any{"CL.THROTTLE", "k", 1, 1, 1, 1, 1}, "ERR wrong number of arguments for 'cl.throttle' command"},
 		{[]any{"CL.THROTTLE", "k", 1, 0, 60}, "ERR count must be at least 1, got 0"},
@@ -67,19 +64,7 @@ func TestClThrottleErrors(t *testing.T) {
 		{[]any{"NOSUCH", "a"}, "ERR unknown command 'NOSUCH', with args beginning with: 'a'"},
 		{[]any{"SELECT", 1}, "ERR DB index is out of range"},
 	}
-	for _, tc := range cases {
-		err := c.Do(ctx, tc.args...).Err()
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%v: err = %v, want prefix %q", tc.args, err, tc.want)
-		}
-	}
-	// The connection is still usable after every error.
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if n := c.DBSize(ctx).Val(); n != 0 {
-		t.Errorf("errors created %d keys", n)
-	}
+	expectErrors(t, c, cases, 0)
 }
 
 func TestGCRACommand(t *testing.T) {

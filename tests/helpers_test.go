@@ -5,6 +5,7 @@ package tests
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,29 @@ func ints(t testing.TB, cmd *redis.Cmd) []int64 {
 		out[i] = n
 	}
 	return out
+}
+
+// errCase is one bad command and the prefix of the error it must get.
+type errCase struct {
+	args []any
+	want string
+}
+
+// expectErrors sends every case, checks each gets its error, then checks
+// that the connection is still usable and that the errors left exactly
+// keys keys behind (the ones the test made before).
+func expectErrors(t *testing.T, c *redis.Client, cases []errCase, keys int64) {
+	t.Helper()
+	for _, tc := range cases {
+		err := c.Do(ctx, tc.args...).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want prefix %q", tc.args, err, tc.want)
+		}
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.DBSize(ctx).Val(); n != keys {
+		t.Errorf("errors left %d keys, want %d", n, keys)
+	}
 }

@@ -215,10 +215,7 @@ func TestPolicyErrors(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	setPolicy(t, c, "a", "gcra", 1, "1s")
-	cases := []struct {
-		args []any
-		want string
-	}{
+	cases := []errCase{
 		{[]any{"RL.HIT", "nope", "k"}, "ERR unknown policy 'nope'"},
 		{[]any{"RL.HIT", "a"}, "ERR wrong number of arguments for 'rl.hit' command"},
 		{[]any{"RL.HIT", "a", "k", 1, 2}, "ERR wrong number of arguments for 'rl.hit' command"},
@@ -243,18 +240,7 @@ func TestPolicyErrors(t *testing.T) {
 		{[]any{"RL.POLICY", "NOPE"}, "ERR unknown subcommand 'NOPE'. Try RL.POLICY HELP."},
 		{[]any{"RL.POLICY", "RELOAD"}, "ERR no rules file configured"},
 	}
-	for _, tc := range cases {
-		err := c.Do(ctx, tc.args...).Err()
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%v: err = %v, want prefix %q", tc.args, err, tc.want)
-		}
-	}
-	if n := c.DBSize(ctx).Val(); n != 0 {
-		t.Fatalf("errors wrote %d keys", n)
-	}
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	expectErrors(t, c, cases, 0)
 }
 
 func TestRLPolicyCommands(t *testing.T) {
