@@ -123,7 +123,8 @@ func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > no
 type sideState struct {
 	ext    map[string]any
 	cursor int // active expiry's position in the shard
-	_      [40]byte
+	peak   int // keys the shard held lately, decaying: room Compact keeps
+	_      [32]byte
 }
 
 func (e *Engine) load(i int, key []byte, st *stored, tag byte) Entry {
@@ -171,21 +172,25 @@ func (e *Engine) Now() int64 { return e.clock.Now() }
 // expired at now, deletes the key. Do reports whether the key existed.
 // Entries pass by value so that nothing escapes to the heap.
 func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (existed bool) {
-	i := e.tab.Index(key)
+	h := e.tab.Hash(key)
+	i := e.tab.IndexOf(h)
 	s := e.tab.Shard(i)
 	if e.lockShard(i) {
 		defer s.Unlock()
 	}
 	var ent Entry
-	cur, tag := e.live(i, s, key, now)
-	if cur != nil {
-		ent = e.load(i, key, cur, *tag)
-		existed = true
+	at := e.find(i, s, key, h, now)
+	if at.live {
+		ent = e.load(i, key, at.cur, *at.tag)
 	}
-	if ent, write := fn(ent); write {
-		e.store(i, s, key, cur, tag, ent, now)
+	next, write := fn(ent)
+	switch {
+	case write:
+		e.store(i, s, key, h, at, next, now)
+	case at.cur != nil && !at.live: // expired and not written again
+		e.reap(i, s, key, h, *at.tag)
 	}
-	return existed
+	return at.live
 }
 
 // DoMulti runs fn on the entries of several keys at one instant, atomically:
@@ -208,56 +213,80 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		if !first[k] {
 			continue
 		}
-		i := e.tab.Index(key)
-		if cur, tag := e.live(i, e.tab.Shard(i), key, now); cur != nil {
-			ents[k] = e.load(i, key, cur, *tag)
+		h := e.tab.Hash(key)
+		i := e.tab.IndexOf(h)
+		if at := e.find(i, e.tab.Shard(i), key, h, now); at.live {
+			ents[k] = e.load(i, key, at.cur, *at.tag)
 		}
 	}
-	if !fn(ents) {
-		return
-	}
+	write := fn(ents)
 	for k, key := range keys {
-		if first[k] {
-			i := e.tab.Index(key)
-			s := e.tab.Shard(i)
-			cur, tag := s.GetTagged(key)
-			e.store(i, s, key, cur, tag, ents[k], now)
+		if !first[k] {
+			continue
+		}
+		// Look again: a store may have moved this shard's entries.
+		h := e.tab.Hash(key)
+		i := e.tab.IndexOf(h)
+		s := e.tab.Shard(i)
+		cur, tag := s.GetTagged(key, h)
+		at := found{cur: cur, tag: tag, live: cur != nil && cur.live(now)}
+		switch {
+		case write:
+			e.store(i, s, key, h, at, ents[k], now)
+		case cur != nil && !at.live:
+			e.reap(i, s, key, h, *tag)
 		}
 	}
 }
 
-// live returns the stored entry for key if it is live at now, deleting it
-// if it has expired (lazy expiry). The caller holds the shard's lock.
-func (e *Engine) live(i int, s *shard.Shard[stored], key []byte, now int64) (*stored, *byte) {
-	cur, tag := s.GetTagged(key)
-	if cur == nil {
+// found is where a key's entry sits in its shard: cur and tag are nil when
+// the key is absent; live is false when it is absent or expired.
+type found struct {
+	cur  *stored
+	tag  *byte
+	live bool
+}
+
+// find looks key (of hash h) up in shard i at now. An expired entry is
+// counted as expired but left in place: the write that usually follows
+// (the key coming back) reuses its record instead of deleting the key and
+// inserting it again, and Do reaps it when nothing is written. The caller
+// holds the shard's lock.
+func (e *Engine) find(i int, s *shard.Shard[stored], key []byte, h uint64, now int64) found {
+	cur, tag := s.GetTagged(key, h)
+	switch {
+	case cur == nil:
 		e.stats[i].misses.Add(1)
-		return nil, nil
-	}
-	if !cur.live(now) {
-		e.dropExt(i, key, *tag)
-		s.Delete(key)
-		e.stats[i].bytes.Add(-keyCost(key))
+		return found{}
+	case !cur.live(now):
 		e.stats[i].expired.Add(1)
 		e.stats[i].misses.Add(1)
-		return nil, nil
+		return found{cur: cur, tag: tag}
 	}
 	e.stats[i].hits.Add(1)
-	return cur, tag
+	return found{cur: cur, tag: tag, live: true}
 }
 
-func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, cur *stored, tag *byte, ent Entry, now int64) {
+// reap deletes key (of hash h and tag byte tag) from shard i.
+func (e *Engine) reap(i int, s *shard.Shard[stored], key []byte, h uint64, tag byte) {
+	e.dropExt(i, key, tag)
+	s.DeleteHashed(key, h)
+	e.stats[i].bytes.Add(-keyCost(key))
+}
+
+// store writes ent for key at at: it inserts an absent key, overwrites a
+// present one (live or expired) and deletes the key when ent is not live.
+func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at found, ent Entry, now int64) {
 	e.stats[i].changes.Add(1)
+	cur, tag := at.cur, at.tag
 	if !ent.Live(now) {
 		if cur != nil {
-			e.dropExt(i, key, *tag)
-			s.Delete(key)
-			e.stats[i].bytes.Add(-keyCost(key))
+			e.reap(i, s, key, h, *tag)
 		}
 		return
 	}
 	if cur == nil {
-		cur, tag = s.InsertTagged(key)
+		cur, tag = s.InsertTagged(key, h)
 		e.stats[i].bytes.Add(keyCost(key))
 	}
 	hadExt := *tag&tagExt != 0
@@ -365,7 +394,9 @@ func (e *Engine) Flush() {
 // Each step holds one shard's lock for a bounded amount of work, so a
 // million keys expiring together are reaped over a few cycles without a
 // latency spike. After its steps it lets the shard give memory back when
-// deleted keys dominate. It returns the number of keys it deleted.
+// deleted keys dominate and the shard has not needed the room lately (its
+// peak, decaying by 1/16 a cycle: about a second at ten cycles a second).
+// It returns the number of keys it deleted.
 func (e *Engine) ExpireCycle(now int64, sample int) int {
 	total := 0
 	var kb []byte
@@ -374,20 +405,23 @@ func (e *Engine) ExpireCycle(now int64, sample int) int {
 		sd := &e.side[i]
 		for step := 0; step < 16; step++ {
 			s.Lock()
+			if step == 0 {
+				// The keys the shard held since the last cycle, expired ones
+				// included, are what it must keep room for (see Compact).
+				sd.peak = max(s.Len(), sd.peak-sd.peak/16)
+			}
 			seen, gone := 0, 0
 			sd.cursor = s.Scan(sd.cursor, sample, func(k string, v *stored, tag byte) bool {
 				seen++
 				if !v.live(now) {
 					kb = append(kb[:0], k...)
-					e.dropExt(i, kb, tag)
-					s.Delete(kb)
-					e.stats[i].bytes.Add(-keyCost(kb))
+					e.reap(i, s, kb, e.tab.Hash(kb), tag)
 					gone++
 				}
 				return true
 			})
 			if gone > 0 || sd.cursor == 0 {
-				s.Compact()
+				s.Compact(sd.peak)
 			}
 			s.Unlock()
 			e.stats[i].expired.Add(int64(gone))

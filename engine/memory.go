@@ -51,9 +51,7 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 			switch {
 			case !v.live(now):
 				kb = append(kb[:0], key...)
-				e.dropExt(i, kb, tag)
-				s.Delete(kb)
-				e.stats[i].bytes.Add(-keyCost(kb))
+				e.reap(i, s, kb, e.tab.Hash(kb), tag)
 				gone++
 			case v.Expire != 0 && (bestExp == 0 || v.Expire < bestExp):
 				bestExp, bestTag = v.Expire, tag
@@ -69,9 +67,7 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 			}
 		}
 		if bestExp != 0 {
-			e.dropExt(i, best, bestTag)
-			s.Delete(best)
-			e.stats[i].bytes.Add(-keyCost(best))
+			e.reap(i, s, best, e.tab.Hash(best), bestTag)
 			e.stats[i].changes.Add(1)
 		}
 		if locked {

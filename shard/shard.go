@@ -12,7 +12,6 @@ package shard
 import (
 	"encoding/binary"
 	"hash/maphash"
-	"math"
 	"slices"
 	"sync"
 	"unsafe"
@@ -45,10 +44,16 @@ func New[V any](n int) *Table[V] {
 // Count is the number of shards.
 func (t *Table[V]) Count() int { return len(t.shards) }
 
+// Hash is key's hash. An operation computes it once and passes it to
+// IndexOf and to the shard's methods that take one, instead of hashing the
+// key again at every step (find, delete, insert).
+func (t *Table[V]) Hash(key []byte) uint64 { return maphash.Bytes(t.seed, key) }
+
+// IndexOf is the shard that owns a key of hash h.
+func (t *Table[V]) IndexOf(h uint64) int { return int(h & t.mask) }
+
 // Index is the shard that owns key.
-func (t *Table[V]) Index(key []byte) int {
-	return int(maphash.Bytes(t.seed, key) & t.mask)
-}
+func (t *Table[V]) Index(key []byte) int { return t.IndexOf(t.Hash(key)) }
 
 // Shard returns shard i, unlocked.
 func (t *Table[V]) Shard(i int) *Shard[V] { return &t.shards[i] }
@@ -106,10 +111,14 @@ func (t *Table[V]) Len() int {
 //     touches a key it does not want. slot holds the record number.
 //   - records are two parallel slabs: vals (the V values, updated in place, so
 //     updating an existing key never allocates) and koff (where the key starts
-//     in the arena). Freed records are reused.
-//   - arena holds every key as a uvarint length and its bytes. Compact
-//     rebuilds the arena, slabs and index when deleted keys hold more than
-//     half of them, which is how memory comes back after keys expire.
+//     in the arena). Freed records are reused, and so is a freed record's
+//     place in the arena when the new key fits in it: keys that expire and
+//     come back (the usual life of a rate-limit key) are stored again
+//     without growing anything.
+//   - arena holds every key as a tag byte, a uvarint length and its bytes.
+//     Compact rebuilds the arena, slabs and index when deleted keys hold
+//     more than half of them, which is how memory comes back after keys
+//     expire; its reserve argument keeps room for keys that come and go.
 //
 // When V holds no pointers these arrays live outside the Go heap (see
 // storage.go), so key strings from Range are valid only during the call.
@@ -124,11 +133,12 @@ type Shard[V any] struct {
 	used int // full and deleted slots: what the load factor counts
 	n    int // live keys
 
-	vals  []V
-	koff  []uint32
-	free  []uint32
-	arena []byte
-	dead  int // arena bytes of deleted keys
+	vals     []V
+	koff     []uint32 // arena offset; freeBit set on a free record, which keeps its old place
+	free     []uint32
+	arena    []byte
+	dead     int // arena bytes not holding a live key
+	reusable int // of dead, the bytes free records can reuse in place
 
 	_ [64]byte // keep neighbouring shards' locks on separate cache lines
 }
@@ -138,7 +148,8 @@ const (
 	ctrlDeleted = 1
 	ctrlFull    = 0x80
 	minSlots    = 8
-	freeRecord  = math.MaxUint32 // koff of a deleted record
+	freeBit     = 1 << 31 // in koff: the record is free
+	maxArena    = freeBit // the arena's offsets must stay below freeBit
 )
 
 // Lock and Unlock guard the shard.
@@ -148,10 +159,13 @@ func (s *Shard[V]) Unlock() { s.mu.Unlock() }
 // TryLock locks the shard if it is free and reports whether it did.
 func (s *Shard[V]) TryLock() bool { return s.mu.TryLock() }
 
+// split derives a key's index position and control tag from its hash (see
+// Table.Hash). The table uses the low bits to pick the shard; these use
+// others.
+func split(h uint64) (pos uint64, tag uint8) { return h >> 32, uint8(h>>25) | ctrlFull }
+
 func (s *Shard[V]) hash(key []byte) (pos uint64, tag uint8) {
-	h := maphash.Bytes(s.seed, key)
-	// The table uses the low bits to pick the shard; use others here.
-	return h >> 32, uint8(h>>25) | ctrlFull
+	return split(maphash.Bytes(s.seed, key))
 }
 
 // home maps a 32-bit hash onto [0, size) without division or a power-of-two
@@ -168,14 +182,24 @@ func nextSlot(p, size int) int {
 }
 
 // key returns record r's key bytes, aliasing the arena.
-func (s *Shard[V]) key(r uint32) []byte {
-	off := int(s.koff[r]) + 1 // past the tag byte
+func (s *Shard[V]) key(r uint32) []byte { return s.keyAt(int(s.koff[r])) }
+
+// keyAt returns the key stored at arena offset off, aliasing the arena.
+func (s *Shard[V]) keyAt(off int) []byte {
+	off++ // past the tag byte
 	l := int(s.arena[off])
 	if l < 0x80 {
 		return s.arena[off+1 : off+1+l]
 	}
 	ul, n := uvarint(s.arena[off:])
 	return s.arena[off+n : off+n+int(ul)]
+}
+
+// encodedLen is the arena bytes a key of length n takes: tag, uvarint
+// length, bytes.
+func encodedLen(n int) int {
+	var l [binary.MaxVarintLen64]byte
+	return 1 + binary.PutUvarint(l[:], uint64(n)) + n
 }
 
 func uvarint(b []byte) (uint64, int) {
@@ -210,15 +234,16 @@ func (s *Shard[V]) find(key []byte, pos uint64, tag uint8) int {
 // Get returns the value stored for key, or nil. The pointer stays valid
 // until the next Insert, Compact or Reset on this shard.
 func (s *Shard[V]) Get(key []byte) *V {
-	v, _ := s.GetTagged(key)
+	v, _ := s.GetTagged(key, maphash.Bytes(s.seed, key))
 	return v
 }
 
-// GetTagged is Get that also returns the key's tag: one byte stored beside
-// the key for the caller's use (engine keeps an entry's kind there, saving
-// a padded word per value). Both pointers follow Get's validity rule.
-func (s *Shard[V]) GetTagged(key []byte) (*V, *byte) {
-	pos, tag := s.hash(key)
+// GetTagged is Get for a key of hash h (Table.Hash) that also returns the
+// key's tag: one byte stored beside the key for the caller's use (engine
+// keeps an entry's kind there, saving a padded word per value). Both
+// pointers follow Get's validity rule.
+func (s *Shard[V]) GetTagged(key []byte, h uint64) (*V, *byte) {
+	pos, tag := split(h)
 	p := s.find(key, pos, tag)
 	if p < 0 {
 		return nil, nil
@@ -229,13 +254,14 @@ func (s *Shard[V]) GetTagged(key []byte) (*V, *byte) {
 
 // Insert adds key with a zero value, or returns its existing value.
 func (s *Shard[V]) Insert(key []byte) *V {
-	v, _ := s.InsertTagged(key)
+	v, _ := s.InsertTagged(key, maphash.Bytes(s.seed, key))
 	return v
 }
 
-// InsertTagged is Insert that also returns the key's tag (0 for a new key).
-func (s *Shard[V]) InsertTagged(key []byte) (*V, *byte) {
-	pos, tag := s.hash(key)
+// InsertTagged is Insert for a key of hash h (Table.Hash) that also returns
+// the key's tag (0 for a new key).
+func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
+	pos, tag := split(h)
 	if p := s.find(key, pos, tag); p >= 0 {
 		r := s.slot[p]
 		return &s.vals[r], &s.arena[s.koff[r]]
@@ -247,23 +273,7 @@ func (s *Shard[V]) InsertTagged(key []byte) (*V, *byte) {
 		}
 		s.rehash(max(size, minSlots))
 	}
-	var r uint32
-	if k := len(s.free); k > 0 {
-		r = s.free[k-1]
-		s.free = s.free[:k-1]
-	} else {
-		var zero V
-		s.vals = appendArray(s.vals, zero)
-		s.koff = appendArray(s.koff, 0)
-		r = uint32(len(s.vals) - 1)
-	}
-	if len(s.arena)+len(key)+binary.MaxVarintLen32 > math.MaxUint32 {
-		panic("shard: more than 4 GiB of keys in one shard; use more shards")
-	}
-	s.koff[r] = uint32(len(s.arena))
-	var l [1 + binary.MaxVarintLen64]byte // tag, then the key's length
-	s.arena = appendArray(s.arena, l[:1+binary.PutUvarint(l[1:], uint64(len(key)))]...)
-	s.arena = appendArray(s.arena, key...)
+	r := s.place(key)
 	size := len(s.ctrl)
 	p := home(pos, size)
 	for s.ctrl[p] >= ctrlFull {
@@ -277,9 +287,53 @@ func (s *Shard[V]) InsertTagged(key []byte) (*V, *byte) {
 	return &s.vals[r], &s.arena[s.koff[r]]
 }
 
+// place stores key in a record, a free one if there is one, and returns the
+// record. The key goes where the record's last key was if it fits there,
+// else at the end of the arena.
+func (s *Shard[V]) place(key []byte) uint32 {
+	need := encodedLen(len(key))
+	var r uint32
+	off := -1
+	if k := len(s.free); k > 0 {
+		r = s.free[k-1]
+		s.free = s.free[:k-1]
+		old := int(s.koff[r] &^ freeBit)
+		had := encodedLen(len(s.keyAt(old)))
+		s.reusable -= had
+		if need <= had {
+			off = old
+			s.dead -= need
+		}
+	} else {
+		var zero V
+		s.vals = appendArray(s.vals, zero)
+		s.koff = appendArray(s.koff, 0)
+		r = uint32(len(s.vals) - 1)
+	}
+	var l [1 + binary.MaxVarintLen64]byte // tag, then the key's length
+	hdr := l[:1+binary.PutUvarint(l[1:], uint64(len(key)))]
+	if off < 0 {
+		if len(s.arena)+need >= maxArena {
+			panic("shard: more than 2 GiB of keys in one shard; use more shards")
+		}
+		off = len(s.arena)
+		s.arena = appendArray(s.arena, hdr...)
+		s.arena = appendArray(s.arena, key...)
+	} else {
+		copy(s.arena[off+copy(s.arena[off:], hdr):], key)
+	}
+	s.koff[r] = uint32(off)
+	return r
+}
+
 // Delete removes key and reports whether it was there.
 func (s *Shard[V]) Delete(key []byte) bool {
-	pos, tag := s.hash(key)
+	return s.DeleteHashed(key, maphash.Bytes(s.seed, key))
+}
+
+// DeleteHashed is Delete for a key of hash h (Table.Hash).
+func (s *Shard[V]) DeleteHashed(key []byte, h uint64) bool {
+	pos, tag := split(h)
 	p := s.find(key, pos, tag)
 	if p < 0 {
 		return false
@@ -290,12 +344,12 @@ func (s *Shard[V]) Delete(key []byte) bool {
 
 func (s *Shard[V]) deleteSlot(p int) {
 	r := s.slot[p]
-	var l [binary.MaxVarintLen64]byte
-	k := s.key(r)
-	s.dead += 1 + binary.PutUvarint(l[:], uint64(len(k))) + len(k)
+	size := encodedLen(len(s.key(r)))
+	s.dead += size
+	s.reusable += size
 	var zero V
 	s.vals[r] = zero // drop references held by the value
-	s.koff[r] = freeRecord
+	s.koff[r] |= freeBit
 	s.free = append(s.free, r)
 	// A probe that reached p would stop at an empty next slot anyway.
 	if s.ctrl[nextSlot(p, len(s.ctrl))] == ctrlEmpty {
@@ -330,16 +384,25 @@ func (s *Shard[V]) rehash(size int) {
 }
 
 // Compact gives memory back once deleted keys dominate: when more than half
-// of the records or of the arena is dead, or the index is under 1/8 full,
-// it copies the live keys and values into right-sized storage. It reports
-// whether it did. Pointers from Get and Insert are invalid afterwards.
-func (s *Shard[V]) Compact() bool {
-	if !(len(s.free)*2 > len(s.vals) && len(s.vals) > minSlots ||
-		s.dead*2 > len(s.arena) && len(s.arena) > 1024 ||
-		s.n*8 < len(s.ctrl) && len(s.ctrl) > minSlots) {
+// of the records, or of the arena bytes no free record can reuse, are dead,
+// or the index is under 1/8 full, it copies the live keys and values into
+// right-sized storage. It reports whether it did. Pointers from Get and
+// Insert are invalid afterwards.
+//
+// reserve is how many keys to keep room for, live or not: a shard whose
+// keys expire and come back all the time would otherwise be shrunk by each
+// expiry cycle and grown again by the next inserts, copying everything
+// twice per cycle. The caller passes the number of keys it saw recently
+// (engine: a decaying peak), so memory still comes back once the keys
+// stop coming.
+func (s *Shard[V]) Compact(reserve int) bool {
+	want := max(s.n, reserve)
+	if !(len(s.vals) > 2*want && len(s.vals) > minSlots ||
+		(s.dead-s.reusable)*2 > len(s.arena) && len(s.arena) > 1024 ||
+		want*8 < len(s.ctrl) && len(s.ctrl) > minSlots) {
 		return false
 	}
-	vals := makeArray[V](0, s.n+s.n/8)
+	vals := makeArray[V](0, max(s.n+s.n/8, want))
 	koff := makeArray[uint32](0, cap(vals))
 	arena := makeArray[byte](0, len(s.arena)-s.dead+len(s.arena)/16)
 	var l [1 + binary.MaxVarintLen64]byte
@@ -347,7 +410,7 @@ func (s *Shard[V]) Compact() bool {
 	// walking records stays a sequential read.
 	remap := makeArray[uint32](len(s.vals), len(s.vals))
 	for r := range s.vals {
-		if s.koff[r] == freeRecord {
+		if s.koff[r]&freeBit != 0 {
 			continue
 		}
 		k := s.key(uint32(r))
@@ -367,8 +430,8 @@ func (s *Shard[V]) Compact() bool {
 	freeArray(s.vals)
 	freeArray(s.koff)
 	freeArray(s.arena)
-	s.vals, s.koff, s.arena, s.free, s.dead = vals, koff, arena, nil, 0
-	size := max(s.n*8/7+s.n/4, minSlots) // about 70% full after a compaction
+	s.vals, s.koff, s.arena, s.free, s.dead, s.reusable = vals, koff, arena, nil, 0, 0
+	size := max(want*8/7+want/4, minSlots) // about 70% full after a compaction
 	s.rehash(size)
 	return true
 }
@@ -404,7 +467,7 @@ func (s *Shard[V]) Range(fn func(key string, v *V) bool) {
 // the records, not the index, so that it reads memory in order.
 func (s *Shard[V]) Scan(cursor, count int, fn func(key string, v *V, tag byte) bool) int {
 	for r := cursor; r < len(s.vals); r++ {
-		if s.koff[r] == freeRecord {
+		if s.koff[r]&freeBit != 0 {
 			continue
 		}
 		if count == 0 {
@@ -433,5 +496,5 @@ func (s *Shard[V]) Reset() {
 	freeArray(s.koff)
 	freeArray(s.arena)
 	s.ctrl, s.slot, s.used, s.n = nil, nil, 0, 0
-	s.vals, s.koff, s.free, s.arena, s.dead = nil, nil, nil, nil, 0
+	s.vals, s.koff, s.free, s.arena, s.dead, s.reusable = nil, nil, nil, nil, 0, 0
 }

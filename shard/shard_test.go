@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"testing"
 )
@@ -158,7 +159,7 @@ func TestAgainstMap(t *testing.T) {
 			}
 		}
 		if step%5000 == 0 {
-			s.Compact()
+			s.Compact(0)
 			check(step)
 		}
 		if step == 150000 {
@@ -169,7 +170,7 @@ func TestAgainstMap(t *testing.T) {
 				}
 			}
 			before := s.Bytes()
-			if !s.Compact() || s.Bytes() >= before/4 {
+			if !s.Compact(0) || s.Bytes() >= before/4 {
 				t.Fatalf("compaction after mass delete: %d -> %d bytes", before, s.Bytes())
 			}
 			check(step)
@@ -185,6 +186,9 @@ func TestAgainstMap(t *testing.T) {
 }
 
 func hasKey(m map[string]int64, k string) bool { _, ok := m[k]; return ok }
+
+// hashOf is the hash Table.Hash gives key in this shard's table.
+func (s *Shard[V]) hashOf(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
 
 // TestFlatStorage checks which values leave the Go heap.
 func TestFlatStorage(t *testing.T) {
@@ -210,5 +214,65 @@ func TestFlatStorage(t *testing.T) {
 	s.Reset()
 	if s.Get([]byte("k1")) != nil || s.Bytes() != 0 {
 		t.Fatal("reset left data")
+	}
+}
+
+// TestChurnReusesStorage: keys that are deleted and come back (a rate
+// limit's keys expiring and being hit again) are stored in the records and
+// arena bytes they left, so the shard does not grow; Compact's reserve keeps
+// it from shrinking storage that is about to be needed again.
+func TestChurnReusesStorage(t *testing.T) {
+	s := New[int64](1).Shard(0)
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "k:%06d", i)
+		*s.Insert(keys[i]) = int64(i)
+	}
+	size := 0 // after the first round, which sizes the free list
+	for round := 0; round < 20; round++ {
+		for _, k := range keys {
+			if !s.Delete(k) {
+				t.Fatalf("round %d: %s missing", round, k)
+			}
+		}
+		if s.Compact(len(keys)) {
+			t.Fatalf("round %d: compacted storage the reserve asked to keep", round)
+		}
+		for i := len(keys) - 1; i >= 0; i-- { // another order than the one they left in
+			v, tag := s.InsertTagged(keys[i], s.hashOf(keys[i]))
+			if *v != 0 || *tag != 0 {
+				t.Fatalf("round %d: reused record not fresh: value %d, tag %d", round, *v, *tag)
+			}
+			*v, *tag = int64(i+round), byte(round)
+		}
+		if got := s.Bytes(); round == 0 {
+			size = got
+		} else if got != size {
+			t.Fatalf("round %d: storage grew from %d to %d bytes", round, size, got)
+		}
+	}
+	for i, k := range keys {
+		v, tag := s.GetTagged(k, s.hashOf(k))
+		if v == nil || *v != int64(i+19) || *tag != 19 {
+			t.Fatalf("%s: value %v tag %v", k, v, tag)
+		}
+	}
+	// Shorter keys fit in a longer key's place; longer ones go to the end.
+	for _, k := range keys {
+		s.Delete(k)
+	}
+	*s.Insert([]byte("short")) = 1
+	*s.Insert(make([]byte, 300)) = 2
+	if v := s.Get([]byte("short")); v == nil || *v != 1 {
+		t.Fatalf("short key: %v", v)
+	}
+	if v := s.Get(make([]byte, 300)); v == nil || *v != 2 {
+		t.Fatalf("long key: %v", v)
+	}
+	if !s.Compact(0) || s.Len() != 2 {
+		t.Fatalf("with no reserve, a mostly empty shard must compact (len %d)", s.Len())
+	}
+	if v := s.Get([]byte("short")); v == nil || *v != 1 {
+		t.Fatalf("short key after compaction: %v", v)
 	}
 }
