@@ -74,15 +74,22 @@ func TestPanicRecovered(t *testing.T) {
 			var m map[string]int
 			m["boom"]++ // assignment to a nil map
 		}})
-	t.Cleanup(func() { delete(commands.byName, "test.panic") })
-	_, addr, logs := serveTest(t)
+	srv, addr, logs := serveTest(t)
 	a, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
 	b, _ := net.Dial("tcp", addr)
-	defer b.Close()
+	defer func() {
+		// The command table is global: take the command out only once
+		// this server's connections have gone.
+		a.Close()
+		b.Close()
+		for i := 0; i < 500 && srv.ConnectedClients() > 0; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		delete(commands.byName, "test.panic")
+	}()
 	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
 	for i := 0; i < 3; i++ {
 		if got := roundTrip(t, a, ra, "TEST.PANIC\r\n"); got != "-ERR internal error while running 'test.panic'" {
