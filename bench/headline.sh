@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# headline.sh: the issue's headline ratio, with where the time went.
+#
+# Runs the exact pair of commands of bench/README.md's "Quiet-machine check"
+# in alternating rounds: limitdb's CL.THROTTLE on 100k random keys against
+# redis-server's INCR, 50 clients, pipeline 16, each server pinned to core
+# 0 and redis-benchmark to core 1. Besides req/s and their ratio it prints,
+# for each run, the CPU the server and redis-benchmark used (a share of one
+# core: a server under 100% was not the bottleneck) and the server's context
+# switches per 1000 requests (all its threads, from /proc).
+#
+#   bench/headline.sh                   3 rounds of 2M requests
+#   ROUNDS=5 N=1000000 bench/headline.sh
+#   LIMITDB_BIN=/tmp/limitdb-old bench/headline.sh
+#   BEFORE_BIN=/tmp/limitdb-old bench/headline.sh   adds that binary's rows to each round
+#   CMD='TB.TAKE k:__rand_int__ 100 100 60' bench/headline.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+N=${N:-2000000}
+CMD=${CMD:-"CL.THROTTLE k:__rand_int__ 99 1000 60"}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+
+for tool in redis-server redis-benchmark taskset python3; do
+  command -v "$tool" >/dev/null || { echo "headline.sh: $tool is required" >&2; exit 1; }
+done
+[ -r /proc/self/stat ] || { echo "headline.sh: needs Linux /proc" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_port() {
+  for _ in $(seq 100); do
+    redis-benchmark -p "$1" -n 1 -q -t ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "headline.sh: nothing answers on port $1" >&2; exit 1
+}
+
+if [ -z "${LIMITDB_BIN:-}" ]; then
+  LIMITDB_BIN=$work/limitdb
+  go build -o "$LIMITDB_BIN" ./cmd/limitdb
+fi
+
+start_limitdb() { # bin -> port
+  local port; port=$(free_port)
+  taskset -c "$SERVER_CPU" "$1" --port "$port" --save 0 >"$work/$port.log" 2>&1 &
+  pids+=($!); echo "$port $!"
+}
+read -r lport lpid < <(start_limitdb "$LIMITDB_BIN")
+bport=; bpid=
+if [ -n "${BEFORE_BIN:-}" ]; then read -r bport bpid < <(start_limitdb "$BEFORE_BIN"); fi
+rport=$(free_port)
+taskset -c "$SERVER_CPU" redis-server --port "$rport" --save '' --appendonly no >"$work/redis.log" 2>&1 &
+rpid=$!; pids+=($rpid)
+for p in $lport $bport $rport; do wait_port "$p"; done
+
+ticks() { # pid -> utime+stime of all its threads, in clock ticks
+  awk '{print $14+$15}' "/proc/$1/stat"
+}
+switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/{s+=$2} END{print s+0}'
+}
+
+# run <name> <port> <pid> <benchmark args...>: prints "name req/s server% client% switches/1k"
+run() {
+  local name=$1 port=$2 pid=$3; shift 3
+  local s0 w0 t0 s1 w1 t1 out
+  s0=$(ticks "$pid"); w0=$(switches "$pid"); t0=$(date +%s.%N)
+  taskset -c "$CLIENT_CPU" bash -c 'redis-benchmark "$@" > "'"$work"'/out"; cat /proc/$$/stat > "'"$work"'/client"' _ \
+    -p "$port" -c 50 -P 16 -r 100000 -n "$N" -q "$@" 2>/dev/null
+  s1=$(ticks "$pid"); w1=$(switches "$pid"); t1=$(date +%s.%N)
+  out=$(tr '\r' '\n' <"$work/out" | grep 'requests per second' | tail -1)
+  python3 - "$name" "$out" "$s0" "$s1" "$w0" "$w1" "$t0" "$t1" "$N" "$work/client" <<'PY'
+import re, sys, os
+name, out, s0, s1, w0, w1, t0, t1, n, client = sys.argv[1:]
+hz = os.sysconf('SC_CLK_TCK')
+secs = float(t1) - float(t0)
+rps = float(re.search(r'([\d.]+) requests per second', out).group(1))
+f = open(client).read().split()
+# the bash wrapper's children: cutime + cstime (fields 16, 17) are redis-benchmark's CPU
+cl = (int(f[15]) + int(f[16])) / hz
+print(f"{name:9} {rps:10.0f} req/s  server {100*(int(s1)-int(s0))/hz/secs:4.0f}% of a core"
+      f"  client {100*cl/secs:4.0f}%  switches/1k req {1000*(int(w1)-int(w0))/int(n):5.2f}")
+PY
+}
+
+for r in $(seq "$ROUNDS"); do
+  echo "round $r (load $(cut -d' ' -f1 /proc/loadavg))"
+  # shellcheck disable=SC2086
+  a=$(run limitdb "$lport" "$lpid" $CMD); echo "  $a"
+  if [ -n "$bport" ]; then
+    # shellcheck disable=SC2086
+    echo "  $(run before "$bport" "$bpid" $CMD)"
+  fi
+  b=$(run redis "$rport" "$rpid" -t incr); echo "  $b"
+  python3 -c "import sys; a=float(sys.argv[1]); b=float(sys.argv[2]); print(f'  ratio limitdb/redis INCR {a/b:.2f}')" \
+    "$(echo "$a" | awk '{print $2}')" "$(echo "$b" | awk '{print $2}')"
+done
