@@ -49,8 +49,11 @@ type Stamp struct {
 // that ring's last stamp or copies into a new buffer. So deciding and
 // recording leave the state they came from intact, and a caller may drop a
 // recorded state (an all-or-nothing check that failed elsewhere) without
-// undoing anything. Rings further back share slots with their successors'
-// and must not be kept: to keep one, copy it (AppendBinary).
+// undoing anything. Only the ring given is protected, not its
+// predecessors: recording on a successor may overwrite slots of stamps the
+// successor dropped as expired and the predecessor still holds. So rings
+// further back must not be kept, nor a ring recorded on twice in a row
+// when the first is to survive a drop of both: Clone it first.
 type Ring struct {
 	Seen int64 // latest instant a request was recorded at
 	buf  []Stamp
@@ -160,6 +163,16 @@ func (l Log) Record(r *Ring, now, cost int64) Ring {
 	next.n++
 	next.sum += cost
 	return next
+}
+
+// Clone returns a copy of r that shares no memory with it: a ring that may
+// be kept, or recorded on while r stays intact whatever follows.
+func (r *Ring) Clone() Ring {
+	c := *r
+	if len(c.buf) > 0 {
+		c.resize(len(c.buf))
+	}
+	return c
 }
 
 // resize copies the stamps into a new buffer of size slots.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/limitdb/limitdb/engine/internal/wide"
 )
@@ -247,6 +248,11 @@ func (s Sliding) Adopt(st SlidingState) SlidingState {
 		counts[0] += c
 	}
 	return SlidingState{Start: floorTo(st.Start, s.width), Counts: counts}
+}
+
+// Clone returns a copy of st that shares no memory with it.
+func (st *SlidingState) Clone() SlidingState {
+	return SlidingState{Start: st.Start, Counts: slices.Clone(st.Counts)}
 }
 
 // AppendBinary appends the state's serialised form: Start as a varint, the
