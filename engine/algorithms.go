@@ -17,29 +17,43 @@ import (
 // admitted or when the cost can never fit. Every entry's Expire is the
 // instant its state equals a new key's (a full bucket, an empty window).
 //
-// Apply never modifies the entry it is given, Ext state included, so a
-// caller may apply several limits and store none of them (all-or-nothing).
+// Apply never modifies the state of the entry it is given, Ext state
+// included, so a caller may apply several limits and store none of them
+// (all-or-nothing). The Ext states are written in place once stored; see
+// extbox.go for what that asks of callers.
 
 func init() {
 	RegisterExt(KindSlidingWindow, ExtCodec{
 		Append: func(b []byte, ext any) ([]byte, error) {
-			st, ok := ext.(*window.SlidingState)
-			if !ok {
+			st := extRead[window.SlidingState](ext)
+			if st == nil {
 				return nil, fmt.Errorf("sliding window state is %T", ext)
 			}
 			return st.AppendBinary(b), nil
 		},
-		Decode: func(b []byte) (any, error) { return window.DecodeSliding(b) },
+		Decode: func(b []byte) (any, error) {
+			st, err := window.DecodeSliding(b)
+			if err != nil {
+				return nil, err
+			}
+			return newExtBox[window.SlidingState](*st), nil
+		},
 	})
 	RegisterExt(KindSlidingLog, ExtCodec{
 		Append: func(b []byte, ext any) ([]byte, error) {
-			r, ok := ext.(*window.Ring)
-			if !ok {
+			r := extRead[window.Ring](ext)
+			if r == nil {
 				return nil, fmt.Errorf("sliding log state is %T", ext)
 			}
 			return r.AppendBinary(b), nil
 		},
-		Decode: func(b []byte) (any, error) { return window.DecodeRing(b) },
+		Decode: func(b []byte) (any, error) {
+			r, err := window.DecodeRing(b)
+			if err != nil {
+				return nil, err
+			}
+			return newExtBox[window.Ring](*r), nil
+		},
 	})
 }
 
@@ -136,7 +150,7 @@ func (f FixedWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, boo
 // SlidingWindow is SW.INCR. With precision 1 and counts below 2^32 the
 // state fits the entry: A = the current window's start, B = its count in
 // the low 32 bits and the previous window's in the high 32. Otherwise Ext
-// holds a *window.SlidingState (and A, B are 0).
+// holds a window.SlidingState written in place (extbox.go), and A, B are 0.
 type SlidingWindow struct{ W window.Sliding }
 
 // NewSlidingWindow validates a sliding window of limit per windowNs
@@ -153,7 +167,7 @@ func (SlidingWindow) Kind() Kind { return KindSlidingWindow }
 func (s SlidingWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
 	var packed [2]int64
 	st := window.SlidingState{Start: ent.A, Counts: packed[:]}
-	if x, ok := ent.Ext.(*window.SlidingState); ok {
+	if x := extRead[window.SlidingState](ent.Ext); x != nil {
 		st = *x
 	} else {
 		packed[0], packed[1] = int64(uint32(ent.B)), int64(uint64(ent.B)>>32)
@@ -167,20 +181,27 @@ func (s SlidingWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, b
 	if d.Limited || cost == 0 {
 		return ent, r, false, nil
 	}
-	var out [2]int64
 	if s.W.Precision == 1 {
+		var out [2]int64
 		ns := s.W.Record(st, now, cost, out[:])
 		if out[0] <= math.MaxUint32 && out[1] <= math.MaxUint32 {
 			b := int64(uint64(out[0]) | uint64(out[1])<<32)
 			return Entry{Kind: KindSlidingWindow, A: ns.Start, B: b, Expire: s.W.Expire(ns)}, r, true, nil
 		}
 	}
-	ns := s.W.Record(st, now, cost, make([]int64, s.W.Precision+1))
-	return Entry{Kind: KindSlidingWindow, Ext: &ns, Expire: s.W.Expire(ns)}, r, true, nil
+	// The stage's counts are never st's: st is the box's current state,
+	// an adopted copy, or a staged state whose successor gets new memory.
+	dst, ext, _ := extWrite[window.SlidingState](ent.Ext)
+	counts := dst.Counts
+	if int64(len(counts)) != s.W.Precision+1 {
+		counts = make([]int64, s.W.Precision+1)
+	}
+	*dst = s.W.Record(st, now, cost, counts)
+	return Entry{Kind: KindSlidingWindow, Ext: ext, Expire: s.W.Expire(*dst)}, r, true, nil
 }
 
-// SlidingLog is SL.INCR: Ext holds a *window.Ring of the admitted
-// requests' stamps (at most limit of them).
+// SlidingLog is SL.INCR: Ext holds a window.Ring of the admitted requests'
+// stamps (at most limit of them), written in place (extbox.go).
 type SlidingLog struct{ L window.Log }
 
 // NewSlidingLog validates a sliding log of limit (at most
@@ -196,8 +217,8 @@ func (SlidingLog) Kind() Kind { return KindSlidingLog }
 // Apply implements Limiter.
 func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
 	var empty window.Ring
-	ring, ok := ent.Ext.(*window.Ring)
-	if !ok {
+	ring := extRead[window.Ring](ent.Ext)
+	if ring == nil {
 		ring = &empty
 	}
 	d, err := l.L.Decide(ring, now, cost)
@@ -208,6 +229,13 @@ func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool
 	if d.Limited || cost == 0 {
 		return ent, r, false, nil
 	}
-	next := l.L.Record(ring, now, cost)
-	return Entry{Kind: KindSlidingLog, Ext: &next, Expire: l.L.Expire(&next)}, r, true, nil
+	dst, ext, chained := extWrite[window.Ring](ent.Ext)
+	if chained {
+		// ring was recorded from the key's state and may share its slots:
+		// recording on it again could overwrite one (window.Ring).
+		c := ring.Clone()
+		ring = &c
+	}
+	*dst = l.L.Record(ring, now, cost)
+	return Entry{Kind: KindSlidingLog, Ext: ext, Expire: l.L.Expire(dst)}, r, true, nil
 }

@@ -297,14 +297,27 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 	}
 	switch {
 	case ent.Ext != nil:
-		sd := &e.side[i]
-		if sd.ext == nil {
-			sd.ext = map[string]any{}
-		}
-		sd.ext[string(key)] = ent.Ext
+		e.storeExt(i, key, ent.Ext)
 	case hadExt:
 		delete(e.side[i].ext, string(key))
 	}
+}
+
+// storeExt sets key's Ext state. A staged state (extbox.go) is committed
+// to the key's box in place: no new map entry, so no key string to
+// allocate, on a write to an existing key.
+func (e *Engine) storeExt(i int, key []byte, ext any) {
+	sd := &e.side[i]
+	if sd.ext == nil {
+		sd.ext = map[string]any{}
+	}
+	if s, ok := ext.(stagedExt); ok {
+		var inPlace bool
+		if ext, inPlace = s.commit(sd.ext[string(key)]); inPlace {
+			return
+		}
+	}
+	sd.ext[string(key)] = ext
 }
 
 // Delete removes key; it reports whether a live key was removed.
@@ -314,10 +327,14 @@ func (e *Engine) Delete(key []byte, now int64) bool {
 	})
 }
 
-// Get returns a copy of key's live entry.
+// Get returns a copy of key's live entry, Ext state included: later
+// writes to the key do not change it.
 func (e *Engine) Get(key []byte, now int64) (ent Entry, ok bool) {
 	e.Do(key, now, func(cur Entry) (Entry, bool) {
 		ent, ok = cur, cur.Kind != KindNone
+		if c, shared := cur.Ext.(clonedExt); shared {
+			ent.Ext = c.cloneExt()
+		}
 		return cur, false
 	})
 	return ent, ok
@@ -342,7 +359,8 @@ func (e *Engine) Shards() int { return e.tab.Count() }
 
 // RangeShard calls fn for each live key of shard i at now, under that
 // shard's lock, until fn returns false. ent is a copy: changing it changes
-// nothing. fn must not call back into the engine.
+// nothing; but its Ext state is the key's own, valid only during the call
+// (extbox.go). fn must not call back into the engine.
 func (e *Engine) RangeShard(i int, now int64, fn func(key string, ent *Entry) bool) {
 	e.RangeShardTransient(i, now, func(key string, ent *Entry) bool {
 		return fn(strings.Clone(key), ent)
