@@ -36,7 +36,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return newExtBox[window.SlidingState](*st), nil
+			return newExtBox[window.SlidingState](st), nil
 		},
 	})
 	RegisterExt(KindSlidingLog, ExtCodec{
@@ -52,7 +52,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return newExtBox[window.Ring](*r), nil
+			return newExtBox[window.Ring](r), nil
 		},
 	})
 }

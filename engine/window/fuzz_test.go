@@ -28,7 +28,7 @@ func FuzzDecodeRing(f *testing.F) {
 			t.Fatalf("decoded %x, re-encoded %x: %v", b, enc, err)
 		}
 		// A decoded ring is usable.
-		if _, err := l.Decide(got, got.Seen, 1); err != nil && got.Seen <= maxNow && got.Seen >= -maxNow {
+		if _, err := l.Decide(&got, got.Seen, 1); err != nil && got.Seen <= maxNow && got.Seen >= -maxNow {
 			t.Fatal(err)
 		}
 	})
@@ -48,7 +48,7 @@ func FuzzDecodeSliding(f *testing.F) {
 			t.Fatalf("decoded %x, re-encoded %x: %v", b, enc, err)
 		}
 		s, _ := NewSliding(10, 1000, 2)
-		st := s.Adopt(*got)
+		st := s.Adopt(got)
 		if _, err := s.Decide(st, 5000, 1); err != nil {
 			t.Fatal(err)
 		}

@@ -201,40 +201,42 @@ func (r *Ring) AppendBinary(b []byte) []byte {
 var errCorruptRing = errors.New("window: corrupt sliding log")
 
 // DecodeRing reads a ring written by AppendBinary, checking that its stamps
-// are in time order, no later than Seen, and of positive cost.
-func DecodeRing(b []byte) (*Ring, error) {
+// are in time order, no later than Seen, and of positive cost. It returns
+// the ring by value: the caller keeps it where it likes (the engine, in a
+// box of its own) without a second allocation.
+func DecodeRing(b []byte) (Ring, error) {
 	seen, k := binary.Varint(b)
 	if k <= 0 {
-		return nil, errCorruptRing
+		return Ring{}, errCorruptRing
 	}
 	b = b[k:]
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b))/2 || n > MaxLogLimit {
-		return nil, errCorruptRing
+		return Ring{}, errCorruptRing
 	}
 	b = b[k:]
-	r := &Ring{Seen: seen, buf: make([]Stamp, max(int(n), 4)), n: int(n)}
+	r := Ring{Seen: seen, buf: make([]Stamp, max(int(n), 4)), n: int(n)}
 	prev := int64(-1 << 63)
 	for i := range r.n {
 		back, k1 := binary.Uvarint(b)
 		if k1 <= 0 {
-			return nil, errCorruptRing
+			return Ring{}, errCorruptRing
 		}
 		cost, k2 := binary.Uvarint(b[k1:])
 		if k2 <= 0 || back > 1<<62 || cost < 1 || cost > MaxLogLimit {
-			return nil, errCorruptRing
+			return Ring{}, errCorruptRing
 		}
 		b = b[k1+k2:]
 		at := seen - int64(back)
 		if at < prev {
-			return nil, errCorruptRing
+			return Ring{}, errCorruptRing
 		}
 		prev = at
 		r.buf[i] = Stamp{At: at, Cost: int64(cost)}
 		r.sum += int64(cost)
 	}
 	if len(b) != 0 {
-		return nil, errCorruptRing
+		return Ring{}, errCorruptRing
 	}
 	return r, nil
 }

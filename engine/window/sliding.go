@@ -268,29 +268,30 @@ func (st *SlidingState) AppendBinary(b []byte) []byte {
 
 var errCorruptSliding = errors.New("window: corrupt sliding window")
 
-// DecodeSliding reads a state written by AppendBinary.
-func DecodeSliding(b []byte) (*SlidingState, error) {
+// DecodeSliding reads a state written by AppendBinary, by value as
+// DecodeRing does.
+func DecodeSliding(b []byte) (SlidingState, error) {
 	start, k := binary.Varint(b)
 	if k <= 0 {
-		return nil, errCorruptSliding
+		return SlidingState{}, errCorruptSliding
 	}
 	b = b[k:]
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n < 1 || n > MaxPrecision+1 || n > uint64(len(b)) {
-		return nil, errCorruptSliding
+		return SlidingState{}, errCorruptSliding
 	}
 	b = b[k:]
-	st := &SlidingState{Start: start, Counts: make([]int64, n)}
+	st := SlidingState{Start: start, Counts: make([]int64, n)}
 	for i := range st.Counts {
 		c, k := binary.Uvarint(b)
 		if k <= 0 || c > math.MaxInt64 {
-			return nil, errCorruptSliding
+			return SlidingState{}, errCorruptSliding
 		}
 		st.Counts[i] = int64(c)
 		b = b[k:]
 	}
 	if len(b) != 0 {
-		return nil, errCorruptSliding
+		return SlidingState{}, errCorruptSliding
 	}
 	return st, nil
 }
