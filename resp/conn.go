@@ -107,7 +107,12 @@ func (l *listener) forget(c *conn) {
 // connection, as in redcon.
 func (l *listener) serve(c *conn) {
 	err := l.loop(c)
-	c.nc.Close()
+	if errors.Is(err, errDraining) {
+		lingerClose(c.nc)
+		err = nil
+	} else {
+		c.nc.Close()
+	}
 	l.forget(c)
 	if err == io.EOF {
 		err = nil

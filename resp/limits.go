@@ -264,12 +264,34 @@ const handshakeTimeout = 10 * time.Second
 
 var errClosedByGuard = errors.New("connection closed by limit")
 
+// errDraining ends a connection's reads once the server is shutting down;
+// the connection then closes through lingerClose.
+var errDraining = errors.New("server shutting down")
+
+// lingerClose ends a connection whose client may still be sending: a
+// pipeline that shutdown cut short. Closing a socket with unread input
+// makes the kernel send RST, and a client's kernel drops the replies its
+// application has not read yet when the RST arrives, so a client could miss
+// replies to commands that did run (TestGracefulShutdown caught it). So the
+// write side is closed first: the client reads every reply, then EOF. What
+// it still sends is discarded for at most a second, then the socket closes.
+func lingerClose(nc net.Conn) {
+	if g, ok := nc.(*guardConn); ok {
+		nc = g.Conn // past the guard, which answers draining with errDraining
+	}
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+		nc.SetReadDeadline(time.Now().Add(time.Second))
+		io.Copy(io.Discard, io.LimitReader(nc, 64<<20))
+	}
+	nc.Close()
+}
+
 func (g *guardConn) Read(p []byte) (int, error) {
 	if g.readErr != nil {
 		return 0, g.readErr
 	}
 	if g.s.guard.draining.Load() {
-		return 0, io.EOF
+		return 0, errDraining
 	}
 	if !g.shaken {
 		g.shaken = true
@@ -286,7 +308,7 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		g.timed = false
 	}
 	if g.s.guard.draining.Load() { // checked again after setting the deadline; see Server.Shutdown
-		return 0, io.EOF
+		return 0, errDraining
 	}
 	// Held-back bytes come first. They are scanned again from a command
 	// boundary, under the limits of now: an AUTH or CONFIG SET just run may
