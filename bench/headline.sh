@@ -10,7 +10,9 @@
 # switches per 1000 requests (all its threads, from /proc).
 #
 #   bench/headline.sh                   3 rounds of 2M requests
-#   ROUNDS=5 N=1000000 bench/headline.sh
+#   ROUNDS=15 N=300000 bench/headline.sh   many short rounds: on a machine whose
+#                                       speed drifts, the median of each round's
+#                                       ratio (printed last) is the figure
 #   LIMITDB_BIN=/tmp/limitdb-old bench/headline.sh
 #   BEFORE_BIN=/tmp/limitdb-old bench/headline.sh   adds that binary's rows to each round
 #   CMD='TB.TAKE k:__rand_int__ 100 100 60' bench/headline.sh
@@ -96,15 +98,28 @@ print(f"{name:9} {rps:10.0f} req/s  server {100*(int(s1)-int(s0))/hz/secs:4.0f}%
 PY
 }
 
+: >"$work/ratios"
 for r in $(seq "$ROUNDS"); do
   echo "round $r (load $(cut -d' ' -f1 /proc/loadavg))"
   # shellcheck disable=SC2086
   a=$(run limitdb "$lport" "$lpid" $CMD); echo "  $a"
+  bef=
   if [ -n "$bport" ]; then
     # shellcheck disable=SC2086
-    echo "  $(run before "$bport" "$bpid" $CMD)"
+    bef=$(run before "$bport" "$bpid" $CMD); echo "  $bef"
   fi
   b=$(run redis "$rport" "$rpid" -t incr); echo "  $b"
-  python3 -c "import sys; a=float(sys.argv[1]); b=float(sys.argv[2]); print(f'  ratio limitdb/redis INCR {a/b:.2f}')" \
-    "$(echo "$a" | awk '{print $2}')" "$(echo "$b" | awk '{print $2}')"
+  python3 - "$a" "$b" "$bef" <<'PY' | tee -a "$work/ratios"
+import sys
+rps = lambda line: float(line.split()[1]) if line else None
+a, b, bef = (rps(x) for x in sys.argv[1:])
+print(f"  ratio limitdb/redis INCR {a/b:.2f}" + (f"  before/redis {bef/b:.2f}  limitdb/before {a/bef:.2f}" if bef else ""))
+PY
 done
+python3 - "$work/ratios" <<'PY'
+import re, statistics, sys
+rows = [dict((k, float(v)) for k, v in re.findall(r'([\w/ ]+?) ([\d.]+)', l.replace('ratio ', '')))
+        for l in open(sys.argv[1]) if l.strip()]
+print("median over %d rounds:" % len(rows), "  ".join(
+    f"{k.strip()} {statistics.median(r[k] for r in rows):.2f}" for k in rows[0]))
+PY
