@@ -55,14 +55,15 @@ if [ -z "${LIMITDB_BIN:-}" ]; then
   go build -o "$LIMITDB_BIN" ./cmd/limitdb
 fi
 
-start_limitdb() { # bin -> port
-  local port; port=$(free_port)
-  taskset -c "$SERVER_CPU" "$1" --port "$port" --save 0 >"$work/$port.log" 2>&1 &
-  pids+=($!); echo "$port $!"
-}
-read -r lport lpid < <(start_limitdb "$LIMITDB_BIN")
+lport=$(free_port)
+taskset -c "$SERVER_CPU" "$LIMITDB_BIN" --port "$lport" --save 0 >"$work/limitdb.log" 2>&1 &
+lpid=$!; pids+=($lpid)
 bport=; bpid=
-if [ -n "${BEFORE_BIN:-}" ]; then read -r bport bpid < <(start_limitdb "$BEFORE_BIN"); fi
+if [ -n "${BEFORE_BIN:-}" ]; then
+  bport=$(free_port)
+  taskset -c "$SERVER_CPU" "$BEFORE_BIN" --port "$bport" --save 0 >"$work/before.log" 2>&1 &
+  bpid=$!; pids+=($bpid)
+fi
 rport=$(free_port)
 taskset -c "$SERVER_CPU" redis-server --port "$rport" --save '' --appendonly no >"$work/redis.log" 2>&1 &
 rpid=$!; pids+=($rpid)
