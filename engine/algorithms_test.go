@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -48,6 +49,9 @@ func TestAdaptersKeepStateInEntry(t *testing.T) {
 // shard lock, the entry, the algorithm and the reply, as a command runs it
 // (less the protocol). 1000 keys, each asked 100 times a second against
 // limits of 1000 a second: live keys, admitted requests, the steady state.
+// The _rand100k cases ask 100k keys in random order, each about once a
+// second against limits of 1000 per 10 s, from a keyspace filled before
+// the timing: what finding a key costs once the keys outgrow the caches.
 func BenchmarkLimit(b *testing.B) {
 	sec := int64(time.Second)
 	tb, _ := NewTokenBucket(1e9, 1, sec) // never full again during the run: the key stays
@@ -79,4 +83,35 @@ func BenchmarkLimit(b *testing.B) {
 	bench("SW.INCR", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sw, 1); return err })
 	bench("SW.INCR_PRECISION_10", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sw10, 1); return err })
 	bench("SL.INCR", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sl, 1); return err })
+
+	many := make([][]byte, 100_000)
+	for i := range many {
+		many[i] = fmt.Appendf(nil, "user:%d", i)
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(len(many))
+	benchRand := func(name string, run func(e *Engine, key []byte, now int64) error) {
+		b.Run(name, func(b *testing.B) {
+			e := New(nil, 0)
+			now := t0
+			for _, k := range many {
+				now += 10 * int64(time.Microsecond)
+				if err := run(e, k, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now += 10 * int64(time.Microsecond)
+				if err := run(e, many[order[i%len(order)]], now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	sw10s, _ := NewSlidingWindow(1000, 10*sec, 10)
+	sl10s, _ := NewSlidingLog(1000, 10*sec)
+	benchRand("TB.TAKE_rand100k", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, tb, 1); return err })
+	benchRand("SW.INCR_PRECISION_10_rand100k", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sw10s, 1); return err })
+	benchRand("SL.INCR_rand100k", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sl10s, 1); return err })
 }
