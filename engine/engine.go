@@ -109,8 +109,9 @@ type Engine struct {
 
 // stored is an Entry as the table keeps it: 24 bytes without pointers, so
 // the table keeps it outside the Go heap (see shard). The kind lives in the
-// key's tag byte (tagExt set when the key has Ext state), and the rare Ext
-// state (sliding logs, strings) in the shard's side map.
+// key's tag byte (tagExt set when the key has Ext state). The rare Ext state
+// (sliding logs, strings) lives in the shard's ext slab: for such a key, B
+// is its slot there, and the slot keeps the entry's own B (extslab.go).
 type stored struct {
 	Expire, A, B int64
 }
@@ -121,23 +122,26 @@ func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > no
 
 // sideState is what a shard keeps beside its table.
 type sideState struct {
-	ext    map[string]any
+	ext    extSlab
 	cursor int // active expiry's position in the shard
 	peak   int // keys the shard held lately, decaying: room Compact keeps
 	_      [32]byte
 }
 
-func (e *Engine) load(i int, key []byte, st *stored, tag byte) Entry {
+// load is the Entry that st (of tag byte tag) in shard i stores.
+func (e *Engine) load(i int, st *stored, tag byte) Entry {
 	ent := Entry{Kind: Kind(tag &^ tagExt), Expire: st.Expire, A: st.A, B: st.B}
 	if tag&tagExt != 0 {
-		ent.Ext = e.side[i].ext[string(key)]
+		x := &e.side[i].ext.slots[st.B]
+		ent.Ext, ent.B = x.ext, x.b
 	}
 	return ent
 }
 
-func (e *Engine) dropExt(i int, key []byte, tag byte) {
+// dropExt frees the ext slot of a key of shard i that stored st.
+func (e *Engine) dropExt(i int, st stored, tag byte) {
 	if tag&tagExt != 0 {
-		delete(e.side[i].ext, string(key))
+		e.side[i].ext.drop(st.B)
 	}
 }
 
@@ -181,14 +185,14 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 	var ent Entry
 	at := e.find(i, s, key, h, now)
 	if at.live {
-		ent = e.load(i, key, at.cur, *at.tag)
+		ent = e.load(i, at.cur, *at.tag)
 	}
 	next, write := fn(ent)
 	switch {
 	case write:
 		e.store(i, s, key, h, at, next, now)
 	case at.cur != nil && !at.live: // expired and not written again
-		e.reap(i, s, key, h, *at.tag)
+		e.reap(i, s, key, h, *at.cur, *at.tag)
 	}
 	return at.live
 }
@@ -216,7 +220,7 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		h := e.tab.Hash(key)
 		i := e.tab.IndexOf(h)
 		if at := e.find(i, e.tab.Shard(i), key, h, now); at.live {
-			ents[k] = e.load(i, key, at.cur, *at.tag)
+			ents[k] = e.load(i, at.cur, *at.tag)
 		}
 	}
 	write := fn(ents)
@@ -234,7 +238,7 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		case write:
 			e.store(i, s, key, h, at, ents[k], now)
 		case cur != nil && !at.live:
-			e.reap(i, s, key, h, *tag)
+			e.reap(i, s, key, h, *cur, *tag)
 		}
 	}
 }
@@ -267,9 +271,10 @@ func (e *Engine) find(i int, s *shard.Shard[stored], key []byte, h uint64, now i
 	return found{cur: cur, tag: tag, live: true}
 }
 
-// reap deletes key (of hash h and tag byte tag) from shard i.
-func (e *Engine) reap(i int, s *shard.Shard[stored], key []byte, h uint64, tag byte) {
-	e.dropExt(i, key, tag)
+// reap deletes key (of hash h, stored entry st and tag byte tag) from
+// shard i.
+func (e *Engine) reap(i int, s *shard.Shard[stored], key []byte, h uint64, st stored, tag byte) {
+	e.dropExt(i, st, tag)
 	s.DeleteHashed(key, h)
 	e.stats[i].bytes.Add(-keyCost(key))
 }
@@ -281,7 +286,7 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 	cur, tag := at.cur, at.tag
 	if !ent.Live(now) {
 		if cur != nil {
-			e.reap(i, s, key, h, *tag)
+			e.reap(i, s, key, h, *cur, *tag)
 		}
 		return
 	}
@@ -289,35 +294,36 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 		cur, tag = s.InsertTagged(key, h)
 		e.stats[i].bytes.Add(keyCost(key))
 	}
-	hadExt := *tag&tagExt != 0
+	old, hadExt := *cur, *tag&tagExt != 0
 	*cur = stored{Expire: ent.Expire, A: ent.A, B: ent.B}
 	*tag = byte(ent.Kind)
-	if ent.Ext != nil {
-		*tag |= tagExt
-	}
 	switch {
 	case ent.Ext != nil:
-		e.storeExt(i, key, ent.Ext)
+		*tag |= tagExt
+		cur.B = e.storeExt(i, old.B, hadExt, ent.Ext, ent.B)
 	case hadExt:
-		delete(e.side[i].ext, string(key))
+		e.side[i].ext.drop(old.B)
 	}
 }
 
-// storeExt sets key's Ext state. A staged state (extbox.go) is committed
-// to the key's box in place: no new map entry, so no key string to
-// allocate, on a write to an existing key.
-func (e *Engine) storeExt(i int, key []byte, ext any) {
-	sd := &e.side[i]
-	if sd.ext == nil {
-		sd.ext = map[string]any{}
-	}
-	if s, ok := ext.(stagedExt); ok {
-		var inPlace bool
-		if ext, inPlace = s.commit(sd.ext[string(key)]); inPlace {
-			return
+// storeExt sets the Ext state and B of a key of shard i whose Ext state is
+// in slot (had: false when it has none), and returns the key's slot. A
+// staged state (extbox.go) is committed to the key's box in place: on a
+// write to an existing key nothing is allocated.
+func (e *Engine) storeExt(i int, slot int64, had bool, ext any, b int64) int64 {
+	x := &e.side[i].ext
+	if !had {
+		if s, ok := ext.(stagedExt); ok {
+			ext, _ = s.commit(nil)
 		}
+		return x.add(ext, b)
 	}
-	sd.ext[string(key)] = ext
+	sl := &x.slots[slot]
+	if s, ok := ext.(stagedExt); ok {
+		ext, _ = s.commit(sl.ext)
+	}
+	sl.ext, sl.b = ext, b
+	return slot
 }
 
 // Delete removes key; it reports whether a live key was removed.
@@ -380,10 +386,7 @@ func (e *Engine) RangeShardTransient(i int, now int64, fn func(key string, ent *
 		if !v.live(now) {
 			return true
 		}
-		ent = Entry{Kind: Kind(tag &^ tagExt), Expire: v.Expire, A: v.A, B: v.B}
-		if tag&tagExt != 0 {
-			ent.Ext = e.side[i].ext[k]
-		}
+		ent = e.load(i, v, tag)
 		return fn(k, &ent)
 	})
 }
@@ -397,7 +400,7 @@ func (e *Engine) Flush() {
 			s.Reset()
 			e.stats[i].bytes.Store(0)
 		}
-		e.side[i].ext, e.side[i].cursor = nil, 0
+		e.side[i].ext, e.side[i].cursor = extSlab{}, 0
 		if locked {
 			s.Unlock()
 		}
@@ -433,7 +436,7 @@ func (e *Engine) ExpireCycle(now int64, sample int) int {
 				seen++
 				if !v.live(now) {
 					kb = append(kb[:0], k...)
-					e.reap(i, s, kb, e.tab.Hash(kb), tag)
+					e.reap(i, s, kb, e.tab.Hash(kb), *v, tag)
 					gone++
 				}
 				return true

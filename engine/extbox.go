@@ -4,9 +4,9 @@ package engine
 //
 // A sliding log (SL.INCR) and a sliding window of several sub-windows
 // (SW.INCR PRECISION n) keep their state in Ext, on the heap. Returning a
-// fresh state from every Apply would allocate on every admitted request,
-// and so would replacing the side map's value (the key's string). Instead
-// such a key's Ext is an extBox, kept for the key's life:
+// fresh state from every Apply would allocate on every admitted request.
+// Instead such a key's Ext is an extBox, kept in the key's ext slot
+// (extslab.go) for the key's life:
 //
 //   - Apply reads the box's current state and builds the next one in the
 //     box's stage, which changes nothing the current state says, and returns

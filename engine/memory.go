@@ -45,16 +45,17 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 		locked := e.lockShard(i)
 		bestExp := int64(0)
 		var bestTag byte
+		var bestSt stored
 		var gone int
 		var kb []byte
 		visit := func(key string, v *stored, tag byte) bool {
 			switch {
 			case !v.live(now):
 				kb = append(kb[:0], key...)
-				e.reap(i, s, kb, e.tab.Hash(kb), tag)
+				e.reap(i, s, kb, e.tab.Hash(kb), *v, tag)
 				gone++
 			case v.Expire != 0 && (bestExp == 0 || v.Expire < bestExp):
-				bestExp, bestTag = v.Expire, tag
+				bestExp, bestTag, bestSt = v.Expire, tag, *v
 				best = append(best[:0], key...)
 			}
 			return true
@@ -67,7 +68,7 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 			}
 		}
 		if bestExp != 0 {
-			e.reap(i, s, best, e.tab.Hash(best), bestTag)
+			e.reap(i, s, best, e.tab.Hash(best), bestSt, bestTag)
 			e.stats[i].changes.Add(1)
 		}
 		if locked {

@@ -1,0 +1,59 @@
+package engine
+
+// The ext slab: where a shard keeps its keys' Ext state.
+//
+// A key with Ext state (tag bit tagExt) stores the number of its slot in
+// its stored entry's B, and the slot keeps the entry's own B beside the
+// Ext value. Finding the state is then one index into the slab from the
+// entry the table lookup already found: no second hash of the key and no
+// map probe, which for a shard of many sliding-log keys was a few cache
+// misses per request. Entries keep showing their own B (load and store
+// swap it), so no algorithm has to leave B unused when it has Ext state.
+//
+// A slot belongs to its key from the write that gives the key Ext state
+// to the one that deletes the key (reap: DEL, lazy or active expiry,
+// eviction) or stores it without Ext state (another kind, a packed sliding
+// window): store reuses the slot while the key keeps Ext state, expired or
+// not. Flush drops every shard's slab with its keys. The slab never moves
+// a live slot, so entries need no update when it grows; it does not
+// compact either: it keeps the room of the most Ext keys the shard held at
+// once (as a Go map would), and gives it all back once the shard has none.
+
+// extSlab is one shard's slots, guarded by the shard's lock. Free slots
+// are chained through their b, from free.
+type extSlab struct {
+	slots []extSlot
+	free  int64 // 1 + the first free slot; 0: none
+	live  int   // slots in use: the shard's keys with Ext state
+}
+
+// extSlot is one key's Ext state and B; a free slot has a nil ext and, in
+// b, 1 + the next free slot (0: none).
+type extSlot struct {
+	ext any
+	b   int64
+}
+
+// add puts a key's Ext state and B in a free slot and returns the slot.
+func (x *extSlab) add(ext any, b int64) int64 {
+	x.live++
+	if x.free == 0 {
+		x.slots = append(x.slots, extSlot{ext: ext, b: b})
+		return int64(len(x.slots) - 1)
+	}
+	i := x.free - 1
+	x.free = x.slots[i].b
+	x.slots[i] = extSlot{ext: ext, b: b}
+	return i
+}
+
+// drop frees slot i, letting its state go to the garbage collector.
+func (x *extSlab) drop(i int64) {
+	x.live--
+	if x.live == 0 {
+		*x = extSlab{}
+		return
+	}
+	x.slots[i] = extSlot{b: x.free}
+	x.free = i + 1
+}
