@@ -123,8 +123,8 @@ func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > no
 // sideState is what a shard keeps beside its table.
 type sideState struct {
 	ext    extSlab
-	cursor int // active expiry's position in the shard
-	peak   int // keys the shard held lately, decaying: room Compact keeps
+	cursor uint64 // active expiry's position in the shard (shard.Scan)
+	peak   int    // keys the shard held lately, decaying: room Compact keeps
 	_      [32]byte
 }
 
@@ -253,7 +253,7 @@ type found struct {
 
 // find looks key (of hash h) up in shard i at now. An expired entry is
 // counted as expired but left in place: the write that usually follows
-// (the key coming back) reuses its record instead of deleting the key and
+// (the key coming back) reuses its entry instead of deleting the key and
 // inserting it again, and Do reaps it when nothing is written. The caller
 // holds the shard's lock.
 func (e *Engine) find(i int, s *shard.Shard[stored], key []byte, h uint64, now int64) found {

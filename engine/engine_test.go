@@ -221,7 +221,7 @@ func BenchmarkThrottleChurn(b *testing.B) {
 }
 
 // TestExpiredKeyComesBackInPlace: a key hit again after it expired, before
-// active expiry reaped it, is written over its old record (counted as
+// active expiry reaped it, is written over its old entry (counted as
 // expired, accounted once); an expired key that is only read is reaped.
 func TestExpiredKeyComesBackInPlace(t *testing.T) {
 	e := New(nil, 1)

@@ -3,18 +3,20 @@ package engine
 import (
 	"math/rand/v2"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/limitdb/limitdb/shard"
 )
 
-// keyOverhead is what a key costs beyond its bytes in the shard table: its
-// stored entry, record offset, tag and length bytes, and its share of the
-// index at full load (see shard.Shard's layout).
-const keyOverhead = int64(unsafe.Sizeof(stored{})) + 4 + 2 + 6
+// indexBytes is a key's share of the shard table's index at full load (see
+// shard.Shard's layout).
+const indexBytes = 6
 
-// keyCost is the memory accounted to one key. Ext state (sliding logs,
-// string values) is not counted: maxmemory bounds the number and size of
-// keys, which is what grows with traffic.
-func keyCost(key []byte) int64 { return int64(len(key)) + keyOverhead }
+// keyCost is the memory accounted to one key: its entry in the shard's
+// arena (stored value, tag, length, key bytes, padding) and its share of
+// the index. Ext state (sliding logs, string values) is not counted:
+// maxmemory bounds the number and size of keys, which is what grows with
+// traffic.
+func keyCost(key []byte) int64 { return int64(shard.EntrySize[stored](len(key))) + indexBytes }
 
 // UsedBytes is the keyspace's accounted memory: the sum over live and
 // not-yet-reaped keys of keyCost, kept per shard as keys come and go, so
@@ -60,11 +62,12 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 			}
 			return true
 		}
-		// Records sit in arrival order, and keys that arrived together tend
-		// to expire together: sample from random places, not a run.
-		if recs := s.Records(); recs > 0 {
-			for j := 0; j < sample; j++ {
-				s.Scan(rand.IntN(recs), 1, visit)
+		// Keys sit in the arena in arrival order, and keys that arrived
+		// together tend to expire together: sample random index slots, not
+		// a run of the arena.
+		for j := 0; j < sample; j++ {
+			if !s.Sample(rand.Uint64(), visit) {
+				break
 			}
 		}
 		if bestExp != 0 {

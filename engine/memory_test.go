@@ -37,7 +37,7 @@ func TestUsedBytesFollowsKeys(t *testing.T) {
 }
 
 func TestEvictSoonestTakesEarliestExpiry(t *testing.T) {
-	e := New(nil, 1) // one shard; 256 random draws over 11 records miss none
+	e := New(nil, 1) // one shard; 256 random index slots over 11 keys miss none
 	for i := 1; i <= 10; i++ {
 		exp := t0 + int64(i)*int64(time.Minute)
 		e.Do([]byte(fmt.Sprint("k", i)), t0, func(Entry) (Entry, bool) { return Entry{Kind: KindGCRA, A: exp, Expire: exp}, true })

@@ -1,8 +1,9 @@
 // Package shard partitions a keyspace into independently locked shards.
 //
 // A key hashes to one shard; each shard is a compact hash table guarded by its
-// own mutex (see Shard for its memory layout), so at any instant one goroutine touches a shard's state and there is
-// no global lock on the hot path. Operations on several keys lock their shards
+// own mutex (see Shard for its memory layout), so at any instant one
+// goroutine touches a shard's state and there is no global lock on the hot
+// path. Operations on several keys lock their shards
 // in ascending index order, which rules out deadlock between them.
 //
 // shard knows nothing about what it stores (V is opaque), about time or about
@@ -12,6 +13,7 @@ package shard
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"reflect"
 	"slices"
 	"sync"
 	"unsafe"
@@ -28,8 +30,13 @@ type Table[V any] struct {
 	seed   maphash.Seed
 }
 
-// New returns a table with n shards, rounded up to a power of two (at least 1).
+// New returns a table with n shards, rounded up to a power of two (at least
+// 1). It panics if V holds pointers: values are kept in byte arrays the
+// garbage collector does not scan (see Shard).
 func New[V any](n int) *Table[V] {
+	if !pointerFree(reflect.TypeFor[V]()) {
+		panic("shard: values must not hold pointers")
+	}
 	size := 1
 	for size < n {
 		size <<= 1
@@ -103,25 +110,43 @@ func (t *Table[V]) Len() int {
 // Shard is one partition: a compact open-addressing hash table.
 //
 // Memory layout, chosen so that a small live key costs a few dozen bytes
-// rather than a Go map entry plus a string allocation:
+// rather than a Go map entry plus a string allocation, and so that a lookup
+// touches three places (a control byte, a slot, one arena entry) rather than
+// one array per field:
 //
 //   - ctrl and slot are the index, one byte and one uint32 per slot, linear
-//     probing, at most 7/8 full, growing by half. ctrl is 0 for an empty slot, 1 for a deleted
-//     one and 0x80|7 bits of the key's hash for a full one, so a probe rarely
-//     touches a key it does not want. slot holds the record number.
-//   - records are two parallel slabs: vals (the V values, updated in place, so
-//     updating an existing key never allocates) and koff (where the key starts
-//     in the arena). Freed records are reused, and so is a freed record's
-//     place in the arena when the new key fits in it: keys that expire and
-//     come back (the usual life of a rate-limit key) are stored again
-//     without growing anything.
-//   - arena holds every key as a tag byte, a uvarint length and its bytes.
-//     Compact rebuilds the arena, slabs and index when deleted keys hold
-//     more than half of them, which is how memory comes back after keys
-//     expire; its reserve argument keeps room for keys that come and go.
+//     probing, at most 7/8 full, growing by half. ctrl is 0 for an empty
+//     slot, 1 for a deleted one and 0x80|7 bits of the key's hash for a full
+//     one, so a probe rarely touches a key it does not want. slot holds the
+//     arena offset of the key's entry.
+//   - arena holds one entry per key, value and key side by side, so that
+//     finding the key brings its value into the cache with it (layout
+//     below). A value is updated in place: updating an existing key never
+//     allocates.
+//   - a deleted key's entry stays where it is, marked free, and goes on a
+//     free list of entries of its size, threaded through the free entries'
+//     value fields. A new key of that size takes it back, so keys that expire
+//     and come back (the usual life of a rate-limit key) are stored again
+//     without growing anything. Reuse is exact-size so that the arena stays
+//     a walkable sequence of entries: Scan reads it in order, skipping free
+//     entries by their size.
+//   - Compact rebuilds the arena and index when the free entries are more
+//     than the keys the caller expects back (its reserve) need, which is how
+//     memory comes back after keys expire.
 //
-// When V holds no pointers these arrays live outside the Go heap (see
-// storage.go), so key strings from Range are valid only during the call.
+// An entry is
+//
+//	[V, padded to a multiple of 8][tag byte][uvarint len<<1 | free][key bytes][padding to 8]
+//
+// V comes first so that it is 8-aligned: the arena's base is (page or
+// malloc aligned) and every entry's size is a multiple of 8. The tag byte is
+// the caller's (see GetTagged). The low bit of the length field marks a
+// free entry, so a key under 64 bytes has a one-byte length field.
+//
+// V must hold no pointers (New panics otherwise): values live in a byte
+// arena the garbage collector does not scan. These arrays live outside the
+// Go heap (see storage.go), so key strings from Range are valid only during
+// the call.
 //
 // Every method but Lock requires the caller to hold the lock.
 type Shard[V any] struct {
@@ -133,12 +158,12 @@ type Shard[V any] struct {
 	used int // full and deleted slots: what the load factor counts
 	n    int // live keys
 
-	vals     []V
-	koff     []uint32 // arena offset; freeBit set on a free record, which keeps its old place
-	free     []uint32
-	arena    []byte
-	dead     int // arena bytes not holding a live key
-	reusable int // of dead, the bytes free records can reuse in place
+	arena   []byte
+	free    []uint32          // per size class (size/align): first free entry's offset+1, 0 when none
+	bigFree map[uint32]uint32 // the same for entries of maxClass*align bytes and more
+	nfree   int               // free entries
+	dead    int               // arena bytes in free entries
+	gen     uint32            // bumped when the arena is rebuilt: Scan cursors from before are stale
 
 	_ [64]byte // keep neighbouring shards' locks on separate cache lines
 }
@@ -148,8 +173,10 @@ const (
 	ctrlDeleted = 1
 	ctrlFull    = 0x80
 	minSlots    = 8
-	freeBit     = 1 << 31 // in koff: the record is free
-	maxArena    = freeBit // the arena's offsets must stay below freeBit
+	align       = 8       // of every entry's offset and size
+	maxClass    = 128     // entries under maxClass*align bytes have their free list in Shard.free
+	maxArena    = 1 << 31 // the arena's offsets must stay below it (slot is a uint32; Scan's cursor keeps 32 bits)
+	freeFlag    = 1       // in an entry's length field
 )
 
 // Lock and Unlock guard the shard.
@@ -181,25 +208,57 @@ func nextSlot(p, size int) int {
 	return p
 }
 
-// key returns record r's key bytes, aliasing the arena.
-func (s *Shard[V]) key(r uint32) []byte { return s.keyAt(int(s.koff[r])) }
+func roundUp(n int) int { return (n + align - 1) &^ (align - 1) }
 
-// keyAt returns the key stored at arena offset off, aliasing the arena.
-func (s *Shard[V]) keyAt(off int) []byte {
-	off++ // past the tag byte
-	l := int(s.arena[off])
-	if l < 0x80 {
-		return s.arena[off+1 : off+1+l]
-	}
-	ul, n := uvarint(s.arena[off:])
-	return s.arena[off+n : off+n+int(ul)]
+// valSize is the bytes an entry gives its value: V's size rounded up to
+// the alignment, and at least room for a free list link.
+func valSize[V any]() int {
+	var v V
+	return max(roundUp(int(unsafe.Sizeof(v))), align)
 }
 
-// encodedLen is the arena bytes a key of length n takes: tag, uvarint
-// length, bytes.
-func encodedLen(n int) int {
-	var l [binary.MaxVarintLen64]byte
-	return 1 + binary.PutUvarint(l[:], uint64(n)) + n
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// EntrySize is the arena bytes a key of length n takes with its value V:
+// the memory a live key costs beyond its share of the index.
+func EntrySize[V any](n int) int {
+	return roundUp(valSize[V]() + 1 + uvarintLen(uint64(n)<<1) + n)
+}
+
+// entryAt decodes the header of the entry at off: where its key starts,
+// the key's length, the entry's size and whether the entry is free.
+func (s *Shard[V]) entryAt(off int) (k, n, size int, free bool) {
+	return header(s.arena, off, valSize[V]())
+}
+
+// header is entryAt for the entry at off of arena a, whose values take vs
+// bytes.
+func header(a []byte, off, vs int) (k, n, size int, free bool) {
+	h := off + vs + 1
+	x, w := uint64(a[h]), 1
+	if x >= 0x80 {
+		x, w = uvarint(a[h:])
+	}
+	n = int(x >> 1)
+	return h + w, n, roundUp(h + w + n - off), x&freeFlag != 0
+}
+
+// keyAt returns the key of the entry at off, aliasing the arena.
+func (s *Shard[V]) keyAt(off int) []byte {
+	k, n, _, _ := s.entryAt(off)
+	return s.arena[k : k+n]
+}
+
+// valAt and tagAt point into the entry at off.
+func (s *Shard[V]) valAt(off int) *V { return (*V)(unsafe.Pointer(&s.arena[off])) }
+func (s *Shard[V]) tagAt(off int) *byte {
+	return &s.arena[off+valSize[V]()]
 }
 
 func uvarint(b []byte) (uint64, int) {
@@ -225,10 +284,20 @@ func (s *Shard[V]) find(key []byte, pos uint64, tag uint8) int {
 		switch c := s.ctrl[p]; {
 		case c == ctrlEmpty:
 			return -1
-		case c == tag && string(s.key(s.slot[p])) == string(key):
+		case c == tag && s.keyIs(int(s.slot[p]), key):
 			return p
 		}
 	}
+}
+
+// keyIs reports whether the entry at off holds key. A short key (under 64
+// bytes: a one-byte length field) is compared without decoding a uvarint.
+func (s *Shard[V]) keyIs(off int, key []byte) bool {
+	h := off + valSize[V]() + 1
+	if x := s.arena[h]; x < 0x80 {
+		return int(x>>1) == len(key) && string(s.arena[h+1:h+1+len(key)]) == string(key)
+	}
+	return string(s.keyAt(off)) == string(key)
 }
 
 // Get returns the value stored for key, or nil. The pointer stays valid
@@ -248,8 +317,8 @@ func (s *Shard[V]) GetTagged(key []byte, h uint64) (*V, *byte) {
 	if p < 0 {
 		return nil, nil
 	}
-	r := s.slot[p]
-	return &s.vals[r], &s.arena[s.koff[r]]
+	off := int(s.slot[p])
+	return s.valAt(off), s.tagAt(off)
 }
 
 // Insert adds key with a zero value, or returns its existing value.
@@ -263,8 +332,8 @@ func (s *Shard[V]) Insert(key []byte) *V {
 func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
 	pos, tag := split(h)
 	if p := s.find(key, pos, tag); p >= 0 {
-		r := s.slot[p]
-		return &s.vals[r], &s.arena[s.koff[r]]
+		off := int(s.slot[p])
+		return s.valAt(off), s.tagAt(off)
 	}
 	if (s.used+1)*8 > len(s.ctrl)*7 {
 		size := len(s.ctrl)
@@ -273,7 +342,7 @@ func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
 		}
 		s.rehash(max(size, minSlots))
 	}
-	r := s.place(key)
+	off := s.place(key)
 	size := len(s.ctrl)
 	p := home(pos, size)
 	for s.ctrl[p] >= ctrlFull {
@@ -282,48 +351,83 @@ func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
 	if s.ctrl[p] == ctrlEmpty {
 		s.used++
 	}
-	s.ctrl[p], s.slot[p] = tag, r
+	s.ctrl[p], s.slot[p] = tag, uint32(off)
 	s.n++
-	return &s.vals[r], &s.arena[s.koff[r]]
+	return s.valAt(off), s.tagAt(off)
 }
 
-// place stores key in a record, a free one if there is one, and returns the
-// record. The key goes where the record's last key was if it fits there,
-// else at the end of the arena.
-func (s *Shard[V]) place(key []byte) uint32 {
-	need := encodedLen(len(key))
-	var r uint32
-	off := -1
-	if k := len(s.free); k > 0 {
-		r = s.free[k-1]
-		s.free = s.free[:k-1]
-		old := int(s.koff[r] &^ freeBit)
-		had := encodedLen(len(s.keyAt(old)))
-		s.reusable -= had
-		if need <= had {
-			off = old
-			s.dead -= need
-		}
-	} else {
-		var zero V
-		s.vals = appendArray(s.vals, zero)
-		s.koff = appendArray(s.koff, 0)
-		r = uint32(len(s.vals) - 1)
-	}
-	var l [1 + binary.MaxVarintLen64]byte // tag, then the key's length
-	hdr := l[:1+binary.PutUvarint(l[1:], uint64(len(key)))]
-	if off < 0 {
-		if len(s.arena)+need >= maxArena {
+// place stores key in an entry with a zero value and tag, a free entry of
+// its size if there is one, else a new one at the end of the arena, and
+// returns the entry's offset.
+func (s *Shard[V]) place(key []byte) int {
+	size := EntrySize[V](len(key))
+	off, ok := s.popFree(size)
+	if !ok {
+		if len(s.arena)+size >= maxArena {
 			panic("shard: more than 2 GiB of keys in one shard; use more shards")
 		}
 		off = len(s.arena)
-		s.arena = appendArray(s.arena, hdr...)
-		s.arena = appendArray(s.arena, key...)
-	} else {
-		copy(s.arena[off+copy(s.arena[off:], hdr):], key)
+		if off+size > cap(s.arena) {
+			next := makeArray[byte](off, max(2*cap(s.arena), off+size, 64))
+			copy(next, s.arena)
+			freeArray(s.arena)
+			s.arena = next
+		}
+		s.arena = s.arena[:off+size]
 	}
-	s.koff[r] = uint32(off)
-	return r
+	e := s.arena[off : off+size]
+	vs := valSize[V]()
+	clear(e[:vs+1]) // value and tag
+	w := binary.PutUvarint(e[vs+1:], uint64(len(key))<<1)
+	clear(e[vs+1+w+copy(e[vs+1+w:], key):]) // padding: a reused entry's is old key bytes
+	return off
+}
+
+// popFree takes a free entry of size bytes off its list.
+func (s *Shard[V]) popFree(size int) (int, bool) {
+	c := size / align
+	var head uint32
+	if c < maxClass {
+		if c >= len(s.free) || s.free[c] == 0 {
+			return 0, false
+		}
+		head = s.free[c]
+	} else if head = s.bigFree[uint32(c)]; head == 0 {
+		return 0, false
+	}
+	off := int(head - 1)
+	next := binary.LittleEndian.Uint32(s.arena[off:])
+	if c < maxClass {
+		s.free[c] = next
+	} else if next == 0 {
+		delete(s.bigFree, uint32(c))
+	} else {
+		s.bigFree[uint32(c)] = next
+	}
+	s.nfree--
+	s.dead -= size
+	return off, true
+}
+
+// pushFree puts the free entry at off, of size bytes, on its list.
+func (s *Shard[V]) pushFree(off, size int) {
+	c := size / align
+	var head uint32
+	if c < maxClass {
+		if c >= len(s.free) {
+			s.free = append(s.free, make([]uint32, c+1-len(s.free))...)
+		}
+		head, s.free[c] = s.free[c], uint32(off+1)
+	} else {
+		if s.bigFree == nil {
+			s.bigFree = map[uint32]uint32{}
+		}
+		head = s.bigFree[uint32(c)]
+		s.bigFree[uint32(c)] = uint32(off + 1)
+	}
+	binary.LittleEndian.PutUint32(s.arena[off:], head)
+	s.nfree++
+	s.dead += size
 }
 
 // Delete removes key and reports whether it was there.
@@ -343,14 +447,10 @@ func (s *Shard[V]) DeleteHashed(key []byte, h uint64) bool {
 }
 
 func (s *Shard[V]) deleteSlot(p int) {
-	r := s.slot[p]
-	size := encodedLen(len(s.key(r)))
-	s.dead += size
-	s.reusable += size
-	var zero V
-	s.vals[r] = zero // drop references held by the value
-	s.koff[r] |= freeBit
-	s.free = append(s.free, r)
+	off := int(s.slot[p])
+	_, _, size, _ := s.entryAt(off)
+	s.arena[off+valSize[V]()+1] |= freeFlag // the length field's low bit, whatever its width
+	s.pushFree(off, size)
 	// A probe that reached p would stop at an empty next slot anyway.
 	if s.ctrl[nextSlot(p, len(s.ctrl))] == ctrlEmpty {
 		s.ctrl[p] = ctrlEmpty
@@ -361,33 +461,41 @@ func (s *Shard[V]) deleteSlot(p int) {
 	s.n--
 }
 
-// rehash rebuilds the index with size slots.
+// rehash rebuilds the index with size slots. It walks the arena rather
+// than the old index, reading the keys it hashes in order.
 func (s *Shard[V]) rehash(size int) {
-	ctrl, slot := s.ctrl, s.slot
-	defer freeArray(ctrl)
-	defer freeArray(slot)
+	freeArray(s.ctrl)
+	freeArray(s.slot)
 	s.ctrl, s.slot, s.used = makeArray[uint8](size, size), makeArray[uint32](size, size), 0
-
-	for p, c := range ctrl {
-		if c < ctrlFull {
-			continue
+	for off := 0; off < len(s.arena); {
+		k, n, esize, free := s.entryAt(off)
+		if !free {
+			s.index(s.arena[k:k+n], off)
 		}
-		r := slot[p]
-		pos, tag := s.hash(s.key(r))
-		q := home(pos, size)
-		for s.ctrl[q] != ctrlEmpty {
-			q = nextSlot(q, size)
-		}
-		s.ctrl[q], s.slot[q] = tag, r
-		s.used++
+		off += esize
 	}
 }
 
-// Compact gives memory back once deleted keys dominate: when more than half
-// of the records, or of the arena bytes no free record can reuse, are dead,
-// or the index is under 1/8 full, it copies the live keys and values into
-// right-sized storage. It reports whether it did. Pointers from Get and
-// Insert are invalid afterwards.
+// index puts the entry at off, of key key, in an empty slot of an index
+// that has room and no deleted slots.
+func (s *Shard[V]) index(key []byte, off int) {
+	pos, tag := s.hash(key)
+	size := len(s.ctrl)
+	p := home(pos, size)
+	for s.ctrl[p] != ctrlEmpty {
+		p = nextSlot(p, size)
+	}
+	s.ctrl[p], s.slot[p] = tag, uint32(off)
+	s.used++
+}
+
+// Compact gives memory back once free entries dominate: when there are
+// more than twice as many entries (live and free) as keys to keep room
+// for, or the free entries' bytes beyond what that room needs are more
+// than half the arena, or the index is under 1/8 full, it copies the live
+// entries into right-sized storage. It reports whether it did. Pointers
+// from Get and Insert, and Scan cursors, are invalid afterwards (a stale
+// cursor restarts the walk).
 //
 // reserve is how many keys to keep room for, live or not: a shard whose
 // keys expire and come back all the time would otherwise be shrunk by each
@@ -397,42 +505,37 @@ func (s *Shard[V]) rehash(size int) {
 // stop coming.
 func (s *Shard[V]) Compact(reserve int) bool {
 	want := max(s.n, reserve)
-	if !(len(s.vals) > 2*want && len(s.vals) > minSlots ||
-		(s.dead-s.reusable)*2 > len(s.arena) && len(s.arena) > 1024 ||
+	entries := s.n + s.nfree
+	spare := 0 // free bytes the reserve may take back, at the average entry size
+	if entries > 0 {
+		spare = (want - s.n) * (len(s.arena) / entries)
+	}
+	if !(entries > 2*want && entries > minSlots ||
+		(s.dead-spare)*2 > len(s.arena) && len(s.arena) > 1024 ||
 		want*8 < len(s.ctrl) && len(s.ctrl) > minSlots) {
 		return false
 	}
-	vals := makeArray[V](0, max(s.n+s.n/8, want))
-	koff := makeArray[uint32](0, cap(vals))
-	arena := makeArray[byte](0, len(s.arena)-s.dead+len(s.arena)/16)
-	var l [1 + binary.MaxVarintLen64]byte
-	// Live records keep their order (the order keys arrived in), so that
-	// walking records stays a sequential read.
-	remap := makeArray[uint32](len(s.vals), len(s.vals))
-	for r := range s.vals {
-		if s.koff[r]&freeBit != 0 {
-			continue
-		}
-		k := s.key(uint32(r))
-		koff = appendArray(koff, uint32(len(arena)))
-		l[0] = s.arena[s.koff[r]]
-		arena = appendArray(arena, l[:1+binary.PutUvarint(l[1:], uint64(len(k)))]...)
-		arena = appendArray(arena, k...)
-		vals = appendArray(vals, s.vals[r])
-		remap[r] = uint32(len(vals) - 1)
-	}
-	for p, c := range s.ctrl {
-		if c >= ctrlFull {
-			s.slot[p] = remap[s.slot[p]]
-		}
-	}
-	freeArray(remap)
-	freeArray(s.vals)
-	freeArray(s.koff)
-	freeArray(s.arena)
-	s.vals, s.koff, s.arena, s.free, s.dead, s.reusable = vals, koff, arena, nil, 0, 0
+	old := s.arena
+	defer freeArray(old)
+	// Live entries keep their order (the order keys arrived in), so that
+	// walking the arena stays a sequential read.
+	s.arena = makeArray[byte](0, roundUp(len(old)-s.dead+len(old)/16))
+	s.free, s.bigFree, s.nfree, s.dead = nil, nil, 0, 0
+	s.gen++
+	freeArray(s.ctrl)
+	freeArray(s.slot)
 	size := max(want*8/7+want/4, minSlots) // about 70% full after a compaction
-	s.rehash(size)
+	vs := valSize[V]()
+	s.ctrl, s.slot, s.used = makeArray[uint8](size, size), makeArray[uint32](size, size), 0
+	for off := 0; off < len(old); {
+		k, n, esize, free := header(old, off, vs)
+		if !free {
+			at := len(s.arena)
+			s.arena = appendArray(s.arena, old[off:off+esize]...)
+			s.index(old[k:k+n], at)
+		}
+		off += esize
+	}
 	return true
 }
 
@@ -441,16 +544,14 @@ func (s *Shard[V]) Len() int { return s.n }
 
 // Bytes is the memory the shard's storage holds (capacity, not just use).
 func (s *Shard[V]) Bytes() int {
-	var v V
-	return cap(s.ctrl) + 4*cap(s.slot) + int(unsafe.Sizeof(v))*cap(s.vals) + 4*cap(s.koff) + 4*cap(s.free) + cap(s.arena)
+	return cap(s.ctrl) + 4*cap(s.slot) + cap(s.arena) + 4*cap(s.free) + 8*len(s.bigFree)
 }
 
-// LiveBytes estimates the memory the live keys need: their values, key
-// bytes and bookkeeping, without the capacity held for growth or by
+// LiveBytes estimates the memory the live keys need: their entries and
+// their share of the index, without the capacity held for growth or by
 // deleted keys. It falls as soon as keys are deleted.
 func (s *Shard[V]) LiveBytes() int {
-	var v V
-	return (len(s.arena) - s.dead) + s.n*(int(unsafe.Sizeof(v))+4+6) // 6: index bytes per key at 7/8 load
+	return (len(s.arena) - s.dead) + s.n*6 // 6: index bytes per key at 7/8 load
 }
 
 // Range calls fn for every key until fn returns false. fn may Delete the
@@ -461,40 +562,72 @@ func (s *Shard[V]) Range(fn func(key string, v *V) bool) {
 	s.Scan(0, -1, func(key string, v *V, _ byte) bool { return fn(key, v) })
 }
 
-// Scan is Range over at most count keys starting at record cursor; it
-// returns the cursor to continue from, 0 once it has reached the end.
-// Active expiry walks a shard a bounded step at a time with it. It walks
-// the records, not the index, so that it reads memory in order.
-func (s *Shard[V]) Scan(cursor, count int, fn func(key string, v *V, tag byte) bool) int {
-	for r := cursor; r < len(s.vals); r++ {
-		if s.koff[r]&freeBit != 0 {
+// Scan is Range over at most count keys (all of them if count < 0) from
+// cursor, 0 being the start; it returns the cursor to continue from, 0 once
+// it has reached the end. Active expiry walks a shard a bounded step at a
+// time with it. It walks the arena in order, so it reads memory
+// sequentially and sees a key at most once per walk however the index
+// changes.
+//
+// A cursor is an arena offset and the arena's generation: a cursor from
+// before a Compact or Reset starts the walk again from the start rather
+// than land in the middle of an entry. Cursors other than 0 must come from
+// this shard's Scan.
+func (s *Shard[V]) Scan(cursor uint64, count int, fn func(key string, v *V, tag byte) bool) uint64 {
+	off := 0
+	if uint32(cursor>>32) == s.gen {
+		off = int(uint32(cursor))
+	}
+	vs := valSize[V]()
+	for off < len(s.arena) {
+		k, n, size, free := s.entryAt(off)
+		if free {
+			off += size
 			continue
 		}
 		if count == 0 {
-			return r
+			break
 		}
 		count--
-		k := s.key(uint32(r))
-		if !fn(unsafe.String(unsafe.SliceData(k), len(k)), &s.vals[r], s.arena[s.koff[r]]) {
-			if r+1 == len(s.vals) {
-				return 0
-			}
-			return r + 1
+		key := s.arena[k : k+n]
+		more := fn(unsafe.String(unsafe.SliceData(key), n), s.valAt(off), s.arena[off+vs])
+		off += size
+		if !more {
+			break
 		}
 	}
-	return 0
+	if off >= len(s.arena) {
+		return 0
+	}
+	return uint64(s.gen)<<32 | uint64(off)
 }
 
-// Records is the number of record positions Scan walks (live or free).
-func (s *Shard[V]) Records() int { return len(s.vals) }
+// Sample calls fn for the key in the first full index slot at or after
+// slot i modulo the index's size, and reports whether the shard had a key.
+// Over random i it picks keys at random, whatever order they arrived in.
+// fn may Delete the key; its return value is ignored (it has Scan's type so
+// that one function can serve both).
+func (s *Shard[V]) Sample(i uint64, fn func(key string, v *V, tag byte) bool) bool {
+	if s.n == 0 {
+		return false
+	}
+	size := len(s.ctrl)
+	p := int(i % uint64(size))
+	for s.ctrl[p] < ctrlFull {
+		p = nextSlot(p, size)
+	}
+	off := int(s.slot[p])
+	key := s.keyAt(off)
+	fn(unsafe.String(unsafe.SliceData(key), len(key)), s.valAt(off), *s.tagAt(off))
+	return true
+}
 
 // Reset drops every key.
 func (s *Shard[V]) Reset() {
 	freeArray(s.ctrl)
 	freeArray(s.slot)
-	freeArray(s.vals)
-	freeArray(s.koff)
 	freeArray(s.arena)
 	s.ctrl, s.slot, s.used, s.n = nil, nil, 0, 0
-	s.vals, s.koff, s.free, s.arena, s.dead, s.reusable = nil, nil, nil, nil, 0, 0
+	s.arena, s.free, s.bigFree, s.nfree, s.dead = nil, nil, nil, 0, 0
+	s.gen++
 }

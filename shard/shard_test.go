@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"hash/maphash"
+	"math/rand"
 	"sync"
 	"testing"
 )
@@ -115,22 +116,39 @@ func BenchmarkLockGet(b *testing.B) {
 }
 
 // TestAgainstMap drives a shard and a Go map through the same random
-// inserts, deletes, compactions and resets and compares them throughout.
+// inserts, deletes, compactions and resets and compares them throughout,
+// for values of several sizes (the arena pads them to 8 bytes) and keys
+// from empty to over a kilobyte (multi-byte length fields, free lists
+// kept in a map).
 func TestAgainstMap(t *testing.T) {
-	tab := New[int64](1)
+	t.Run("int64", func(t *testing.T) { againstMap(t, func(r uint64) int64 { return int64(r) }) })
+	t.Run("struct", func(t *testing.T) {
+		againstMap(t, func(r uint64) entry { return entry{int64(r), -int64(r), uint8(r)} })
+	})
+	t.Run("odd", func(t *testing.T) { againstMap(t, func(r uint64) [3]byte { return [3]byte{byte(r), byte(r >> 8), 1} }) })
+}
+
+type entry struct {
+	A, B int64
+	K    uint8
+}
+
+func againstMap[V comparable](t *testing.T, val func(uint64) V) {
+	tab := New[V](1)
 	s := tab.Shard(0)
-	want := map[string]int64{}
+	want := map[string]V{}
 	rng := uint64(42)
 	next := func() uint64 { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng }
 	check := func(step int) {
+		t.Helper()
 		if s.Len() != len(want) {
 			t.Fatalf("step %d: len %d, want %d", step, s.Len(), len(want))
 		}
 		seen := 0
-		s.Range(func(k string, v *int64) bool {
+		s.Range(func(k string, v *V) bool {
 			seen++
 			if w, ok := want[k]; !ok || w != *v {
-				t.Fatalf("step %d: %q = %d, want %d (present %v)", step, k, *v, w, ok)
+				t.Fatalf("step %d: %q = %v, want %v (present %v)", step, k, *v, w, ok)
 			}
 			return true
 		})
@@ -138,18 +156,25 @@ func TestAgainstMap(t *testing.T) {
 			t.Fatalf("step %d: Range saw %d keys, want %d", step, seen, len(want))
 		}
 	}
+	var cursor uint64 // a Scan walk interleaved with everything else
 	for step := 0; step < 200000; step++ {
 		r := next()
 		k := fmt.Sprint("key:", r%5000)
-		if r%1000 == 7 { // an occasional long key: multi-byte length prefix
+		switch r % 1000 {
+		case 7: // an occasional long key: multi-byte length field
 			k += string(make([]byte, 200))
+		case 8: // a very long one: its free list lives in the map
+			k += string(make([]byte, 1500+r%3))
+		case 9:
+			k = k[:r%4]
 		}
 		switch op := (r >> 20) % 10; {
 		case op < 5:
-			*s.Insert([]byte(k)) = int64(r)
-			want[k] = int64(r)
+			*s.Insert([]byte(k)) = val(r)
+			want[k] = val(r)
 		case op < 9:
-			if got := s.Delete([]byte(k)); got != (want[k] != 0 || hasKey(want, k)) {
+			_, present := want[k]
+			if got := s.Delete([]byte(k)); got != present {
 				t.Fatalf("step %d: delete %q = %v", step, k, got)
 			}
 			delete(want, k)
@@ -157,6 +182,14 @@ func TestAgainstMap(t *testing.T) {
 			if v := s.Get([]byte(k)); (v != nil) != hasKey(want, k) || v != nil && *v != want[k] {
 				t.Fatalf("step %d: get %q = %v", step, k, v)
 			}
+		}
+		if step%97 == 0 {
+			cursor = s.Scan(cursor, 5, func(k string, v *V, _ byte) bool {
+				if w, ok := want[k]; !ok || w != *v {
+					t.Fatalf("step %d: Scan gave %q = %v, want %v (present %v)", step, k, *v, w, ok)
+				}
+				return true
+			})
 		}
 		if step%5000 == 0 {
 			s.Compact(0)
@@ -178,24 +211,127 @@ func TestAgainstMap(t *testing.T) {
 	}
 	check(-1)
 	s.Reset()
-	want = map[string]int64{}
+	want = map[string]V{}
 	check(-2)
-	*s.Insert([]byte("again")) = 1
-	want["again"] = 1
+	*s.Insert([]byte("again")) = val(1)
+	want["again"] = val(1)
 	check(-3)
 }
 
-func hasKey(m map[string]int64, k string) bool { _, ok := m[k]; return ok }
+// TestScanCursorAcrossCompaction: a cursor taken before a Compact or Reset
+// restarts the walk; it never lands inside an entry. Within one
+// generation a walk sees every key present throughout exactly once.
+func TestScanCursorAcrossCompaction(t *testing.T) {
+	s := New[int64](1).Shard(0)
+	for i := 0; i < 2000; i++ {
+		*s.Insert(fmt.Appendf(nil, "key:%d%s", i, make([]byte, i%50))) = int64(i)
+	}
+	seen := map[string]int{}
+	walk := func(cursor uint64, count int) uint64 {
+		return s.Scan(cursor, count, func(k string, v *int64, _ byte) bool {
+			if want := s.Get([]byte(k)); want == nil || want != v {
+				t.Fatalf("Scan gave %q, which Get does not find at the same place", k)
+			}
+			seen[k]++
+			return true
+		})
+	}
+	cursor := walk(0, 700)
+	if cursor == 0 {
+		t.Fatal("a partial walk returned the end cursor")
+	}
+	for i := 0; i < 2000; i += 3 { // deletes during a walk
+		s.Delete(fmt.Appendf(nil, "key:%d%s", i, make([]byte, i%50)))
+	}
+	for cursor = walk(cursor, 100); cursor != 0; cursor = walk(cursor, 100) {
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%q seen %d times in one walk", k, n)
+		}
+	}
+	want := 700 // the keys walked before the deletes, then those left after the cursor
+	for i := 700; i < 2000; i++ {
+		if i%3 != 0 {
+			want++
+		}
+	}
+	if len(seen) != want {
+		t.Fatalf("walk saw %d keys, want %d", len(seen), want)
+	}
+
+	for _, rebuild := range []func(){
+		func() {
+			for i := 1; i < 2000; i += 3 {
+				s.Delete(fmt.Appendf(nil, "key:%d%s", i, make([]byte, i%50)))
+			}
+			if !s.Compact(0) {
+				t.Fatal("no compaction after deleting two thirds")
+			}
+		},
+		s.Reset,
+	} {
+		clear(seen)
+		cursor := walk(0, 300)
+		rebuild()
+		for k := 0; k < 1000; k++ { // new keys over the old offsets
+			*s.Insert(fmt.Appendf(nil, "new:%d", k)) = 1
+		}
+		clear(seen)
+		for cursor = walk(cursor, 50); cursor != 0; cursor = walk(cursor, 50) {
+		}
+		if len(seen) != s.Len() {
+			t.Fatalf("stale cursor: walk saw %d keys of %d", len(seen), s.Len())
+		}
+	}
+}
+
+// TestSample: sampling every index slot in turn reaches every key, and
+// each sample is a whole key with its own value.
+func TestSample(t *testing.T) {
+	s := New[int64](1).Shard(0)
+	if s.Sample(0, func(string, *int64, byte) bool { return true }) {
+		t.Fatal("an empty shard gave a sample")
+	}
+	for i := 0; i < 500; i++ {
+		*s.Insert(fmt.Appendf(nil, "k%d", i)) = int64(i)
+	}
+	for i := 0; i < 500; i += 2 {
+		s.Delete(fmt.Appendf(nil, "k%d", i))
+	}
+	seen := map[string]bool{}
+	for i := uint64(0); i < uint64(len(s.ctrl)); i++ {
+		if !s.Sample(i, func(k string, v *int64, _ byte) bool {
+			if fmt.Sprint("k", *v) != k {
+				t.Fatalf("sample %q holds %d", k, *v)
+			}
+			seen[k] = true
+			return true
+		}) {
+			t.Fatal("no sample from a shard with keys")
+		}
+	}
+	if len(seen) != 250 {
+		t.Fatalf("sampling every slot reached %d keys, want 250", len(seen))
+	}
+}
+
+func TestNewRefusesPointers(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("New[*int] did not panic")
+		}
+	}()
+	New[*int](1)
+}
+
+func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
 
 // hashOf is the hash Table.Hash gives key in this shard's table.
 func (s *Shard[V]) hashOf(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
 
 // TestFlatStorage checks which values leave the Go heap.
 func TestFlatStorage(t *testing.T) {
-	type entry struct {
-		A, B int64
-		K    uint8
-	}
 	if !flat[entry]() || !flat[int64]() || !flat[byte]() {
 		t.Error("pointer-free types should be stored off the heap")
 	}
@@ -218,8 +354,8 @@ func TestFlatStorage(t *testing.T) {
 }
 
 // TestChurnReusesStorage: keys that are deleted and come back (a rate
-// limit's keys expiring and being hit again) are stored in the records and
-// arena bytes they left, so the shard does not grow; Compact's reserve keeps
+// limit's keys expiring and being hit again) are stored in the entries
+// they left, so the shard does not grow; Compact's reserve keeps
 // it from shrinking storage that is about to be needed again.
 func TestChurnReusesStorage(t *testing.T) {
 	s := New[int64](1).Shard(0)
@@ -241,7 +377,7 @@ func TestChurnReusesStorage(t *testing.T) {
 		for i := len(keys) - 1; i >= 0; i-- { // another order than the one they left in
 			v, tag := s.InsertTagged(keys[i], s.hashOf(keys[i]))
 			if *v != 0 || *tag != 0 {
-				t.Fatalf("round %d: reused record not fresh: value %d, tag %d", round, *v, *tag)
+				t.Fatalf("round %d: reused entry not fresh: value %d, tag %d", round, *v, *tag)
 			}
 			*v, *tag = int64(i+round), byte(round)
 		}
@@ -257,10 +393,23 @@ func TestChurnReusesStorage(t *testing.T) {
 			t.Fatalf("%s: value %v tag %v", k, v, tag)
 		}
 	}
-	// Shorter keys fit in a longer key's place; longer ones go to the end.
+	// A key one byte shorter has entries of the same size: it takes them.
 	for _, k := range keys {
 		s.Delete(k)
 	}
+	for i := range keys {
+		*s.Insert(fmt.Appendf(nil, "k:%05d", i)) = int64(i)
+	}
+	if got := s.Bytes(); got != size {
+		t.Fatalf("keys of the same entry size grew storage from %d to %d bytes", size, got)
+	}
+	for i := range keys {
+		if v := s.Get(fmt.Appendf(nil, "k:%05d", i)); v == nil || *v != int64(i) {
+			t.Fatalf("k:%05d: %v", i, v)
+		}
+		s.Delete(fmt.Appendf(nil, "k:%05d", i))
+	}
+	// Keys of other sizes go to the end of the arena.
 	*s.Insert([]byte("short")) = 1
 	*s.Insert(make([]byte, 300)) = 2
 	if v := s.Get([]byte("short")); v == nil || *v != 1 {
@@ -274,5 +423,34 @@ func TestChurnReusesStorage(t *testing.T) {
 	}
 	if v := s.Get([]byte("short")); v == nil || *v != 1 {
 		t.Fatalf("short key after compaction: %v", v)
+	}
+}
+
+// BenchmarkGetRandom looks up 1M keys (engine's 256 shards, 16-byte keys
+// like the headline benchmark's) in random order: a working set larger than
+// the caches, so its ns/op is mostly the cache misses of one lookup and of
+// reading the value found.
+func BenchmarkGetRandom(b *testing.B) {
+	type value struct{ Expire, A, B int64 }
+	tab := New[value](DefaultShards)
+	keys := make([][]byte, 1<<20)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key:%012d", i)
+		s := tab.Lock(keys[i])
+		s.Insert(keys[i]).A = int64(i)
+		s.Unlock()
+	}
+	order := rand.Perm(len(keys))
+	b.ReportAllocs()
+	b.ResetTimer()
+	var sum int64
+	for i := 0; i < b.N; i++ {
+		k := keys[order[i&(len(order)-1)]]
+		s := tab.Lock(k)
+		sum += s.Get(k).A
+		s.Unlock()
+	}
+	if sum == -1 {
+		b.Log(sum)
 	}
 }

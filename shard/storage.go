@@ -6,8 +6,8 @@ import (
 	"unsafe"
 )
 
-// The shard's arrays (index, value slab, key offsets, key arena) hold no Go
-// pointers when V holds none, as engine's entries do. Such arrays are
+// The shard's arrays (index and arena of values and keys) hold no Go
+// pointers, since V must hold none (engine's entries do not). Such arrays are
 // allocated outside the Go heap (anonymous mmap on Unix, see
 // storage_unix.go), for two reasons: resident memory follows the keyspace
 // exactly (a freed array goes back to the OS at once, untouched capacity
