@@ -35,11 +35,14 @@ type listener struct {
 	ln    net.Listener
 	conns map[*conn]struct{}
 	done  bool
+
+	yield bool // yield before each flush (see loop): only with one P
 }
 
 func newListener(handle func(redcon.Conn, redcon.Command), accept func(redcon.Conn) bool,
 	closed func(redcon.Conn, error)) *listener {
-	return &listener{handle: handle, accept: accept, closed: closed, conns: map[*conn]struct{}{}}
+	return &listener{handle: handle, accept: accept, closed: closed, conns: map[*conn]struct{}{},
+		yield: runtime.GOMAXPROCS(0) == 1}
 }
 
 // Serve accepts connections from ln until Close; it then closes every
@@ -154,7 +157,16 @@ func (l *listener) loop(c *conn) error {
 		// hypervisor on this VM). perf: the wake-up's share of the
 		// server's CPU fell from 9-11.5% to 4.3-4.8%; bench/headline.sh
 		// medians in bench/README.md.
-		runtime.Gosched()
+		//
+		// Only with one P (a server pinned to one core, as in the
+		// benchmarks): with several, connections already run in parallel,
+		// and a yielding goroutine goes to the global run queue where
+		// another P may take it, moving the connection to another core for
+		// every batch (BenchmarkPipeline at -cpu 2: about 250 ns more per
+		// command; at -cpu 1 no cost).
+		if l.yield {
+			runtime.Gosched()
+		}
 		if err := c.wr.Flush(); err != nil {
 			return err
 		}
