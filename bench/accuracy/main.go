@@ -214,7 +214,7 @@ func keyspaceOverhead() int {
 }
 
 // sideEntry is what a key with Ext state adds on the Go heap beyond the
-// state itself: its entry in the keyspace's side table. Measured with the
+// state itself: its slot in the shard's Ext slab (engine/extslab.go). Measured with the
 // heap's statistics, it varies by a few bytes between runs, so it is
 // rounded to 16.
 func sideEntry(b []byte) int {
@@ -363,7 +363,7 @@ func main() {
 			side = sideEntry(r.busiest)
 		}
 	}
-	fmt.Fprintf(&out, "**Memory per key**: the keyspace holds %d bytes per key whose state fits its entry (its own accounting, `Engine.MemoryBytes`, 50,000 keys: key name, table slot, entry, capacity included). A state that does not fit adds its own heap, measured exactly as what restoring the largest state of the bursty run allocates, plus about %d bytes for its entry in the side table that holds such states.\n\n", overhead, side)
+	fmt.Fprintf(&out, "**Memory per key**: the keyspace holds %d bytes per key whose state fits its entry (its own accounting, `Engine.MemoryBytes`, 50,000 keys: key name, table slot, entry, capacity included). A state that does not fit adds its own heap, measured exactly as what restoring the largest state of the bursty run allocates, plus about %d bytes for its slot in the shard's slab that holds such states.\n\n", overhead, side)
 	fmt.Fprintln(&out, "| algorithm | command | state beyond the entry | bytes per key |")
 	fmt.Fprintln(&out, "|---|---|---:|---:|")
 	for _, r := range results["bursty"] {
