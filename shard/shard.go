@@ -138,8 +138,8 @@ func (t *Table[V]) Len() int {
 //
 //	[V, padded to a multiple of 8][tag byte][uvarint len<<1 | free][key bytes][padding to 8]
 //
-// V comes first so that it is 8-aligned: the arena's base is (page or
-// malloc aligned) and every entry's size is a multiple of 8. The tag byte is
+// V comes first so that it is 8-aligned: the arena's base is page- or
+// malloc-aligned and every entry's size is a multiple of 8. The tag byte is
 // the caller's (see GetTagged). The low bit of the length field marks a
 // free entry, so a key under 64 bytes has a one-byte length field.
 //
