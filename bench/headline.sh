@@ -16,12 +16,14 @@
 #   LIMITDB_BIN=/tmp/limitdb-old bench/headline.sh
 #   BEFORE_BIN=/tmp/limitdb-old bench/headline.sh   adds that binary's rows to each round
 #   CMD='TB.TAKE k:__rand_int__ 100 100 60' bench/headline.sh
+#   PIPELINE=1 bench/headline.sh        (default 16)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
 N=${N:-2000000}
 CMD=${CMD:-"CL.THROTTLE k:__rand_int__ 99 1000 60"}
+PIPELINE=${PIPELINE:-16}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 
@@ -82,7 +84,7 @@ run() {
   local s0 w0 t0 s1 w1 t1 out
   s0=$(ticks "$pid"); w0=$(switches "$pid"); t0=$(date +%s.%N)
   taskset -c "$CLIENT_CPU" bash -c 'redis-benchmark "$@" > "'"$work"'/out"; cat /proc/$$/stat > "'"$work"'/client"' _ \
-    -p "$port" -c 50 -P 16 -r 100000 -n "$N" -q "$@" 2>/dev/null
+    -p "$port" -c 50 -P "$PIPELINE" -r 100000 -n "$N" -q "$@" 2>/dev/null
   s1=$(ticks "$pid"); w1=$(switches "$pid"); t1=$(date +%s.%N)
   out=$(tr '\r' '\n' <"$work/out" | grep 'requests per second' | tail -1)
   python3 - "$name" "$out" "$s0" "$s1" "$w0" "$w1" "$t0" "$t1" "$N" "$work/client" <<'PY'
