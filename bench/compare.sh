@@ -44,28 +44,9 @@ for tool in redis-server redis-cli redis-benchmark taskset python3; do
   command -v "$tool" >/dev/null || { echo "compare.sh: $tool is required" >&2; exit 1; }
 done
 
-work=$(mktemp -d)
-pids=()
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 declare -A pid_of # port -> server pid
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-wait_ready() { # port
-  for _ in $(seq 100); do
-    redis-cli -p "$1" PING 2>/dev/null | grep -q PONG && return 0
-    sleep 0.1
-  done
-  echo "compare.sh: server on port $1 did not start" >&2
-  exit 1
-}
 
 if [[ -z "${LIMITDB_BIN:-}" ]]; then
   LIMITDB_BIN=$work/limitdb

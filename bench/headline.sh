@@ -27,30 +27,13 @@ PIPELINE=${PIPELINE:-16}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 
-for tool in redis-server redis-benchmark taskset python3; do
+for tool in redis-server redis-cli redis-benchmark taskset python3; do
   command -v "$tool" >/dev/null || { echo "headline.sh: $tool is required" >&2; exit 1; }
 done
 [ -r /proc/self/stat ] || { echo "headline.sh: needs Linux /proc" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_port() {
-  for _ in $(seq 100); do
-    redis-benchmark -p "$1" -n 1 -q -t ping >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "headline.sh: nothing answers on port $1" >&2; exit 1
-}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
 if [ -z "${LIMITDB_BIN:-}" ]; then
   LIMITDB_BIN=$work/limitdb
@@ -69,7 +52,7 @@ fi
 rport=$(free_port)
 taskset -c "$SERVER_CPU" redis-server --port "$rport" --save '' --appendonly no >"$work/redis.log" 2>&1 &
 rpid=$!; pids+=($rpid)
-for p in $lport $bport $rport; do wait_port "$p"; done
+for p in $lport $bport $rport; do wait_ready "$p"; done
 
 ticks() { # pid -> utime+stime of all its threads, in clock ticks
   awk '{print $14+$15}' "/proc/$1/stat"
