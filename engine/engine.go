@@ -202,42 +202,48 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 // one entry per key (a key named twice is given once, in its first place,
 // and KindNone in the others) and returns true to store them all.
 func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write bool)) {
-	locked := e.lockKeys(keys)
+	// Each key is hashed once, for its shard and for both lookups.
+	type keyAt struct {
+		h   uint64
+		dup bool // named earlier in keys
+	}
+	at := make([]keyAt, len(keys))
+	idx := make([]int, len(keys))
+	for k, key := range keys {
+		at[k].h = e.tab.Hash(key)
+		idx[k] = e.tab.IndexOf(at[k].h)
+		for j := 0; j < k && !at[k].dup; j++ {
+			at[k].dup = string(keys[j]) == string(key)
+		}
+	}
+	locked := e.lockShards(idx)
 	defer e.tab.UnlockIndexes(locked)
 	ents := make([]Entry, len(keys))
-	first := make([]bool, len(keys))
 	for k, key := range keys {
-		first[k] = true
-		for j := 0; j < k; j++ {
-			if string(keys[j]) == string(key) {
-				first[k] = false
-				break
-			}
-		}
-		if !first[k] {
+		if at[k].dup {
 			continue
 		}
-		h := e.tab.Hash(key)
+		h := at[k].h
 		i := e.tab.IndexOf(h)
-		if at := e.find(i, e.tab.Shard(i), key, h, now); at.live {
-			ents[k] = e.load(i, at.cur, *at.tag)
+		if f := e.find(i, e.tab.Shard(i), key, h, now); f.live {
+			ents[k] = e.load(i, f.cur, *f.tag)
 		}
 	}
 	write := fn(ents)
 	for k, key := range keys {
-		if !first[k] {
+		if at[k].dup {
 			continue
 		}
 		// Look again: a store may have moved this shard's entries.
-		h := e.tab.Hash(key)
+		h := at[k].h
 		i := e.tab.IndexOf(h)
 		s := e.tab.Shard(i)
 		cur, tag := s.GetTagged(key, h)
-		at := found{cur: cur, tag: tag, live: cur != nil && cur.live(now)}
+		f := found{cur: cur, tag: tag, live: cur != nil && cur.live(now)}
 		switch {
 		case write:
-			e.store(i, s, key, h, at, ents[k], now)
-		case cur != nil && !at.live:
+			e.store(i, s, key, h, f, ents[k], now)
+		case cur != nil && !f.live:
 			e.reap(i, s, key, h, *cur, *tag)
 		}
 	}

@@ -58,11 +58,12 @@ func (e *Engine) lockShard(i int) bool {
 	return true
 }
 
-// lockKeys locks the shards owning keys in ascending order and returns the
-// indexes it locked (not those the goroutine already held), for
-// shard.Table.UnlockIndexes.
-func (e *Engine) lockKeys(keys [][]byte) []int {
-	idx := e.shardsOf(keys)
+// lockShards locks the distinct shards of idx in ascending order and
+// returns the indexes it locked (not those the goroutine already held), for
+// shard.Table.UnlockIndexes. It reorders idx.
+func (e *Engine) lockShards(idx []int) []int {
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
 	locked := idx[:0]
 	for _, i := range idx {
 		if e.lockShard(i) {
