@@ -7,7 +7,9 @@
 # 0 and redis-benchmark to core 1. Besides req/s and their ratio it prints,
 # for each run, the CPU the server and redis-benchmark used (a share of one
 # core: a server under 100% was not the bottleneck) and the server's context
-# switches per 1000 requests (all its threads, from /proc).
+# switches per 1000 requests (all its threads, from /proc), and the p99
+# latency redis-benchmark saw; "p99 redis/limitdb" at or above 1 means
+# limitdb's p99 was no worse than Redis's.
 #
 #   bench/headline.sh                   3 rounds of 2M requests
 #   ROUNDS=15 N=300000 bench/headline.sh   many short rounds: on a machine whose
@@ -17,6 +19,10 @@
 #   BEFORE_BIN=/tmp/limitdb-old bench/headline.sh   adds that binary's rows to each round
 #   CMD='TB.TAKE k:__rand_int__ 100 100 60' bench/headline.sh
 #   PIPELINE=1 bench/headline.sh        (default 16)
+#   CMD2='SL.INCR k:__rand_int__ 100 60' bench/headline.sh
+#                                       also runs CMD2 on the same limitdb in each
+#                                       round and prints its ratio to CMD: the
+#                                       "every limiter within 80%" goal, paired
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,12 +47,12 @@ if [ -z "${LIMITDB_BIN:-}" ]; then
 fi
 
 lport=$(free_port)
-taskset -c "$SERVER_CPU" "$LIMITDB_BIN" --port "$lport" --save 0 >"$work/limitdb.log" 2>&1 &
+taskset -c "$SERVER_CPU" "$LIMITDB_BIN" --port "$lport" --dir "$work/limitdb" --save 0 >"$work/limitdb.log" 2>&1 &
 lpid=$!; pids+=($lpid)
 bport=; bpid=
 if [ -n "${BEFORE_BIN:-}" ]; then
   bport=$(free_port)
-  taskset -c "$SERVER_CPU" "$BEFORE_BIN" --port "$bport" --save 0 >"$work/before.log" 2>&1 &
+  taskset -c "$SERVER_CPU" "$BEFORE_BIN" --port "$bport" --dir "$work/before" --save 0 >"$work/before.log" 2>&1 &
   bpid=$!; pids+=($bpid)
 fi
 rport=$(free_port)
@@ -67,19 +73,21 @@ run() {
   local s0 w0 t0 s1 w1 t1 out
   s0=$(ticks "$pid"); w0=$(switches "$pid"); t0=$(date +%s.%N)
   taskset -c "$CLIENT_CPU" bash -c 'redis-benchmark "$@" > "'"$work"'/out"; cat /proc/$$/stat > "'"$work"'/client"' _ \
-    -p "$port" -c 50 -P "$PIPELINE" -r 100000 -n "$N" -q "$@" 2>/dev/null
+    -p "$port" -c 50 -P "$PIPELINE" -r 100000 -n "$N" --csv "$@" 2>/dev/null
   s1=$(ticks "$pid"); w1=$(switches "$pid"); t1=$(date +%s.%N)
-  out=$(tr '\r' '\n' <"$work/out" | grep 'requests per second' | tail -1)
+  out=$(tail -1 "$work/out")
   python3 - "$name" "$out" "$s0" "$s1" "$w0" "$w1" "$t0" "$t1" "$N" "$work/client" <<'PY'
 import re, sys, os
 name, out, s0, s1, w0, w1, t0, t1, n, client = sys.argv[1:]
 hz = os.sysconf('SC_CLK_TCK')
 secs = float(t1) - float(t0)
-rps = float(re.search(r'([\d.]+) requests per second', out).group(1))
+# the CSV row: "test","rps","avg","min","p50","p95","p99","max" (ms)
+row = [x.strip('"') for x in out.split('","')]
+rps, p99 = float(row[1]), float(row[6])
 f = open(client).read().split()
 # the bash wrapper's children: cutime + cstime (fields 16, 17) are redis-benchmark's CPU
 cl = (int(f[15]) + int(f[16])) / hz
-print(f"{name:9} {rps:10.0f} req/s  server {100*(int(s1)-int(s0))/hz/secs:4.0f}% of a core"
+print(f"{name:9} {rps:10.0f} req/s  p99 {p99:6.3f} ms  server {100*(int(s1)-int(s0))/hz/secs:4.0f}% of a core"
       f"  client {100*cl/secs:4.0f}%  switches/1k req {1000*(int(w1)-int(w0))/int(n):5.2f}")
 PY
 }
@@ -94,12 +102,20 @@ for r in $(seq "$ROUNDS"); do
     # shellcheck disable=SC2086
     bef=$(run before "$bport" "$bpid" $CMD); echo "  $bef"
   fi
+  two=
+  if [ -n "${CMD2:-}" ]; then
+    # shellcheck disable=SC2086
+    two=$(run cmd2 "$lport" "$lpid" $CMD2); echo "  $two"
+  fi
   b=$(run redis "$rport" "$rpid" -t incr); echo "  $b"
-  python3 - "$a" "$b" "$bef" <<'PY' | tee -a "$work/ratios"
+  python3 - "$a" "$b" "$bef" "$two" <<'PY' | tee -a "$work/ratios"
 import sys
 rps = lambda line: float(line.split()[1]) if line else None
-a, b, bef = (rps(x) for x in sys.argv[1:])
-print(f"  ratio limitdb/redis INCR {a/b:.2f}" + (f"  before/redis {bef/b:.2f}  limitdb/before {a/bef:.2f}" if bef else ""))
+p99 = lambda line: float(line.split()[4]) if line else None
+a, b, bef, two = (rps(x) for x in sys.argv[1:])
+print(f"  ratio limitdb/redis INCR {a/b:.2f}" + (f"  before/redis {bef/b:.2f}  limitdb/before {a/bef:.2f}" if bef else "")
+      + (f"  cmd2/cmd {two/a:.2f}" if two else "")
+      + f"  p99 redis/limitdb {p99(sys.argv[2]) / p99(sys.argv[1]):.2f}")
 PY
 done
 python3 - "$work/ratios" <<'PY'
