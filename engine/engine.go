@@ -19,6 +19,12 @@ import (
 	"github.com/limitdb/limitdb/shard"
 )
 
+// ErrShardFull is the panic of a write that would take one shard past its
+// 256 MiB of keys (shard.ErrFull); the server answers it as an OOM error.
+// The key being written is left as it was (an RL.HITALL keeps the keys it
+// stored before it).
+var ErrShardFull = shard.ErrFull
+
 // Kind says which algorithm (or data type) owns a key. Using a key with
 // another algorithm is a WRONGTYPE error at the protocol edge.
 type Kind uint8

@@ -8,6 +8,7 @@
 package resp
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -297,6 +298,10 @@ func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
 func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 	defer func() {
 		if r := recover(); r != nil {
+			if err, ok := r.(error); ok && errors.Is(err, engine.ErrShardFull) {
+				c.Err("OOM " + err.Error())
+				return
+			}
 			s.logger.Printf("panic in %s: %v\n%s", cmd.FullName(), r, debug.Stack())
 			c.Err("ERR internal error while running '" + cmd.Name + "'")
 		}

@@ -12,6 +12,7 @@ package shard
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/maphash"
 	"reflect"
 	"slices"
@@ -107,6 +108,11 @@ func (t *Table[V]) Len() int {
 	return n
 }
 
+// ErrFull is what an insert into a shard whose arena is at its bound
+// (256 MiB) panics with; the protocol layer answers it as an OOM error.
+// With the default 256 shards the keyspace holds 64 GiB of keys.
+var ErrFull = errors.New("a keyspace shard is full (256 MiB of keys); use more shards (--shards)")
+
 // Shard is one partition: a compact open-addressing hash table.
 //
 // Memory layout, chosen so that a small live key costs a few dozen bytes
@@ -114,11 +120,18 @@ func (t *Table[V]) Len() int {
 // touches three places (a control byte, a slot, one arena entry) rather than
 // one array per field:
 //
-//   - ctrl and slot are the index, one byte and one uint32 per slot, linear
-//     probing, at most 7/8 full, growing by half. ctrl is 0 for an empty
-//     slot, 1 for a deleted one and 0x80|7 bits of the key's hash for a full
-//     one, so a probe rarely touches a key it does not want. slot holds the
-//     arena offset of the key's entry.
+//   - slot is the index: one uint32 per slot, linear probing, at most 7/8
+//     full, growing by half. A slot is 0 when empty, 1 when deleted, and
+//     for a key holds its entry's arena offset (in units of align, plus
+//     one) above 7 bits of the key's hash, its tag, so that a probe rarely
+//     touches a key it does not want (5 bits let an insert, whose probe
+//     passes several full slots, compare too many keys: BenchmarkThrottleChurn
+//     got no faster). The 25 bits left for the offset bound a shard's arena
+//     to 256 MiB (ErrFull). The offset and the tag share the
+//     word so that a probe reads one cache line, not a control byte array
+//     and then a slot array: under a random load each was a cache miss
+//     (BenchmarkGetRandom, BenchmarkThrottleChurn; bench/README.md). It
+//     also saves the control byte per slot.
 //   - arena holds one entry per key, value and key side by side, so that
 //     finding the key brings its value into the cache with it (layout
 //     below). A value is updated in place: updating an existing key never
@@ -153,7 +166,6 @@ type Shard[V any] struct {
 	mu   sync.Mutex
 	seed maphash.Seed
 
-	ctrl []uint8
 	slot []uint32
 	used int // full and deleted slots: what the load factor counts
 	n    int // live keys
@@ -169,14 +181,18 @@ type Shard[V any] struct {
 }
 
 const (
-	ctrlEmpty   = 0
-	ctrlDeleted = 1
-	ctrlFull    = 0x80
+	slotEmpty   = 0
+	slotDeleted = 1
+	tagBits     = 7
+	tagMask     = 1<<tagBits - 1
 	minSlots    = 8
-	align       = 8       // of every entry's offset and size
-	maxClass    = 128     // entries under maxClass*align bytes have their free list in Shard.free
-	maxArena    = 1 << 31 // the arena's offsets must stay below it (slot is a uint32; Scan's cursor keeps 32 bits)
-	freeFlag    = 1       // in an entry's length field
+	align       = 8   // of every entry's offset and size
+	maxClass    = 128 // entries under maxClass*align bytes have their free list in Shard.free
+	freeFlag    = 1   // in an entry's length field
+
+	// maxArena bounds the arena so that an entry's offset/align+1 fits in
+	// a slot's bits above the tag: 256 MiB, some 4 million small keys.
+	maxArena = (1<<(32-tagBits) - 1) * align
 )
 
 // Lock and Unlock guard the shard.
@@ -186,12 +202,18 @@ func (s *Shard[V]) Unlock() { s.mu.Unlock() }
 // TryLock locks the shard if it is free and reports whether it did.
 func (s *Shard[V]) TryLock() bool { return s.mu.TryLock() }
 
-// split derives a key's index position and control tag from its hash (see
+// split derives a key's index position and tag from its hash (see
 // Table.Hash). The table uses the low bits to pick the shard; these use
 // others.
-func split(h uint64) (pos uint64, tag uint8) { return h >> 32, uint8(h>>25) | ctrlFull }
+func split(h uint64) (pos uint64, tag uint32) { return h >> 32, uint32(h>>(32-tagBits)) & tagMask }
 
-func (s *Shard[V]) hash(key []byte) (pos uint64, tag uint8) {
+// full is the slot of a key of tag whose entry is at off; offOf and
+// isFull read it back.
+func full(off int, tag uint32) uint32 { return uint32(off/align+1)<<tagBits | tag }
+func offOf(v uint32) int              { return int(v>>tagBits-1) * align }
+func isFull(v uint32) bool            { return v > slotDeleted }
+
+func (s *Shard[V]) hash(key []byte) (pos uint64, tag uint32) {
 	return split(maphash.Bytes(s.seed, key))
 }
 
@@ -275,16 +297,16 @@ func uvarint(b []byte) (uint64, int) {
 }
 
 // find returns the slot holding key, or -1.
-func (s *Shard[V]) find(key []byte, pos uint64, tag uint8) int {
-	if len(s.ctrl) == 0 {
+func (s *Shard[V]) find(key []byte, pos uint64, tag uint32) int {
+	size := len(s.slot)
+	if size == 0 {
 		return -1
 	}
-	size := len(s.ctrl)
 	for p := home(pos, size); ; p = nextSlot(p, size) {
-		switch c := s.ctrl[p]; {
-		case c == ctrlEmpty:
+		switch v := s.slot[p]; {
+		case v == slotEmpty:
 			return -1
-		case c == tag && s.keyIs(int(s.slot[p]), key):
+		case v&tagMask == tag && isFull(v) && s.keyIs(offOf(v), key):
 			return p
 		}
 	}
@@ -317,7 +339,7 @@ func (s *Shard[V]) GetTagged(key []byte, h uint64) (*V, *byte) {
 	if p < 0 {
 		return nil, nil
 	}
-	off := int(s.slot[p])
+	off := offOf(s.slot[p])
 	return s.valAt(off), s.tagAt(off)
 }
 
@@ -332,26 +354,26 @@ func (s *Shard[V]) Insert(key []byte) *V {
 func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
 	pos, tag := split(h)
 	if p := s.find(key, pos, tag); p >= 0 {
-		off := int(s.slot[p])
+		off := offOf(s.slot[p])
 		return s.valAt(off), s.tagAt(off)
 	}
-	if (s.used+1)*8 > len(s.ctrl)*7 {
-		size := len(s.ctrl)
+	if (s.used+1)*8 > len(s.slot)*7 {
+		size := len(s.slot)
 		if (s.n+1)*2 > size { // mostly live: grow; mostly deleted: just rehash
 			size += size / 2
 		}
 		s.rehash(max(size, minSlots))
 	}
 	off := s.place(key)
-	size := len(s.ctrl)
+	size := len(s.slot)
 	p := home(pos, size)
-	for s.ctrl[p] >= ctrlFull {
+	for isFull(s.slot[p]) {
 		p = nextSlot(p, size)
 	}
-	if s.ctrl[p] == ctrlEmpty {
+	if s.slot[p] == slotEmpty {
 		s.used++
 	}
-	s.ctrl[p], s.slot[p] = tag, uint32(off)
+	s.slot[p] = full(off, tag)
 	s.n++
 	return s.valAt(off), s.tagAt(off)
 }
@@ -364,7 +386,7 @@ func (s *Shard[V]) place(key []byte) int {
 	off, ok := s.popFree(size)
 	if !ok {
 		if len(s.arena)+size >= maxArena {
-			panic("shard: more than 2 GiB of keys in one shard; use more shards")
+			panic(ErrFull)
 		}
 		off = len(s.arena)
 		if off+size > cap(s.arena) {
@@ -447,16 +469,16 @@ func (s *Shard[V]) DeleteHashed(key []byte, h uint64) bool {
 }
 
 func (s *Shard[V]) deleteSlot(p int) {
-	off := int(s.slot[p])
+	off := offOf(s.slot[p])
 	_, _, size, _ := s.entryAt(off)
 	s.arena[off+valSize[V]()+1] |= freeFlag // the length field's low bit, whatever its width
 	s.pushFree(off, size)
 	// A probe that reached p would stop at an empty next slot anyway.
-	if s.ctrl[nextSlot(p, len(s.ctrl))] == ctrlEmpty {
-		s.ctrl[p] = ctrlEmpty
+	if s.slot[nextSlot(p, len(s.slot))] == slotEmpty {
+		s.slot[p] = slotEmpty
 		s.used--
 	} else {
-		s.ctrl[p] = ctrlDeleted
+		s.slot[p] = slotDeleted
 	}
 	s.n--
 }
@@ -464,9 +486,8 @@ func (s *Shard[V]) deleteSlot(p int) {
 // rehash rebuilds the index with size slots. It walks the arena rather
 // than the old index, reading the keys it hashes in order.
 func (s *Shard[V]) rehash(size int) {
-	freeArray(s.ctrl)
 	freeArray(s.slot)
-	s.ctrl, s.slot, s.used = makeArray[uint8](size, size), makeArray[uint32](size, size), 0
+	s.slot, s.used = makeArray[uint32](size, size), 0
 	for off := 0; off < len(s.arena); {
 		k, n, esize, free := s.entryAt(off)
 		if !free {
@@ -480,12 +501,12 @@ func (s *Shard[V]) rehash(size int) {
 // that has room and no deleted slots.
 func (s *Shard[V]) index(key []byte, off int) {
 	pos, tag := s.hash(key)
-	size := len(s.ctrl)
+	size := len(s.slot)
 	p := home(pos, size)
-	for s.ctrl[p] != ctrlEmpty {
+	for s.slot[p] != slotEmpty {
 		p = nextSlot(p, size)
 	}
-	s.ctrl[p], s.slot[p] = tag, uint32(off)
+	s.slot[p] = full(off, tag)
 	s.used++
 }
 
@@ -512,7 +533,7 @@ func (s *Shard[V]) Compact(reserve int) bool {
 	}
 	if !(entries > 2*want && entries > minSlots ||
 		(s.dead-spare)*2 > len(s.arena) && len(s.arena) > 1024 ||
-		want*8 < len(s.ctrl) && len(s.ctrl) > minSlots) {
+		want*8 < len(s.slot) && len(s.slot) > minSlots) {
 		return false
 	}
 	old := s.arena
@@ -522,11 +543,10 @@ func (s *Shard[V]) Compact(reserve int) bool {
 	s.arena = makeArray[byte](0, roundUp(len(old)-s.dead+len(old)/16))
 	s.free, s.bigFree, s.nfree, s.dead = nil, nil, 0, 0
 	s.gen++
-	freeArray(s.ctrl)
 	freeArray(s.slot)
 	size := max(want*8/7+want/4, minSlots) // about 70% full after a compaction
 	vs := valSize[V]()
-	s.ctrl, s.slot, s.used = makeArray[uint8](size, size), makeArray[uint32](size, size), 0
+	s.slot, s.used = makeArray[uint32](size, size), 0
 	for off := 0; off < len(old); {
 		k, n, esize, free := header(old, off, vs)
 		if !free {
@@ -544,14 +564,14 @@ func (s *Shard[V]) Len() int { return s.n }
 
 // Bytes is the memory the shard's storage holds (capacity, not just use).
 func (s *Shard[V]) Bytes() int {
-	return cap(s.ctrl) + 4*cap(s.slot) + cap(s.arena) + 4*cap(s.free) + 8*len(s.bigFree)
+	return 4*cap(s.slot) + cap(s.arena) + 4*cap(s.free) + 8*len(s.bigFree)
 }
 
 // LiveBytes estimates the memory the live keys need: their entries and
 // their share of the index, without the capacity held for growth or by
 // deleted keys. It falls as soon as keys are deleted.
 func (s *Shard[V]) LiveBytes() int {
-	return (len(s.arena) - s.dead) + s.n*6 // 6: index bytes per key at 7/8 load
+	return (len(s.arena) - s.dead) + s.n*5 // 5: index bytes per key at 7/8 load
 }
 
 // Range calls fn for every key until fn returns false. fn may Delete the
@@ -611,12 +631,12 @@ func (s *Shard[V]) Sample(i uint64, fn func(key string, v *V, tag byte) bool) bo
 	if s.n == 0 {
 		return false
 	}
-	size := len(s.ctrl)
+	size := len(s.slot)
 	p := int(i % uint64(size))
-	for s.ctrl[p] < ctrlFull {
+	for !isFull(s.slot[p]) {
 		p = nextSlot(p, size)
 	}
-	off := int(s.slot[p])
+	off := offOf(s.slot[p])
 	key := s.keyAt(off)
 	fn(unsafe.String(unsafe.SliceData(key), len(key)), s.valAt(off), *s.tagAt(off))
 	return true
@@ -624,10 +644,9 @@ func (s *Shard[V]) Sample(i uint64, fn func(key string, v *V, tag byte) bool) bo
 
 // Reset drops every key.
 func (s *Shard[V]) Reset() {
-	freeArray(s.ctrl)
 	freeArray(s.slot)
 	freeArray(s.arena)
-	s.ctrl, s.slot, s.used, s.n = nil, nil, 0, 0
+	s.slot, s.used, s.n = nil, 0, 0
 	s.arena, s.free, s.bigFree, s.nfree, s.dead = nil, nil, nil, 0, 0
 	s.gen++
 }

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math/rand"
@@ -300,7 +301,7 @@ func TestSample(t *testing.T) {
 		s.Delete(fmt.Appendf(nil, "k%d", i))
 	}
 	seen := map[string]bool{}
-	for i := uint64(0); i < uint64(len(s.ctrl)); i++ {
+	for i := uint64(0); i < uint64(len(s.slot)); i++ {
 		if !s.Sample(i, func(k string, v *int64, _ byte) bool {
 			if fmt.Sprint("k", *v) != k {
 				t.Fatalf("sample %q holds %d", k, *v)
@@ -452,5 +453,46 @@ func BenchmarkGetRandom(b *testing.B) {
 	}
 	if sum == -1 {
 		b.Log(sum)
+	}
+}
+
+// TestFull: a shard refuses the key that would take its arena past the
+// bound the index's offsets can address, with ErrFull, and stays whole:
+// the keys before it are all there and the shard takes writes again once
+// keys go.
+func TestFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 256 MiB")
+	}
+	s := New[int64](1).Shard(0)
+	big := make([]byte, 1<<20)
+	var n int
+	func() {
+		defer func() {
+			if r := recover(); r != ErrFull {
+				t.Fatalf("recovered %v, want ErrFull", r)
+			}
+		}()
+		for ; n < 1000; n++ {
+			binary.BigEndian.PutUint32(big, uint32(n))
+			*s.Insert(big) = int64(n)
+		}
+		t.Fatal("1000 MiB of keys fitted in one shard")
+	}()
+	if n < 200 || s.Len() != n {
+		t.Fatalf("full after %d keys, Len %d", n, s.Len())
+	}
+	for i := 0; i < n; i++ {
+		binary.BigEndian.PutUint32(big, uint32(i))
+		if v := s.Get(big); v == nil || *v != int64(i) {
+			t.Fatalf("key %d lost after ErrFull", i)
+		}
+	}
+	binary.BigEndian.PutUint32(big, 0)
+	s.Delete(big)
+	binary.BigEndian.PutUint32(big, uint32(n))
+	*s.Insert(big) = 7 // takes the deleted key's entry
+	if v := s.Get(big); v == nil || *v != 7 {
+		t.Fatal("no insert after a delete")
 	}
 }
