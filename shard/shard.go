@@ -117,21 +117,19 @@ var ErrFull = errors.New("a keyspace shard is full (256 MiB of keys); use more s
 //
 // Memory layout, chosen so that a small live key costs a few dozen bytes
 // rather than a Go map entry plus a string allocation, and so that a lookup
-// touches three places (a control byte, a slot, one arena entry) rather than
+// touches two places (an index slot, one arena entry) rather than
 // one array per field:
 //
 //   - slot is the index: one uint32 per slot, linear probing, at most 7/8
 //     full, growing by half. A slot is 0 when empty, 1 when deleted, and
 //     for a key holds its entry's arena offset (in units of align, plus
 //     one) above 7 bits of the key's hash, its tag, so that a probe rarely
-//     touches a key it does not want (5 bits let an insert, whose probe
-//     passes several full slots, compare too many keys: BenchmarkThrottleChurn
-//     got no faster). The 25 bits left for the offset bound a shard's arena
-//     to 256 MiB (ErrFull). The offset and the tag share the
-//     word so that a probe reads one cache line, not a control byte array
-//     and then a slot array: under a random load each was a cache miss
-//     (BenchmarkGetRandom, BenchmarkThrottleChurn; bench/README.md). It
-//     also saves the control byte per slot.
+//     touches a key it does not want. Offset and tag share one word so that
+//     a probe reads one cache line, not a control byte array and then a
+//     slot array, each a cache miss under random keys (BenchmarkGetRandom,
+//     BenchmarkThrottleChurn; bench/README.md). With 5 tag bits an insert,
+//     whose probe passes several full slots, compared too many keys; the 25
+//     bits left for the offset bound a shard's arena to 256 MiB (ErrFull).
 //   - arena holds one entry per key, value and key side by side, so that
 //     finding the key brings its value into the cache with it (layout
 //     below). A value is updated in place: updating an existing key never
