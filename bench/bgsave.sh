@@ -17,18 +17,15 @@ KEYS=${1:-1000000}
 RATE=${2:-5000}
 DUR=${3:-5s}
 cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-trap cleanup EXIT
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
-go build -o "$TMP/limitdb" ./cmd/limitdb
-go build -o "$TMP/loadgen" ./bench/loadgen
-P=$(freeport)
-"$TMP/limitdb" --port "$P" --dir "$TMP/data" --save 0 2>"$TMP/limitdb.log" &
-PIDS+=($!)
-for _ in $(seq 100); do redis-cli -p "$P" ping >/dev/null 2>&1 && break; sleep 0.1; done
+go build -o "$work/limitdb" ./cmd/limitdb
+go build -o "$work/loadgen" ./bench/loadgen
+P=$(free_port)
+"$work/limitdb" --port "$P" --dir "$work/data" --save 0 2>"$work/limitdb.log" &
+pids+=($!)
+wait_ready "$P"
 
 awk -v n="$KEYS" 'BEGIN { for (i = 0; i < n; i++) { k = "key:" i;
   printf "*6\r\n$11\r\nCL.THROTTLE\r\n$%d\r\n%s\r\n$1\r\n1\r\n$1\r\n1\r\n$4\r\n3600\r\n$1\r\n1\r\n", length(k), k } }' |
@@ -36,17 +33,17 @@ awk -v n="$KEYS" 'BEGIN { for (i = 0; i < n; i++) { k = "key:" i;
 echo "keys: $(redis-cli -p "$P" DBSIZE)"
 
 LOAD=(-addr "127.0.0.1:$P" -rate "$RATE" -duration "$DUR" -keys "$KEYS" -cmd 'CL.THROTTLE {k} 99 100 60')
-"$TMP/loadgen" "${LOAD[@]}" -label warmup >/dev/null
+"$work/loadgen" "${LOAD[@]}" -label warmup >/dev/null
 echo "label,rate,achieved,p50_us,p99_us,p999_us,max_us,errors"
-"$TMP/loadgen" "${LOAD[@]}" -label quiet
+"$work/loadgen" "${LOAD[@]}" -label quiet
 
-"$TMP/loadgen" "${LOAD[@]}" -label during-bgsave >"$TMP/during.csv" &
+"$work/loadgen" "${LOAD[@]}" -label during-bgsave >"$work/during.csv" &
 LG=$!
 sleep 1
 redis-cli -p "$P" BGSAVE >/dev/null
 while redis-cli -p "$P" INFO persistence | grep -q '^rdb_bgsave_in_progress:1'; do sleep 0.05; done
 kill -0 "$LG" 2>/dev/null || echo "WARNING: the load ended before the BGSAVE did; use a longer duration" >&2
 wait "$LG"
-cat "$TMP/during.csv"
+cat "$work/during.csv"
 sleep 1
 redis-cli -p "$P" INFO persistence | tr -d '\r' | grep -E '^rdb_(last_save_keys|last_save_bytes|last_save_duration_ms|last_save_max_shard_hold_us|last_save_mean_shard_hold_us|saves)'

@@ -15,25 +15,21 @@ set -euo pipefail
 N=${1:-3000000}
 R=${2:-1000000}
 cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$TMP"; }
-trap cleanup EXIT
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rss() { awk '/VmRSS/ {print $2*1024}' /proc/"$1"/status; }
-waitport() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.1; done; echo "server on $1 did not start" >&2; exit 1; }
 fill() { redis-benchmark -p "$1" -n "$N" -r "$R" -c 50 -P 16 -q "${@:2}" | tr '\r' '\n' | tail -1; }
 
-go build -o "$TMP/limitdb" ./cmd/limitdb
+go build -o "$work/limitdb" ./cmd/limitdb
 
-LP=$(freeport)
-"$TMP/limitdb" --port "$LP" --dir "$TMP/ldb" --save 0 2>"$TMP/limitdb.log" &
-LPID=$!; PIDS+=("$LPID")
-RP=$(freeport)
-redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" --daemonize no >"$TMP/redis.log" &
-RPID=$!; PIDS+=("$RPID")
-waitport "$LP"; waitport "$RP"
+LP=$(free_port)
+"$work/limitdb" --port "$LP" --dir "$work/ldb" --save 0 2>"$work/limitdb.log" &
+LPID=$!; pids+=("$LPID")
+RP=$(free_port)
+redis-server --port "$RP" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --daemonize no >"$work/redis.log" &
+RPID=$!; pids+=("$RPID")
+wait_ready "$LP"; wait_ready "$RP"
 SHA=$(redis-cli -p "$RP" SCRIPT LOAD "$(cat bench/lua/gcra.lua)")
 
 echo "== fill: $N requests over $R random keys, hour-long GCRA state"
