@@ -32,6 +32,12 @@ func startServer(t testing.TB) *testServer {
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := resp.New(cfg, eng, nil)
+	return serve(t, srv, clock)
+}
+
+// serve runs srv on a free loopback port until the test ends.
+func serve(t testing.TB, srv *resp.Server, clock *engine.FakeClock) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,13 +18,7 @@ func startServerShards(t *testing.T, shards int) *testServer {
 	cfg := resp.DefaultConfig()
 	cfg.Port, cfg.Dir, cfg.Save = 0, t.TempDir(), 0
 	srv := resp.New(cfg, engine.New(clock, shards), nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}
+	return serve(t, srv, clock)
 }
 
 func infoValue(t *testing.T, c *redis.Client, section, field string) string {

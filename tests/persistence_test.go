@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,13 +70,7 @@ func serverFromDir(t *testing.T, clock *engine.FakeClock, dir string) *testServe
 	if _, err := srv.LoadSnapshot(); err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}
+	return serve(t, srv, clock)
 }
 
 func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {

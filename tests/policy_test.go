@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,13 +29,7 @@ func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
 	if err := srv.StartRules(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}, logs
+	return serve(t, srv, clock), logs
 }
 
 func writeRules(t *testing.T, path, src string) {
