@@ -37,6 +37,9 @@ type listener struct {
 	done  bool
 
 	yield bool // yield before each flush (see loop): only with one P
+
+	pollers []*poller // event loops for TCP connections (poll_linux.go); none elsewhere
+	next    int       // the poller the next connection goes to
 }
 
 func newListener(handle func(redcon.Conn, redcon.Command), accept func(redcon.Conn) bool,
@@ -48,8 +51,13 @@ func newListener(handle func(redcon.Conn, redcon.Command), accept func(redcon.Co
 // Serve accepts connections from ln until Close; it then closes every
 // connection.
 func (l *listener) Serve(ln net.Listener) error {
+	ps, err := newPollers(l, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
 	l.ln = ln
+	l.pollers = ps
 	l.mu.Unlock()
 	defer func() {
 		ln.Close()
@@ -59,6 +67,7 @@ func (l *listener) Serve(ln net.Listener) error {
 		}
 		l.conns = nil
 		l.mu.Unlock()
+		stopPollers(ps)
 	}()
 	for {
 		nc, err := ln.Accept()
@@ -70,6 +79,10 @@ func (l *listener) Serve(ln net.Listener) error {
 				return nil
 			}
 			continue
+		}
+		var fc *fdConn
+		if len(ps) > 0 {
+			fc = adopt(nc)
 		}
 		c := &conn{nc: nc, addr: nc.RemoteAddr().String(), wr: redcon.NewWriter(nc), rd: reader{rd: nc}}
 		l.mu.Lock()
@@ -83,6 +96,14 @@ func (l *listener) Serve(ln net.Listener) error {
 		if !l.accept(c) {
 			l.forget(c)
 			c.Close()
+			if fc != nil {
+				fc.release()
+			}
+			continue
+		}
+		if fc != nil {
+			ps[l.next%len(ps)].add(c, fc)
+			l.next++
 			continue
 		}
 		go l.serve(c)
@@ -106,9 +127,9 @@ func (l *listener) forget(c *conn) {
 	l.mu.Unlock()
 }
 
-// serve runs one connection: read a batch of commands, answer each in
-// order, flush once. A protocol error is answered and closes the
-// connection, as in redcon.
+// serve runs one connection on its own goroutine: read a batch of
+// commands, answer each in order, flush once. A protocol error is answered
+// and closes the connection, as in redcon.
 func (l *listener) serve(c *conn) {
 	err := l.loop(c)
 	if errors.Is(err, errDraining) {
@@ -117,6 +138,11 @@ func (l *listener) serve(c *conn) {
 	} else {
 		c.nc.Close()
 	}
+	l.gone(c, err)
+}
+
+// gone forgets a closed connection and reports it to the server.
+func (l *listener) gone(c *conn, err error) {
 	l.forget(c)
 	if err == io.EOF {
 		err = nil
@@ -126,23 +152,8 @@ func (l *listener) serve(c *conn) {
 
 func (l *listener) loop(c *conn) error {
 	for {
-		cmds, err := c.rd.read()
-		if err != nil {
-			var pe protocolError
-			if errors.As(err, &pe) {
-				c.wr.WriteError("ERR " + string(pe))
-				c.wr.Flush()
-			}
+		if err := l.step(c); err != nil {
 			return err
-		}
-		c.pending = cmds
-		for len(c.pending) > 0 {
-			cmd := c.pending[0]
-			c.pending = c.pending[1:]
-			l.handle(c, cmd)
-		}
-		if cl, ok := c.ctx.(*Client); ok {
-			cl.endBatch()
 		}
 		if c.closed {
 			return nil
@@ -173,6 +184,30 @@ func (l *listener) loop(c *conn) error {
 	}
 }
 
+// step reads the next batch of commands and answers each in order, leaving
+// the replies in c.wr for the caller to flush.
+func (l *listener) step(c *conn) error {
+	cmds, err := c.rd.read()
+	if err != nil {
+		var pe protocolError
+		if errors.As(err, &pe) {
+			c.wr.WriteError("ERR " + string(pe))
+			c.wr.Flush()
+		}
+		return err
+	}
+	c.pending = cmds
+	for len(c.pending) > 0 {
+		cmd := c.pending[0]
+		c.pending = c.pending[1:]
+		l.handle(c, cmd)
+	}
+	if cl, ok := c.ctx.(*Client); ok {
+		cl.endBatch()
+	}
+	return nil
+}
+
 // conn is one client connection; it implements redcon.Conn so handlers and
 // reply helpers are unchanged.
 type conn struct {
@@ -183,6 +218,9 @@ type conn struct {
 	ctx     any
 	pending []redcon.Command // the rest of the batch being answered
 	closed  bool
+
+	fc    *fdConn // the socket, when a poller owns the connection
+	dirty bool    // has replies for the poller to flush this round
 }
 
 func (c *conn) Close() error {
@@ -218,6 +256,10 @@ func (c *conn) ReadPipeline() []redcon.Command {
 
 // Detach is not supported: no limitdb command takes over its connection.
 func (c *conn) Detach() redcon.DetachedConn { panic("resp: Detach is not supported") }
+
+// errWouldBlock is a read from a poller's socket with nothing to read: the
+// connection waits for its poller (poll_linux.go).
+var errWouldBlock = errors.New("resp: would block")
 
 // protocolError is a framing error answered as "ERR <text>" before the
 // connection closes; the texts are redcon's.

@@ -258,6 +258,10 @@ type guardConn struct {
 	shaken  bool   // TLS handshake done
 }
 
+// inner is the connection under the guard, which a poller may replace
+// with its own (poll_linux.go).
+func (g *guardConn) inner() *net.Conn { return &g.Conn }
+
 // handshakeTimeout bounds a TLS handshake, so a client that connects and
 // says nothing cannot hold a connection forever.
 const handshakeTimeout = 10 * time.Second
@@ -342,6 +346,12 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		// command once per buffer size instead of once per network read.
 		m, err := g.Conn.Read(p[n:])
 		n += m
+		if err == errWouldBlock { // a poller's socket with nothing more for now
+			if n == 0 {
+				return 0, err
+			}
+			break
+		}
 		if err != nil {
 			g.readErr = err
 		} else if m == 0 {
