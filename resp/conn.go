@@ -82,7 +82,8 @@ func (l *listener) Serve(ln net.Listener) error {
 		}
 		var fc *fdConn
 		if len(ps) > 0 {
-			fc = adopt(nc)
+			fc = adopt(nc, ps[l.next%len(ps)])
+			l.next++
 		}
 		c := &conn{nc: nc, addr: nc.RemoteAddr().String(), wr: redcon.NewWriter(nc), rd: reader{rd: nc}}
 		l.mu.Lock()
@@ -95,6 +96,9 @@ func (l *listener) Serve(ln net.Listener) error {
 		l.mu.Unlock()
 		if !l.accept(c) {
 			l.forget(c)
+			if fc != nil {
+				fc.p = nil // never the poller's: closed here
+			}
 			c.Close()
 			if fc != nil {
 				fc.release()
@@ -102,8 +106,7 @@ func (l *listener) Serve(ln net.Listener) error {
 			continue
 		}
 		if fc != nil {
-			ps[l.next%len(ps)].add(c, fc)
-			l.next++
+			fc.p.add(c, fc)
 			continue
 		}
 		go l.serve(c)

@@ -48,9 +48,10 @@ type poller struct {
 	rc   syscall.RawConn // ef's
 	wake [2]int          // a pipe: a byte in wake[1] means inbox has connections
 
-	mu    sync.Mutex
-	inbox []*conn
-	stop  bool
+	mu     sync.Mutex
+	inbox  []*conn
+	killed []*fdConn // closed by other goroutines (fdConn.Close)
+	stop   bool
 
 	conns map[int32]*conn // owned by the poller's goroutine, by socket
 	dirty []*conn         // connections with replies to write this round
@@ -112,10 +113,10 @@ func (p *poller) poke() {
 	syscall.Write(p.wake[1], []byte{1})
 }
 
-// adopt takes over nc's socket when it is a TCP connection (possibly behind
-// the guard): it returns the fdConn now under nc, or nil to leave nc to a
-// goroutine of its own.
-func adopt(nc net.Conn) *fdConn {
+// adopt takes over nc's socket for p when it is a TCP connection (possibly
+// behind the guard): it returns the fdConn now under nc, or nil to leave nc
+// to a goroutine of its own.
+func adopt(nc net.Conn, p *poller) *fdConn {
 	slot := &nc
 	if w, ok := nc.(interface{ inner() *net.Conn }); ok {
 		slot = w.inner()
@@ -140,7 +141,7 @@ func adopt(nc net.Conn) *fdConn {
 	}
 	// The duplicate shares the socket, non-blocking mode and options
 	// included; closing the original takes it out of Go's poller.
-	fc := &fdConn{fd: fd, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr()}
+	fc := &fdConn{p: p, fd: fd, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr()}
 	tc.Close()
 	*slot = fc
 	return fc
@@ -204,8 +205,8 @@ func (p *poller) welcome() bool {
 		}
 	}
 	p.mu.Lock()
-	in, stop := p.inbox, p.stop
-	p.inbox = nil
+	in, killed, stop := p.inbox, p.killed, p.stop
+	p.inbox, p.killed = nil, nil
 	p.mu.Unlock()
 	for _, c := range in {
 		fd := c.fc.fd
@@ -218,6 +219,13 @@ func (p *poller) welcome() bool {
 		// A first read, as a connection's goroutine makes at once: it
 		// starts the guard's idle deadline and takes what already came.
 		p.serve(c)
+	}
+	for _, fc := range killed {
+		// Usually the shut read side has woken the poller already; not
+		// when the connection waits only for room to write.
+		if c := p.conns[int32(fc.fd)]; c != nil && c.fc == fc {
+			p.finish(c, nil)
+		}
 	}
 	if stop {
 		for _, c := range p.conns {
@@ -394,6 +402,7 @@ func (p *poller) finish(c *conn, err error) {
 // and writes never wait. Only the owning poller reads and writes it; Close
 // and the deadline setters may be called from any goroutine.
 type fdConn struct {
+	p            *poller
 	fd           int // -1 once released; changed under mu
 	laddr, raddr net.Addr
 
@@ -476,15 +485,23 @@ func (f *fdConn) drain() error {
 }
 
 // Close ends the connection from any goroutine: it shuts the socket's read
-// side, which wakes the poller, and the poller closes it.
+// side and tells the poller, which closes it.
 func (f *fdConn) Close() error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.fd < 0 || f.closed {
+		f.mu.Unlock()
 		return nil
 	}
 	f.closed = true
-	return syscall.Shutdown(f.fd, syscall.SHUT_RD)
+	err := syscall.Shutdown(f.fd, syscall.SHUT_RD)
+	f.mu.Unlock()
+	if p := f.p; p != nil {
+		p.mu.Lock()
+		p.killed = append(p.killed, f)
+		p.mu.Unlock()
+		p.poke()
+	}
+	return err
 }
 
 // release closes the socket; only the poller calls it.
