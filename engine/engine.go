@@ -111,6 +111,8 @@ type Engine struct {
 	tab   *shard.Table[stored]
 	stats []shardStats
 	side  []sideState // per shard, guarded by the shard's lock
+
+	expireNext atomic.Uint64 // the shard ExpireShards starts at
 }
 
 // stored is an Entry as the table keeps it: 24 bytes without pointers, so
@@ -432,36 +434,57 @@ func (e *Engine) Flush() {
 // It returns the number of keys it deleted.
 func (e *Engine) ExpireCycle(now int64, sample int) int {
 	total := 0
-	var kb []byte
 	for i := 0; i < e.tab.Count(); i++ {
-		s := e.tab.Shard(i)
-		sd := &e.side[i]
-		for step := 0; step < 16; step++ {
-			s.Lock()
-			if step == 0 {
-				// The keys the shard held since the last cycle, expired ones
-				// included, are what it must keep room for (see Compact).
-				sd.peak = max(s.Len(), sd.peak-sd.peak/16)
+		total += e.expireShard(i, now, sample)
+	}
+	return total
+}
+
+// ExpireShards is a slice of a cycle: ExpireCycle's work on the next n
+// shards in turn, so a caller can spread a cycle over several calls and
+// never hold a core for the whole of one. It returns the number of keys it
+// deleted.
+func (e *Engine) ExpireShards(now int64, sample, n int) int {
+	total := 0
+	count := uint64(e.tab.Count())
+	first := e.expireNext.Add(uint64(n)) - uint64(n)
+	for j := uint64(0); j < uint64(n); j++ {
+		total += e.expireShard(int((first+j)%count), now, sample)
+	}
+	return total
+}
+
+// expireShard is one shard's part of ExpireCycle.
+func (e *Engine) expireShard(i int, now int64, sample int) int {
+	total := 0
+	var kb []byte
+	s := e.tab.Shard(i)
+	sd := &e.side[i]
+	for step := 0; step < 16; step++ {
+		s.Lock()
+		if step == 0 {
+			// The keys the shard held since the last cycle, expired ones
+			// included, are what it must keep room for (see Compact).
+			sd.peak = max(s.Len(), sd.peak-sd.peak/16)
+		}
+		seen, gone := 0, 0
+		sd.cursor = s.Scan(sd.cursor, sample, func(k string, v *stored, tag byte) bool {
+			seen++
+			if !v.live(now) {
+				kb = append(kb[:0], k...)
+				e.reap(i, s, kb, e.tab.Hash(kb), *v, tag)
+				gone++
 			}
-			seen, gone := 0, 0
-			sd.cursor = s.Scan(sd.cursor, sample, func(k string, v *stored, tag byte) bool {
-				seen++
-				if !v.live(now) {
-					kb = append(kb[:0], k...)
-					e.reap(i, s, kb, e.tab.Hash(kb), *v, tag)
-					gone++
-				}
-				return true
-			})
-			if gone > 0 || sd.cursor == 0 {
-				s.Compact(sd.peak)
-			}
-			s.Unlock()
-			e.stats[i].expired.Add(int64(gone))
-			total += gone
-			if gone*4 <= seen || sd.cursor == 0 {
-				break
-			}
+			return true
+		})
+		if gone > 0 || sd.cursor == 0 {
+			s.Compact(sd.peak)
+		}
+		s.Unlock()
+		e.stats[i].expired.Add(int64(gone))
+		total += gone
+		if gone*4 <= seen || sd.cursor == 0 {
+			break
 		}
 	}
 	return total

@@ -93,6 +93,42 @@ func TestExpireCycleReapsOnlyExpired(t *testing.T) {
 	}
 }
 
+// TestExpireShardsSpreadsACycle checks that slices of a cycle, each on the
+// next shards in turn, visit every shard: as many slices as make a cycle
+// reap from every shard, and a slice reaps only from its own shards.
+func TestExpireShardsSpreadsACycle(t *testing.T) {
+	e := New(nil, 8)
+	for i := 0; i < 800; i++ {
+		exp := t0 + int64(time.Second)
+		e.Do([]byte(fmt.Sprint("k", i)), t0, func(Entry) (Entry, bool) {
+			return Entry{Kind: KindGCRA, A: exp, Expire: exp}, true
+		})
+	}
+	now := t0 + 2*int64(time.Second)
+	perShard := func() []int {
+		n := make([]int, e.Shards())
+		for i := range n {
+			e.tab.Shard(i).Lock()
+			n[i] = e.tab.Shard(i).Len()
+			e.tab.Shard(i).Unlock()
+		}
+		return n
+	}
+	before := perShard()
+	e.ExpireShards(now, 1000, 3) // shards 0, 1, 2
+	after := perShard()
+	for i := range after {
+		if reaped := after[i] < before[i]; reaped != (i < 3) {
+			t.Errorf("shard %d: %d keys -> %d after a slice of shards 0-2", i, before[i], after[i])
+		}
+	}
+	e.ExpireShards(now, 1000, 3) // 3, 4, 5
+	e.ExpireShards(now, 1000, 3) // 6, 7, then 0 again
+	if n := e.Len(); n != 0 {
+		t.Errorf("%d expired keys left after slices covering every shard", n)
+	}
+}
+
 func TestDoMultiIsAtomicAndDeduplicates(t *testing.T) {
 	e := New(nil, 4)
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a")}
