@@ -51,7 +51,8 @@ type poller struct {
 	mu     sync.Mutex
 	inbox  []*conn
 	killed []*fdConn // closed by other goroutines (fdConn.Close)
-	stop   bool
+	stop   bool      // asked to stop
+	gone   bool      // stopped: its descriptors are closed
 
 	conns map[int32]*conn // owned by the poller's goroutine, by socket
 	dirty []*conn         // connections with replies to write this round
@@ -102,14 +103,20 @@ func newPollers(l *listener, n int) ([]*poller, error) {
 // stopPollers ends every poller; each closes the connections it still has.
 func stopPollers(ps []*poller) {
 	for _, p := range ps {
-		p.mu.Lock()
-		p.stop = true
-		p.mu.Unlock()
-		p.poke()
+		p.post(func() { p.stop = true })
 	}
 }
 
-func (p *poller) poke() {
+// post changes the poller's shared state with fn, under its lock, and
+// wakes it to look. Once the poller has gone it does nothing: its pipe is
+// closed, and the descriptor may already be another file's.
+func (p *poller) post(fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone {
+		return
+	}
+	fn()
 	syscall.Write(p.wake[1], []byte{1})
 }
 
@@ -150,10 +157,7 @@ func adopt(nc net.Conn, p *poller) *fdConn {
 // add hands c, whose socket is fc, to the poller.
 func (p *poller) add(c *conn, fc *fdConn) {
 	c.fc = fc
-	p.mu.Lock()
-	p.inbox = append(p.inbox, c)
-	p.mu.Unlock()
-	p.poke()
+	p.post(func() { p.inbox = append(p.inbox, c) })
 }
 
 func (p *poller) run() {
@@ -231,9 +235,12 @@ func (p *poller) welcome() bool {
 		for _, c := range p.conns {
 			p.finish(c, nil)
 		}
+		p.mu.Lock()
+		p.gone = true
 		p.ef.Close()
 		syscall.Close(p.wake[0])
 		syscall.Close(p.wake[1])
+		p.mu.Unlock()
 		return false
 	}
 	return true
@@ -496,10 +503,7 @@ func (f *fdConn) Close() error {
 	err := syscall.Shutdown(f.fd, syscall.SHUT_RD)
 	f.mu.Unlock()
 	if p := f.p; p != nil {
-		p.mu.Lock()
-		p.killed = append(p.killed, f)
-		p.mu.Unlock()
-		p.poke()
+		p.post(func() { p.killed = append(p.killed, f) })
 	}
 	return err
 }
