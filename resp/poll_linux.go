@@ -561,21 +561,15 @@ func unixOrZero(t time.Time) int64 {
 // server pinned to one core that was thousands of thread switches a second
 // (bench/README.md, "Fourth session").
 
-func rawRead(fd int, b []byte) (int, syscall.Errno) {
-	var p unsafe.Pointer
-	if len(b) > 0 {
-		p = unsafe.Pointer(&b[0])
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(p), uintptr(len(b)))
-	return int(n), e
-}
+func rawRead(fd int, b []byte) (int, syscall.Errno)  { return rawIO(syscall.SYS_READ, fd, b) }
+func rawWrite(fd int, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_WRITE, fd, b) }
 
-func rawWrite(fd int, b []byte) (int, syscall.Errno) {
+func rawIO(trap uintptr, fd int, b []byte) (int, syscall.Errno) {
 	var p unsafe.Pointer
 	if len(b) > 0 {
 		p = unsafe.Pointer(&b[0])
 	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(p), uintptr(len(b)))
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(p), uintptr(len(b)))
 	return int(n), e
 }
 

@@ -22,11 +22,7 @@ import (
 // order, with nothing lost or doubled.
 func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 	ts := startServer(t)
-	nc, err := net.Dial("tcp", ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := dialRaw(t, ts.addr).nc
 	const n = 3000
 	pad := strings.Repeat("p", 2000)
 	sent := make(chan error, 1)
@@ -69,11 +65,7 @@ func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 // side, and still reads every reply before the server closes.
 func TestHalfClosedClientGetsItsReplies(t *testing.T) {
 	ts := startServer(t)
-	nc, err := net.Dial("tcp", ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := dialRaw(t, ts.addr).nc
 	var b strings.Builder
 	for i := 0; i < 500; i++ {
 		b.WriteString(cmd("INCR", "half"))
@@ -97,11 +89,7 @@ func TestHalfClosedClientGetsItsReplies(t *testing.T) {
 // full socket: it goes at once, not when its write timeout passes.
 func TestKillClientWaitingToWrite(t *testing.T) {
 	ts := startServer(t)
-	stuck, err := net.Dial("tcp", ts.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stuck.Close()
+	stuck := dialRaw(t, ts.addr).nc
 	stuck.(*net.TCPConn).SetReadBuffer(4096)
 	io.WriteString(stuck, cmd("CLIENT", "ID"))
 	idLine, err := bufio.NewReader(stuck).ReadString('\n')
