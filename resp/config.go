@@ -18,6 +18,8 @@ type Config struct {
 
 	Shards int // keyspace shards; 0 means the engine's default
 
+	EventLoop bool // event-loop: TCP connections served by one epoll loop per core (Linux; conn.go)
+
 	// Persistence and memory (resp/cmd_persist.go, resp/memory.go).
 	Save            int    // seconds between automatic snapshots when anything changed; 0: never
 	DBFilename      string // snapshot file name inside Dir
@@ -42,7 +44,7 @@ func DefaultConfig() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
-		Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: defaultLimits()}
+		EventLoop: true, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: defaultLimits()}
 }
 
 // Directive is one configuration parameter, named as in Redis. The one
@@ -186,6 +188,8 @@ func init() {
 		func(c *Config) *int { return &c.Port }))
 	RegisterDirective(StringDirective("dir", "directory for snapshots", false,
 		func(c *Config) *string { return &c.Dir }))
+	RegisterDirective(BoolDirective("event-loop", "serve TCP connections from one epoll event loop per core (Linux; no: a goroutine per connection)", false,
+		func(c *Config) *bool { return &c.EventLoop }))
 	RegisterDirective(IntDirective("shards", "keyspace shards, rounded up to a power of two (0: 256)", false, 0,
 		func(c *Config) *int { return &c.Shards }))
 	// Read-only answers to what redis-benchmark and client libraries ask at start-up.

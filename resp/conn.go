@@ -38,6 +38,7 @@ type listener struct {
 
 	yield bool // yield before each flush (see loop): only with one P
 
+	loops   bool      // serve TCP connections from pollers (the event-loop directive)
 	pollers []*poller // event loops for TCP connections (poll_linux.go); none elsewhere
 	next    int       // the poller the next connection goes to
 }
@@ -51,9 +52,12 @@ func newListener(handle func(redcon.Conn, redcon.Command), accept func(redcon.Co
 // Serve accepts connections from ln until Close; it then closes every
 // connection.
 func (l *listener) Serve(ln net.Listener) error {
-	ps, err := newPollers(l, runtime.GOMAXPROCS(0))
-	if err != nil {
-		return err
+	var ps []*poller
+	if l.loops {
+		var err error
+		if ps, err = newPollers(l, runtime.GOMAXPROCS(0)); err != nil {
+			return err
+		}
 	}
 	l.mu.Lock()
 	l.ln = ln

@@ -141,6 +141,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.rs = newListener(s.handle, s.accept, s.closed)
+	s.rs.loops = s.Config().EventLoop
 	s.serveMu.Unlock()
 	s.startBackground()
 	err := s.rs.Serve(guardListener{ln, s})

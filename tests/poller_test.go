@@ -10,18 +10,33 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/resp"
 )
 
 // The tests in this file are about how connections are driven: on Linux a
-// poller owns each TCP socket (resp/poll_linux.go), elsewhere a goroutine
-// does. They hold for both.
+// poller owns each TCP socket (resp/poll_linux.go), elsewhere or with
+// event-loop no a goroutine does. Each runs with both.
+
+// eachLoop runs test on a server with the event loop and on one without.
+func eachLoop(t *testing.T, test func(t *testing.T, ts *testServer)) {
+	for _, loop := range []bool{true, false} {
+		t.Run(fmt.Sprintf("event-loop=%v", loop), func(t *testing.T) {
+			ts, _ := startWith(t, func(c *resp.Config) { c.EventLoop = loop }, nil)
+			test(t, ts)
+		})
+	}
+}
 
 // TestSlowReaderGetsEveryReplyInOrder pipelines megabytes of replies to a
 // client that starts reading late: the socket fills, the server keeps the
 // rest and writes it as room appears, and every reply arrives once, in
 // order, with nothing lost or doubled.
 func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
-	ts := startServer(t)
+	eachLoop(t, testSlowReaderGetsEveryReplyInOrder)
+}
+
+func testSlowReaderGetsEveryReplyInOrder(t *testing.T, ts *testServer) {
 	nc := dialRaw(t, ts.addr).nc
 	const n = 3000
 	pad := strings.Repeat("p", 2000)
@@ -64,7 +79,10 @@ func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 // TestHalfClosedClientGetsItsReplies sends a pipeline, closes its write
 // side, and still reads every reply before the server closes.
 func TestHalfClosedClientGetsItsReplies(t *testing.T) {
-	ts := startServer(t)
+	eachLoop(t, testHalfClosedClientGetsItsReplies)
+}
+
+func testHalfClosedClientGetsItsReplies(t *testing.T, ts *testServer) {
 	nc := dialRaw(t, ts.addr).nc
 	var b strings.Builder
 	for i := 0; i < 500; i++ {
@@ -87,8 +105,9 @@ func TestHalfClosedClientGetsItsReplies(t *testing.T) {
 
 // TestKillClientWaitingToWrite kills a client whose replies are stuck in a
 // full socket: it goes at once, not when its write timeout passes.
-func TestKillClientWaitingToWrite(t *testing.T) {
-	ts := startServer(t)
+func TestKillClientWaitingToWrite(t *testing.T) { eachLoop(t, testKillClientWaitingToWrite) }
+
+func testKillClientWaitingToWrite(t *testing.T, ts *testServer) {
 	stuck := dialRaw(t, ts.addr).nc
 	stuck.(*net.TCPConn).SetReadBuffer(4096)
 	io.WriteString(stuck, cmd("CLIENT", "ID"))
@@ -122,8 +141,9 @@ func TestKillClientWaitingToWrite(t *testing.T) {
 // TestManyConnectionsOneCounter runs many connections at once, spread over
 // the pollers, against one counter: every increment counts once and every
 // connection sees its own replies in order.
-func TestManyConnectionsOneCounter(t *testing.T) {
-	ts := startServer(t)
+func TestManyConnectionsOneCounter(t *testing.T) { eachLoop(t, testManyConnectionsOneCounter) }
+
+func testManyConnectionsOneCounter(t *testing.T, ts *testServer) {
 	const conns, per = 40, 200
 	var wg sync.WaitGroup
 	errs := make(chan error, conns)
