@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -223,7 +224,18 @@ func FuzzCommandArgs(f *testing.F) {
 	}
 	logs := &lockedBuffer{}
 	cfg := DefaultConfig()
-	cfg.Dir = f.TempDir()
+	// Not f.TempDir: a SAVE, BGSAVE or SHUTDOWN among the inputs may still
+	// be writing there when the test ends, and TempDir's cleanup fails then.
+	dir, err := os.MkdirTemp("", "FuzzCommandArgs")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() {
+		for i := 0; i < 100 && os.RemoveAll(dir) != nil; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	cfg.Dir = dir
 	clock := engine.NewFakeClock(1_700_000_000e9)
 	newServer := func() *Server {
 		s := New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
