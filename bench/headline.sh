@@ -17,6 +17,8 @@
 #                                       ratio (printed last) is the figure
 #   LIMITDB_BIN=/tmp/limitdb-old bench/headline.sh
 #   BEFORE_BIN=/tmp/limitdb-old bench/headline.sh   adds that binary's rows to each round
+#   BEFORE_ARGS='--event-loop no' bench/headline.sh
+#                                       "before" is the same binary with these flags
 #   CMD='TB.TAKE k:__rand_int__ 100 100 60' bench/headline.sh
 #   PIPELINE=1 bench/headline.sh        (default 16)
 #   CMD2='SL.INCR k:__rand_int__ 100 60' bench/headline.sh
@@ -45,6 +47,9 @@ if [ -z "${LIMITDB_BIN:-}" ]; then
   LIMITDB_BIN=$work/limitdb
   go build -o "$LIMITDB_BIN" ./cmd/limitdb
 fi
+if [ -n "${BEFORE_ARGS:-}" ] && [ -z "${BEFORE_BIN:-}" ]; then
+  BEFORE_BIN=$LIMITDB_BIN
+fi
 
 lport=$(free_port)
 taskset -c "$SERVER_CPU" "$LIMITDB_BIN" --port "$lport" --dir "$work/limitdb" --save 0 >"$work/limitdb.log" 2>&1 &
@@ -52,7 +57,8 @@ lpid=$!; pids+=($lpid)
 bport=; bpid=
 if [ -n "${BEFORE_BIN:-}" ]; then
   bport=$(free_port)
-  taskset -c "$SERVER_CPU" "$BEFORE_BIN" --port "$bport" --dir "$work/before" --save 0 >"$work/before.log" 2>&1 &
+  # shellcheck disable=SC2086
+  taskset -c "$SERVER_CPU" "$BEFORE_BIN" --port "$bport" --dir "$work/before" --save 0 ${BEFORE_ARGS:-} >"$work/before.log" 2>&1 &
   bpid=$!; pids+=($bpid)
 fi
 rport=$(free_port)
