@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/engine/gcra"
 )
 
 // TestAdaptersKeepStateInEntry checks where each algorithm's state lives:
@@ -49,9 +51,15 @@ func TestAdaptersKeepStateInEntry(t *testing.T) {
 // shard lock, the entry, the algorithm and the reply, as a command runs it
 // (less the protocol). 1000 keys, each asked 100 times a second against
 // limits of 1000 a second: live keys, admitted requests, the steady state.
-// The _rand100k cases ask 100k keys in random order, each about once a
-// second against limits of 1000 per 10 s, from a keyspace filled before
-// the timing: what finding a key costs once the keys outgrow the caches.
+//
+// The _rand100k cases ask 100k keys in random order, from a keyspace filled
+// before the timing: what finding a key costs once the keys outgrow the
+// caches. TB.TAKE, SW.INCR and SL.INCR_1000per10s ask each key about once a
+// second against limits of 1000 per 10 s (the sliding log's keys hold up
+// to ten stamps). CL.THROTTLE and SL.INCR are the
+// wire's load (bench/README.md: 100 per minute, CL.THROTTLE with a burst of
+// 99): each key asked every 2.4 s, the keyspace warmed until every sliding
+// log holds its steady 25 stamps, then timed in that steady state.
 func BenchmarkLimit(b *testing.B) {
 	sec := int64(time.Second)
 	tb, _ := NewTokenBucket(1e9, 1, sec) // never full again during the run: the key stays
@@ -89,29 +97,45 @@ func BenchmarkLimit(b *testing.B) {
 		many[i] = fmt.Appendf(nil, "user:%d", i)
 	}
 	order := rand.New(rand.NewPCG(1, 2)).Perm(len(many))
-	benchRand := func(name string, run func(e *Engine, key []byte, now int64) error) {
+	// benchRand asks the keys of many in a fixed random order, one every
+	// step ns, after warm rounds over all of them. The keyspace is built
+	// once per case and carries on from one b.N to the next.
+	benchRand := func(name string, step int64, warm int, run func(e *Engine, key []byte, now int64) error) {
+		var e *Engine
+		now := t0
 		b.Run(name, func(b *testing.B) {
-			e := New(nil, 0)
-			now := t0
-			for _, k := range many {
-				now += 10 * int64(time.Microsecond)
-				if err := run(e, k, now); err != nil {
-					b.Fatal(err)
+			if e == nil {
+				e = New(nil, 0)
+				for range warm {
+					for _, i := range order {
+						now += step
+						if err := run(e, many[i], now); err != nil {
+							b.Fatal(err)
+						}
+					}
 				}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				now += 10 * int64(time.Microsecond)
+				now += step
 				if err := run(e, many[order[i%len(order)]], now); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+	us := int64(time.Microsecond)
 	sw10s, _ := NewSlidingWindow(1000, 10*sec, 10)
 	sl10s, _ := NewSlidingLog(1000, 10*sec)
-	benchRand("TB.TAKE_rand100k", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, tb, 1); return err })
-	benchRand("SW.INCR_PRECISION_10_rand100k", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sw10s, 1); return err })
-	benchRand("SL.INCR_rand100k", func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sl10s, 1); return err })
+	cell, _ := gcra.CellLimit(99, 100, 60)
+	slMin, _ := NewSlidingLog(100, 60*sec)
+	benchRand("TB.TAKE_rand100k", 10*us, 1, func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, tb, 1); return err })
+	benchRand("SW.INCR_PRECISION_10_rand100k", 10*us, 1, func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sw10s, 1); return err })
+	benchRand("SL.INCR_1000per10s_rand100k", 10*us, 1, func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, sl10s, 1); return err })
+	benchRand("CL.THROTTLE_rand100k", 24*us, 25, func(e *Engine, k []byte, now int64) error {
+		_, err := Limit(e, k, now, CellLimiter{cell}, 1)
+		return err
+	})
+	benchRand("SL.INCR_rand100k", 24*us, 25, func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, slMin, 1); return err })
 }
