@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine/gcra"
+	"github.com/limitdb/limitdb/internal/benchcpu"
 )
 
 // TestAdaptersKeepStateInEntry checks where each algorithm's state lives:
@@ -117,6 +118,7 @@ func BenchmarkLimit(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			defer benchcpu.Report(b)()
 			for i := 0; i < b.N; i++ {
 				now += step
 				if err := run(e, many[order[i%len(order)]], now); err != nil {
