@@ -229,6 +229,13 @@ func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool
 	if d.Limited || cost == 0 {
 		return ent, r, false, nil
 	}
+	if size := l.L.Regrow(ring, now); size > 0 {
+		// The stamps move anyway: move them beside a new box
+		// (logbox.go). The key's box, if any, is left as it was.
+		box, buf := newLogBox(size)
+		box.cur = l.L.RecordIn(ring, now, cost, buf)
+		return Entry{Kind: KindSlidingLog, Ext: box, Expire: l.L.Expire(&box.cur)}, r, true, nil
+	}
 	dst, ext, chained := extWrite[window.Ring](ent.Ext)
 	if chained {
 		// ring was recorded from the key's state and may share its slots:

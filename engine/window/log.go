@@ -68,7 +68,16 @@ func (r *Ring) Len() int { return r.n }
 // Cap is the number of stamp slots allocated.
 func (r *Ring) Cap() int { return len(r.buf) }
 
-func (r *Ring) at(i int) Stamp { return r.buf[(r.head+i)%len(r.buf)] }
+func (r *Ring) at(i int) Stamp { return r.buf[r.wrap(r.head+i)] }
+
+// wrap maps i, less than twice the ring's size, to its slot: a compare
+// rather than a division, which showed in SL.INCR's profile.
+func (r *Ring) wrap(i int) int {
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	return i
+}
 
 // live returns the index of the first stamp inside the window ending at
 // eff and the total cost from it on.
@@ -105,7 +114,9 @@ func (l Log) Decide(r *Ring, now, cost int64) (Decision, error) {
 	first, sum := l.live(r, t)
 	d := Decision{RetryAfter: -1}
 	if first < r.n {
-		d.ResetAfter = r.at(r.n-1).At + l.Window - now
+		// The newest stamp is at Seen: reading it would be one more
+		// cache miss on a random key.
+		d.ResetAfter = r.Seen + l.Window - now
 	}
 	if cost <= l.Limit-sum {
 		d.Remaining = l.Limit - sum - cost
@@ -136,30 +147,57 @@ func (l Log) Expire(r *Ring) int64 {
 	if r.n == 0 {
 		return 0
 	}
-	return r.at(r.n-1).At + l.Window
+	return r.Seen + l.Window
 }
 
 // Record returns r with a stamp of cost at now appended (at r.Seen if the
 // clock went back) and the stamps that slid out dropped. r is unchanged.
 func (l Log) Record(r *Ring, now, cost int64) Ring {
-	t := eff(r, now)
-	first, sum := l.live(r, t)
-	next := Ring{Seen: t, buf: r.buf, head: r.head, n: r.n - first, sum: sum}
-	if len(next.buf) > 0 {
-		next.head = (r.head + first) % len(r.buf)
-	}
+	return l.RecordIn(r, now, cost, nil)
+}
+
+// Regrow is the number of slots of the new buffer that Record(r, now, ·)
+// moves the stamps to, or 0 if it appends in r's own buffer. A caller that
+// wants the new buffer somewhere of its choosing passes it to RecordIn.
+func (l Log) Regrow(r *Ring, now int64) int {
+	first, _ := l.live(r, eff(r, now))
+	return l.regrow(r, r.n-first)
+}
+
+// regrow is Regrow for live stamps left of r's.
+func (l Log) regrow(r *Ring, live int) int {
 	switch size := len(r.buf); {
 	case r.n == size:
 		// Every slot is visible to r, even the ones that slid out for
 		// next: copy rather than overwrite.
-		if next.n >= size/2 {
-			size = min(max(2*size, 4), max(int(l.Limit)+1, next.n+1))
+		if live >= size/2 {
+			size = min(max(2*size, 4), max(int(l.Limit)+1, live+1))
 		}
-		next.resize(size)
-	case size > 16 && 4*(next.n+1) < size:
-		next.resize(size / 2)
+		return size
+	case size > 16 && 4*(live+1) < size:
+		return size / 2
 	}
-	next.buf[(next.head+next.n)%len(next.buf)] = Stamp{At: t, Cost: cost}
+	return 0
+}
+
+// RecordIn is Record, moving the stamps to buf when Record would move them
+// to a new buffer and buf has at least Regrow(r, now) slots (else to a new
+// buffer of its own). buf must share no memory with r; the ring returned
+// keeps it.
+func (l Log) RecordIn(r *Ring, now, cost int64, buf []Stamp) Ring {
+	t := eff(r, now)
+	first, sum := l.live(r, t)
+	next := Ring{Seen: t, buf: r.buf, head: r.head, n: r.n - first, sum: sum}
+	if len(next.buf) > 0 {
+		next.head = r.wrap(r.head + first)
+	}
+	if size := l.regrow(r, next.n); size > 0 {
+		if len(buf) < size {
+			buf = make([]Stamp, size)
+		}
+		next.moveTo(buf)
+	}
+	next.buf[next.wrap(next.head+next.n)] = Stamp{At: t, Cost: cost}
 	next.n++
 	next.sum += cost
 	return next
@@ -170,17 +208,15 @@ func (l Log) Record(r *Ring, now, cost int64) Ring {
 func (r *Ring) Clone() Ring {
 	c := *r
 	if len(c.buf) > 0 {
-		c.resize(len(c.buf))
+		c.moveTo(make([]Stamp, len(c.buf)))
 	}
 	return c
 }
 
-// resize copies the stamps into a new buffer of size slots.
-func (r *Ring) resize(size int) {
-	buf := make([]Stamp, size)
-	for i := 0; i < r.n; i++ {
-		buf[i] = r.at(i)
-	}
+// moveTo copies the stamps to the start of buf, which becomes r's buffer.
+func (r *Ring) moveTo(buf []Stamp) {
+	k := copy(buf[:r.n], r.buf[r.head:min(r.head+r.n, len(r.buf))])
+	copy(buf[k:r.n], r.buf)
 	r.buf, r.head = buf, 0
 }
 
@@ -201,7 +237,8 @@ func (r *Ring) AppendBinary(b []byte) []byte {
 var errCorruptRing = errors.New("window: corrupt sliding log")
 
 // DecodeRing reads a ring written by AppendBinary, checking that its stamps
-// are in time order, no later than Seen, and of positive cost. It returns
+// are in time order, the newest at Seen (as Record leaves it), and of
+// positive cost. It returns
 // the ring by value: the caller keeps it where it likes (the engine, in a
 // box of its own) without a second allocation.
 func DecodeRing(b []byte) (Ring, error) {
@@ -235,7 +272,7 @@ func DecodeRing(b []byte) (Ring, error) {
 		r.buf[i] = Stamp{At: at, Cost: int64(cost)}
 		r.sum += int64(cost)
 	}
-	if len(b) != 0 {
+	if len(b) != 0 || r.n > 0 && prev != seen {
 		return Ring{}, errCorruptRing
 	}
 	return r, nil

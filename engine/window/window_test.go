@@ -244,6 +244,19 @@ func TestLogAgainstDefinition(t *testing.T) {
 			if want := limit - inWindow(now); d.Remaining != want {
 				t.Fatalf("round %d step %d: remaining %d, want %d", round, k, d.Remaining, want)
 			}
+			// Reset: when the window holds nothing once more.
+			var newest int64
+			for _, q := range log {
+				if q.at > now-window {
+					newest = q.at + window - now
+				}
+			}
+			if d.ResetAfter != newest {
+				t.Fatalf("round %d step %d: reset %d, want %d", round, k, d.ResetAfter, newest)
+			}
+			if len(log) > 0 && l.Expire(r) != log[len(log)-1].at+window {
+				t.Fatalf("round %d step %d: expire %d, want %d", round, k, l.Expire(r), log[len(log)-1].at+window)
+			}
 			if !fits && cost <= limit {
 				at := now
 				for inWindow(at)+cost > limit {
@@ -281,6 +294,46 @@ func TestRecordLeavesTheOldRingIntact(t *testing.T) {
 	}
 }
 
+// TestRecordIn checks that RecordIn moves the stamps to the buffer it is
+// given exactly when Record would move them, and records the same.
+func TestRecordIn(t *testing.T) {
+	l, _ := NewLog(6, 100)
+	r := &Ring{}
+	now := int64(1000)
+	moves := 0
+	for k := 0; k < 200; k++ {
+		now += int64(k%7) * 9
+		if d, _ := l.Decide(r, now, 1); d.Limited {
+			continue
+		}
+		size := l.Regrow(r, now)
+		before := r.AppendBinary(nil)
+		want := l.Record(r, now, 1)
+		buf := make([]Stamp, size+1)
+		got := l.RecordIn(r, now, 1, buf)
+		if string(r.AppendBinary(nil)) != string(before) {
+			t.Fatalf("step %d: RecordIn changed the ring it was given", k)
+		}
+		if string(got.AppendBinary(nil)) != string(want.AppendBinary(nil)) {
+			t.Fatalf("step %d: RecordIn left %x, Record %x", k, got.AppendBinary(nil), want.AppendBinary(nil))
+		}
+		inBuf := got.Cap() == len(buf) && &got.buf[0] == &buf[0]
+		if inBuf != (size > 0) {
+			t.Fatalf("step %d: Regrow %d, stamps moved to the buffer given: %v", k, size, inBuf)
+		}
+		if size > 0 {
+			moves++
+			if want.Cap() != size {
+				t.Fatalf("step %d: Regrow said %d slots, Record made %d", k, size, want.Cap())
+			}
+		}
+		r = &got
+	}
+	if moves < 2 {
+		t.Fatalf("the stamps moved %d times: the test proves little", moves)
+	}
+}
+
 func TestCodecs(t *testing.T) {
 	l, _ := NewLog(5, 100)
 	r := &Ring{}
@@ -295,7 +348,9 @@ func TestCodecs(t *testing.T) {
 	if err != nil || string(got.AppendBinary(nil)) != string(b) {
 		t.Fatalf("ring round trip: %v", err)
 	}
-	for _, bad := range [][]byte{nil, {2}, append(b, 0), b[:len(b)-1], {0, 1, 0, 0}} {
+	// {10, 1, 1, 1}: Seen 5, one stamp 1ns before it. Record leaves the
+	// newest stamp at Seen, and Decide relies on it.
+	for _, bad := range [][]byte{nil, {2}, append(b, 0), b[:len(b)-1], {0, 1, 0, 0}, {10, 1, 1, 1}} {
 		if _, err := DecodeRing(bad); err == nil {
 			t.Errorf("DecodeRing(%v) accepted", bad)
 		}
