@@ -229,7 +229,7 @@ func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool
 	if d.Limited || cost == 0 {
 		return ent, r, false, nil
 	}
-	if size := l.L.Regrow(ring, now); size > 0 {
+	if size := l.L.Regrow(ring, now, cost); size > 0 {
 		// The stamps move anyway: move them beside a new box
 		// (logbox.go). The key's box, if any, is left as it was.
 		box, buf := newLogBox(size)

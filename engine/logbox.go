@@ -13,68 +13,76 @@ import "github.com/limitdb/limitdb/engine/window"
 // a buffer of its own; so does a ring decoded or cloned (Get), until its
 // next move.
 
-// maxInlineStamps is the largest ring kept beside its box: 128 stamps,
-// 2 KiB, a limit of 100 at its fullest.
-const maxInlineStamps = 128
+// maxInlineWords is the largest ring kept beside its box: 256 words,
+// 2 KiB, a limit of 100 at its fullest even with costs.
+const maxInlineWords = 256
 
 // ringBox is a sliding log's box.
 type ringBox = extBox[window.Ring, *window.Ring]
 
 type logBox4 struct {
 	box   ringBox
-	slots [4]window.Stamp
+	words [4]int64
 }
 
 type logBox8 struct {
 	box   ringBox
-	slots [8]window.Stamp
+	words [8]int64
 }
 
 type logBox16 struct {
 	box   ringBox
-	slots [16]window.Stamp
+	words [16]int64
 }
 
 type logBox32 struct {
 	box   ringBox
-	slots [32]window.Stamp
+	words [32]int64
 }
 
 type logBox64 struct {
 	box   ringBox
-	slots [64]window.Stamp
+	words [64]int64
 }
 
 type logBox128 struct {
 	box   ringBox
-	slots [128]window.Stamp
+	words [128]int64
 }
 
-// newLogBox returns an empty box whose stamps, at least size of them, follow
-// it in memory; or, for a ring larger than maxInlineStamps, an empty box
-// and a nil buffer.
-func newLogBox(size int) (*ringBox, []window.Stamp) {
+type logBox256 struct {
+	box   ringBox
+	words [256]int64
+}
+
+// newLogBox returns an empty box whose buffer, at least size words,
+// follows it in memory; or, for a ring larger than maxInlineWords, an
+// empty box and a nil buffer.
+func newLogBox(size int) (*ringBox, []int64) {
 	var b *ringBox
-	var buf []window.Stamp
+	var buf []int64
 	switch {
 	case size <= 4:
 		x := new(logBox4)
-		b, buf = &x.box, x.slots[:]
+		b, buf = &x.box, x.words[:]
 	case size <= 8:
 		x := new(logBox8)
-		b, buf = &x.box, x.slots[:]
+		b, buf = &x.box, x.words[:]
 	case size <= 16:
 		x := new(logBox16)
-		b, buf = &x.box, x.slots[:]
+		b, buf = &x.box, x.words[:]
 	case size <= 32:
 		x := new(logBox32)
-		b, buf = &x.box, x.slots[:]
+		b, buf = &x.box, x.words[:]
 	case size <= 64:
 		x := new(logBox64)
-		b, buf = &x.box, x.slots[:]
-	case size <= maxInlineStamps:
+		b, buf = &x.box, x.words[:]
+	case size <= 128:
 		x := new(logBox128)
-		b, buf = &x.box, x.slots[:]
+		b, buf = &x.box, x.words[:]
+	case size <= maxInlineWords:
+		x := new(logBox256)
+		b, buf = &x.box, x.words[:]
 	default:
 		b = new(ringBox)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // A sliding log's box and its stamps are one allocation (logbox.go), when
-// a key is new and each time its ring moves, up to maxInlineStamps; a
+// a key is new and each time its ring moves, up to maxInlineWords; a
 // larger ring keeps a buffer of its own.
 func TestSlidingLogBoxHoldsItsStamps(t *testing.T) {
 	if raceEnabled {
@@ -18,13 +18,15 @@ func TestSlidingLogBoxHoldsItsStamps(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		limit  int64
-		stamps int // the ring's stamps before the request that moves them
+		stamps int   // the ring's stamps (of cost 1) before the request that moves them
+		cost   int64 // that request's
 		allocs float64
 	}{
-		{"new key", 100, 0, 1},
-		{"4 to 8 slots", 100, 4, 1},
-		{"64 to 128 slots", 1000, 64, 1},
-		{"128 to 256 slots", 1000, 128, 2},
+		{"new key", 100, 0, 1, 1},
+		{"4 to 8 slots", 100, 4, 1, 1},
+		{"128 to 256 slots", 1000, 128, 1, 1},
+		{"256 to 512 slots", 1000, 256, 1, 2},
+		{"narrow to wide", 100, 3, 2, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, _ := NewSlidingLog(c.limit, sec)
@@ -41,11 +43,11 @@ func TestSlidingLogBoxHoldsItsStamps(t *testing.T) {
 				ent = next
 			}
 			now := t0 + int64(c.stamps)
-			if c.stamps > 0 && l.L.Regrow(extRead[window.Ring](ent.Ext), now) == 0 {
+			if c.stamps > 0 && l.L.Regrow(extRead[window.Ring](ent.Ext), now, c.cost) == 0 {
 				t.Fatalf("%d stamps: the next request does not move them", c.stamps)
 			}
 			n := testing.AllocsPerRun(100, func() {
-				if _, _, _, err := l.Apply(ent, now, 1); err != nil {
+				if _, _, _, err := l.Apply(ent, now, c.cost); err != nil {
 					t.Fatal(err)
 				}
 			})

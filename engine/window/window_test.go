@@ -295,42 +295,53 @@ func TestRecordLeavesTheOldRingIntact(t *testing.T) {
 }
 
 // TestRecordIn checks that RecordIn moves the stamps to the buffer it is
-// given exactly when Record would move them, and records the same.
+// given exactly when Record would move them, and records the same; and
+// that a ring is narrow whenever it moves with every stamp costing 1.
 func TestRecordIn(t *testing.T) {
-	l, _ := NewLog(6, 100)
+	l, _ := NewLog(40, 100)
 	r := &Ring{}
 	now := int64(1000)
-	moves := 0
-	for k := 0; k < 200; k++ {
-		now += int64(k%7) * 9
-		if d, _ := l.Decide(r, now, 1); d.Limited {
+	moves, widths := 0, 0
+	for k := 0; k < 1000; k++ {
+		now += 2 + int64(k/100%2)*30 // dense, sparse, dense...
+		cost := int64(1)
+		if k%29 == 5 {
+			cost = 2
+		}
+		if d, _ := l.Decide(r, now, cost); d.Limited {
 			continue
 		}
-		size := l.Regrow(r, now)
+		words := l.Regrow(r, now, cost)
 		before := r.AppendBinary(nil)
-		want := l.Record(r, now, 1)
-		buf := make([]Stamp, size+1)
-		got := l.RecordIn(r, now, 1, buf)
+		want := l.Record(r, now, cost)
+		buf := make([]int64, words)
+		got := l.RecordIn(r, now, cost, buf)
 		if string(r.AppendBinary(nil)) != string(before) {
 			t.Fatalf("step %d: RecordIn changed the ring it was given", k)
 		}
 		if string(got.AppendBinary(nil)) != string(want.AppendBinary(nil)) {
 			t.Fatalf("step %d: RecordIn left %x, Record %x", k, got.AppendBinary(nil), want.AppendBinary(nil))
 		}
-		inBuf := got.Cap() == len(buf) && &got.buf[0] == &buf[0]
-		if inBuf != (size > 0) {
-			t.Fatalf("step %d: Regrow %d, stamps moved to the buffer given: %v", k, size, inBuf)
+		inBuf := len(buf) > 0 && &got.buf[0] == &buf[0]
+		if inBuf != (words > 0) {
+			t.Fatalf("step %d: Regrow %d words, stamps moved to the buffer given: %v", k, words, inBuf)
 		}
-		if size > 0 {
+		if words > 0 {
 			moves++
-			if want.Cap() != size {
-				t.Fatalf("step %d: Regrow said %d slots, Record made %d", k, size, want.Cap())
+			if len(want.buf) != words {
+				t.Fatalf("step %d: Regrow said %d words, Record made %d", k, words, len(want.buf))
 			}
+			if allOnes := got.sum == int64(got.n); got.wide == allOnes {
+				t.Fatalf("step %d: moved with costs totalling %d over %d stamps, wide: %v", k, got.sum, got.n, got.wide)
+			}
+		}
+		if got.wide != r.wide {
+			widths++
 		}
 		r = &got
 	}
-	if moves < 2 {
-		t.Fatalf("the stamps moved %d times: the test proves little", moves)
+	if moves < 4 || widths < 2 {
+		t.Fatalf("the stamps moved %d times, changed width %d times: the test proves little", moves, widths)
 	}
 }
 
