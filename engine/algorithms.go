@@ -20,39 +20,47 @@ import (
 // Apply never modifies the state of the entry it is given, Ext state
 // included, so a caller may apply several limits and store none of them
 // (all-or-nothing). The Ext states are written in place once stored; see
-// extbox.go for what that asks of callers.
+// extbox.go (and logbuf.go for the sliding log) for what that asks of
+// callers.
 
 func init() {
 	RegisterExt(KindSlidingWindow, ExtCodec{
-		Append: func(b []byte, ext any) ([]byte, error) {
-			st := extRead[window.SlidingState](ext)
+		Append: func(b []byte, e *Entry) ([]byte, error) {
+			st := extRead[window.SlidingState](e.Ext)
 			if st == nil {
-				return nil, fmt.Errorf("sliding window state is %T", ext)
+				return nil, fmt.Errorf("sliding window state is %T", e.Ext)
 			}
 			return st.AppendBinary(b), nil
 		},
-		Decode: func(b []byte) (any, error) {
+		Decode: func(b []byte, e *Entry) error {
 			st, err := window.DecodeSliding(b)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return newExtBox[window.SlidingState](st), nil
+			e.Ext = newExtBox[window.SlidingState](st)
+			return nil
 		},
 	})
 	RegisterExt(KindSlidingLog, ExtCodec{
-		Append: func(b []byte, ext any) ([]byte, error) {
-			r := extRead[window.Ring](ext)
-			if r == nil {
-				return nil, fmt.Errorf("sliding log state is %T", ext)
+		// The serialised form is the ring's alone, A and B 0: the form
+		// of every version, though A and B now hold part of the ring.
+		Append: func(b []byte, e *Entry) ([]byte, error) {
+			var r window.Ring
+			if !loadRing(&r, *e) {
+				return nil, fmt.Errorf("sliding log state is %T", e.Ext)
 			}
+			e.A, e.B = 0, 0
 			return r.AppendBinary(b), nil
 		},
-		Decode: func(b []byte) (any, error) {
+		Decode: func(b []byte, e *Entry) error {
 			r, err := window.DecodeRing(b)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			return newExtBox[window.Ring](r), nil
+			ext, buf := newLogBuf(len(r.Words()))
+			copy(buf, r.Words())
+			e.A, e.B, e.Ext = r.Seen, r.State(), ext
+			return nil
 		},
 	})
 }
@@ -200,8 +208,9 @@ func (s SlidingWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, b
 	return Entry{Kind: KindSlidingWindow, Ext: ext, Expire: s.W.Expire(*dst)}, r, true, nil
 }
 
-// SlidingLog is SL.INCR: Ext holds a window.Ring of the admitted requests'
-// stamps (at most limit of them), written in place (extbox.go).
+// SlidingLog is SL.INCR: a window.Ring of the admitted requests' stamps
+// (at most limit of them), kept apart (logbuf.go): A is the ring's Seen, B
+// its State, and Ext its buffer, written in place.
 type SlidingLog struct{ L window.Log }
 
 // NewSlidingLog validates a sliding log of limit (at most
@@ -216,12 +225,11 @@ func (SlidingLog) Kind() Kind { return KindSlidingLog }
 
 // Apply implements Limiter.
 func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
-	var empty window.Ring
-	ring := extRead[window.Ring](ent.Ext)
-	if ring == nil {
-		ring = &empty
+	var ring window.Ring
+	if !loadRing(&ring, ent) {
+		return ent, limit.Result{}, false, fmt.Errorf("sliding log state is %T", ent.Ext)
 	}
-	d, err := l.L.Decide(ring, now, cost)
+	d, err := l.L.Decide(&ring, now, cost)
 	if err != nil {
 		return ent, limit.Result{}, false, err
 	}
@@ -229,20 +237,25 @@ func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool
 	if d.Limited || cost == 0 {
 		return ent, r, false, nil
 	}
-	if size := l.L.Regrow(ring, now, cost); size > 0 {
-		// The stamps move anyway: move them beside a new box
-		// (logbox.go). The key's box, if any, is left as it was.
-		box, buf := newLogBox(size)
-		box.cur = l.L.RecordIn(ring, now, cost, buf)
-		return Entry{Kind: KindSlidingLog, Ext: box, Expire: l.L.Expire(&box.cur)}, r, true, nil
+	var ext any
+	if words := l.L.Regrow(&ring, now, cost); words > 0 {
+		// The stamps move (or the key is new): to a new buffer, the
+		// key's left as it was until the store replaces it.
+		var buf []int64
+		ext, buf = newLogBuf(words)
+		l.L.Add(&ring, now, cost, buf)
+	} else if x, ok := ent.Ext.(storedLog); ok {
+		// Appended past the stamps the key's state sees.
+		l.L.Add(&ring, now, cost, nil)
+		ext = x.staged()
+	} else {
+		// Staged (the key charged twice in one RL.HITALL): ring may
+		// share slots with the key's stored state, which recording on it
+		// again could overwrite (window.Ring). Record on a copy, laid out
+		// as ring is.
+		ext = ent.Ext.(clonedExt).cloneExt()
+		ring.Unpack(ring.Seen, ring.State(), ext.(storedLog).words())
+		l.L.Add(&ring, now, cost, nil)
 	}
-	dst, ext, chained := extWrite[window.Ring](ent.Ext)
-	if chained {
-		// ring was recorded from the key's state and may share its slots:
-		// recording on it again could overwrite one (window.Ring).
-		c := ring.Clone()
-		ring = &c
-	}
-	*dst = l.L.Record(ring, now, cost)
-	return Entry{Kind: KindSlidingLog, Ext: ext, Expire: l.L.Expire(dst)}, r, true, nil
+	return Entry{Kind: KindSlidingLog, A: ring.Seen, B: ring.State(), Ext: ext, Expire: l.L.Expire(&ring)}, r, true, nil
 }

@@ -10,8 +10,13 @@ import (
 // fits in A and B need none; a kind with Ext state registers one from the
 // file that defines the state.
 type ExtCodec struct {
-	Append func(b []byte, ext any) ([]byte, error)
-	Decode func(b []byte) (any, error)
+	// Append appends the bytes of e's Ext state to b. A kind that keeps
+	// part of that state in A and B may serialise it there too, and set
+	// e's A and B to what the serialised entry carries instead.
+	Append func(b []byte, e *Entry) ([]byte, error)
+	// Decode sets e's Ext state from b; e holds the Kind, Expire, A and B
+	// read, and Decode may set A and B too.
+	Decode func(b []byte, e *Entry) error
 }
 
 var extCodecs [256]*ExtCodec
@@ -31,21 +36,21 @@ var ErrCorrupt = errors.New("engine: corrupt entry")
 // Expire, A and B as signed varints, then the Ext bytes behind a uvarint
 // length (0 when there is no Ext). The form is part of the snapshot format.
 func (e Entry) AppendBinary(b []byte) ([]byte, error) {
+	var ext []byte
+	if e.Ext != nil {
+		c := extCodecs[e.Kind]
+		if c == nil {
+			return nil, fmt.Errorf("engine: no codec for %v ext state", e.Kind)
+		}
+		var err error
+		if ext, err = c.Append(nil, &e); err != nil {
+			return nil, fmt.Errorf("engine: encoding %v ext state: %w", e.Kind, err)
+		}
+	}
 	b = append(b, byte(e.Kind))
 	b = binary.AppendVarint(b, e.Expire)
 	b = binary.AppendVarint(b, e.A)
 	b = binary.AppendVarint(b, e.B)
-	if e.Ext == nil {
-		return binary.AppendUvarint(b, 0), nil
-	}
-	c := extCodecs[e.Kind]
-	if c == nil {
-		return nil, fmt.Errorf("engine: no codec for %v ext state", e.Kind)
-	}
-	ext, err := c.Append(nil, e.Ext)
-	if err != nil {
-		return nil, fmt.Errorf("engine: encoding %v ext state: %w", e.Kind, err)
-	}
 	b = binary.AppendUvarint(b, uint64(len(ext)))
 	return append(b, ext...), nil
 }
@@ -80,11 +85,9 @@ func DecodeEntry(b []byte) (Entry, int, error) {
 		if c == nil {
 			return e, 0, fmt.Errorf("%w: %v has no ext codec", ErrCorrupt, e.Kind)
 		}
-		ext, err := c.Decode(b[off : off+int(l)])
-		if err != nil {
+		if err := c.Decode(b[off:off+int(l)], &e); err != nil {
 			return e, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
-		e.Ext = ext
 		off += int(l)
 	}
 	return e, off, nil

@@ -2,11 +2,11 @@ package engine
 
 // Ext state written in place.
 //
-// A sliding log (SL.INCR) and a sliding window of several sub-windows
-// (SW.INCR PRECISION n) keep their state in Ext, on the heap. Returning a
-// fresh state from every Apply would allocate on every admitted request.
-// Instead such a key's Ext is an extBox, kept in the key's ext slot
-// (extslab.go) for the key's life:
+// A sliding window of several sub-windows (SW.INCR PRECISION n) keeps its
+// state in Ext, on the heap. Returning a fresh state from every Apply would
+// allocate on every admitted request. Instead such a key's Ext is an
+// extBox, kept in the key's ext slot (extslab.go) for the key's life (a
+// sliding log does the same without a box: logbuf.go):
 //
 //   - Apply reads the box's current state and builds the next one in the
 //     box's stage, which changes nothing the current state says, and returns

@@ -28,14 +28,17 @@ var (
 
 func init() {
 	RegisterExt(KindString, ExtCodec{
-		Append: func(b []byte, ext any) ([]byte, error) {
-			v, ok := ext.([]byte)
+		Append: func(b []byte, e *Entry) ([]byte, error) {
+			v, ok := e.Ext.([]byte)
 			if !ok {
 				return nil, errors.New("string ext is not []byte")
 			}
 			return append(b, v...), nil
 		},
-		Decode: func(b []byte) (any, error) { return append([]byte(nil), b...), nil },
+		Decode: func(b []byte, e *Entry) error {
+			e.Ext = append([]byte(nil), b...)
+			return nil
+		},
 	})
 }
 

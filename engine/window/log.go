@@ -70,6 +70,35 @@ type Ring struct {
 	wide bool
 }
 
+// State packs all of r but Seen and its buffer into one word: a caller
+// that keeps those elsewhere (the engine keeps Seen and State in an entry's
+// A and B, beside the buffer) rebuilds r with RingOf. The stamps' number,
+// their total cost and the oldest one's slot fit 21 bits each: they are at
+// most MaxLogLimit+1 when stamps are recorded only as Decide admits them
+// (their costs then total at most the limit), and DecodeRing checks that.
+func (r *Ring) State() int64 {
+	s := uint64(r.n) | uint64(r.head)<<21 | uint64(r.sum)<<42
+	if r.wide {
+		s |= 1 << 63
+	}
+	return int64(s)
+}
+
+// Unpack makes r the ring whose Seen and State were seen and state, and
+// whose buffer is buf (Words). It sets r in place: a Ring is 56 bytes,
+// and SL.INCR's profile showed its copies.
+func (r *Ring) Unpack(seen, state int64, buf []int64) {
+	const mask = 1<<21 - 1
+	s := uint64(state)
+	r.Seen, r.buf = seen, buf
+	r.n, r.head, r.sum = int32(s&mask), int32(s>>21&mask), int64(s>>42&mask)
+	r.wide = s>>63 != 0
+}
+
+// Words is r's buffer, which a ring rebuilt by RingOf needs. The caller
+// must not change it.
+func (r *Ring) Words() []int64 { return r.buf }
+
 // Len is the number of stamps held.
 func (r *Ring) Len() int { return int(r.n) }
 
@@ -186,13 +215,15 @@ func (l Log) Expire(r *Ring) int64 {
 // Record returns r with a stamp of cost at now appended (at r.Seen if the
 // clock went back) and the stamps that slid out dropped. r is unchanged.
 func (l Log) Record(r *Ring, now, cost int64) Ring {
-	return l.RecordIn(r, now, cost, nil)
+	next := *r
+	l.Add(&next, now, cost, nil)
+	return next
 }
 
 // Regrow is the number of words (8 bytes each) of the new buffer that
 // Record(r, now, cost) moves the stamps to, or 0 if it appends in r's own
 // buffer. A caller that wants the new buffer somewhere of its choosing
-// passes it to RecordIn.
+// passes it to Add.
 func (l Log) Regrow(r *Ring, now, cost int64) int {
 	first, sum := l.live(r, eff(r, now))
 	size, wide := l.regrow(r, int(r.n)-first, sum, cost)
@@ -224,17 +255,21 @@ func (l Log) regrow(r *Ring, live int, sum, cost int64) (size int, wide bool) {
 	return size, sum+cost != int64(live)+1
 }
 
-// RecordIn is Record, moving the stamps to buf when Record would move them
-// and buf has at least Regrow(r, now, cost) words (else to a new buffer of
-// its own). buf must share no memory with r; the ring returned keeps it.
-func (l Log) RecordIn(r *Ring, now, cost int64, buf []int64) Ring {
+// Add is Record in place: it makes r the ring Record would return, and
+// leaves the slots r saw before as they were, so that a copy of r taken
+// before still reads the same. When Record would move the stamps to a new
+// buffer, Add moves them to buf if it has at least Regrow(r, now, cost)
+// words (else to a new buffer of its own); buf must share no memory with
+// r, and r keeps it.
+func (l Log) Add(r *Ring, now, cost int64, buf []int64) {
 	t := eff(r, now)
 	first, sum := l.live(r, t)
-	next := Ring{Seen: t, buf: r.buf, head: r.head, n: r.n - int32(first), sum: sum, wide: r.wide}
-	if len(next.buf) > 0 {
-		next.head = int32(r.wrap(int(r.head) + first))
+	size, wide := l.regrow(r, int(r.n)-first, sum, cost)
+	if r.n > 0 {
+		r.head = int32(r.wrap(int(r.head) + first))
 	}
-	if size, wide := l.regrow(r, int(next.n), sum, cost); size > 0 {
+	r.Seen, r.n, r.sum = t, r.n-int32(first), sum
+	if size > 0 {
 		words := size
 		if wide {
 			words *= 2
@@ -242,12 +277,11 @@ func (l Log) RecordIn(r *Ring, now, cost int64, buf []int64) Ring {
 		if len(buf) < words {
 			buf = make([]int64, words)
 		}
-		next.moveTo(buf[:words], wide)
+		r.moveTo(buf[:words], wide)
 	}
-	next.set(next.wrap(int(next.head+next.n)), Stamp{At: t, Cost: cost})
-	next.n++
-	next.sum += cost
-	return next
+	r.set(r.wrap(int(r.head+r.n)), Stamp{At: t, Cost: cost})
+	r.n++
+	r.sum += cost
 }
 
 // Clone returns a copy of r that shares no memory with it: a ring that may
@@ -287,8 +321,8 @@ func (r *Ring) AppendBinary(b []byte) []byte {
 var errCorruptRing = errors.New("window: corrupt sliding log")
 
 // DecodeRing reads a ring written by AppendBinary, checking that its stamps
-// are in time order, the newest at Seen (as Record leaves it), and of
-// positive cost. It returns
+// are in time order, the newest at Seen (as Record leaves it), of positive
+// cost, and of total cost at most MaxLogLimit (as Record leaves them). It returns
 // the ring by value: the caller keeps it where it likes (the engine, in a
 // box of its own) without a second allocation.
 func DecodeRing(b []byte) (Ring, error) {
@@ -304,7 +338,7 @@ func DecodeRing(b []byte) (Ring, error) {
 	b = b[k:]
 	// Read twice: the first pass checks the stamps and finds the ring's
 	// width, the second fills its buffer.
-	prev, wide, rest := int64(-1<<63), false, b
+	prev, wide, rest, sum := int64(-1<<63), false, b, uint64(0)
 	for range n {
 		back, k1 := binary.Uvarint(b)
 		if k1 <= 0 {
@@ -321,8 +355,9 @@ func DecodeRing(b []byte) (Ring, error) {
 		}
 		prev = at
 		wide = wide || cost != 1
+		sum += cost
 	}
-	if len(b) != 0 || n > 0 && prev != seen {
+	if len(b) != 0 || n > 0 && prev != seen || sum > MaxLogLimit {
 		return Ring{}, errCorruptRing
 	}
 	r := Ring{Seen: seen, n: int32(n), wide: wide}

@@ -1,0 +1,150 @@
+package engine
+
+import "github.com/limitdb/limitdb/engine/window"
+
+// A sliding log's state, kept apart.
+//
+// SL.INCR on a random key pays a cache miss for each place its state is
+// read from before it can decide. A sliding log's window.Ring is therefore
+// kept in three parts: its Seen and State (window.Ring.State) in the
+// entry's A and B, which the engine has loaded with the key, and its
+// stamps' buffer in Ext, as a pointer to an array (a logRing): the slot of
+// the oldest stamp is then known from B and the pointer alone, with no box
+// to read first. A ring of more than maxInlineWords has a bigLog, whose
+// buffer is a pointer further.
+//
+// Staging is as in extbox.go, without a box: Record appends past the
+// stamps the key's state sees, so Apply returns the same buffer as a
+// logStage, which store commits back to the key's logRing; a dropped write
+// leaves the key's A, B and stamps as they were. A ring that moves gets a
+// new logRing, which store puts in place of the old. Apply on a staged
+// entry records on a copy. Get copies the buffer (cloneExt).
+
+// maxInlineWords is the largest buffer kept as an array: 256 words, 2 KiB,
+// a limit of 100 at its fullest even with costs.
+const maxInlineWords = 256
+
+// logWords is a sliding log's buffer, stored or staged.
+type logWords interface{ words() []int64 }
+
+// storedLog is a key's buffer as stored.
+type storedLog interface {
+	logWords
+	clonedExt
+	// staged is the same buffer as the Ext of an entry Apply returns.
+	staged() any
+}
+
+// loadRing sets r to the ring an entry of a sliding log holds; false if
+// its Ext is something else.
+func loadRing(r *window.Ring, ent Entry) bool {
+	if ent.Ext == nil {
+		*r = window.Ring{}
+		return true
+	}
+	x, ok := ent.Ext.(logWords)
+	if ok {
+		r.Unpack(ent.A, ent.B, x.words())
+	}
+	return ok
+}
+
+// The array types of the buffers, each sliced by its own method: a generic
+// logRing cannot slice an array whose length is a type parameter.
+type (
+	words4   [4]int64
+	words8   [8]int64
+	words16  [16]int64
+	words32  [32]int64
+	words64  [64]int64
+	words128 [128]int64
+	words256 [256]int64
+)
+
+func (a *words4) slice() []int64   { return a[:] }
+func (a *words8) slice() []int64   { return a[:] }
+func (a *words16) slice() []int64  { return a[:] }
+func (a *words32) slice() []int64  { return a[:] }
+func (a *words64) slice() []int64  { return a[:] }
+func (a *words128) slice() []int64 { return a[:] }
+func (a *words256) slice() []int64 { return a[:] }
+
+type slicer[A any] interface {
+	*A
+	slice() []int64
+}
+
+// logRing is a key's stamps as stored; logStage, the same memory as an
+// entry Apply returned and store has not committed.
+type (
+	logRing[A any, P slicer[A]]  struct{ w A }
+	logStage[A any, P slicer[A]] struct{ w A }
+)
+
+func (r *logRing[A, P]) words() []int64 { return P(&r.w).slice() }
+func (r *logRing[A, P]) staged() any    { return (*logStage[A, P])(r) }
+func (r *logRing[A, P]) cloneExt() any  { c := *r; return &c }
+
+func (s *logStage[A, P]) words() []int64 { return P(&s.w).slice() }
+func (s *logStage[A, P]) cloneExt() any  { c := logRing[A, P](*s); return &c }
+
+func (s *logStage[A, P]) commit(stored any) (any, bool) {
+	r := (*logRing[A, P])(s)
+	if x, ok := stored.(*logRing[A, P]); ok && x == r {
+		return r, true
+	}
+	// Not this key's buffer (the entry came from another key): sharing
+	// it would let one key's writes change the other's stamps.
+	return r.cloneExt(), false
+}
+
+// bigLog is a buffer of more than maxInlineWords; bigStage, as staged.
+type (
+	bigLog   struct{ w []int64 }
+	bigStage bigLog
+)
+
+func (r *bigLog) words() []int64 { return r.w }
+func (r *bigLog) staged() any    { return (*bigStage)(r) }
+func (r *bigLog) cloneExt() any  { return &bigLog{w: append([]int64(nil), r.w...)} }
+
+func (s *bigStage) words() []int64 { return s.w }
+func (s *bigStage) cloneExt() any  { return (*bigLog)(s).cloneExt() }
+
+func (s *bigStage) commit(stored any) (any, bool) {
+	r := (*bigLog)(s)
+	if x, ok := stored.(*bigLog); ok && x == r {
+		return r, true
+	}
+	return r.cloneExt(), false
+}
+
+// newLogBuf returns a new buffer of at least words words, zeroed, as
+// stored, and its words.
+func newLogBuf(words int) (ext any, buf []int64) {
+	switch {
+	case words <= 4:
+		x := new(logRing[words4, *words4])
+		return x, x.words()
+	case words <= 8:
+		x := new(logRing[words8, *words8])
+		return x, x.words()
+	case words <= 16:
+		x := new(logRing[words16, *words16])
+		return x, x.words()
+	case words <= 32:
+		x := new(logRing[words32, *words32])
+		return x, x.words()
+	case words <= 64:
+		x := new(logRing[words64, *words64])
+		return x, x.words()
+	case words <= 128:
+		x := new(logRing[words128, *words128])
+		return x, x.words()
+	case words <= maxInlineWords:
+		x := new(logRing[words256, *words256])
+		return x, x.words()
+	}
+	x := &bigLog{w: make([]int64, words)}
+	return x, x.w
+}

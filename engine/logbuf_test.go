@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/engine/window"
+)
+
+// A sliding log's buffer is one allocation (logbuf.go), when a key is new
+// and each time its ring moves, up to maxInlineWords; a larger one is two.
+func TestSlidingLogBufferAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	sec := int64(time.Second)
+	for _, c := range []struct {
+		name   string
+		limit  int64
+		stamps int   // the ring's stamps (of cost 1) before the request that moves them
+		cost   int64 // that request's
+		allocs float64
+	}{
+		{"new key", 100, 0, 1, 1},
+		{"4 to 8 slots", 100, 4, 1, 1},
+		{"128 to 256 slots", 1000, 128, 1, 1},
+		{"256 to 512 slots", 1000, 256, 1, 2},
+		{"narrow to wide", 100, 3, 2, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, _ := NewSlidingLog(c.limit, sec)
+			ent := Entry{}
+			for k := range c.stamps {
+				next, r, _, err := l.Apply(ent, t0+int64(k), 1)
+				if err != nil || r.Limited {
+					t.Fatalf("request %d: %+v %v", k, r, err)
+				}
+				// Stored: the stage becomes the key's state.
+				if s, ok := next.Ext.(stagedExt); ok {
+					next.Ext, _ = s.commit(ent.Ext)
+				}
+				ent = next
+			}
+			now := t0 + int64(c.stamps)
+			var ring window.Ring
+			loadRing(&ring, ent)
+			if c.stamps > 0 && l.L.Regrow(&ring, now, c.cost) == 0 {
+				t.Fatalf("%d stamps: the next request does not move them", c.stamps)
+			}
+			n := testing.AllocsPerRun(100, func() {
+				if _, _, _, err := l.Apply(ent, now, c.cost); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if n != c.allocs {
+				t.Errorf("%v allocations, want %v", n, c.allocs)
+			}
+		})
+	}
+}
+
+// The serialised form of a sliding log is the one every version wrote,
+// though A and B now hold part of the ring: an entry written before
+// (5a15253) loads, answers as it did, and is written back byte for byte.
+func TestSlidingLogOldForm(t *testing.T) {
+	// SL.INCR k 5 10s at t0, t0+1s and t0+2s, costing 1, 2 and 1.
+	old, _ := hex.DecodeString("0680e0db96a0c0ce972f00001880d0fcd5d5bfce972f0380a8d6b907018094ebdc03020001")
+	ent, n, err := DecodeEntry(old)
+	if err != nil || n != len(old) || ent.Kind != KindSlidingLog || ent.Expire != t0+12e9 {
+		t.Fatalf("decoded %+v, %d of %d bytes: %v", ent, n, len(old), err)
+	}
+	if b, err := ent.AppendBinary(nil); err != nil || !bytes.Equal(b, old) {
+		t.Fatalf("written back as %x (%v), was %x", b, err, old)
+	}
+	sl, _ := NewSlidingLog(5, 10e9)
+	for _, c := range []struct {
+		at, remaining int64
+	}{{3e9, 1}, {10e9 - 1, 1}, {10e9, 2}, {11e9, 4}, {12e9 - 1, 4}} {
+		if _, r, _, err := sl.Apply(ent, t0+c.at, 0); err != nil || r.Remaining != c.remaining {
+			t.Errorf("at t0+%dns: remaining %d (%v), want %d", c.at, r.Remaining, err, c.remaining)
+		}
+	}
+}
+
+// An entry Apply returned for one key and stored under another gets a
+// buffer of its own: the first key's later writes, in place, leave the
+// second's stamps alone.
+func TestSlidingLogStateGivenToAnotherKey(t *testing.T) {
+	sl, _ := NewSlidingLog(5, 100)
+	e := New(nil, 1)
+	a, b := []byte("a"), []byte("b")
+	build(t, e, a, sl, []int64{0, 10})
+	e.DoMulti([][]byte{a, b}, t0+20, func(ents []Entry) bool {
+		next, r, write, err := sl.Apply(ents[0], t0+20, 1)
+		if err != nil || r.Limited || !write {
+			t.Fatalf("%+v write=%v %v", r, write, err)
+		}
+		ents[1] = next // a's staged state, stored under b; a unchanged
+		return true
+	})
+	before := stateOf(t, e, b, t0+30)
+	build(t, e, a, sl, []int64{30, 30, 40})
+	if after := stateOf(t, e, b, t0+30); !bytes.Equal(after, before) {
+		t.Fatalf("writes to a changed b: %x, was %x", after, before)
+	}
+	if _, r, _, _ := sl.Apply(mustGet(t, e, b, t0+30), t0+30, 0); r.Remaining != 2 {
+		t.Errorf("b has %d left, want 2 (three stamps)", r.Remaining)
+	}
+}
+
+func mustGet(t *testing.T, e *Engine, key []byte, now int64) Entry {
+	t.Helper()
+	ent, ok := e.Get(key, now)
+	if !ok {
+		t.Fatalf("%s absent", key)
+	}
+	return ent
+}
