@@ -141,3 +141,54 @@ func BenchmarkLimit(b *testing.B) {
 	})
 	benchRand("SL.INCR_rand100k", 24*us, 25, func(e *Engine, k []byte, now int64) error { _, err := Limit(e, k, now, slMin, 1); return err })
 }
+
+// BenchmarkLimitPaired is SL.INCR_rand100k and CL.THROTTLE_rand100k in one
+// keyspace, as one server holds both in the wire comparison, in
+// alternating runs of 1000 requests each: the neighbours' load then weighs
+// on both alike, and the ratio of the two (SL/CL, the time of an SL.INCR
+// over a CL.THROTTLE's) is steadier than that of two separate runs.
+func BenchmarkLimitPaired(b *testing.B) {
+	sec, us := int64(time.Second), int64(time.Microsecond)
+	cell, _ := gcra.CellLimit(99, 100, 60)
+	cl := CellLimiter{cell}
+	sl, _ := NewSlidingLog(100, 60*sec)
+	const keys, run = 100_000, 1000
+	cks, sks := make([][]byte, keys), make([][]byte, keys)
+	for i := range keys {
+		cks[i], sks[i] = fmt.Appendf(nil, "k:%d", i), fmt.Appendf(nil, "s:%d", i)
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(keys)
+	e := New(nil, 0)
+	now, next := t0, 0
+	step := func(n int, ks [][]byte, apply func(k []byte) error) time.Duration {
+		start := time.Now()
+		for range n {
+			now += 12 * us // each key every 2.4 s, a request of each kind per 24 µs
+			if err := apply(ks[order[next%keys]]); err != nil {
+				b.Fatal(err)
+			}
+			next++
+		}
+		return time.Since(start)
+	}
+	doCL := func(k []byte) error { _, err := Limit(e, k, now, cl, 1); return err }
+	doSL := func(k []byte) error { _, err := Limit(e, k, now, sl, 1); return err }
+	for range 25 { // until the logs hold their steady 25 stamps
+		for i := 0; i < keys; i += run {
+			step(run, cks, doCL)
+			next -= run
+			step(run, sks, doSL)
+		}
+	}
+	b.ResetTimer()
+	var tCL, tSL time.Duration
+	for done := 0; done < b.N; done += run {
+		n := min(run, b.N-done)
+		tCL += step(n, cks, doCL)
+		next -= n
+		tSL += step(n, sks, doSL)
+	}
+	b.ReportMetric(float64(tCL.Nanoseconds())/float64(b.N), "CL-ns/op")
+	b.ReportMetric(float64(tSL.Nanoseconds())/float64(b.N), "SL-ns/op")
+	b.ReportMetric(float64(tSL)/float64(tCL), "SL/CL")
+}
