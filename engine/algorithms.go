@@ -46,7 +46,7 @@ func init() {
 		// of every version, though A and B now hold part of the ring.
 		Append: func(b []byte, e *Entry) ([]byte, error) {
 			var r window.Ring
-			if !loadRing(&r, *e) {
+			if !loadRing(&r, e.A, e.B, e.Ext) {
 				return nil, fmt.Errorf("sliding log state is %T", e.Ext)
 			}
 			e.A, e.B = 0, 0
@@ -226,27 +226,27 @@ func (SlidingLog) Kind() Kind { return KindSlidingLog }
 // Apply implements Limiter.
 func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
 	var ring window.Ring
-	if !loadRing(&ring, ent) {
+	if !loadRing(&ring, ent.A, ent.B, ent.Ext) {
 		return ent, limit.Result{}, false, fmt.Errorf("sliding log state is %T", ent.Ext)
 	}
-	d, err := l.L.Decide(&ring, now, cost)
-	if err != nil {
+	var st window.Step
+	if err := l.L.Plan(&ring, now, cost, &st); err != nil {
 		return ent, limit.Result{}, false, err
 	}
-	r := result(d.Limited, l.L.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
-	if d.Limited || cost == 0 {
+	r := result(st.Limited, l.L.Limit, st.Remaining, st.RetryAfter, st.ResetAfter)
+	if st.Limited || cost == 0 {
 		return ent, r, false, nil
 	}
 	var ext any
-	if words := l.L.Regrow(&ring, now, cost); words > 0 {
+	if words := st.Words(); words > 0 {
 		// The stamps move (or the key is new): to a new buffer, the
 		// key's left as it was until the store replaces it.
 		var buf []int64
 		ext, buf = newLogBuf(words)
-		l.L.Add(&ring, now, cost, buf)
+		l.L.Take(&ring, &st, cost, buf)
 	} else if x, ok := ent.Ext.(storedLog); ok {
 		// Appended past the stamps the key's state sees.
-		l.L.Add(&ring, now, cost, nil)
+		l.L.Take(&ring, &st, cost, nil)
 		ext = x.staged()
 	} else {
 		// Staged (the key charged twice in one RL.HITALL): ring may
@@ -255,7 +255,7 @@ func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool
 		// as ring is.
 		ext = ent.Ext.(clonedExt).cloneExt()
 		ring.Unpack(ring.Seen, ring.State(), ext.(storedLog).words())
-		l.L.Add(&ring, now, cost, nil)
+		l.L.Take(&ring, &st, cost, nil)
 	}
 	return Entry{Kind: KindSlidingLog, A: ring.Seen, B: ring.State(), Ext: ext, Expire: l.L.Expire(&ring)}, r, true, nil
 }

@@ -35,16 +35,16 @@ type storedLog interface {
 	staged() any
 }
 
-// loadRing sets r to the ring an entry of a sliding log holds; false if
-// its Ext is something else.
-func loadRing(r *window.Ring, ent Entry) bool {
-	if ent.Ext == nil {
+// loadRing sets r to the ring of a sliding log's entry whose A, B and Ext
+// are given; false if ext is something else.
+func loadRing(r *window.Ring, a, b int64, ext any) bool {
+	if ext == nil {
 		*r = window.Ring{}
 		return true
 	}
-	x, ok := ent.Ext.(logWords)
+	x, ok := ext.(logWords)
 	if ok {
-		r.Unpack(ent.A, ent.B, x.words())
+		r.Unpack(a, b, x.words())
 	}
 	return ok
 }

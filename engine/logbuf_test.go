@@ -45,7 +45,7 @@ func TestSlidingLogBufferAllocations(t *testing.T) {
 			}
 			now := t0 + int64(c.stamps)
 			var ring window.Ring
-			loadRing(&ring, ent)
+			loadRing(&ring, ent.A, ent.B, ent.Ext)
 			if c.stamps > 0 && l.L.Regrow(&ring, now, c.cost) == 0 {
 				t.Fatalf("%d stamps: the next request does not move them", c.stamps)
 			}

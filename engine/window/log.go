@@ -174,6 +174,53 @@ func (l Log) Decide(r *Ring, now, cost int64) (Decision, error) {
 	}
 	t := eff(r, now)
 	first, sum := l.live(r, t)
+	return l.decide(r, now, cost, t, first, sum), nil
+}
+
+// Step is a request decided by Plan: its Decision, and what Take needs to
+// record it without walking the stamps again.
+type Step struct {
+	Decision
+	t, sum      int64
+	first, size int
+	wide        bool
+}
+
+// Words is the number of words of the new buffer Take moves the stamps
+// to (as Regrow), or 0 if it appends in the ring's own buffer.
+func (s *Step) Words() int {
+	if s.wide {
+		return 2 * s.size
+	}
+	return s.size
+}
+
+// Plan is Decide and Regrow at once, into s: one walk of the stamps where
+// SL.INCR made three (Decide, Regrow, Add).
+func (l Log) Plan(r *Ring, now, cost int64, s *Step) error {
+	if err := checkRequest(now, cost); err != nil {
+		return err
+	}
+	s.t = eff(r, now)
+	s.first, s.sum = l.live(r, s.t)
+	s.Decision = l.decide(r, now, cost, s.t, s.first, s.sum)
+	s.size, s.wide = 0, r.wide
+	if !s.Limited && cost > 0 {
+		s.size, s.wide = l.regrow(r, int(r.n)-s.first, s.sum, cost)
+	}
+	return nil
+}
+
+// Take records the request Plan(r, now, cost, s) admitted, as Add does:
+// r must be as Plan saw it (or a copy, its buffer laid out alike), buf as
+// Add's.
+func (l Log) Take(r *Ring, s *Step, cost int64, buf []int64) {
+	l.take(r, s.t, s.first, s.sum, s.size, s.wide, cost, buf)
+}
+
+// decide is Decide for the stamps from first on, of total cost sum, live
+// at t.
+func (l Log) decide(r *Ring, now, cost, t int64, first int, sum int64) Decision {
 	d := Decision{RetryAfter: -1}
 	if first < int(r.n) {
 		// The newest stamp is at Seen: reading it would be one more
@@ -185,7 +232,7 @@ func (l Log) Decide(r *Ring, now, cost int64) (Decision, error) {
 		if cost > 0 {
 			d.ResetAfter = t + l.Window - now
 		}
-		return d, nil
+		return d
 	}
 	d.Limited = true
 	d.Remaining = max(l.Limit-sum, 0)
@@ -200,7 +247,7 @@ func (l Log) Decide(r *Ring, now, cost int64) (Decision, error) {
 			}
 		}
 	}
-	return d, nil
+	return d
 }
 
 // Expire is the instant r equals an empty log: its newest stamp has slid
@@ -265,6 +312,12 @@ func (l Log) Add(r *Ring, now, cost int64, buf []int64) {
 	t := eff(r, now)
 	first, sum := l.live(r, t)
 	size, wide := l.regrow(r, int(r.n)-first, sum, cost)
+	l.take(r, t, first, sum, size, wide, cost, buf)
+}
+
+// take is Add once the stamps are walked: first of them slid out at t,
+// leaving sum, and size and wide are regrow's.
+func (l Log) take(r *Ring, t int64, first int, sum int64, size int, wide bool, cost int64, buf []int64) {
 	if r.n > 0 {
 		r.head = int32(r.wrap(int(r.head) + first))
 	}

@@ -298,8 +298,9 @@ func TestRecordLeavesTheOldRingIntact(t *testing.T) {
 }
 
 // TestAdd checks that Add moves the stamps to the buffer it is given
-// exactly when Record would move them, and records the same; and that a
-// ring is narrow whenever it moves with every stamp costing 1.
+// exactly when Record would move them, and records the same; that Plan
+// and Take are Decide, Regrow and Add at once; and that a ring is narrow
+// whenever it moves with every stamp costing 1.
 func TestAdd(t *testing.T) {
 	l, _ := NewLog(40, 100)
 	r := &Ring{}
@@ -311,11 +312,21 @@ func TestAdd(t *testing.T) {
 		if k%29 == 5 {
 			cost = 2
 		}
-		if d, _ := l.Decide(r, now, cost); d.Limited {
+		d, _ := l.Decide(r, now, cost)
+		var st Step
+		if err := l.Plan(r, now, cost, &st); err != nil || st.Decision != d {
+			t.Fatalf("step %d: Plan decided %+v (%v), Decide %+v", k, st.Decision, err, d)
+		}
+		if d.Limited {
 			continue
 		}
 		words := l.Regrow(r, now, cost)
+		if st.Words() != words {
+			t.Fatalf("step %d: Plan says %d words, Regrow %d", k, st.Words(), words)
+		}
 		before := r.AppendBinary(nil)
+		taken := *r
+		l.Take(&taken, &st, cost, make([]int64, words))
 		want := l.Record(r, now, cost)
 		buf := make([]int64, words)
 		got := *r
@@ -325,6 +336,9 @@ func TestAdd(t *testing.T) {
 		}
 		if string(got.AppendBinary(nil)) != string(want.AppendBinary(nil)) {
 			t.Fatalf("step %d: Add left %x, Record %x", k, got.AppendBinary(nil), want.AppendBinary(nil))
+		}
+		if taken.State() != got.State() || string(taken.AppendBinary(nil)) != string(want.AppendBinary(nil)) {
+			t.Fatalf("step %d: Take left %x, Record %x", k, taken.AppendBinary(nil), want.AppendBinary(nil))
 		}
 		inBuf := len(buf) > 0 && &got.buf[0] == &buf[0]
 		if inBuf != (words > 0) {
