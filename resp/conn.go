@@ -317,7 +317,15 @@ func (r *reader) read() ([]redcon.Command, error) {
 				r.buf = nb
 			}
 		}
+		aligned := r.start == r.end
 		n, err := r.rd.Read(r.buf[r.end:])
+		if g, ok := r.rd.(*guardConn); ok && aligned && err == nil {
+			if cmds, ok := g.commands(n); ok { // the guard split them already
+				r.end += n
+				r.start = r.end
+				return cmds, nil
+			}
+		}
 		r.end += n
 		if err != nil && n == 0 {
 			return nil, err

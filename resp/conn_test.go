@@ -7,8 +7,10 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/limitdb/limitdb/engine"
 	"github.com/tidwall/redcon"
 )
 
@@ -54,15 +56,7 @@ func limitdbTranscript(data []byte, size int) string {
 	rd := reader{rd: &chunkReader{data: data, size: size}}
 	return transcript(func() ([]redcon.Command, error) {
 		cmds, err := rd.read()
-		// copy out: the next read reuses the buffers
-		out := make([]redcon.Command, len(cmds))
-		for i, c := range cmds {
-			out[i].Raw = bytes.Clone(c.Raw)
-			for _, a := range c.Args {
-				out[i].Args = append(out[i].Args, bytes.Clone(a))
-			}
-		}
-		return out, err
+		return cloneCommands(cmds), err
 	})
 }
 
@@ -131,4 +125,63 @@ func TestAppendInt(t *testing.T) {
 			t.Errorf("appendInt(%d) = %q, want %q", n, got, "x"+want)
 		}
 	}
+}
+
+// TestGuardSplitMatchesReader reads valid pipelines through the guard, in
+// chunks of several sizes, and wants the same commands as the reader alone
+// makes of them: the guard's split (limits.go), which the reader takes
+// instead of parsing when it covers a whole read, must be the same parse.
+// With whole reads of multibulk commands, the split must be what is used.
+func TestGuardSplitMatchesReader(t *testing.T) {
+	s := New(DefaultConfig(), engine.New(nil, 0), nil)
+	s.guard.loadLimits(s.Config().Limits)
+	throttle := "*5\r\n$11\r\nCL.THROTTLE\r\n$6\r\nuser:1\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n"
+	cases := []struct {
+		in       string
+		allSplit bool // every read of the whole input is taken from the split
+	}{
+		{strings.Repeat(throttle, 16), true},
+		{"*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n", true},
+		{"PING\r\n" + throttle + "ECHO hi\r\n" + throttle, false},
+		{throttle + "*2\r\n$4\r\nECHO\r\n$70000\r\n" + strings.Repeat("x", 70000) + "\r\n" + throttle, false},
+	}
+	for i, tc := range cases {
+		for _, size := range []int{1, 3, 7, 64, 1 << 20} {
+			t.Run(fmt.Sprintf("%d/%d", i, size), func(t *testing.T) {
+				want := limitdbTranscript([]byte(tc.in), size)
+				g := &guardConn{Conn: fakeNetConn{&chunkReader{data: []byte(tc.in), size: size}}, s: s}
+				rd := reader{rd: g}
+				reads, fromSplit := 0, 0
+				got := transcript(func() ([]redcon.Command, error) {
+					cmds, err := rd.read()
+					if len(cmds) > 0 {
+						reads++
+						if len(g.split.cmds) > 0 && &cmds[0] == &g.split.cmds[0] {
+							fromSplit++
+						}
+					}
+					return cloneCommands(cmds), err
+				})
+				if got != want {
+					t.Errorf("input %.60q in chunks of %d through the guard:\n%.500s\nwithout:\n%.500s", tc.in, size, got, want)
+				}
+				if tc.allSplit && size == 1<<20 && fromSplit != reads {
+					t.Errorf("%d of %d reads taken from the guard's split, want all", fromSplit, reads)
+				}
+			})
+		}
+	}
+}
+
+// cloneCommands copies commands out of the reader's buffers, which the
+// next read reuses.
+func cloneCommands(cmds []redcon.Command) []redcon.Command {
+	out := make([]redcon.Command, len(cmds))
+	for i, c := range cmds {
+		out[i].Raw = bytes.Clone(c.Raw)
+		for _, a := range c.Args {
+			out[i].Args = append(out[i].Args, bytes.Clone(a))
+		}
+	}
+	return out
 }

@@ -132,7 +132,7 @@ func scanAll(b []byte, max frameMax, cut int) string {
 	var sc frameScanner
 	last := -1
 	for off, part := range [][]byte{b[:cut], b[cut:]} {
-		end, bad := sc.scan(part, max)
+		end, bad := sc.scan(part, max, nil)
 		if end >= 0 {
 			last = []int{0, cut}[off] + end
 		}
