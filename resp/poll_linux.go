@@ -22,10 +22,10 @@ import (
 // EAGAIN, parks, and is woken through the runtime's poller and scheduler
 // when the next request comes. At pipeline 1 that is a third of the
 // server's reads and a goroutine switch per request (strace and perf in
-// bench/README.md, "Third session"). A poller instead waits in epoll_wait
-// for every connection it owns, reads each ready socket once, runs the
+// bench/README.md, "Third session"). A poller instead waits on one epoll
+// set for every connection it owns, reads each ready socket once, runs the
 // commands it holds, and only then writes every reply of the round, so the
-// replies leave together as Redis's do.
+// replies leave together as Redis's do (figures: "Fourth session").
 //
 // There is one poller per GOMAXPROCS, each on its own goroutine; a new
 // connection goes to the next one in turn. A connection's socket is taken
