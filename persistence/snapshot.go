@@ -211,7 +211,9 @@ var ErrNotExist = os.ErrNotExist
 // engine's current time, calling registered section loaders. A missing
 // file returns an error matching errors.Is(err, ErrNotExist). Any other
 // problem returns an error prefixed "snapshot: " and, because the whole
-// file is verified first, leaves eng and the sections untouched.
+// file is verified first, leaves eng and the sections untouched; except
+// keys that do not fit eng's shards (an error matching engine.ErrShardFull),
+// found only while storing them.
 func Load(path string, eng *engine.Engine) (LoadStats, error) {
 	start := time.Now()
 	var st LoadStats
@@ -227,15 +229,8 @@ func Load(path string, eng *engine.Engine) (LoadStats, error) {
 		return st, err
 	}
 	st.Created = time.Unix(0, created)
-	now := eng.Now()
-	for _, r := range recs.keys {
-		if !r.ent.Live(now) {
-			st.Expired++
-			continue
-		}
-		ent := r.ent
-		eng.Do(r.key, now, func(engine.Entry) (engine.Entry, bool) { return ent, true })
-		st.Keys++
+	if err := restore(eng, recs.keys, &st); err != nil {
+		return st, err
 	}
 	for _, s := range recs.sections {
 		sec, ok := lookupSection(s.name)
@@ -250,6 +245,34 @@ func Load(path string, eng *engine.Engine) (LoadStats, error) {
 	}
 	st.Duration = time.Since(start)
 	return st, nil
+}
+
+// restore stores the snapshot's live keys in eng. Keys that do not fit,
+// because a shard of eng is full (a snapshot of a server with more shards,
+// loaded into one with fewer), are an error wrapping engine.ErrShardFull,
+// not a crash; eng then holds the keys before it.
+func restore(eng *engine.Engine, keys []keyRec, st *LoadStats) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			full, ok := r.(error)
+			if !ok || !errors.Is(full, engine.ErrShardFull) {
+				panic(r)
+			}
+			err = fmt.Errorf("snapshot: %w: %d keys fitted in this server's %d shards; start it with more (--shards)",
+				full, st.Keys, eng.Shards())
+		}
+	}()
+	now := eng.Now()
+	for _, r := range keys {
+		if !r.ent.Live(now) {
+			st.Expired++
+			continue
+		}
+		ent := r.ent
+		eng.Do(r.key, now, func(engine.Entry) (engine.Entry, bool) { return ent, true })
+		st.Keys++
+	}
+	return nil
 }
 
 type keyRec struct {

@@ -194,3 +194,37 @@ func BenchmarkSave(b *testing.B) {
 	b.ReportMetric(float64(hold.Microseconds()), "max-shard-hold-µs")
 	b.ReportMetric(float64(mean.Microseconds()), "mean-shard-hold-µs")
 }
+
+// TestLoadIntoTooFewShards loads a snapshot whose keys fill more than one
+// shard can hold into a server with one shard: an error naming the cause,
+// not a panic at start-up.
+func TestLoadIntoTooFewShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("saves and loads 300 MiB of keys")
+	}
+	clock := engine.NewFakeClock(t0)
+	src := engine.New(clock, 4)
+	key := make([]byte, 1<<20) // 300 keys of 1 MiB: more than a shard's 256 MiB
+	exp := t0 + int64(time.Hour)
+	for i := 0; i < 300; i++ {
+		copy(key, fmt.Sprint(i, ":"))
+		src.Do(key, t0, func(engine.Entry) (engine.Entry, bool) {
+			return engine.Entry{Kind: engine.KindGCRA, A: exp, Expire: exp}, true
+		})
+	}
+	path := filepath.Join(t.TempDir(), "dump.ldb")
+	if _, err := Save(path, src); err != nil {
+		t.Fatal(err)
+	}
+	src = nil
+	st, err := Load(path, engine.New(clock, 1))
+	if !errors.Is(err, engine.ErrShardFull) || !strings.Contains(err.Error(), "--shards") {
+		t.Fatalf("Load into one shard: %v, want ErrShardFull and advice", err)
+	}
+	if st.Keys < 200 || st.Keys >= 300 {
+		t.Errorf("%d keys loaded before the shard filled, want 200-299", st.Keys)
+	}
+	if st, err := Load(path, engine.New(clock, 2)); err != nil || st.Keys != 300 {
+		t.Errorf("Load into two shards: %d keys, %v; want all 300", st.Keys, err)
+	}
+}

@@ -160,12 +160,13 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // loadSnapshot restores the snapshot before serving. A corrupt file stops
-// start-up unless --discard-corrupt-snapshot yes moves it aside.
+// start-up unless --discard-corrupt-snapshot yes moves it aside; one whose
+// keys do not fit the shards stops it in any case.
 func loadSnapshot(srv *resp.Server, cfg resp.Config, logger *log.Logger) error {
 	path := srv.SnapshotPath()
 	st, err := srv.LoadSnapshot()
 	if err != nil {
-		if !cfg.DiscardCorrupt {
+		if !cfg.DiscardCorrupt || errors.Is(err, engine.ErrShardFull) { // a sound file that needs more shards is never discarded
 			return fmt.Errorf("refusing to start: %s: %v (start with --discard-corrupt-snapshot yes to move it aside and start empty)", path, err)
 		}
 		aside := path + ".corrupt"
