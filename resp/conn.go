@@ -38,9 +38,8 @@ type listener struct {
 
 	yield bool // yield before each flush (see loop): only with one P
 
-	loops   bool      // serve TCP connections from pollers (the event-loop directive)
-	pollers []*poller // event loops for TCP connections (poll_linux.go); none elsewhere
-	next    int       // the poller the next connection goes to
+	loops bool // serve TCP connections from pollers (poll_linux.go; the event-loop directive)
+	next  int  // the poller the next connection goes to
 }
 
 func newListener(handle func(redcon.Conn, redcon.Command), accept func(redcon.Conn) bool,
@@ -61,7 +60,6 @@ func (l *listener) Serve(ln net.Listener) error {
 	}
 	l.mu.Lock()
 	l.ln = ln
-	l.pollers = ps
 	l.mu.Unlock()
 	defer func() {
 		ln.Close()
@@ -90,23 +88,27 @@ func (l *listener) Serve(ln net.Listener) error {
 			l.next++
 		}
 		c := &conn{nc: nc, addr: nc.RemoteAddr().String(), wr: redcon.NewWriter(nc), rd: reader{rd: nc}}
+		// refuse closes a connection no poller or goroutine will serve.
+		refuse := func(close func() error) {
+			if fc != nil {
+				fc.p = nil // never the poller's: closed here
+			}
+			close()
+			if fc != nil {
+				fc.release()
+			}
+		}
 		l.mu.Lock()
 		if l.conns == nil { // closing
 			l.mu.Unlock()
-			nc.Close()
+			refuse(nc.Close)
 			continue
 		}
 		l.conns[c] = struct{}{}
 		l.mu.Unlock()
 		if !l.accept(c) {
 			l.forget(c)
-			if fc != nil {
-				fc.p = nil // never the poller's: closed here
-			}
-			c.Close()
-			if fc != nil {
-				fc.release()
-			}
+			refuse(c.Close) // after any refusal the server wrote
 			continue
 		}
 		if fc != nil {
