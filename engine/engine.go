@@ -211,10 +211,6 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 // and KindNone in the others) and returns true to store them all.
 func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write bool)) {
 	// Each key is hashed once, for its shard and for both lookups.
-	type keyAt struct {
-		h   uint64
-		dup bool // named earlier in keys
-	}
 	at := make([]keyAt, len(keys))
 	idx := make([]int, len(keys))
 	for k, key := range keys {
@@ -238,6 +234,9 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		}
 	}
 	write := fn(ents)
+	if write {
+		e.roomFor(keys, at, idx)
+	}
 	for k, key := range keys {
 		if at[k].dup {
 			continue
@@ -255,6 +254,43 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 			e.reap(i, s, key, h, *cur, *tag)
 		}
 	}
+}
+
+// roomFor panics with ErrShardFull, before DoMulti writes anything, when
+// its new keys would take a shard past its capacity: a write of several
+// keys is all or nothing at capacity too, where storing them one by one
+// would keep the first and refuse the second. Far from the bound (every
+// key counted as new still fits) it looks nothing up.
+func (e *Engine) roomFor(keys [][]byte, at []keyAt, idx []int) {
+	// need is what shard i's keys take: all of them (exact false) or
+	// only those absent (an entry present is written in place).
+	need := func(i int, exact bool) int {
+		size := 0
+		for j, key := range keys {
+			if at[j].dup || idx[j] != i {
+				continue
+			}
+			if exact {
+				if cur, _ := e.tab.Shard(i).GetTagged(key, at[j].h); cur != nil {
+					continue
+				}
+			}
+			size += shard.EntrySize[stored](len(key))
+		}
+		return size
+	}
+	for k := range keys {
+		s := e.tab.Shard(idx[k])
+		if !at[k].dup && !s.Fits(need(idx[k], false)) && !s.Fits(need(idx[k], true)) {
+			panic(ErrShardFull)
+		}
+	}
+}
+
+// keyAt is one key of DoMulti: its hash, and whether it was named before.
+type keyAt struct {
+	h   uint64
+	dup bool // named earlier in keys
 }
 
 // found is where a key's entry sits in its shard: cur and tag are nil when

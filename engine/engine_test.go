@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sync"
@@ -286,5 +288,58 @@ func TestExpiredKeyComesBackInPlace(t *testing.T) {
 	}
 	if st := e.Stats(); st.Keys != 0 || st.ExpiredKeys != 2 || e.UsedBytes() != 0 {
 		t.Fatalf("after the read: keys %d expired %d used %d", st.Keys, st.ExpiredKeys, e.UsedBytes())
+	}
+}
+
+// TestDoMultiAllOrNothingWhenFull fills a one-shard engine to its bound and
+// then writes two new keys at once, a small one that fits and a large one
+// that does not: the write is refused whole, with ErrShardFull, and leaves
+// no trace of the small key. A multi-key write to keys already present
+// still goes through, in place.
+func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 256 MiB")
+	}
+	e := New(nil, 1)
+	big := make([]byte, 1<<20)
+	exp := t0 + int64(time.Hour)
+	put := func(ents []Entry) bool {
+		for i := range ents {
+			ents[i] = Entry{Kind: KindGCRA, A: exp, Expire: exp}
+		}
+		return true
+	}
+	refused := func(fn func()) (full bool) {
+		defer func() {
+			if r := recover(); r != nil {
+				if err, ok := r.(error); !ok || !errors.Is(err, ErrShardFull) {
+					panic(r)
+				}
+				full = true
+			}
+		}()
+		fn()
+		return false
+	}
+	n := 0
+	for ; n < 1000; n++ {
+		binary.BigEndian.PutUint32(big, uint32(n))
+		if refused(func() { e.DoMulti([][]byte{big}, t0, put) }) {
+			break
+		}
+	}
+	if n < 200 || n == 1000 {
+		t.Fatalf("shard full after %d keys of 1 MiB", n)
+	}
+	small := []byte("small")
+	if !refused(func() { e.DoMulti([][]byte{small, big}, t0, put) }) {
+		t.Fatal("a write of a new small key and a new 1 MiB key into a full shard was not refused")
+	}
+	if e.Do(small, t0, func(Entry) (Entry, bool) { return Entry{}, false }) {
+		t.Error("the refused write stored its first key")
+	}
+	binary.BigEndian.PutUint32(big, 0)
+	if refused(func() { e.DoMulti([][]byte{big}, t0, put) }) {
+		t.Error("a write to a key already present was refused at capacity")
 	}
 }

@@ -560,6 +560,12 @@ func (s *Shard[V]) Compact(reserve int) bool {
 // Len is the number of keys in the shard.
 func (s *Shard[V]) Len() int { return s.n }
 
+// Fits reports whether entries of size bytes in all (EntrySize) can be
+// added without reaching the bound that makes an insert panic with ErrFull.
+// It ignores free entries that could be reused, so it may say no a little
+// early, never yes too late.
+func (s *Shard[V]) Fits(size int) bool { return len(s.arena)+size < maxArena }
+
 // Bytes is the memory the shard's storage holds (capacity, not just use).
 func (s *Shard[V]) Bytes() int {
 	return 4*cap(s.slot) + cap(s.arena) + 4*cap(s.free) + 8*len(s.bigFree)
