@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ func TestSoak(t *testing.T) {
 	warm.mustLine()
 	warm.nc.Close()
 	waitServerClients(t, ts, 0)
-	baseG, baseHeap := goroutines(), heap()
+	baseG, baseHeap, baseFDs := goroutines(), heap(), openFDs()
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
@@ -182,6 +183,14 @@ func TestSoak(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		t.Errorf("goroutines: %d, baseline %d\n%s", g, baseG, buf[:runtime.Stack(buf, true)])
 	}
+	// The server and the test share a process: every socket of either must
+	// be closed again (a poller closes its sockets itself).
+	for openFDs() > baseFDs+2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := openFDs(); n > baseFDs+2 {
+		t.Errorf("open file descriptors: %d, baseline %d", n, baseFDs)
+	}
 	if h := heap(); h > baseHeap+8<<20 {
 		t.Errorf("heap %d MiB after the soak, baseline %d MiB", h>>20, baseHeap>>20)
 	}
@@ -192,6 +201,13 @@ func TestSoak(t *testing.T) {
 }
 
 func goroutines() int { return runtime.NumGoroutine() }
+
+// openFDs counts the process's open file descriptors (0 where /proc is not
+// there to count them).
+func openFDs() int {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	return len(fds)
+}
 
 func heap() uint64 {
 	runtime.GC()
