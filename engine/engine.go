@@ -21,8 +21,8 @@ import (
 
 // ErrShardFull is the panic of a write that would take one shard past its
 // 256 MiB of keys (shard.ErrFull); the server answers it as an OOM error.
-// The key being written is left as it was (an RL.HITALL keeps the keys it
-// stored before it).
+// The key being written is left as it was, and DoMulti writes none of its
+// keys (roomFor).
 var ErrShardFull = shard.ErrFull
 
 // Kind says which algorithm (or data type) owns a key. Using a key with
@@ -212,10 +212,11 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write bool)) {
 	// Each key is hashed once, for its shard and for both lookups.
 	at := make([]keyAt, len(keys))
-	idx := make([]int, len(keys))
+	idx := make([]int, len(keys)) // for lockShards, which sorts it
 	for k, key := range keys {
 		at[k].h = e.tab.Hash(key)
-		idx[k] = e.tab.IndexOf(at[k].h)
+		at[k].i = e.tab.IndexOf(at[k].h)
+		idx[k] = at[k].i
 		for j := 0; j < k && !at[k].dup; j++ {
 			at[k].dup = string(keys[j]) == string(key)
 		}
@@ -227,23 +228,21 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		if at[k].dup {
 			continue
 		}
-		h := at[k].h
-		i := e.tab.IndexOf(h)
-		if f := e.find(i, e.tab.Shard(i), key, h, now); f.live {
+		i := at[k].i
+		if f := e.find(i, e.tab.Shard(i), key, at[k].h, now); f.live {
 			ents[k] = e.load(i, f.cur, *f.tag)
 		}
 	}
 	write := fn(ents)
 	if write {
-		e.roomFor(keys, at, idx)
+		e.roomFor(keys, at)
 	}
 	for k, key := range keys {
 		if at[k].dup {
 			continue
 		}
 		// Look again: a store may have moved this shard's entries.
-		h := at[k].h
-		i := e.tab.IndexOf(h)
+		h, i := at[k].h, at[k].i
 		s := e.tab.Shard(i)
 		cur, tag := s.GetTagged(key, h)
 		f := found{cur: cur, tag: tag, live: cur != nil && cur.live(now)}
@@ -261,13 +260,13 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 // keys is all or nothing at capacity too, where storing them one by one
 // would keep the first and refuse the second. Far from the bound (every
 // key counted as new still fits) it looks nothing up.
-func (e *Engine) roomFor(keys [][]byte, at []keyAt, idx []int) {
+func (e *Engine) roomFor(keys [][]byte, at []keyAt) {
 	// need is what shard i's keys take: all of them (exact false) or
 	// only those absent (an entry present is written in place).
 	need := func(i int, exact bool) int {
 		size := 0
 		for j, key := range keys {
-			if at[j].dup || idx[j] != i {
+			if at[j].dup || at[j].i != i {
 				continue
 			}
 			if exact {
@@ -280,16 +279,19 @@ func (e *Engine) roomFor(keys [][]byte, at []keyAt, idx []int) {
 		return size
 	}
 	for k := range keys {
-		s := e.tab.Shard(idx[k])
-		if !at[k].dup && !s.Fits(need(idx[k], false)) && !s.Fits(need(idx[k], true)) {
+		i := at[k].i
+		s := e.tab.Shard(i)
+		if !at[k].dup && !s.Fits(need(i, false)) && !s.Fits(need(i, true)) {
 			panic(ErrShardFull)
 		}
 	}
 }
 
-// keyAt is one key of DoMulti: its hash, and whether it was named before.
+// keyAt is one key of DoMulti: its hash, its shard, and whether it was
+// named before.
 type keyAt struct {
 	h   uint64
+	i   int
 	dup bool // named earlier in keys
 }
 

@@ -343,3 +343,58 @@ func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
 		t.Error("a write to a key already present was refused at capacity")
 	}
 }
+
+// TestDoMultiRoomPerShard fills shard 0 of a two-shard engine, then writes
+// a new 1 MiB key that lands in shard 1 together with a key of shard 0 that
+// is already present: the write fits and must go through, since each key's
+// room is counted in its own shard (locking sorts the shard indexes, and
+// the new key comes first so that they are sorted the other way).
+func TestDoMultiRoomPerShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 256 MiB")
+	}
+	e := New(nil, 2)
+	exp := t0 + int64(time.Hour)
+	put := func(ents []Entry) bool {
+		for i := range ents {
+			ents[i] = Entry{Kind: KindGCRA, A: exp, Expire: exp}
+		}
+		return true
+	}
+	full := func(fn func()) (refused bool) {
+		defer func() {
+			if r := recover(); r != nil {
+				if err, ok := r.(error); !ok || !errors.Is(err, ErrShardFull) {
+					panic(r)
+				}
+				refused = true
+			}
+		}()
+		fn()
+		return false
+	}
+	// bigKey returns the next 1 MiB key, counting from *n, of shard i.
+	bigKey := func(n *uint32, i int) []byte {
+		for ; ; *n++ {
+			k := make([]byte, 1<<20)
+			binary.BigEndian.PutUint32(k, *n)
+			if e.tab.Index(k) == i {
+				*n++
+				return k
+			}
+		}
+	}
+	var n uint32
+	var present []byte
+	for {
+		k := bigKey(&n, 0)
+		if full(func() { e.DoMulti([][]byte{k}, t0, put) }) {
+			break
+		}
+		present = k
+	}
+	fresh := bigKey(&n, 1)
+	if full(func() { e.DoMulti([][]byte{fresh, present}, t0, put) }) {
+		t.Fatal("a new key of an empty shard and a present key of a full one were refused together")
+	}
+}
