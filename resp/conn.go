@@ -288,8 +288,7 @@ type reader struct {
 	rd         io.Reader
 	buf        []byte
 	start, end int
-	args       [][]byte
-	cmds       []redcon.Command
+	out        split // the commands parsed from buf and their arguments
 }
 
 // read returns the next batch: every complete command buffered, reading
@@ -337,7 +336,7 @@ func (r *reader) read() ([]redcon.Command, error) {
 
 // parse slices every complete command out of buf[start:end].
 func (r *reader) parse() ([]redcon.Command, error) {
-	r.cmds, r.args = r.cmds[:0], r.args[:0]
+	r.out.cmds, r.out.args, r.out.upto = r.out.cmds[:0], r.out.args[:0], 0
 	b := r.buf[r.start:r.end]
 	for len(b) > 0 {
 		var n int
@@ -356,14 +355,16 @@ func (r *reader) parse() ([]redcon.Command, error) {
 		b = b[n:]
 		r.start += n
 	}
-	return r.cmds, nil
+	return r.out.cmds, nil
 }
 
 // multibulk parses one "*<n>\r\n$<len>\r\n<arg>\r\n..." command at the start
 // of b and returns its length, or 0 if b holds only part of it. The checks
 // and their order are redcon's, so that the same bytes get the same error.
 func (r *reader) multibulk(b []byte) (int, error) {
-	if n := r.fastMultibulk(b); n > 0 {
+	// The fast path: a complete command of plain lengths, what clients
+	// send, parsed as the guard's fast path parses it (limits.go).
+	if n := wholeCommand(b, unlimited, &r.out); n > 0 {
 		return n, nil
 	}
 	i := 1
@@ -380,11 +381,11 @@ func (r *reader) multibulk(b []byte) (int, error) {
 	if !ok || count <= 0 {
 		return 0, errMultiBulkLength
 	}
-	first := len(r.args)
+	first := len(r.out.args)
 	for j := 0; j < count; j++ {
 		i++
 		if i >= len(b) {
-			r.args = r.args[:first]
+			r.out.args = r.out.args[:first]
 			return 0, nil
 		}
 		if b[i] != '$' {
@@ -395,7 +396,7 @@ func (r *reader) multibulk(b []byte) (int, error) {
 			i++
 		}
 		if i == len(b) {
-			r.args = r.args[:first]
+			r.out.args = r.out.args[:first]
 			return 0, nil
 		}
 		if b[i-1] != '\r' {
@@ -406,47 +407,18 @@ func (r *reader) multibulk(b []byte) (int, error) {
 			return 0, errBulkLength
 		}
 		if size >= len(b)-i-2 { // i+size+2 >= len(b), without overflow
-			r.args = r.args[:first]
+			r.out.args = r.out.args[:first]
 			return 0, nil
 		}
 		if b[i+size+2] != '\n' || b[i+size+1] != '\r' {
 			return 0, errBulkLength
 		}
-		r.args = append(r.args, b[i+1:i+1+size:i+1+size])
+		r.out.args = append(r.out.args, b[i+1:i+1+size:i+1+size])
 		i += size + 2
 	}
-	args := r.args[first:len(r.args):len(r.args)]
-	r.cmds = append(r.cmds, redcon.Command{Raw: b[: i+1 : i+1], Args: args})
+	args := r.out.args[first:len(r.out.args):len(r.out.args)]
+	r.out.cmds = append(r.out.cmds, redcon.Command{Raw: b[: i+1 : i+1], Args: args})
 	return i + 1, nil
-}
-
-// fastMultibulk is multibulk's fast path, for a complete command whose
-// argument count and lengths are plain numbers: what clients send. It
-// reads each length with the guard's fastLen instead of scanning for its
-// line end first, and returns the command's length, or 0 to leave the
-// command (unusual, incomplete or malformed) to multibulk's full checks.
-func (r *reader) fastMultibulk(b []byte) int {
-	count, i := fastLen(b, 1)
-	if count <= 0 {
-		return 0
-	}
-	args := r.args
-	first := len(args)
-	for ; count > 0; count-- {
-		if i >= len(b) || b[i] != '$' {
-			return 0
-		}
-		size, j := fastLen(b, i+1)
-		end := j + int(size)
-		if j < 0 || size >= int64(len(b)) || end+1 >= len(b) || b[end] != '\r' || b[end+1] != '\n' {
-			return 0
-		}
-		args = append(args, b[j:end:end])
-		i = end + 2
-	}
-	r.args = args
-	r.cmds = append(r.cmds, redcon.Command{Raw: b[:i:i], Args: args[first:len(args):len(args)]})
-	return i
 }
 
 // inline parses one telnet-style line with redcon's own parser (quotes and
@@ -463,7 +435,7 @@ func (r *reader) inline(b []byte) (int, error) {
 	cmd, err := redcon.Parse(b[:i+1])
 	switch {
 	case err == nil:
-		r.cmds = append(r.cmds, cmd)
+		r.out.cmds = append(r.out.cmds, cmd)
 	case err.Error() == "incomplete command": // a line of spaces: no arguments
 	default:
 		return 0, protocolError(err.Error())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -403,6 +404,10 @@ type frameMax struct {
 	query int64
 }
 
+// unlimited is no limit at all: the reader's own use of wholeCommand,
+// behind a guard that has enforced the real ones.
+var unlimited = frameMax{args: math.MaxInt, bulk: math.MaxInt64 / 2, query: math.MaxInt64}
+
 // frameScanner follows RESP framing byte by byte across reads, keeping only
 // counters: where in a command it is, how many arguments and bytes remain.
 type frameScanner struct {
@@ -591,13 +596,14 @@ func wholeCommand(b []byte, max frameMax, sp *split) int {
 	return i
 }
 
-// split is what a guard's Read found while checking the framing: the
-// commands its fast path read whole, one after the other from the start of
-// the bytes the Read returns, with their arguments, sliced from those
-// bytes. When they cover everything the Read returned, the reader takes
-// them instead of parsing the same bytes again (reader.read): the guard
-// has walked every length field already. perf put the two walks at 7.6% of
-// the server's CPU at pipeline 16 (bench/README.md, "Fourth session").
+// split is a run of commands wholeCommand read whole, one after the other,
+// with their arguments, sliced from the bytes they came from. The reader
+// keeps its parse in one (conn.go). A guard's Read keeps what its scan
+// found from the start of the bytes the Read returns: when those commands
+// cover everything the Read returned, the reader takes them instead of
+// parsing the same bytes again (reader.read), since the guard has walked
+// every length field already. perf put the two walks at 7.6% of the
+// server's CPU at pipeline 16 (bench/README.md, "Fourth session").
 type split struct {
 	cmds   []redcon.Command
 	args   [][]byte
