@@ -302,29 +302,10 @@ func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
 	}
 	e := New(nil, 1)
 	big := make([]byte, 1<<20)
-	exp := t0 + int64(time.Hour)
-	put := func(ents []Entry) bool {
-		for i := range ents {
-			ents[i] = Entry{Kind: KindGCRA, A: exp, Expire: exp}
-		}
-		return true
-	}
-	refused := func(fn func()) (full bool) {
-		defer func() {
-			if r := recover(); r != nil {
-				if err, ok := r.(error); !ok || !errors.Is(err, ErrShardFull) {
-					panic(r)
-				}
-				full = true
-			}
-		}()
-		fn()
-		return false
-	}
 	n := 0
 	for ; n < 1000; n++ {
 		binary.BigEndian.PutUint32(big, uint32(n))
-		if refused(func() { e.DoMulti([][]byte{big}, t0, put) }) {
+		if refusedFull(func() { e.DoMulti([][]byte{big}, t0, putHour) }) {
 			break
 		}
 	}
@@ -332,14 +313,14 @@ func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
 		t.Fatalf("shard full after %d keys of 1 MiB", n)
 	}
 	small := []byte("small")
-	if !refused(func() { e.DoMulti([][]byte{small, big}, t0, put) }) {
+	if !refusedFull(func() { e.DoMulti([][]byte{small, big}, t0, putHour) }) {
 		t.Fatal("a write of a new small key and a new 1 MiB key into a full shard was not refused")
 	}
 	if e.Do(small, t0, func(Entry) (Entry, bool) { return Entry{}, false }) {
 		t.Error("the refused write stored its first key")
 	}
 	binary.BigEndian.PutUint32(big, 0)
-	if refused(func() { e.DoMulti([][]byte{big}, t0, put) }) {
+	if refusedFull(func() { e.DoMulti([][]byte{big}, t0, putHour) }) {
 		t.Error("a write to a key already present was refused at capacity")
 	}
 }
@@ -354,25 +335,6 @@ func TestDoMultiRoomPerShard(t *testing.T) {
 		t.Skip("fills 256 MiB")
 	}
 	e := New(nil, 2)
-	exp := t0 + int64(time.Hour)
-	put := func(ents []Entry) bool {
-		for i := range ents {
-			ents[i] = Entry{Kind: KindGCRA, A: exp, Expire: exp}
-		}
-		return true
-	}
-	full := func(fn func()) (refused bool) {
-		defer func() {
-			if r := recover(); r != nil {
-				if err, ok := r.(error); !ok || !errors.Is(err, ErrShardFull) {
-					panic(r)
-				}
-				refused = true
-			}
-		}()
-		fn()
-		return false
-	}
 	// bigKey returns the next 1 MiB key, counting from *n, of shard i.
 	bigKey := func(n *uint32, i int) []byte {
 		for ; ; *n++ {
@@ -388,13 +350,38 @@ func TestDoMultiRoomPerShard(t *testing.T) {
 	var present []byte
 	for {
 		k := bigKey(&n, 0)
-		if full(func() { e.DoMulti([][]byte{k}, t0, put) }) {
+		if refusedFull(func() { e.DoMulti([][]byte{k}, t0, putHour) }) {
 			break
 		}
 		present = k
 	}
 	fresh := bigKey(&n, 1)
-	if full(func() { e.DoMulti([][]byte{fresh, present}, t0, put) }) {
+	if refusedFull(func() { e.DoMulti([][]byte{fresh, present}, t0, putHour) }) {
 		t.Fatal("a new key of an empty shard and a present key of a full one were refused together")
 	}
+}
+
+// putHour is a DoMulti function that writes every key a GCRA entry live
+// for an hour.
+func putHour(ents []Entry) bool {
+	exp := t0 + int64(time.Hour)
+	for i := range ents {
+		ents[i] = Entry{Kind: KindGCRA, A: exp, Expire: exp}
+	}
+	return true
+}
+
+// refusedFull runs fn and reports whether it panicked with ErrShardFull;
+// any other panic goes on.
+func refusedFull(fn func()) (full bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if err, ok := r.(error); !ok || !errors.Is(err, ErrShardFull) {
+				panic(r)
+			}
+			full = true
+		}
+	}()
+	fn()
+	return false
 }
