@@ -9,7 +9,10 @@
 # core: a server under 100% was not the bottleneck) and the server's context
 # switches per 1000 requests (all its threads, from /proc), and the p99
 # latency redis-benchmark saw; "p99 redis/limitdb" at or above 1 means
-# limitdb's p99 was no worse than Redis's.
+# limitdb's p99 was no worse than Redis's. At the end it prints each
+# ratio's median over the rounds with how far that median can be trusted
+# (a bootstrap 90% interval, and a sign test of the rounds above and below
+# 1), and each server's median req/s and p99.
 #
 #   bench/headline.sh                   3 rounds of 2M requests
 #   ROUNDS=15 N=300000 bench/headline.sh   many short rounds: on a machine whose
@@ -44,7 +47,7 @@ done
 . bench/lib.sh
 
 if [ -z "${LIMITDB_BIN:-}" ]; then
-  LIMITDB_BIN=$work/limitdb
+  LIMITDB_BIN=$work/limitdb-server
   go build -o "$LIMITDB_BIN" ./cmd/limitdb
 fi
 if [ -n "${BEFORE_ARGS:-}" ] && [ -z "${BEFORE_BIN:-}" ]; then
@@ -98,7 +101,7 @@ print(f"{name:9} {rps:10.0f} req/s  p99 {p99:6.3f} ms  server {100*(int(s1)-int(
 PY
 }
 
-: >"$work/ratios"
+: >"$work/ratios"; : >"$work/rows"
 for r in $(seq "$ROUNDS"); do
   echo "round $r (load $(cut -d' ' -f1 /proc/loadavg))"
   # shellcheck disable=SC2086
@@ -114,6 +117,7 @@ for r in $(seq "$ROUNDS"); do
     two=$(run cmd2 "$lport" "$lpid" $CMD2); echo "  $two"
   fi
   b=$(run redis "$rport" "$rpid" -t incr); echo "  $b"
+  printf '%s\n' "$a" "$bef" "$two" "$b" | grep . >>"$work/rows"
   python3 - "$a" "$b" "$bef" "$two" <<'PY' | tee -a "$work/ratios"
 import sys
 rps = lambda line: float(line.split()[1]) if line else None
@@ -124,10 +128,33 @@ print(f"  ratio limitdb/redis INCR {a/b:.2f}" + (f"  before/redis {bef/b:.2f}  l
       + f"  p99 redis/limitdb {p99(sys.argv[2]) / p99(sys.argv[1]):.2f}")
 PY
 done
-python3 - "$work/ratios" <<'PY'
-import re, statistics, sys
+python3 - "$work/ratios" "$work/rows" <<'PY'
+import math, random, re, statistics, sys
 rows = [dict((k, float(v)) for k, v in re.findall(r'([\w/ ]+?) ([\d.]+)', l.replace('ratio ', '')))
         for l in open(sys.argv[1]) if l.strip()]
 print("median over %d rounds:" % len(rows), "  ".join(
     f"{k.strip()} {statistics.median(r[k] for r in rows):.2f}" for k in rows[0]))
+# Each server's median req/s and p99 over the rounds.
+runs = {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    runs.setdefault(f[0], []).append((float(f[1]), float(f[4])))
+print("medians per server:", "  ".join(
+    f"{n} {statistics.median(r for r, _ in v):.0f} req/s p99 {statistics.median(p for _, p in v):.3f} ms"
+    for n, v in runs.items()))
+# How sure the medians are: a bootstrap 90% interval of each ratio's
+# median over the rounds, and in how many rounds the ratio was at least 1
+# with a two-sided sign test of "as likely above 1 as below" (a small p
+# says the servers differ; a large one, that this run cannot tell them
+# apart).
+rnd = random.Random(1)
+def sign_p(k, n):
+    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+for k in rows[0]:
+    xs = [r[k] for r in rows]
+    meds = sorted(statistics.median(rnd.choices(xs, k=len(xs))) for _ in range(2000))
+    up = sum(x >= 1 for x in xs)
+    print(f"  {k.strip():24} median {statistics.median(xs):.2f}  90% interval {meds[100]:.2f}-{meds[1899]:.2f}"
+          f"  at or above 1 in {up} of {len(xs)} rounds (sign test p={sign_p(up, len(xs)):.2f})")
 PY
