@@ -43,13 +43,13 @@ func init() {
 	})
 	RegisterExt(KindSlidingLog, ExtCodec{
 		// The serialised form is the ring's alone, A and B 0: the form
-		// of every version, though A and B now hold part of the ring.
+		// of every version, though A, B and C now hold part of the ring.
 		Append: func(b []byte, e *Entry) ([]byte, error) {
 			var r window.Ring
-			if !loadRing(&r, e.A, e.B, e.Ext) {
+			if !loadRing(&r, e) {
 				return nil, fmt.Errorf("sliding log state is %T", e.Ext)
 			}
-			e.A, e.B = 0, 0
+			e.A, e.B, e.C = 0, 0, 0
 			return r.AppendBinary(b), nil
 		},
 		Decode: func(b []byte, e *Entry) error {
@@ -59,7 +59,7 @@ func init() {
 			}
 			ext, buf := newLogBuf(len(r.Words()))
 			copy(buf, r.Words())
-			e.A, e.B, e.Ext = r.Seen, r.State(), ext
+			e.A, e.B, e.C, e.Ext = r.Seen, r.State(), r.Oldest, ext
 			return nil
 		},
 	})
@@ -210,7 +210,7 @@ func (s SlidingWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, b
 
 // SlidingLog is SL.INCR: a window.Ring of the admitted requests' stamps
 // (at most limit of them), kept apart (logbuf.go): A is the ring's Seen, B
-// its State, and Ext its buffer, written in place.
+// its State, C its Oldest, and Ext its buffer, written in place.
 type SlidingLog struct{ L window.Log }
 
 // NewSlidingLog validates a sliding log of limit (at most
@@ -226,7 +226,7 @@ func (SlidingLog) Kind() Kind { return KindSlidingLog }
 // Apply implements Limiter.
 func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
 	var ring window.Ring
-	if !loadRing(&ring, ent.A, ent.B, ent.Ext) {
+	if !loadRing(&ring, &ent) {
 		return ent, limit.Result{}, false, fmt.Errorf("sliding log state is %T", ent.Ext)
 	}
 	var st window.Step
@@ -254,8 +254,8 @@ func (l SlidingLog) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool
 		// again could overwrite (window.Ring). Record on a copy, laid out
 		// as ring is.
 		ext = ent.Ext.(clonedExt).cloneExt()
-		ring.Unpack(ring.Seen, ring.State(), ext.(storedLog).words())
+		ring.Unpack(ring.Seen, ring.State(), ring.Oldest, ext.(storedLog).words())
 		l.L.Take(&ring, &st, cost, nil)
 	}
-	return Entry{Kind: KindSlidingLog, A: ring.Seen, B: ring.State(), Ext: ext, Expire: l.L.Expire(&ring)}, r, true, nil
+	return Entry{Kind: KindSlidingLog, A: ring.Seen, B: ring.State(), C: ring.Oldest, Ext: ext, Expire: l.L.Expire(&ring)}, r, true, nil
 }

@@ -64,12 +64,14 @@ func KindByName(name string) (Kind, bool) {
 }
 
 // Entry is one key's state. A and B hold an algorithm's numbers; Ext holds
-// state that does not fit two integers (a sliding log, a string value).
+// state that does not fit two integers (a sliding log, a string value). C
+// is a third number kept only beside Ext state (0 without it): a sliding
+// log's oldest stamp, which spares a request the read of its buffer.
 type Entry struct {
-	Kind   Kind
-	Expire int64 // Unix ns at which the entry becomes absent; 0 = never
-	A, B   int64
-	Ext    any
+	Kind    Kind
+	Expire  int64 // Unix ns at which the entry becomes absent; 0 = never
+	A, B, C int64
+	Ext     any
 }
 
 // Live reports whether the entry exists at now.
@@ -119,7 +121,8 @@ type Engine struct {
 // the table keeps it outside the Go heap (see shard). The kind lives in the
 // key's tag byte (tagExt set when the key has Ext state). The rare Ext state
 // (sliding logs, strings) lives in the shard's ext slab: for such a key, B
-// is its slot there, and the slot keeps the entry's own B (extslab.go).
+// is its slot there, and the slot keeps the entry's own B and C
+// (extslab.go).
 type stored struct {
 	Expire, A, B int64
 }
@@ -141,7 +144,7 @@ func (e *Engine) load(i int, st *stored, tag byte) Entry {
 	ent := Entry{Kind: Kind(tag &^ tagExt), Expire: st.Expire, A: st.A, B: st.B}
 	if tag&tagExt != 0 {
 		x := &e.side[i].ext.slots[st.B]
-		ent.Ext, ent.B = x.ext, x.b
+		ent.Ext, ent.B, ent.C = x.ext, x.b, x.c
 	}
 	return ent
 }
@@ -352,29 +355,30 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 	switch {
 	case ent.Ext != nil:
 		*tag |= tagExt
-		cur.B = e.storeExt(i, old.B, hadExt, ent.Ext, ent.B)
+		cur.B = e.storeExt(i, old.B, hadExt, &ent)
 	case hadExt:
 		e.side[i].ext.drop(old.B)
 	}
 }
 
-// storeExt sets the Ext state and B of a key of shard i whose Ext state is
-// in slot (had: false when it has none), and returns the key's slot. A
-// staged state (extbox.go) is committed to the key's box in place: on a
-// write to an existing key nothing is allocated.
-func (e *Engine) storeExt(i int, slot int64, had bool, ext any, b int64) int64 {
+// storeExt sets the Ext state, B and C of ent for a key of shard i whose
+// Ext state is in slot (had: false when it has none), and returns the
+// key's slot. A staged state (extbox.go) is committed to the key's box in
+// place: on a write to an existing key nothing is allocated.
+func (e *Engine) storeExt(i int, slot int64, had bool, ent *Entry) int64 {
 	x := &e.side[i].ext
+	ext := ent.Ext
 	if !had {
 		if s, ok := ext.(stagedExt); ok {
 			ext, _ = s.commit(nil)
 		}
-		return x.add(ext, b)
+		return x.add(extSlot{ext: ext, b: ent.B, c: ent.C})
 	}
 	sl := &x.slots[slot]
 	if s, ok := ext.(stagedExt); ok {
 		ext, _ = s.commit(sl.ext)
 	}
-	sl.ext, sl.b = ext, b
+	*sl = extSlot{ext: ext, b: ent.B, c: ent.C}
 	return slot
 }
 

@@ -3,8 +3,8 @@ package engine
 // The ext slab: where a shard keeps its keys' Ext state.
 //
 // A key with Ext state (tag bit tagExt) stores the number of its slot in
-// its stored entry's B, and the slot keeps the entry's own B beside the
-// Ext value. Finding the state is then one index into the slab from the
+// its stored entry's B, and the slot keeps the entry's own B and C beside
+// the Ext value. Finding the state is then one index into the slab from the
 // entry the table lookup already found: no second hash of the key and no
 // map probe, which for a shard of many sliding-log keys was a few cache
 // misses per request. Entries keep showing their own B (load and store
@@ -27,23 +27,24 @@ type extSlab struct {
 	live  int   // slots in use: the shard's keys with Ext state
 }
 
-// extSlot is one key's Ext state and B; a free slot has a nil ext and, in
-// b, 1 + the next free slot (0: none).
+// extSlot is one key's Ext state, B and C: 32 bytes, two to a cache
+// line. A free slot has a nil ext and, in b, 1 + the next free slot (0:
+// none).
 type extSlot struct {
-	ext any
-	b   int64
+	ext  any
+	b, c int64
 }
 
-// add puts a key's Ext state and B in a free slot and returns the slot.
-func (x *extSlab) add(ext any, b int64) int64 {
+// add puts a key's slot in a free one and returns its number.
+func (x *extSlab) add(sl extSlot) int64 {
 	x.live++
 	if x.free == 0 {
-		x.slots = append(x.slots, extSlot{ext: ext, b: b})
+		x.slots = append(x.slots, sl)
 		return int64(len(x.slots) - 1)
 	}
 	i := x.free - 1
 	x.free = x.slots[i].b
-	x.slots[i] = extSlot{ext: ext, b: b}
+	x.slots[i] = sl
 	return i
 }
 

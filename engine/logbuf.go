@@ -1,13 +1,17 @@
 package engine
 
-import "github.com/limitdb/limitdb/engine/window"
+import (
+	"unsafe"
+
+	"github.com/limitdb/limitdb/engine/window"
+)
 
 // A sliding log's state, kept apart.
 //
 // SL.INCR on a random key pays a cache miss for each place its state is
 // read from before it can decide. A sliding log's window.Ring is therefore
-// kept in three parts: its Seen and State (window.Ring.State) in the
-// entry's A and B, which the engine has loaded with the key, and its
+// kept in three parts: its Seen, State (window.Ring.State) and Oldest in
+// the entry's A, B and C, which the engine has loaded with the key, and its
 // stamps' buffer in Ext, as a pointer to an array (a logRing): the slot of
 // the oldest stamp is then known from B and the pointer alone, with no box
 // to read first. A ring of more than maxInlineWords has a bigLog, whose
@@ -16,7 +20,7 @@ import "github.com/limitdb/limitdb/engine/window"
 // Staging is as in extbox.go, without a box: Record appends past the
 // stamps the key's state sees, so Apply returns the same buffer as a
 // logStage, which store commits back to the key's logRing; a dropped write
-// leaves the key's A, B and stamps as they were. A ring that moves gets a
+// leaves the key's A, B, C and stamps as they were. A ring that moves gets a
 // new logRing, which store puts in place of the old. Apply on a staged
 // entry records on a copy. Get copies the buffer (cloneExt).
 
@@ -35,22 +39,21 @@ type storedLog interface {
 	staged() any
 }
 
-// loadRing sets r to the ring of a sliding log's entry whose A, B and Ext
-// are given; false if ext is something else.
-func loadRing(r *window.Ring, a, b int64, ext any) bool {
-	if ext == nil {
+// loadRing sets r to the ring of a sliding log's entry e; false if its
+// Ext is something else.
+func loadRing(r *window.Ring, e *Entry) bool {
+	if e.Ext == nil {
 		*r = window.Ring{}
 		return true
 	}
-	x, ok := ext.(logWords)
+	x, ok := e.Ext.(logWords)
 	if ok {
-		r.Unpack(a, b, x.words())
+		r.Unpack(e.A, e.B, e.C, x.words())
 	}
 	return ok
 }
 
-// The array types of the buffers, each sliced by its own method: a generic
-// logRing cannot slice an array whose length is a type parameter.
+// The array types of the buffers.
 type (
 	words4   [4]int64
 	words8   [8]int64
@@ -61,36 +64,32 @@ type (
 	words256 [256]int64
 )
 
-func (a *words4) slice() []int64   { return a[:] }
-func (a *words8) slice() []int64   { return a[:] }
-func (a *words16) slice() []int64  { return a[:] }
-func (a *words32) slice() []int64  { return a[:] }
-func (a *words64) slice() []int64  { return a[:] }
-func (a *words128) slice() []int64 { return a[:] }
-func (a *words256) slice() []int64 { return a[:] }
-
-type slicer[A any] interface {
-	*A
-	slice() []int64
-}
-
 // logRing is a key's stamps as stored; logStage, the same memory as an
-// entry Apply returned and store has not committed.
+// entry Apply returned and store has not committed. A is one of the
+// arrays above.
 type (
-	logRing[A any, P slicer[A]]  struct{ w A }
-	logStage[A any, P slicer[A]] struct{ w A }
+	logRing[A any]  struct{ w A }
+	logStage[A any] struct{ w A }
 )
 
-func (r *logRing[A, P]) words() []int64 { return P(&r.w).slice() }
-func (r *logRing[A, P]) staged() any    { return (*logStage[A, P])(r) }
-func (r *logRing[A, P]) cloneExt() any  { c := *r; return &c }
+// wordsAt is the buffer of words words at p, made without reading it:
+// slicing the array (r.w[:]) would load from it to check p for nil, a
+// cache miss on a random key that a request which drops no stamp (window.
+// Ring.Oldest) does not otherwise pay.
+func wordsAt(p unsafe.Pointer, size uintptr) []int64 {
+	return unsafe.Slice((*int64)(p), size/8)
+}
 
-func (s *logStage[A, P]) words() []int64 { return P(&s.w).slice() }
-func (s *logStage[A, P]) cloneExt() any  { c := logRing[A, P](*s); return &c }
+func (r *logRing[A]) words() []int64 { return wordsAt(unsafe.Pointer(r), unsafe.Sizeof(r.w)) }
+func (r *logRing[A]) staged() any    { return (*logStage[A])(r) }
+func (r *logRing[A]) cloneExt() any  { c := *r; return &c }
 
-func (s *logStage[A, P]) commit(stored any) (any, bool) {
-	r := (*logRing[A, P])(s)
-	if x, ok := stored.(*logRing[A, P]); ok && x == r {
+func (s *logStage[A]) words() []int64 { return wordsAt(unsafe.Pointer(s), unsafe.Sizeof(s.w)) }
+func (s *logStage[A]) cloneExt() any  { c := logRing[A](*s); return &c }
+
+func (s *logStage[A]) commit(stored any) (any, bool) {
+	r := (*logRing[A])(s)
+	if x, ok := stored.(*logRing[A]); ok && x == r {
 		return r, true
 	}
 	// Not this key's buffer (the entry came from another key): sharing
@@ -124,25 +123,25 @@ func (s *bigStage) commit(stored any) (any, bool) {
 func newLogBuf(words int) (ext any, buf []int64) {
 	switch {
 	case words <= 4:
-		x := new(logRing[words4, *words4])
+		x := new(logRing[words4])
 		return x, x.words()
 	case words <= 8:
-		x := new(logRing[words8, *words8])
+		x := new(logRing[words8])
 		return x, x.words()
 	case words <= 16:
-		x := new(logRing[words16, *words16])
+		x := new(logRing[words16])
 		return x, x.words()
 	case words <= 32:
-		x := new(logRing[words32, *words32])
+		x := new(logRing[words32])
 		return x, x.words()
 	case words <= 64:
-		x := new(logRing[words64, *words64])
+		x := new(logRing[words64])
 		return x, x.words()
 	case words <= 128:
-		x := new(logRing[words128, *words128])
+		x := new(logRing[words128])
 		return x, x.words()
 	case words <= maxInlineWords:
-		x := new(logRing[words256, *words256])
+		x := new(logRing[words256])
 		return x, x.words()
 	}
 	x := &bigLog{w: make([]int64, words)}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/hex"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestSlidingLogBufferAllocations(t *testing.T) {
 			}
 			now := t0 + int64(c.stamps)
 			var ring window.Ring
-			loadRing(&ring, ent.A, ent.B, ent.Ext)
+			loadRing(&ring, &ent)
 			if c.stamps > 0 && l.L.Regrow(&ring, now, c.cost) == 0 {
 				t.Fatalf("%d stamps: the next request does not move them", c.stamps)
 			}
@@ -117,4 +118,52 @@ func mustGet(t *testing.T, e *Engine, key []byte, now int64) Entry {
 		t.Fatalf("%s absent", key)
 	}
 	return ent
+}
+
+// A sliding log kept by the engine, its ring split over the entry, the
+// ext slab and the buffer, decides as the same log kept whole: at every
+// step of random traffic on two keys, whose stamps slide out, move to new
+// buffers and widen, and whose slots the slab reuses as keys come and go.
+func TestSlidingLogThroughEngine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 50 {
+		win, limit := rng.Int64N(200)+1, rng.Int64N(40)+1
+		sl, _ := NewSlidingLog(limit, win)
+		e := New(nil, 1)
+		keys := [][]byte{[]byte("a"), []byte("b")}
+		whole := make([]window.Ring, len(keys))
+		now := t0
+		for step := range 400 {
+			now += rng.Int64N(win/4 + 1)
+			k := rng.IntN(len(keys))
+			cost := int64(1)
+			if rng.IntN(8) == 0 {
+				cost = rng.Int64N(limit/2 + 1) // a peek, or a wide stamp
+			}
+			got, err := Limit(e, keys[k], now, sl, cost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x := sl.L.Expire(&whole[k]); x != 0 && x <= now {
+				whole[k] = window.Ring{} // expired: the engine dropped the key
+			}
+			want, _ := sl.L.Decide(&whole[k], now, cost)
+			if !want.Limited && cost > 0 {
+				whole[k] = sl.L.Record(&whole[k], now, cost)
+			}
+			if w := result(want.Limited, limit, want.Remaining, want.RetryAfter, want.ResetAfter); got != w {
+				t.Fatalf("round %d step %d, key %s at %d, cost %d: %+v, kept whole %+v", round, step, keys[k], now, cost, got, w)
+			}
+			// The parts the engine keeps are the whole ring's: an Oldest
+			// lost would cost a read of the buffer, one too new would
+			// keep stamps that slid out.
+			var split window.Ring
+			if ent, ok := e.Get(keys[k], now); ok && loadRing(&split, &ent) {
+				w := &whole[k]
+				if a, b := split.AppendBinary(nil), w.AppendBinary(nil); !bytes.Equal(a, b) || split.Oldest != w.Oldest {
+					t.Fatalf("round %d step %d, key %s: kept %x Oldest %d, whole %x Oldest %d", round, step, keys[k], a, split.Oldest, b, w.Oldest)
+				}
+			}
+		}
+	}
 }

@@ -62,17 +62,23 @@ type Stamp struct {
 // further back must not be kept, nor a ring recorded on twice in a row
 // when the first is to survive a drop of both: Clone it first.
 type Ring struct {
-	Seen int64   // latest instant a request was recorded at
-	buf  []int64 // narrow: an instant per slot; wide: instant, cost
-	sum  int64   // total cost of the n stamps
-	head int32   // slot of the oldest stamp
-	n    int32   // int32s keep a box's two rings within two cache lines
-	wide bool
+	Seen int64 // latest instant a request was recorded at
+	// Oldest is the oldest stamp's instant, when the ring holds any: a
+	// request finds that no stamp slid out without reading the buffer,
+	// which for a random key is a cache miss. Only a request that drops
+	// stamps, or is denied, reads them.
+	Oldest int64
+	buf    []int64 // narrow: an instant per slot; wide: instant, cost
+	sum    int64   // total cost of the n stamps
+	head   int32   // slot of the oldest stamp
+	n      int32   // int32s keep a box's two rings within two cache lines
+	wide   bool
 }
 
-// State packs all of r but Seen and its buffer into one word: a caller
-// that keeps those elsewhere (the engine keeps Seen and State in an entry's
-// A and B, beside the buffer) rebuilds r with RingOf. The stamps' number,
+// State packs all of r but Seen, Oldest and its buffer into one word: a
+// caller that keeps those elsewhere (the engine keeps Seen, State and
+// Oldest in an entry's A, B and C, beside the buffer) rebuilds r with
+// Unpack. The stamps' number,
 // their total cost and the oldest one's slot fit 21 bits each: they are at
 // most MaxLogLimit+1 when stamps are recorded only as Decide admits them
 // (their costs then total at most the limit), and DecodeRing checks that.
@@ -84,18 +90,18 @@ func (r *Ring) State() int64 {
 	return int64(s)
 }
 
-// Unpack makes r the ring whose Seen and State were seen and state, and
-// whose buffer is buf (Words). It sets r in place: a Ring is 56 bytes,
-// and SL.INCR's profile showed its copies.
-func (r *Ring) Unpack(seen, state int64, buf []int64) {
+// Unpack makes r the ring whose Seen, State and Oldest were seen, state
+// and oldest, and whose buffer is buf (Words). It sets r in place: a Ring
+// is 64 bytes, and SL.INCR's profile showed its copies.
+func (r *Ring) Unpack(seen, state, oldest int64, buf []int64) {
 	const mask = 1<<21 - 1
 	s := uint64(state)
-	r.Seen, r.buf = seen, buf
+	r.Seen, r.Oldest, r.buf = seen, oldest, buf
 	r.n, r.head, r.sum = int32(s&mask), int32(s>>21&mask), int64(s>>42&mask)
 	r.wide = s>>63 != 0
 }
 
-// Words is r's buffer, which a ring rebuilt by RingOf needs. The caller
+// Words is r's buffer, which a ring rebuilt by Unpack needs. The caller
 // must not change it.
 func (r *Ring) Words() []int64 { return r.buf }
 
@@ -142,19 +148,26 @@ func (r *Ring) wrap(i int) int {
 }
 
 // live returns the index of the first stamp inside the window ending at
-// eff and the total cost from it on.
-func (l Log) live(r *Ring, eff int64) (first int, sum int64) {
-	sum = r.sum
+// eff, the total cost from it on, and that stamp's instant (eff when none
+// is left). It reads the buffer only when the oldest stamp slid out.
+func (l Log) live(r *Ring, eff int64) (first int, sum, oldest int64) {
 	cutoff := eff - l.Window
+	switch {
+	case r.n == 0:
+		return 0, 0, eff
+	case r.Oldest > cutoff:
+		return 0, r.sum, r.Oldest
+	}
+	sum = r.sum
 	for first < int(r.n) {
 		s := r.at(first)
 		if s.At > cutoff {
-			break
+			return first, sum, s.At
 		}
 		sum -= s.Cost
 		first++
 	}
-	return first, sum
+	return first, sum, eff
 }
 
 // eff is the instant a decision is made at: now, or the latest recorded
@@ -173,7 +186,7 @@ func (l Log) Decide(r *Ring, now, cost int64) (Decision, error) {
 		return Decision{}, err
 	}
 	t := eff(r, now)
-	first, sum := l.live(r, t)
+	first, sum, _ := l.live(r, t)
 	return l.decide(r, now, cost, t, first, sum), nil
 }
 
@@ -181,9 +194,9 @@ func (l Log) Decide(r *Ring, now, cost int64) (Decision, error) {
 // record it without walking the stamps again.
 type Step struct {
 	Decision
-	t, sum      int64
-	first, size int
-	wide        bool
+	t, sum, oldest int64
+	first, size    int
+	wide           bool
 }
 
 // Words is the number of words of the new buffer Take moves the stamps
@@ -202,7 +215,7 @@ func (l Log) Plan(r *Ring, now, cost int64, s *Step) error {
 		return err
 	}
 	s.t = eff(r, now)
-	s.first, s.sum = l.live(r, s.t)
+	s.first, s.sum, s.oldest = l.live(r, s.t)
 	s.Decision = l.decide(r, now, cost, s.t, s.first, s.sum)
 	s.size, s.wide = 0, r.wide
 	if !s.Limited && cost > 0 {
@@ -215,7 +228,7 @@ func (l Log) Plan(r *Ring, now, cost int64, s *Step) error {
 // r must be as Plan saw it (or a copy, its buffer laid out alike), buf as
 // Add's.
 func (l Log) Take(r *Ring, s *Step, cost int64, buf []int64) {
-	l.take(r, s.t, s.first, s.sum, s.size, s.wide, cost, buf)
+	l.take(r, s.t, s.first, s.sum, s.oldest, s.size, s.wide, cost, buf)
 }
 
 // decide is Decide for the stamps from first on, of total cost sum, live
@@ -272,7 +285,7 @@ func (l Log) Record(r *Ring, now, cost int64) Ring {
 // buffer. A caller that wants the new buffer somewhere of its choosing
 // passes it to Add.
 func (l Log) Regrow(r *Ring, now, cost int64) int {
-	first, sum := l.live(r, eff(r, now))
+	first, sum, _ := l.live(r, eff(r, now))
 	size, wide := l.regrow(r, int(r.n)-first, sum, cost)
 	if wide {
 		return 2 * size
@@ -310,18 +323,19 @@ func (l Log) regrow(r *Ring, live int, sum, cost int64) (size int, wide bool) {
 // r, and r keeps it.
 func (l Log) Add(r *Ring, now, cost int64, buf []int64) {
 	t := eff(r, now)
-	first, sum := l.live(r, t)
+	first, sum, oldest := l.live(r, t)
 	size, wide := l.regrow(r, int(r.n)-first, sum, cost)
-	l.take(r, t, first, sum, size, wide, cost, buf)
+	l.take(r, t, first, sum, oldest, size, wide, cost, buf)
 }
 
 // take is Add once the stamps are walked: first of them slid out at t,
-// leaving sum, and size and wide are regrow's.
-func (l Log) take(r *Ring, t int64, first int, sum int64, size int, wide bool, cost int64, buf []int64) {
+// leaving sum from the stamp at oldest on (at t if none), and size and
+// wide are regrow's.
+func (l Log) take(r *Ring, t int64, first int, sum, oldest int64, size int, wide bool, cost int64, buf []int64) {
 	if r.n > 0 {
 		r.head = int32(r.wrap(int(r.head) + first))
 	}
-	r.Seen, r.n, r.sum = t, r.n-int32(first), sum
+	r.Seen, r.Oldest, r.n, r.sum = t, oldest, r.n-int32(first), sum
 	if size > 0 {
 		words := size
 		if wide {
@@ -350,7 +364,7 @@ func (r *Ring) Clone() Ring {
 // moveTo copies the stamps to the start of buf, which becomes r's buffer,
 // of the width given.
 func (r *Ring) moveTo(buf []int64, wide bool) {
-	next := Ring{Seen: r.Seen, buf: buf, sum: r.sum, n: r.n, wide: wide}
+	next := Ring{Seen: r.Seen, Oldest: r.Oldest, buf: buf, sum: r.sum, n: r.n, wide: wide}
 	for i := range int(r.n) {
 		next.set(i, r.at(i))
 	}
@@ -425,6 +439,9 @@ func DecodeRing(b []byte) (Ring, error) {
 		rest = rest[k1+k2:]
 		r.set(i, Stamp{At: seen - int64(back), Cost: int64(cost)})
 		r.sum += int64(cost)
+	}
+	if n > 0 {
+		r.Oldest = r.at(0).At
 	}
 	return r, nil
 }

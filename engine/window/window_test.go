@@ -239,8 +239,11 @@ func TestLogAgainstDefinition(t *testing.T) {
 			}
 			if fits && cost > 0 {
 				next := l.Record(r, now, cost)
+				if next.Oldest != next.at(0).At {
+					t.Fatalf("round %d step %d: Oldest %d, oldest stamp at %d", round, k, next.Oldest, next.at(0).At)
+				}
 				// Kept apart and rebuilt, as the engine keeps it.
-				next.Unpack(next.Seen, next.State(), next.Words())
+				next.Unpack(next.Seen, next.State(), next.Oldest, next.Words())
 				r = &next
 				log = append(log, request{now, cost})
 			}
