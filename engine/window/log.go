@@ -71,17 +71,17 @@ type Ring struct {
 	buf    []int64 // narrow: an instant per slot; wide: instant, cost
 	sum    int64   // total cost of the n stamps
 	head   int32   // slot of the oldest stamp
-	n      int32   // int32s keep a box's two rings within two cache lines
+	n      int32   // int32s keep a Ring to one cache line (64 bytes)
 	wide   bool
 }
 
 // State packs all of r but Seen, Oldest and its buffer into one word: a
 // caller that keeps those elsewhere (the engine keeps Seen, State and
 // Oldest in an entry's A, B and C, beside the buffer) rebuilds r with
-// Unpack. The stamps' number,
-// their total cost and the oldest one's slot fit 21 bits each: they are at
-// most MaxLogLimit+1 when stamps are recorded only as Decide admits them
-// (their costs then total at most the limit), and DecodeRing checks that.
+// Unpack. The stamps' number, their total cost and the oldest one's slot
+// fit 21 bits each: they are at most MaxLogLimit+1 when stamps are
+// recorded only as Decide admits them (their costs then total at most the
+// limit), and DecodeRing checks that.
 func (r *Ring) State() int64 {
 	s := uint64(r.n) | uint64(r.head)<<21 | uint64(r.sum)<<42
 	if r.wide {
