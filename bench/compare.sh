@@ -216,6 +216,26 @@ if [[ $MODE == latency ]]; then
   echo
   column -s, -t "$lcsv"
   echo
+  # Each figure's median over the runs, and in how many runs each limitdb
+  # load's p99 was at or below Redis INCR's at the same rate (same run).
+  python3 - "$lcsv" <<'PY'
+import csv, statistics, sys
+from collections import defaultdict
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = defaultdict(list)
+for r in rows:
+    by[(int(r['rate']), r['server'], r['label'])].append(r)
+redis = {(int(r['rate']), r['run']): float(r['p99_us']) for r in rows if r['server'] == 'redis' and r['label'] == 'INCR'}
+print("medians over runs (us):")
+for (rate, server, label), rs in sorted(by.items()):
+    med = lambda c: statistics.median(float(r[c]) for r in rs)
+    line = f"  {rate:>6} {server:8} {label:12} p50 {med('p50_us'):9.1f}  p99 {med('p99_us'):9.1f}  p99.9 {med('p999_us'):9.1f}"
+    pairs = [(float(r['p99_us']), redis[(rate, r['run'])]) for r in rs if (rate, r['run']) in redis]
+    if server != 'redis' and pairs:
+        line += f"  p99 <= Redis INCR's in {sum(a <= b for a, b in pairs)} of {len(pairs)} runs"
+    print(line)
+PY
+  echo
   echo "CSV: $lcsv"
   exit 0
 fi

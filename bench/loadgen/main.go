@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command loadgen offers a fixed load to a Redis-protocol server and reports
 // the latency distribution: p50, p99, p99.9 and max.
 //
@@ -13,21 +15,27 @@
 // {k} in the command becomes key:<n>, n random below -keys (or the single
 // key "hot" with -keys 0). Output is one CSV line:
 // label,rate,achieved,p50_us,p99_us,p999_us,max_us,errors.
+//
+// One thread drives every connection and never sleeps: it polls the sockets
+// (epoll_wait with no timeout) between sends, so that neither a timer nor
+// the wake-up of an idle core stands between a request's due instant and
+// its send, or between its reply's arrival and its reading. Give it a core
+// of its own (bench/compare.sh pins it): it keeps that core busy.
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 )
 
@@ -63,68 +71,137 @@ func main() {
 		float64(len(lat))/elapsed.Seconds(), us(0.50), us(0.99), us(0.999), us(1), errs)
 }
 
+// conn is one connection's schedule and the reply it waits for.
+type conn struct {
+	nc       net.Conn // kept so that its descriptor stays open
+	fd       int
+	first    time.Duration // due instant of its first request, from start
+	sent     int           // requests sent
+	inflight bool
+	in       []byte // reply bytes read so far
+	out      []byte
+	rnd      *rand.Rand
+}
+
 // run offers the load and returns every request's latency in nanoseconds.
 func run(addr string, rate float64, conns int, d time.Duration, cmd []string, keys int) ([]int64, int, time.Duration, error) {
+	runtime.LockOSThread()
 	interval := time.Duration(float64(conns) / rate * 1e9)
 	perConn := int(d / interval)
-	var (
-		mu   sync.Mutex
-		all  []int64
-		errs int
-		wg   sync.WaitGroup
-		fail error
-	)
-	start := time.Now().Add(10 * time.Millisecond)
-	for i := 0; i < conns; i++ {
-		nc, err := net.Dial("tcp", addr)
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer syscall.Close(epfd)
+	cs := make([]*conn, conns)
+	byFd := map[int]*conn{}
+	for i := range cs {
+		c, err := dial(addr, epfd)
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		defer nc.Close()
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			// stagger the connections over one interval
-			first := start.Add(interval * time.Duration(i) / time.Duration(conns))
-			lat, e, err := client(nc, first, interval, perConn, cmd, keys, rand.New(rand.NewSource(int64(i))))
-			mu.Lock()
-			all = append(all, lat...)
-			errs += e
-			if err != nil && fail == nil {
-				fail = err
-			}
-			mu.Unlock()
-		}(i)
+		defer c.nc.Close()
+		// stagger the connections over one interval
+		c.first = 10*time.Millisecond + interval*time.Duration(i)/time.Duration(conns)
+		c.rnd = rand.New(rand.NewSource(int64(i)))
+		cs[i], byFd[c.fd] = c, c
 	}
-	wg.Wait()
-	return all, errs, time.Since(start), fail
+	lat := make([]int64, 0, conns*perConn)
+	errs, done := 0, 0
+	events := make([]syscall.EpollEvent, conns)
+	buf := make([]byte, 64<<10)
+	start := time.Now()
+	for done < conns*perConn {
+		now := time.Since(start)
+		for _, c := range cs {
+			if c.inflight || c.sent == perConn || now < c.due(c.sent, interval) {
+				continue
+			}
+			c.out = encode(c.out[:0], cmd, keys, c.rnd)
+			if err := writeAll(c.fd, c.out); err != nil {
+				return nil, 0, 0, err
+			}
+			c.inflight = true
+		}
+		n, err := syscall.EpollWait(epfd, events, 0)
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			return nil, 0, 0, err
+		}
+		for _, ev := range events[:max(n, 0)] {
+			c := byFd[int(ev.Fd)]
+			k, err := syscall.Read(c.fd, buf)
+			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil || k == 0 {
+				return nil, 0, 0, fmt.Errorf("reading a reply: %v (read %d)", err, k)
+			}
+			c.in = append(c.in, buf[:k]...)
+			size, isErr, err := replyLen(c.in)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			if size == 0 {
+				continue // not whole yet
+			}
+			if !c.inflight || size != len(c.in) {
+				return nil, 0, 0, fmt.Errorf("unexpected reply bytes %q", c.in)
+			}
+			lat = append(lat, int64(time.Since(start)-c.due(c.sent, interval)))
+			if isErr {
+				errs++
+			}
+			c.in, c.inflight = c.in[:0], false
+			c.sent++
+			done++
+		}
+	}
+	return lat, errs, time.Since(start) - 10*time.Millisecond, nil
 }
 
-// client sends n requests on nc, the i-th due at first + i*interval.
-func client(nc net.Conn, first time.Time, interval time.Duration, n int, cmd []string, keys int, rnd *rand.Rand) ([]int64, int, error) {
-	lat := make([]int64, 0, n)
-	errs := 0
-	rd := bufio.NewReader(nc)
-	var buf []byte
-	for i := 0; i < n; i++ {
-		due := first.Add(time.Duration(i) * interval)
-		if wait := time.Until(due); wait > 0 {
-			time.Sleep(wait)
-		}
-		buf = encode(buf[:0], cmd, keys, rnd)
-		if _, err := nc.Write(buf); err != nil {
-			return lat, errs, err
-		}
-		isErr, err := readReply(rd)
-		if err != nil {
-			return lat, errs, err
-		}
-		if isErr {
-			errs++
-		}
-		lat = append(lat, int64(time.Since(due)))
+// due is when the connection's i-th request falls due, from the start.
+func (c *conn) due(i int, interval time.Duration) time.Duration {
+	return c.first + time.Duration(i)*interval
+}
+
+// dial connects to addr and watches the socket for input on epfd. The
+// socket is Go's own, already non-blocking; loadgen reads and writes its
+// descriptor directly and never through nc.
+func dial(addr string, epfd int) (*conn, error) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
 	}
-	return lat, errs, nil
+	c := &conn{nc: nc, fd: -1}
+	raw, err := nc.(*net.TCPConn).SyscallConn()
+	if err == nil {
+		err = raw.Control(func(fd uintptr) { c.fd = int(fd) })
+	}
+	if err == nil {
+		err = syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, c.fd,
+			&syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)})
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// writeAll writes b to the non-blocking socket fd, spinning while its
+// buffer is full (a request is a few dozen bytes: it never is).
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 func encode(b []byte, cmd []string, keys int, rnd *rand.Rand) []byte {
@@ -147,37 +224,49 @@ func encode(b []byte, cmd []string, keys int, rnd *rand.Rand) []byte {
 	return b
 }
 
-// readReply reads one RESP2 reply and reports whether it was an error.
-func readReply(rd *bufio.Reader) (bool, error) {
-	line, err := rd.ReadSlice('\n')
-	if err != nil {
-		return false, err
+// replyLen is the length of the RESP2 reply at the start of b, and whether
+// it is (or, for an array, holds) an error; 0 when b does not hold a whole
+// reply yet.
+func replyLen(b []byte) (n int, isErr bool, err error) {
+	end := bytes.Index(b, []byte("\r\n"))
+	if end < 0 {
+		return 0, false, nil
 	}
-	if len(line) < 3 {
-		return false, errors.New("short reply line")
+	if end == 0 {
+		return 0, false, errors.New("empty reply line")
 	}
-	switch line[0] {
+	line, n := b[1:end], end+2
+	switch b[0] {
 	case '+', ':':
-		return false, nil
+		return n, false, nil
 	case '-':
-		return true, nil
+		return n, true, nil
 	case '$':
-		n, _ := strconv.Atoi(string(line[1 : len(line)-2]))
-		if n >= 0 {
-			_, err = io.CopyN(io.Discard, rd, int64(n)+2)
+		size, err := strconv.Atoi(string(line))
+		if err != nil {
+			return 0, false, fmt.Errorf("bulk length %q", line)
 		}
-		return false, err
+		if size < 0 {
+			return n, false, nil
+		}
+		if len(b) < n+size+2 {
+			return 0, false, nil
+		}
+		return n + size + 2, false, nil
 	case '*':
-		n, _ := strconv.Atoi(string(line[1 : len(line)-2]))
-		anyErr := false
-		for i := 0; i < n; i++ {
-			e, err := readReply(rd)
-			if err != nil {
-				return false, err
-			}
-			anyErr = anyErr || e
+		count, err := strconv.Atoi(string(line))
+		if err != nil {
+			return 0, false, fmt.Errorf("array length %q", line)
 		}
-		return anyErr, nil
+		for range max(count, 0) {
+			k, e, err := replyLen(b[n:])
+			if err != nil || k == 0 {
+				return 0, false, err
+			}
+			n += k
+			isErr = isErr || e
+		}
+		return n, isErr, nil
 	}
-	return false, fmt.Errorf("unexpected reply %q", line)
+	return 0, false, fmt.Errorf("unexpected reply %q", b)
 }
