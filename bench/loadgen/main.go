@@ -113,6 +113,9 @@ func run(addr string, rate float64, conns int, d time.Duration, cmd []string, ke
 	start := time.Now()
 	for done < conns*perConn {
 		now := time.Since(start)
+		if now > d+30*time.Second {
+			return nil, 0, 0, fmt.Errorf("%d of %d requests unanswered 30 s after the last was due", conns*perConn-done, conns*perConn)
+		}
 		for _, c := range cs {
 			if c.inflight || c.sent == perConn || now < c.due(c.sent, interval) {
 				continue
