@@ -47,6 +47,9 @@ type Client struct {
 	bt      batch  // per-batch clock and stats (batch.go)
 
 	multi *multiState // MULTI and WATCH (multi.go); nil until first used
+	// multiShown is what CLIENT LIST, on another connection's goroutine,
+	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
+	multiShown atomic.Int32
 }
 
 // Name is the name set with CLIENT SETNAME.

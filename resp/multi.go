@@ -101,6 +101,7 @@ func multiGate(c *Client, cmd *Command, args [][]byte) bool {
 		cp[i] = buf[len(buf)-len(a):]
 	}
 	m.queue = append(m.queue, queued{cmd, cp})
+	c.multiShown.Store(int32(len(m.queue)) + 1)
 	c.Simple("QUEUED")
 	return false
 }
@@ -119,6 +120,7 @@ func cmdMulti(c *Client, _ [][]byte) {
 		return
 	}
 	m.active = true
+	c.multiShown.Store(1)
 	c.OK()
 }
 
@@ -129,6 +131,7 @@ func cmdDiscard(c *Client, _ [][]byte) {
 		return
 	}
 	*m = multiState{}
+	c.multiShown.Store(0)
 	c.OK()
 }
 
@@ -175,6 +178,7 @@ func cmdExec(c *Client, _ [][]byte) {
 	}
 	queue, watched, dirty := m.queue, m.watched, m.dirty
 	*m = multiState{}
+	c.multiShown.Store(0)
 	if dirty {
 		c.Err("EXECABORT Transaction discarded because of previous errors.")
 		return

@@ -233,3 +233,48 @@ func TestSnapshotInsideMulti(t *testing.T) {
 		t.Errorf("the BGSAVE started inside EXEC: status %q", v)
 	}
 }
+
+// CLIENT LIST shows a client inside MULTI as Redis does, flag x and the
+// number of commands queued, and outside it flag N and multi=-1.
+func TestClientListShowsMulti(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	tx := c.Conn()
+	defer tx.Close()
+	if err := tx.Do(ctx, "CLIENT", "SETNAME", "tx").Err(); err != nil {
+		t.Fatal(err)
+	}
+	shows := func(when string, want ...string) {
+		t.Helper()
+		for _, line := range strings.Split(c.ClientList(ctx).Val(), "\n") {
+			if !strings.Contains(line, " name=tx ") {
+				continue
+			}
+			for _, w := range want {
+				if !strings.Contains(line, " "+w+" ") {
+					t.Errorf("%s: CLIENT LIST line lacks %q: %s", when, w, line)
+				}
+			}
+			return
+		}
+		t.Fatalf("%s: no line for the client named tx", when)
+	}
+	do := func(args ...any) {
+		t.Helper()
+		if err := tx.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	shows("before MULTI", "flags=N", "multi=-1")
+	do("MULTI")
+	shows("after MULTI", "flags=x", "multi=0")
+	do("INCR", "n")
+	do("INCR", "n")
+	shows("two commands queued", "flags=x", "multi=2")
+	do("EXEC")
+	shows("after EXEC", "flags=N", "multi=-1")
+	do("MULTI")
+	do("INCR", "n")
+	do("DISCARD")
+	shows("after DISCARD", "flags=N", "multi=-1")
+}
