@@ -15,6 +15,9 @@ func init() {
 			Complexity: "O(1)", Summary: "Returns the given string.", Syntax: "message", Handler: cmdEcho},
 		&Command{Name: "quit", Arity: -1, Flags: FlagFast | FlagNoAuth | FlagStale | FlagLoading, Group: "connection", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Closes the connection.", Handler: cmdQuit},
+		&Command{Name: "reset", Arity: 1, Flags: FlagFast | FlagNoAuth | FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",
+			Complexity: "O(1)", Summary: "Resets the connection to a new one's state: ends MULTI, forgets WATCH, drops the name, goes back to RESP2 and to a new connection's authentication.",
+			Handler: cmdReset},
 		&Command{Name: "select", Arity: 2, Flags: FlagFast | FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Selects the database; limitdb has only database 0.", Syntax: "index", Handler: cmdSelect},
 		&Command{Name: "hello", Arity: -1, Flags: FlagFast | FlagNoAuth | FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",
@@ -60,6 +63,22 @@ func cmdEcho(c *Client, args [][]byte) { c.Bulk(args[1]) }
 func cmdQuit(c *Client, _ [][]byte) {
 	c.OK()
 	c.Close()
+}
+
+// cmdReset answers RESET as Redis does: the connection becomes what a new
+// one is, except for its id, its address and the library name and version
+// the client gave (CLIENT SETINFO), which still describe it. Inside MULTI it
+// runs at once rather than being queued.
+func cmdReset(c *Client, _ [][]byte) {
+	if c.multi != nil {
+		*c.multi = multiState{}
+	}
+	c.multiShown.Store(0)
+	c.mu.Lock() // CLIENT LIST reads these from other connections
+	c.name, c.proto, c.user = "", 2, ""
+	c.authed = !c.srv.authRequired()
+	c.mu.Unlock()
+	c.Simple("RESET")
 }
 
 func cmdSelect(c *Client, args [][]byte) {

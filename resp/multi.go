@@ -82,7 +82,7 @@ func multiGate(c *Client, cmd *Command, args [][]byte) bool {
 		return true
 	}
 	switch cmd.Name {
-	case "exec", "discard", "multi", "watch", "quit":
+	case "exec", "discard", "multi", "watch", "quit", "reset":
 		return true
 	}
 	if cmd.Flags&FlagNoMulti != 0 {

@@ -337,3 +337,51 @@ func TestProtectedMode(t *testing.T) {
 		t.Errorf("0.0.0.0 with a password warns: %q", w)
 	}
 }
+
+// RESET makes a connection what a new one is: with a password set it must
+// log in again, and MULTI, WATCH, its name and RESP3 are gone. Inside
+// MULTI it runs at once.
+func TestReset(t *testing.T) {
+	ts, _ := startWith(t, func(c *resp.Config) { c.RequirePass = "s3cret" }, nil)
+	other := redis.NewClient(&redis.Options{Addr: ts.addr, Password: "s3cret"})
+	defer other.Close()
+	r := dialRaw(t, ts.addr)
+	step := func(send, want string) {
+		t.Helper()
+		if send != "" {
+			r.send(send)
+		}
+		if got := r.mustLine(); got != want {
+			t.Fatalf("%q: got %q, want %q", clipStr(send), got, want)
+		}
+	}
+	step(cmd("RESET"), "+RESET") // allowed before AUTH
+	step(cmd("HELLO", "3", "AUTH", "default", "s3cret", "SETNAME", "worker"), "%7")
+	r.send(cmd("PING")) // read past HELLO's map to the PONG
+	for n := 0; r.mustLine() != "+PONG"; n++ {
+		if n > 40 {
+			t.Fatal("no PONG after HELLO's reply")
+		}
+	}
+	step(cmd("CLIENT", "GETNAME"), "$6")
+	step("", "worker")
+	step(cmd("MULTI"), "+OK")
+	step(cmd("INCR", "n"), "+QUEUED")
+	step(cmd("RESET"), "+RESET")
+	step(cmd("EXEC"), "-NOAUTH Authentication required.") // logged out
+	step(cmd("AUTH", "s3cret"), "+OK")
+	step(cmd("EXEC"), "-ERR EXEC without MULTI")
+	step(cmd("GET", "n"), "$-1")          // the queued INCR never ran
+	step(cmd("CLIENT", "GETNAME"), "$-1") // no name, and RESP2's null again
+	// A WATCH is forgotten: a key changed since does not abort a later EXEC.
+	step(cmd("WATCH", "n"), "+OK")
+	if err := other.Incr(ctx, "n").Err(); err != nil {
+		t.Fatal(err)
+	}
+	step(cmd("RESET"), "+RESET")
+	step(cmd("AUTH", "s3cret"), "+OK")
+	step(cmd("MULTI"), "+OK")
+	step(cmd("INCR", "n"), "+QUEUED")
+	step(cmd("EXEC"), "*1")
+	step("", ":2")
+}
