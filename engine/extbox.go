@@ -1,5 +1,11 @@
 package engine
 
+import (
+	"unsafe"
+
+	"github.com/limitdb/limitdb/engine/window"
+)
+
 // Ext state written in place.
 //
 // A sliding window of several sub-windows (SW.INCR PRECISION n) keeps its
@@ -86,6 +92,18 @@ func (s *staged[T, P]) commit(stored any) (any, bool) {
 }
 
 func (b *extBox[T, P]) cloneExt() any { return newExtBox[T, P](P(&b.cur).Clone()) }
+
+// extBytes is the box and the heap memory of its two states (a sliding
+// window's counts).
+func (b *extBox[T, P]) extBytes() int64 {
+	n := int64(unsafe.Sizeof(*b))
+	for _, s := range []any{P(&b.cur), P(&b.stage.next)} {
+		if st, ok := s.(*window.SlidingState); ok {
+			n += 8 * int64(cap(st.Counts))
+		}
+	}
+	return n
+}
 
 func (s *staged[T, P]) cloneExt() any { return newExtBox[T, P](P(&s.next).Clone()) }
 

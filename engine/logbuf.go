@@ -80,9 +80,10 @@ func wordsAt(p unsafe.Pointer, size uintptr) []int64 {
 	return unsafe.Slice((*int64)(p), size/8)
 }
 
-func (r *logRing[A]) words() []int64 { return wordsAt(unsafe.Pointer(r), unsafe.Sizeof(r.w)) }
-func (r *logRing[A]) staged() any    { return (*logStage[A])(r) }
-func (r *logRing[A]) cloneExt() any  { c := *r; return &c }
+func (r *logRing[A]) words() []int64  { return wordsAt(unsafe.Pointer(r), unsafe.Sizeof(r.w)) }
+func (r *logRing[A]) staged() any     { return (*logStage[A])(r) }
+func (r *logRing[A]) cloneExt() any   { c := *r; return &c }
+func (r *logRing[A]) extBytes() int64 { return int64(unsafe.Sizeof(*r)) }
 
 func (s *logStage[A]) words() []int64 { return wordsAt(unsafe.Pointer(s), unsafe.Sizeof(s.w)) }
 func (s *logStage[A]) cloneExt() any  { c := logRing[A](*s); return &c }
@@ -103,9 +104,10 @@ type (
 	bigStage bigLog
 )
 
-func (r *bigLog) words() []int64 { return r.w }
-func (r *bigLog) staged() any    { return (*bigStage)(r) }
-func (r *bigLog) cloneExt() any  { return &bigLog{w: append([]int64(nil), r.w...)} }
+func (r *bigLog) words() []int64  { return r.w }
+func (r *bigLog) staged() any     { return (*bigStage)(r) }
+func (r *bigLog) cloneExt() any   { return &bigLog{w: append([]int64(nil), r.w...)} }
+func (r *bigLog) extBytes() int64 { return 24 + 8*int64(cap(r.w)) }
 
 func (s *bigStage) words() []int64 { return s.w }
 func (s *bigStage) cloneExt() any  { return (*bigLog)(s).cloneExt() }

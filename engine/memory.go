@@ -84,3 +84,34 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 	}
 	return false, false
 }
+
+// extSlotBytes is a key's ext slot (extslab.go).
+const extSlotBytes = 32
+
+// sizedExt is Ext state that knows its own heap memory.
+type sizedExt interface{ extBytes() int64 }
+
+// KeyBytes is the memory key takes at now, as MEMORY USAGE reports it:
+// keyCost, and for a key with Ext state its slot and the state's heap
+// memory (a sliding log's buffer, a string's bytes, a sliding window's two
+// sets of counts). It reports false when the key is absent. It is an
+// estimate of what the key holds, not of the allocator's overhead.
+func (e *Engine) KeyBytes(key []byte, now int64) (n int64, ok bool) {
+	e.Do(key, now, func(ent Entry) (Entry, bool) {
+		if ok = ent.Kind != KindNone; !ok {
+			return ent, false
+		}
+		n = keyCost(key)
+		switch x := ent.Ext.(type) {
+		case nil:
+		case []byte:
+			n += extSlotBytes + 24 + int64(cap(x)) // the boxed slice and its bytes
+		case sizedExt:
+			n += extSlotBytes + x.extBytes()
+		default:
+			n += extSlotBytes
+		}
+		return ent, false
+	})
+	return n, ok
+}

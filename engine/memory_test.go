@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/engine/gcra"
 )
 
 func TestUsedBytesFollowsKeys(t *testing.T) {
@@ -56,5 +58,63 @@ func TestEvictSoonestTakesEarliestExpiry(t *testing.T) {
 	}
 	if _, ok := e.Get([]byte("forever"), t0); !ok {
 		t.Fatal("key without expiry was evicted")
+	}
+}
+
+// KeyBytes counts a key's entry and, beyond it, its Ext state: a sliding
+// log's buffer as it grows, a string's bytes, a sliding window's counts.
+func TestKeyBytes(t *testing.T) {
+	e := New(nil, 4)
+	sec := int64(time.Second)
+	bytesOf := func(key string, now int64) int64 {
+		t.Helper()
+		n, ok := e.KeyBytes([]byte(key), now)
+		if !ok {
+			t.Fatalf("%s: absent", key)
+		}
+		return n
+	}
+	if _, ok := e.KeyBytes([]byte("nope"), t0); ok {
+		t.Error("an absent key has a size")
+	}
+	cell, _ := gcra.CellLimit(9, 10, 60)
+	if _, err := Limit(e, []byte("g"), t0, CellLimiter{cell}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := bytesOf("g", t0), keyCost([]byte("g")); got != want {
+		t.Errorf("GCRA key: %d bytes, want its entry's %d", got, want)
+	}
+	if _, ok := e.KeyBytes([]byte("g"), t0+61*sec); ok {
+		t.Error("an expired key has a size")
+	}
+
+	sl, _ := NewSlidingLog(100, 60*sec)
+	sizes := map[int64]bool{}
+	for i := range 40 {
+		if _, err := Limit(e, []byte("s"), t0+int64(i), sl, 1); err != nil {
+			t.Fatal(err)
+		}
+		sizes[bytesOf("s", t0+int64(i))] = true
+	}
+	// 40 stamps of 8 bytes: buffers of 4, 8, 16, 32 and 64 words.
+	if n := bytesOf("s", t0+40); n < keyCost([]byte("s"))+extSlotBytes+40*8 || len(sizes) != 5 {
+		t.Errorf("sliding log of 40 stamps: %d bytes, %d sizes on the way (want 5)", n, len(sizes))
+	}
+
+	if _, _, _, err := e.SetString([]byte("str"), t0, []byte("0123456789abcdef0123456789abcdef"), SetOptions{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytesOf("str", t0); n < keyCost([]byte("str"))+32 {
+		t.Errorf("a 32-byte string: %d bytes", n)
+	}
+
+	sw, _ := NewSlidingWindow(10, 60*sec, 30)
+	for range 2 { // the second write gives the box its second set of counts
+		if _, err := Limit(e, []byte("w"), t0, sw, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := bytesOf("w", t0); n < keyCost([]byte("w"))+2*31*8 {
+		t.Errorf("a sliding window of 30 sub-windows: %d bytes, less than its two sets of counts", n)
 	}
 }

@@ -18,6 +18,15 @@ func init() {
 			Complexity: "O(1)", Summary: "Seconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(false)},
 		&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Milliseconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(true)},
+		&Command{Name: "memory", Arity: -2, Group: "server", Since: "0.1.0",
+			Complexity: "Depends on subcommand.", Summary: "Reports memory use.", Syntax: "subcommand",
+			Subs: []*Command{
+				{Name: "memory|usage", Arity: -3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Estimates the bytes a key takes: its entry, its share of the index and its state beyond the entry (a sliding log's stamps, a string's bytes); nil when absent. SAMPLES is accepted and ignored.",
+					Syntax: "key [SAMPLES count]", Handler: cmdMemoryUsage},
+				{Name: "memory|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Lists the MEMORY subcommands.", Handler: helpFor("memory")},
+			}},
 		&Command{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Group: "server", Since: "0.1.0",
 			Complexity: "O(shards)", Summary: "Counts the keys.", Handler: cmdDBSize},
 		&Command{Name: "scan", Arity: -2, Flags: FlagReadonly, Group: "generic", Since: "0.1.0",
@@ -80,6 +89,28 @@ func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 }
 
 func cmdDBSize(c *Client, _ [][]byte) { c.Int(int64(c.srv.eng.Len())) }
+
+// cmdMemoryUsage answers MEMORY USAGE key [SAMPLES count]. Every key's
+// state is measured whole, so SAMPLES, which bounds Redis's sampling of
+// large collections, is checked and otherwise ignored.
+func cmdMemoryUsage(c *Client, args [][]byte) {
+	switch {
+	case len(args) == 5 && equalFold(args[3], "samples"):
+		if n, err := ParseInt(args[4]); err != nil || n < 0 {
+			c.Err("ERR value is not an integer or out of range")
+			return
+		}
+	case len(args) != 3:
+		c.Err("ERR syntax error")
+		return
+	}
+	n, ok := c.srv.eng.KeyBytes(args[2], c.Now())
+	if !ok {
+		c.Null()
+		return
+	}
+	c.Int(n)
+}
 
 func cmdScan(c *Client, args [][]byte) {
 	cursor, err := ParseInt(args[1])

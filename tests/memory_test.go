@@ -135,3 +135,37 @@ func mustInt(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// MEMORY USAGE answers as Redis's does: bytes for a key, nil for an absent
+// one, SAMPLES accepted; a sliding log's grows with its stamps.
+func TestMemoryUsage(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	if err := c.Do(ctx, "CL.THROTTLE", "g", 9, 10, 60).Err(); err != nil {
+		t.Fatal(err)
+	}
+	gcra, err := c.MemoryUsage(ctx, "g").Result()
+	if err != nil || gcra <= 0 || gcra > 100 {
+		t.Errorf("MEMORY USAGE of a GCRA key = %d, %v", gcra, err)
+	}
+	if n, err := c.MemoryUsage(ctx, "g", 5).Result(); err != nil || n != gcra {
+		t.Errorf("with SAMPLES 5: %d, %v; want %d", n, err, gcra)
+	}
+	if err := c.MemoryUsage(ctx, "absent").Err(); err != redis.Nil {
+		t.Errorf("absent key: %v, want nil", err)
+	}
+	for range 50 {
+		if err := c.Do(ctx, "SL.INCR", "s", 100, 60).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.MemoryUsage(ctx, "s").Result(); err != nil || n < gcra+50*8 {
+		t.Errorf("a sliding log of 50 stamps: %d, %v; want over %d", n, err, gcra+50*8)
+	}
+	expectErrors(t, c, []errCase{
+		{args: []any{"MEMORY", "USAGE", "g", "SAMPLES", "x"}, want: "ERR value is not an integer"},
+		{args: []any{"MEMORY", "USAGE", "g", "BOGUS", "1"}, want: "ERR syntax error"},
+		{args: []any{"MEMORY", "USAGE", "g", "SAMPLES"}, want: "ERR syntax error"},
+		{args: []any{"MEMORY", "NOPE"}, want: "ERR unknown subcommand"},
+	}, 2)
+}
