@@ -18,6 +18,7 @@ func init() {
 	}
 	register(
 		str("get", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the string value of a key.", "key", cmdGet),
+		str("strlen", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the length of a string value (0 if absent).", "key", cmdStrlen),
 		str("set", -3, FlagWrite|FlagDenyOOM, 1, 1, 1, "O(1)",
 			"Sets a string value, optionally only if absent or present, with an expiry, returning the old value.",
 			"key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]", cmdSet),
@@ -47,6 +48,17 @@ func cmdGet(c *Client, args [][]byte) {
 		c.Bulk(val)
 		c.scratch = val[:0]
 	}
+}
+
+// cmdStrlen answers STRLEN: redis-cli --bigkeys sizes strings with it.
+func cmdStrlen(c *Client, args [][]byte) {
+	val, _, err := c.srv.eng.GetString(args[1], c.Now(), c.scratch[:0])
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(int64(len(val)))
+	c.scratch = val[:0]
 }
 
 // expireAt turns an expiry argument into absolute Unix ns: n units after

@@ -42,6 +42,7 @@ func TestStringsMatchRedis(t *testing.T) {
 		{"EXPIRE", "p", 10, "GT"}, {"EXPIRE", "p", 10, "LT"}, {"EXPIRE", "p", 0}, {"EXISTS", "p"},
 		{"SET", "q", "v"}, {"PEXPIREAT", "q", 1}, {"EXISTS", "q"}, {"SET", "q", "v", "PXAT", 1}, {"EXISTS", "q"},
 		{"GET"}, {"INCR", "a", "b"}, {"SETEX", "k", 1},
+		{"STRLEN", "s"}, {"STRLEN", "n"}, {"STRLEN", "z"}, {"STRLEN", "absent"}, {"STRLEN"}, {"STRLEN", "s", "n"},
 	}
 	for i, cmd := range script {
 		want := reply(theirs.Do(ctx, cmd...).Result())
@@ -137,7 +138,7 @@ func TestStringsAndLimiterKeys(t *testing.T) {
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.Do(ctx, "CL.THROTTLE", "lim", 5, 1, 60)
-	for _, cmd := range [][]any{{"GET", "lim"}, {"INCR", "lim"}, {"SET", "lim", "x", "GET"}} {
+	for _, cmd := range [][]any{{"GET", "lim"}, {"STRLEN", "lim"}, {"INCR", "lim"}, {"SET", "lim", "x", "GET"}} {
 		err := c.Do(ctx, cmd...).Err()
 		if err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			t.Errorf("%v on a limiter key: %v", cmd, err)
