@@ -508,6 +508,9 @@ func (e *Engine) expireShard(i int, now int64, sample int) int {
 			// The keys the shard held since the last cycle, expired ones
 			// included, are what it must keep room for (see Compact).
 			sd.peak = max(s.Len(), sd.peak-sd.peak/16)
+			if sd.ext.sparse() {
+				e.compactSlab(i, s)
+			}
 		}
 		seen, gone := 0, 0
 		sd.cursor = s.Scan(sd.cursor, sample, func(k string, v *stored, tag byte) bool {
@@ -530,6 +533,22 @@ func (e *Engine) expireShard(i int, now int64, sample int) int {
 		}
 	}
 	return total
+}
+
+// compactSlab moves shard i's live ext slots to the front of a slab of
+// their own size, in the order of their keys in the shard, and points each
+// key's entry at its new slot. The caller holds the shard's lock.
+func (e *Engine) compactSlab(i int, s *shard.Shard[stored]) {
+	x := &e.side[i].ext
+	slots := make([]extSlot, 0, x.live)
+	s.Scan(0, -1, func(_ string, v *stored, tag byte) bool {
+		if tag&tagExt != 0 {
+			slots = append(slots, x.slots[v.B])
+			v.B = int64(len(slots) - 1)
+		}
+		return true
+	})
+	x.slots, x.free = slots, 0
 }
 
 // MemoryBytes is what the keyspace holds: Bytes is the storage allocated

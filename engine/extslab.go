@@ -15,9 +15,11 @@ package engine
 // eviction) or stores it without Ext state (another kind, a packed sliding
 // window): store reuses the slot while the key keeps Ext state, expired or
 // not. Flush drops every shard's slab with its keys. The slab never moves
-// a live slot, so entries need no update when it grows; it does not
-// compact either: it keeps the room of the most Ext keys the shard held at
-// once (as a Go map would), and gives it all back once the shard has none.
+// a live slot while it grows, so entries need no update then. When fewer
+// than a quarter of its slots are in use, active expiry compacts it
+// (Engine.compactSlab): the live slots move to a slab of their own size and
+// each key's entry learns its new slot, so a shard that once held many
+// sliding logs gives their room back.
 
 // extSlab is one shard's slots, guarded by the shard's lock. Free slots
 // are chained through their b, from free.
@@ -47,6 +49,10 @@ func (x *extSlab) add(sl extSlot) int64 {
 	x.slots[i] = sl
 	return i
 }
+
+// sparse reports whether the slab is worth compacting: most of its slots
+// free, and enough of them to matter.
+func (x *extSlab) sparse() bool { return len(x.slots) >= 64 && 4*x.live < len(x.slots) }
 
 // drop frees slot i, letting its state go to the garbage collector.
 func (x *extSlab) drop(i int64) {

@@ -451,3 +451,52 @@ func randomOp(t *testing.T, rng *rand.Rand, evict bool) (mixOp, string) {
 	}
 	return func(e *Engine, now int64) string { return "" }, "nothing"
 }
+
+// A slab left mostly free by keys that went is compacted by active expiry:
+// it shrinks to the keys left, each of which keeps its own state.
+func TestExtSlabCompacts(t *testing.T) {
+	e := New(nil, 1)
+	hour := int64(time.Hour)
+	sl, _ := NewSlidingLog(10, hour)
+	for i := range 1000 {
+		for k := range i%3 + 1 { // logs of 1 to 3 stamps
+			if _, err := Limit(e, []byte(fmt.Sprint("k", i)), t0+int64(k), sl, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range 1000 {
+		if i%50 != 0 {
+			e.Delete([]byte(fmt.Sprint("k", i)), t0+10)
+		}
+	}
+	before := map[string][]byte{}
+	for i := 0; i < 1000; i += 50 {
+		k := fmt.Sprint("k", i)
+		before[k] = stateOf(t, e, []byte(k), t0+10)
+	}
+	if n := len(e.side[0].ext.slots); n < 1000 {
+		t.Fatalf("slab of %d slots before, want the 1000 it grew to", n)
+	}
+	e.ExpireCycle(t0+10, 20)
+	if n := len(e.side[0].ext.slots); n != 20 {
+		t.Errorf("slab of %d slots after active expiry, want the 20 keys left", n)
+	}
+	if got := checkSlabs(t, e); got != 20 {
+		t.Errorf("%d keys with Ext state, want 20", got)
+	}
+	for k, b := range before {
+		if after := stateOf(t, e, []byte(k), t0+10); !bytes.Equal(after, b) {
+			t.Errorf("%s: state %x after compaction, was %x", k, after, b)
+		}
+	}
+	// The compacted slab grows again as keys come.
+	for i := range 100 {
+		if _, err := Limit(e, []byte(fmt.Sprint("n", i)), t0+20, sl, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := checkSlabs(t, e); got != 120 {
+		t.Errorf("%d keys with Ext state after new keys, want 120", got)
+	}
+}
