@@ -3,6 +3,7 @@ package engine
 import (
 	"math/rand/v2"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/limitdb/limitdb/shard"
 )
@@ -86,7 +87,7 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 }
 
 // extSlotBytes is a key's ext slot (extslab.go).
-const extSlotBytes = 32
+const extSlotBytes = int64(unsafe.Sizeof(extSlot{}))
 
 // sizedExt is Ext state that knows its own heap memory.
 type sizedExt interface{ extBytes() int64 }

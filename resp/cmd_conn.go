@@ -70,10 +70,7 @@ func cmdQuit(c *Client, _ [][]byte) {
 // the client gave (CLIENT SETINFO), which still describe it. Inside MULTI it
 // runs at once rather than being queued.
 func cmdReset(c *Client, _ [][]byte) {
-	if c.multi != nil {
-		*c.multi = multiState{}
-	}
-	c.multiShown.Store(0)
+	c.endMulti()
 	c.mu.Lock() // CLIENT LIST reads these from other connections
 	c.name, c.proto, c.user = "", 2, ""
 	c.authed = !c.srv.authRequired()

@@ -106,6 +106,15 @@ func multiGate(c *Client, cmd *Command, args [][]byte) bool {
 	return false
 }
 
+// endMulti ends the connection's MULTI, dropping its queue, and forgets
+// its WATCHed keys.
+func (c *Client) endMulti() {
+	if c.multi != nil {
+		*c.multi = multiState{}
+	}
+	c.multiShown.Store(0)
+}
+
 func (c *Client) multiState() *multiState {
 	if c.multi == nil {
 		c.multi = &multiState{}
@@ -130,8 +139,7 @@ func cmdDiscard(c *Client, _ [][]byte) {
 		c.Err("ERR DISCARD without MULTI")
 		return
 	}
-	*m = multiState{}
-	c.multiShown.Store(0)
+	c.endMulti()
 	c.OK()
 }
 
@@ -177,8 +185,7 @@ func cmdExec(c *Client, _ [][]byte) {
 		return
 	}
 	queue, watched, dirty := m.queue, m.watched, m.dirty
-	*m = multiState{}
-	c.multiShown.Store(0)
+	c.endMulti()
 	if dirty {
 		c.Err("EXECABORT Transaction discarded because of previous errors.")
 		return
