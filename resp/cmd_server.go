@@ -29,6 +29,8 @@ func init() {
 				{Name: "config|set", Arity: -4, Flags: FlagAdmin | FlagLoading | FlagStale | FlagDangerous, Group: "server", Since: "0.1.0",
 					Complexity: "O(N) where N is the number of parameters", Summary: "Changes parameters at run time, all or none.",
 					Syntax: "parameter value [parameter value ...]", Handler: cmdConfigSet},
+				{Name: "config|rewrite", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Rewrites the config file the server started with so that it sets the running configuration, keeping its comments.", Handler: cmdConfigRewrite},
 				{Name: "config|resetstat", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Resets the command statistics.", Handler: cmdConfigResetStat},
 				{Name: "config|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
@@ -154,6 +156,7 @@ func infoServer(s *Server, b *strings.Builder) {
 	infoLine(b, "gomaxprocs", runtime.GOMAXPROCS(0))
 	infoLine(b, "shards", s.eng.Shards())
 	infoLine(b, "bind", cfg.Bind)
+	infoLine(b, "config_file", cfg.ConfigFile)
 }
 
 func portOf(s *Server) string {
@@ -266,6 +269,19 @@ func cmdConfigSet(c *Client, args [][]byte) {
 	}
 	if err := c.srv.SetConfig(pairs...); err != nil {
 		c.Error(err)
+		return
+	}
+	c.OK()
+}
+
+func cmdConfigRewrite(c *Client, _ [][]byte) {
+	cfg := c.srv.Config()
+	if cfg.ConfigFile == "" {
+		c.Err("ERR The server is running without a config file")
+		return
+	}
+	if err := RewriteConfigFile(cfg.ConfigFile, &cfg); err != nil {
+		c.Err("ERR Rewriting config file: " + err.Error())
 		return
 	}
 	c.OK()

@@ -20,6 +20,11 @@ type Config struct {
 
 	EventLoop bool // event-loop: TCP connections served by one epoll loop per core (Linux; conn.go)
 
+	// ConfigFile is the file the server's directives were read from
+	// (--config), which CONFIG REWRITE rewrites; "" when there is none.
+	// It is not a directive.
+	ConfigFile string
+
 	// Persistence and memory (resp/cmd_persist.go, resp/memory.go).
 	Save            int    // seconds between automatic snapshots when anything changed; 0: never
 	DBFilename      string // snapshot file name inside Dir

@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -70,6 +71,10 @@ func run(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "limitdb: %v\n", err)
 			return 2
 		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		cfg.ConfigFile = path // CONFIG REWRITE's
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
