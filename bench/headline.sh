@@ -132,8 +132,6 @@ python3 - "$work/ratios" "$work/rows" <<'PY'
 import math, random, re, statistics, sys
 rows = [dict((k, float(v)) for k, v in re.findall(r'([\w/ ]+?) ([\d.]+)', l.replace('ratio ', '')))
         for l in open(sys.argv[1]) if l.strip()]
-print("median over %d rounds:" % len(rows), "  ".join(
-    f"{k.strip()} {statistics.median(r[k] for r in rows):.2f}" for k in rows[0]))
 # Each server's median req/s and p99 over the rounds.
 runs = {}
 for l in open(sys.argv[2]):
@@ -147,6 +145,7 @@ print("medians per server:", "  ".join(
 # with a two-sided sign test of "as likely above 1 as below" (a small p
 # says the servers differ; a large one, that this run cannot tell them
 # apart).
+print("median over %d rounds:" % len(rows))
 rnd = random.Random(1)
 def sign_p(k, n):
     tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1)) / 2 ** n

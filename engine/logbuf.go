@@ -72,7 +72,7 @@ type (
 	logStage[A any] struct{ w A }
 )
 
-// wordsAt is the buffer of words words at p, made without reading it:
+// wordsAt is the buffer of size bytes at p, made without reading it:
 // slicing the array (r.w[:]) would load from it to check p for nil, a
 // cache miss on a random key that a request which drops no stamp (window.
 // Ring.Oldest) does not otherwise pay.
@@ -120,32 +120,26 @@ func (s *bigStage) commit(stored any) (any, bool) {
 	return r.cloneExt(), false
 }
 
+// newLogRing makes the buffers of one array type, for newLogBuf.
+func newLogRing[A any]() storedLog { return new(logRing[A]) }
+
+// newLogRings is indexed by size class: 4<<class words.
+var newLogRings = [...]func() storedLog{
+	newLogRing[words4], newLogRing[words8], newLogRing[words16], newLogRing[words32],
+	newLogRing[words64], newLogRing[words128], newLogRing[words256],
+}
+
 // newLogBuf returns a new buffer of at least words words, zeroed, as
 // stored, and its words.
 func newLogBuf(words int) (ext any, buf []int64) {
-	switch {
-	case words <= 4:
-		x := new(logRing[words4])
-		return x, x.words()
-	case words <= 8:
-		x := new(logRing[words8])
-		return x, x.words()
-	case words <= 16:
-		x := new(logRing[words16])
-		return x, x.words()
-	case words <= 32:
-		x := new(logRing[words32])
-		return x, x.words()
-	case words <= 64:
-		x := new(logRing[words64])
-		return x, x.words()
-	case words <= 128:
-		x := new(logRing[words128])
-		return x, x.words()
-	case words <= maxInlineWords:
-		x := new(logRing[words256])
-		return x, x.words()
+	if words > maxInlineWords {
+		x := &bigLog{w: make([]int64, words)}
+		return x, x.w
 	}
-	x := &bigLog{w: make([]int64, words)}
-	return x, x.w
+	class := 0
+	for 4<<class < words {
+		class++
+	}
+	x := newLogRings[class]()
+	return x, x.words()
 }

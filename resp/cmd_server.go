@@ -30,7 +30,7 @@ func init() {
 					Complexity: "O(N) where N is the number of parameters", Summary: "Changes parameters at run time, all or none.",
 					Syntax: "parameter value [parameter value ...]", Handler: cmdConfigSet},
 				{Name: "config|rewrite", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Rewrites the config file the server started with so that it sets the running configuration, keeping its comments.", Handler: cmdConfigRewrite},
+					Complexity: "O(N) where N is the number of directives", Summary: "Rewrites the config file the server started with so that it sets the running configuration, keeping its comments.", Handler: cmdConfigRewrite},
 				{Name: "config|resetstat", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Resets the command statistics.", Handler: cmdConfigResetStat},
 				{Name: "config|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -173,20 +174,23 @@ func RewriteConfigFile(path string, cfg *Config) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	var out []string
+	// ParseConfig says which lines are directives; the others are kept
+	// as they are.
+	parsed, err := ParseConfig(bytes.NewReader(old))
+	if err != nil {
+		return err
+	}
+	directiveAt := map[int]string{}
+	for _, l := range parsed {
+		directiveAt[l.Line] = l.Name
+	}
+	var out, lines []string
+	if text := strings.TrimSuffix(string(old), "\n"); text != "" {
+		lines = strings.Split(text, "\n")
+	}
 	done := map[string]bool{}
-	text := strings.TrimSuffix(string(old), "\n")
-	for _, line := range strings.Split(text, "\n") {
-		if text == "" {
-			break
-		}
-		t := strings.TrimSpace(line)
-		var d *Directive
-		if t != "" && t[0] != '#' {
-			if args, err := splitArgs(t); err == nil && len(args) >= 2 {
-				d = LookupDirective(args[0])
-			}
-		}
+	for n, line := range lines {
+		d := LookupDirective(directiveAt[n+1])
 		switch {
 		case d == nil || d.Set == nil:
 			out = append(out, line)
