@@ -147,12 +147,17 @@ var ErrFull = errors.New("a keyspace shard is full (256 MiB of keys); use more s
 //
 // An entry is
 //
-//	[V, padded to a multiple of 8][tag byte][uvarint len<<1 | free][key bytes][padding to 8]
+//	[V, padded to a multiple of 8][tag byte][uvarint len<<2 | words<<1 | free][key bytes]
+//	    [uvarint number of words, if words is set][padding to 8][the words]
 //
 // V comes first so that it is 8-aligned: the arena's base is page- or
 // malloc-aligned and every entry's size is a multiple of 8. The tag byte is
 // the caller's (see GetTagged). The low bit of the length field marks a
-// free entry, so a key under 64 bytes has a one-byte length field.
+// free entry, so a key under 32 bytes has a one-byte length field. The
+// words are a caller's state that does not fit V, kept with the key
+// (InsertWords, Words): a lookup that brings in the key brings in their
+// page, and often their first cache line, with it. Most entries have none,
+// and pay no byte for the possibility.
 //
 // V must hold no pointers (New panics otherwise): values live in a byte
 // arena the garbage collector does not scan. These arrays live outside the
@@ -187,6 +192,7 @@ const (
 	align       = 8   // of every entry's offset and size
 	maxClass    = 128 // entries under maxClass*align bytes have their free list in Shard.free
 	freeFlag    = 1   // in an entry's length field
+	wordsFlag   = 2   // in an entry's length field: the entry has words
 
 	// maxArena bounds the arena so that an entry's offset/align+1 fits in
 	// a slot's bits above the tag: 256 MiB, some 4 million small keys.
@@ -247,26 +253,43 @@ func uvarintLen(x uint64) int {
 
 // EntrySize is the arena bytes a key of length n takes with its value V:
 // the memory a live key costs beyond its share of the index.
-func EntrySize[V any](n int) int {
-	return roundUp(valSize[V]() + 1 + uvarintLen(uint64(n)<<1) + n)
+func EntrySize[V any](n int) int { return EntrySizeWords[V](n, 0) }
+
+// EntrySizeWords is EntrySize for a key that keeps words words with it
+// (InsertWords).
+func EntrySizeWords[V any](n, words int) int {
+	size := valSize[V]() + 1 + uvarintLen(uint64(n)<<2) + n
+	if words > 0 {
+		size += uvarintLen(uint64(words))
+	}
+	return roundUp(size) + 8*words
 }
 
 // entryAt decodes the header of the entry at off: where its key starts,
 // the key's length, the entry's size and whether the entry is free.
 func (s *Shard[V]) entryAt(off int) (k, n, size int, free bool) {
-	return header(s.arena, off, valSize[V]())
+	k, n, size, free, _, _ = header(s.arena, off, valSize[V]())
+	return k, n, size, free
 }
 
 // header is entryAt for the entry at off of arena a, whose values take vs
-// bytes.
-func header(a []byte, off, vs int) (k, n, size int, free bool) {
+// bytes, that also returns where the entry's words start and how many
+// there are.
+func header(a []byte, off, vs int) (k, n, size int, free bool, at, words int) {
 	h := off + vs + 1
 	x, w := uint64(a[h]), 1
 	if x >= 0x80 {
 		x, w = uvarint(a[h:])
 	}
-	n = int(x >> 1)
-	return h + w, n, roundUp(h + w + n - off), x&freeFlag != 0
+	k, n = h+w, int(x>>2)
+	end := k + n
+	if x&wordsFlag != 0 {
+		c, cw := uvarint(a[end:])
+		end += cw
+		words = int(c)
+	}
+	at = off + roundUp(end-off)
+	return k, n, at - off + 8*words, x&freeFlag != 0, at, words
 }
 
 // keyAt returns the key of the entry at off, aliasing the arena.
@@ -310,12 +333,12 @@ func (s *Shard[V]) find(key []byte, pos uint64, tag uint32) int {
 	}
 }
 
-// keyIs reports whether the entry at off holds key. A short key (under 64
+// keyIs reports whether the entry at off holds key. A short key (under 32
 // bytes: a one-byte length field) is compared without decoding a uvarint.
 func (s *Shard[V]) keyIs(off int, key []byte) bool {
 	h := off + valSize[V]() + 1
 	if x := s.arena[h]; x < 0x80 {
-		return int(x>>1) == len(key) && string(s.arena[h+1:h+1+len(key)]) == string(key)
+		return int(x>>2) == len(key) && string(s.arena[h+1:h+1+len(key)]) == string(key)
 	}
 	return string(s.keyAt(off)) == string(key)
 }
@@ -350,6 +373,13 @@ func (s *Shard[V]) Insert(key []byte) *V {
 // InsertTagged is Insert for a key of hash h (Table.Hash) that also returns
 // the key's tag (0 for a new key).
 func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
+	return s.InsertWords(key, h, 0)
+}
+
+// InsertWords is InsertTagged for a key that keeps words int64 words with
+// it, zeroed, which Words returns. A key already present is returned as it
+// is, with the words it has: to change their number, Delete the key first.
+func (s *Shard[V]) InsertWords(key []byte, h uint64, words int) (*V, *byte) {
 	pos, tag := split(h)
 	if p := s.find(key, pos, tag); p >= 0 {
 		off := offOf(s.slot[p])
@@ -362,7 +392,7 @@ func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
 		}
 		s.rehash(max(size, minSlots))
 	}
-	off := s.place(key)
+	off := s.place(key, words)
 	size := len(s.slot)
 	p := home(pos, size)
 	for isFull(s.slot[p]) {
@@ -376,11 +406,11 @@ func (s *Shard[V]) InsertTagged(key []byte, h uint64) (*V, *byte) {
 	return s.valAt(off), s.tagAt(off)
 }
 
-// place stores key in an entry with a zero value and tag, a free entry of
-// its size if there is one, else a new one at the end of the arena, and
-// returns the entry's offset.
-func (s *Shard[V]) place(key []byte) int {
-	size := EntrySize[V](len(key))
+// place stores key in an entry with a zero value, tag and words, a free
+// entry of its size if there is one, else a new one at the end of the
+// arena, and returns the entry's offset.
+func (s *Shard[V]) place(key []byte, words int) int {
+	size := EntrySizeWords[V](len(key), words)
 	off, ok := s.popFree(size)
 	if !ok {
 		if len(s.arena)+size >= maxArena {
@@ -398,9 +428,29 @@ func (s *Shard[V]) place(key []byte) int {
 	e := s.arena[off : off+size]
 	vs := valSize[V]()
 	clear(e[:vs+1]) // value and tag
-	w := binary.PutUvarint(e[vs+1:], uint64(len(key))<<1)
-	clear(e[vs+1+w+copy(e[vs+1+w:], key):]) // padding: a reused entry's is old key bytes
+	x := uint64(len(key)) << 2
+	if words > 0 {
+		x |= wordsFlag
+	}
+	end := vs + 1 + binary.PutUvarint(e[vs+1:], x)
+	end += copy(e[end:], key)
+	if words > 0 {
+		end += binary.PutUvarint(e[end:], uint64(words))
+	}
+	clear(e[end:]) // padding and words: a reused entry's are old bytes
 	return off
+}
+
+// Words returns the words of the entry whose value v points at (from Get,
+// GetTagged or Insert, under the same validity rule), nil if it has none.
+// They alias the arena: they stay valid as long as v does.
+func (s *Shard[V]) Words(v *V) []int64 {
+	off := int(uintptr(unsafe.Pointer(v)) - uintptr(unsafe.Pointer(unsafe.SliceData(s.arena))))
+	if s.arena[off+valSize[V]()+1]&wordsFlag == 0 {
+		return nil
+	}
+	_, _, _, _, at, words := header(s.arena, off, valSize[V]())
+	return unsafe.Slice((*int64)(unsafe.Pointer(&s.arena[at])), words)
 }
 
 // popFree takes a free entry of size bytes off its list.
@@ -546,7 +596,7 @@ func (s *Shard[V]) Compact(reserve int) bool {
 	vs := valSize[V]()
 	s.slot, s.used = makeArray[uint32](size, size), 0
 	for off := 0; off < len(old); {
-		k, n, esize, free := header(old, off, vs)
+		k, n, esize, free, _, _ := header(old, off, vs)
 		if !free {
 			at := len(s.arena)
 			s.arena = appendArray(s.arena, old[off:off+esize]...)

@@ -496,3 +496,111 @@ func TestFull(t *testing.T) {
 		t.Fatal("no insert after a delete")
 	}
 }
+
+// TestWordsAgainstMap: keys that keep words with them (InsertWords) keep
+// exactly those words through inserts and deletes of their neighbours,
+// reuse of free entries, Scan and Compact, beside keys that have none;
+// and a key's entry is the size EntrySizeWords says.
+func TestWordsAgainstMap(t *testing.T) {
+	tab := New[entry](1)
+	s := tab.Shard(0)
+	type want struct {
+		v     entry
+		words []int64
+	}
+	m := map[string]want{}
+	rng := rand.New(rand.NewSource(7))
+	check := func(step int, k string, v *entry) {
+		t.Helper()
+		w, ok := m[k]
+		if !ok || *v != w.v {
+			t.Fatalf("step %d: %q = %v, want %v (present %v)", step, k, *v, w.v, ok)
+		}
+		got := s.Words(v)
+		if (got == nil) != (len(w.words) == 0) || len(got) != len(w.words) {
+			t.Fatalf("step %d: %q has %d words (nil %v), want %d", step, k, len(got), got == nil, len(w.words))
+		}
+		for i := range got {
+			if got[i] != w.words[i] {
+				t.Fatalf("step %d: %q word %d = %d, want %d", step, k, i, got[i], w.words[i])
+			}
+		}
+	}
+	checkAll := func(step int) {
+		t.Helper()
+		seen, live := 0, 0
+		s.Range(func(k string, v *entry) bool {
+			seen++
+			check(step, k, v)
+			return true
+		})
+		for off := 0; off < len(s.arena); {
+			k, n, size, free := s.entryAt(off)
+			if !free {
+				live++
+				if want := EntrySizeWords[entry](n, len(m[string(s.arena[k:k+n])].words)); size != want {
+					t.Fatalf("step %d: entry of %q is %d bytes, want %d", step, s.arena[k:k+n], size, want)
+				}
+			}
+			off += size
+		}
+		if seen != len(m) || live != len(m) {
+			t.Fatalf("step %d: Range saw %d keys, the arena holds %d, want %d", step, seen, live, len(m))
+		}
+	}
+	var cursor uint64
+	for step := 0; step < 100000; step++ {
+		// Key lengths around the one-byte length field's bound (32) and
+		// far past it.
+		k := fmt.Sprint("k", rng.Intn(3000))
+		switch rng.Intn(20) {
+		case 0:
+			k += string(make([]byte, 28+rng.Intn(8)))
+		case 1:
+			k += string(make([]byte, 300))
+		}
+		switch op := rng.Intn(10); {
+		case op < 5:
+			n := 0
+			if rng.Intn(3) > 0 {
+				n = rng.Intn(40) + 1
+			}
+			s.Delete([]byte(k))
+			v, _ := s.InsertWords([]byte(k), maphash.Bytes(s.seed, []byte(k)), n)
+			w := want{v: entry{int64(step), int64(n), uint8(step)}}
+			words := s.Words(v)
+			for i := range words {
+				if words[i] != 0 {
+					t.Fatalf("step %d: new %q word %d = %d, want 0", step, k, i, words[i])
+				}
+				words[i] = int64(step)<<8 | int64(i)
+			}
+			w.words = append([]int64(nil), words...)
+			*v = w.v
+			m[k] = w
+		case op < 8:
+			_, present := m[k]
+			if got := s.Delete([]byte(k)); got != present {
+				t.Fatalf("step %d: delete %q = %v", step, k, got)
+			}
+			delete(m, k)
+		default:
+			if v := s.Get([]byte(k)); v != nil {
+				check(step, k, v)
+			} else if _, ok := m[k]; ok {
+				t.Fatalf("step %d: %q missing", step, k)
+			}
+		}
+		if step%89 == 0 {
+			cursor = s.Scan(cursor, 7, func(k string, v *entry, _ byte) bool {
+				check(step, k, v)
+				return true
+			})
+		}
+		if step%4999 == 0 {
+			s.Compact(0)
+			checkAll(step)
+		}
+	}
+	checkAll(-1)
+}
