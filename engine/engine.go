@@ -119,10 +119,11 @@ type Engine struct {
 
 // stored is an Entry as the table keeps it: 24 bytes without pointers, so
 // the table keeps it outside the Go heap (see shard). The kind lives in the
-// key's tag byte (tagExt set when the key has Ext state). The rare Ext state
-// (sliding logs, strings) lives in the shard's ext slab: for such a key, B
-// is its slot there, and the slot keeps the entry's own B and C
-// (extslab.go).
+// key's tag byte (tagExt set when the key has Ext state in a slot). Ext
+// state lives in the shard's ext slab: for such a key, B is its slot there,
+// and the slot keeps the entry's own B and C (extslab.go). A sliding log of
+// up to maxInlineWords keeps its buffer, and C, in its entry's words
+// instead, with no slot (logbuf.go).
 type stored struct {
 	Expire, A, B int64
 }
@@ -142,9 +143,15 @@ type sideState struct {
 // load is the Entry that st (of tag byte tag) in shard i stores.
 func (e *Engine) load(i int, st *stored, tag byte) Entry {
 	ent := Entry{Kind: Kind(tag &^ tagExt), Expire: st.Expire, A: st.A, B: st.B}
-	if tag&tagExt != 0 {
+	switch {
+	case tag&tagExt != 0:
 		x := &e.side[i].ext.slots[st.B]
 		ent.Ext, ent.B, ent.C = x.ext, x.b, x.c
+	case ent.Kind == KindSlidingLog:
+		if w := e.tab.Shard(i).Words(st); w != nil {
+			l := asInline(w)
+			ent.Ext, ent.C = l, l.c
+		}
 	}
 	return ent
 }
@@ -238,7 +245,18 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 	}
 	write := fn(ents)
 	if write {
-		e.roomFor(keys, at)
+		e.roomFor(keys, at, ents)
+		// Settle, before any write can move a shard's arena, which
+		// sliding logs' words are already in place (logbuf.go).
+		for k, key := range keys {
+			if !at[k].dup && ents[k].Kind == KindSlidingLog {
+				s := e.tab.Shard(at[k].i)
+				cur, _ := s.GetTagged(key, at[k].h)
+				if _, home := inlinePlan(s, cur, &ents[k]); home {
+					ents[k].Ext = inlineHome{}
+				}
+			}
+		}
 	}
 	for k, key := range keys {
 		if at[k].dup {
@@ -263,21 +281,24 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 // keys is all or nothing at capacity too, where storing them one by one
 // would keep the first and refuse the second. Far from the bound (every
 // key counted as new still fits) it looks nothing up.
-func (e *Engine) roomFor(keys [][]byte, at []keyAt) {
+func (e *Engine) roomFor(keys [][]byte, at []keyAt, ents []Entry) {
 	// need is what shard i's keys take: all of them (exact false) or
-	// only those absent (an entry present is written in place).
+	// only those that need a new entry (an entry present with room for the
+	// same words is written in place).
 	need := func(i int, exact bool) int {
 		size := 0
 		for j, key := range keys {
 			if at[j].dup || at[j].i != i {
 				continue
 			}
+			words := entryWords(&ents[j])
 			if exact {
-				if cur, _ := e.tab.Shard(i).GetTagged(key, at[j].h); cur != nil {
+				s := e.tab.Shard(i)
+				if cur, _ := s.GetTagged(key, at[j].h); cur != nil && len(s.Words(cur)) == words {
 					continue
 				}
 			}
-			size += shard.EntrySize[stored](len(key))
+			size += shard.EntrySizeWords[stored](len(key), words)
 		}
 		return size
 	}
@@ -345,14 +366,39 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 		}
 		return
 	}
+	words, home := inlinePlan(s, cur, &ent)
+	if cur != nil && (words > 0 || Kind(*tag&^tagExt) == KindSlidingLog) && len(s.Words(cur)) != words {
+		// The entry has room for other words than ent keeps in it: ent
+		// goes in an entry of its own (the key's memory accounting, which
+		// counts the key and not its state, is unchanged). Refused before
+		// the old entry goes, at capacity: the key keeps its state.
+		if !s.Fits(shard.EntrySizeWords[stored](len(key), words)) {
+			panic(ErrShardFull)
+		}
+		e.dropExt(i, *cur, *tag)
+		s.DeleteHashed(key, h)
+		cur, tag = s.InsertWords(key, h, words)
+	}
 	if cur == nil {
-		cur, tag = s.InsertTagged(key, h)
+		cur, tag = s.InsertWords(key, h, words)
 		e.stats[i].bytes.Add(keyCost(key))
 	}
 	old, hadExt := *cur, *tag&tagExt != 0
 	*cur = stored{Expire: ent.Expire, A: ent.A, B: ent.B}
 	*tag = byte(ent.Kind)
 	switch {
+	case words > 0:
+		// A sliding log in the entry's words (logbuf.go).
+		l := asInline(s.Words(cur))
+		if !home {
+			// A buffer that moved, or the key is new: copy it in.
+			l.size = int64(words - inlineHeader)
+			copy(l.words(), ent.Ext.(logWords).words())
+		}
+		l.c = ent.C
+		if hadExt {
+			e.side[i].ext.drop(old.B)
+		}
 	case ent.Ext != nil:
 		*tag |= tagExt
 		cur.B = e.storeExt(i, old.B, hadExt, &ent)

@@ -12,7 +12,8 @@ import (
 // state in Ext, on the heap. Returning a fresh state from every Apply would
 // allocate on every admitted request. Instead such a key's Ext is an
 // extBox, kept in the key's ext slot (extslab.go) for the key's life (a
-// sliding log does the same without a box: logbuf.go):
+// sliding log does the same without a box, in its entry's words:
+// logbuf.go):
 //
 //   - Apply reads the box's current state and builds the next one in the
 //     box's stage, which changes nothing the current state says, and returns

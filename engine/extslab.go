@@ -6,9 +6,10 @@ package engine
 // its stored entry's B, and the slot keeps the entry's own B and C beside
 // the Ext value. Finding the state is then one index into the slab from the
 // entry the table lookup already found: no second hash of the key and no
-// map probe, which for a shard of many sliding-log keys was a few cache
-// misses per request. Entries keep showing their own B (load and store
-// swap it), so no algorithm has to leave B unused when it has Ext state.
+// map probe. Entries keep showing their own B (load and store swap it), so
+// no algorithm has to leave B unused when it has Ext state. (A sliding log
+// keeps its buffer in its entry's words instead, up to maxInlineWords: one
+// place fewer to read per request, logbuf.go.)
 //
 // A slot belongs to its key from the write that gives the key Ext state
 // to the one that deletes the key (reap: DEL, lazy or active expiry,
@@ -19,7 +20,7 @@ package engine
 // than a quarter of its slots are in use, active expiry compacts it
 // (Engine.compactSlab): the live slots move to a slab of their own size and
 // each key's entry learns its new slot, so a shard that once held many
-// sliding logs gives their room back.
+// strings or big sliding logs gives their room back.
 
 // extSlab is one shard's slots, guarded by the shard's lock. Free slots
 // are chained through their b, from free.

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/limitdb/limitdb/engine/window"
+	"github.com/limitdb/limitdb/shard"
 )
 
 // A sliding log's state, kept apart.
@@ -11,22 +12,119 @@ import (
 // SL.INCR on a random key pays a cache miss for each place its state is
 // read from before it can decide. A sliding log's window.Ring is therefore
 // kept in three parts: its Seen, State (window.Ring.State) and Oldest in
-// the entry's A, B and C, which the engine has loaded with the key, and its
-// stamps' buffer in Ext, as a pointer to an array (a logRing): the slot of
-// the oldest stamp is then known from B and the pointer alone, with no box
-// to read first. A ring of more than maxInlineWords has a bigLog, whose
-// buffer is a pointer further.
+// the entry's A, B and C, and its stamps' buffer in Ext. Where the buffer
+// lives depends on its size:
 //
-// Staging is as in extbox.go, without a box: Record appends past the
-// stamps the key's state sees, so Apply returns the same buffer as a
-// logStage, which store commits back to the key's logRing; a dropped write
-// leaves the key's A, B, C and stamps as they were. A ring that moves gets a
-// new logRing, which store puts in place of the old. Apply on a staged
-// entry records on a copy. Get copies the buffer (cloneExt).
+//   - up to maxInlineWords, in the key's own entry (shard words): an
+//     inlineLog, [words][Oldest][stamps...]. The lookup that found the key
+//     brought in its page, often the line the stamps start on, and there is
+//     no slot, pointer or heap allocation to go through. Oldest (C) lives
+//     there too: the entry's B holds the State, not a slot number.
+//   - beyond, a bigLog in the key's ext slot (extslab.go), its buffer a
+//     pointer further.
+//
+// Staging is as in extbox.go, without a box. Record appends past the
+// stamps the key's state sees, so Apply returns the key's own words as an
+// inlineStage (a bigLog's buffer as a bigStage), and store has only the
+// entry's numbers and C to write; a dropped write leaves the key's state
+// as it was. A ring that moves (grows, shrinks, or is new) goes to a new
+// buffer on the heap, a logRing, which store copies into the key's entry,
+// re-placing the entry when the size differs. Apply on a staged entry
+// records on a copy. Get copies the buffer (cloneExt).
+//
+// On the wire, with 100k random keys, keeping the stamps in the entry
+// rather than behind an ext slot took SL.INCR from 0.72-0.78 of
+// CL.THROTTLE's throughput to 0.85 (bench/ab.sh, bench/README.md).
 
-// maxInlineWords is the largest buffer kept as an array: 256 words, 2 KiB,
-// a limit of 100 at its fullest even with costs.
+// maxInlineWords is the largest buffer kept in the key's entry (and as an
+// array while it moves): 256 words, 2 KiB, a limit of 100 at its fullest
+// even with costs.
 const maxInlineWords = 256
+
+// inlineLog is the start of a sliding log's words in its key's entry:
+// the number of stamp words, the ring's Oldest (Entry.C), then the
+// stamps. As Ext it is valid while the entry stays where it is: within
+// the callback of Do, DoMulti or RangeShard that loaded it, before any
+// write (a write may move the shard's arena). inlineStage is the same
+// memory as the Ext of an entry Apply returned: the stamp was appended
+// past those the key's state sees, so store has only C and the entry's
+// numbers to write.
+type (
+	inlineLog   struct{ size, c int64 }
+	inlineStage inlineLog
+)
+
+// inlineHeader is the words of an inlineLog before its stamps.
+const inlineHeader = 2
+
+// asInline is the inlineLog at the start of a key's words w.
+func asInline(w []int64) *inlineLog { return (*inlineLog)(unsafe.Pointer(unsafe.SliceData(w))) }
+
+func (l *inlineLog) words() []int64 {
+	return unsafe.Slice((*int64)(unsafe.Add(unsafe.Pointer(l), inlineHeader*8)), l.size)
+}
+func (l *inlineLog) staged() any { return (*inlineStage)(l) }
+func (l *inlineLog) cloneExt() any {
+	ext, buf := newLogBuf(int(l.size))
+	copy(buf, l.words())
+	return ext
+}
+
+func (s *inlineStage) words() []int64 { return (*inlineLog)(s).words() }
+func (s *inlineStage) cloneExt() any  { return (*inlineLog)(s).cloneExt() }
+
+// inlineHome is the Ext of a sliding log whose words are already in its
+// key's entry, as DoMulti finds before it stores anything (its writes may
+// move a shard's arena, and with it the words an inlineStage points at).
+type inlineHome struct{}
+
+// entryWords is the number of words of its key's entry that ent keeps a
+// sliding log's buffer in: 0 for a buffer kept elsewhere (a bigLog) or
+// another kind. It must be called while ent's Ext is valid.
+func entryWords(ent *Entry) int {
+	if ent.Kind != KindSlidingLog {
+		return 0
+	}
+	switch x := ent.Ext.(type) {
+	case *inlineStage:
+		return inlineHeader + int(x.size)
+	case *inlineLog:
+		return inlineHeader + int(x.size)
+	case logWords:
+		if n := len(x.words()); n <= maxInlineWords {
+			return inlineHeader + n
+		}
+	}
+	return 0
+}
+
+// inlinePlan is how store keeps ent over the key's present entry cur (nil
+// if none) of shard s: the number of words of the key's entry its buffer
+// goes in (entryWords), and home when they are cur's own words, which
+// already hold it. Words loaded from another key are copied out first, into
+// ent.Ext: the write may move them.
+func inlinePlan(s *shard.Shard[stored], cur *stored, ent *Entry) (words int, home bool) {
+	if _, ok := ent.Ext.(inlineHome); ok {
+		return len(s.Words(cur)), true
+	}
+	words = entryWords(ent)
+	var l *inlineLog
+	switch x := ent.Ext.(type) {
+	case *inlineStage:
+		l = (*inlineLog)(x)
+	case *inlineLog:
+		l = x
+	default:
+		return words, false
+	}
+	if cur != nil {
+		if w := s.Words(cur); w != nil && asInline(w) == l {
+			return words, true
+		}
+	}
+	ent.Ext = l.cloneExt()
+	return words, false
+}
 
 // logWords is a sliding log's buffer, stored or staged.
 type logWords interface{ words() []int64 }
@@ -64,39 +162,17 @@ type (
 	words256 [256]int64
 )
 
-// logRing is a key's stamps as stored; logStage, the same memory as an
-// entry Apply returned and store has not committed. A is one of the
-// arrays above.
-type (
-	logRing[A any]  struct{ w A }
-	logStage[A any] struct{ w A }
-)
+// logRing is a buffer of at most maxInlineWords on the heap, on its way
+// to a key's entry: a ring that moved, a copy (Get), a decoded one. A is
+// one of the arrays above, so that it is one allocation. It shares memory
+// with no key, so Apply records on it in place (staged is itself).
+type logRing[A any] struct{ w A }
 
-// wordsAt is the buffer of size bytes at p, made without reading it:
-// slicing the array (r.w[:]) would load from it to check p for nil, a
-// cache miss on a random key that a request which drops no stamp (window.
-// Ring.Oldest) does not otherwise pay.
-func wordsAt(p unsafe.Pointer, size uintptr) []int64 {
-	return unsafe.Slice((*int64)(p), size/8)
+func (r *logRing[A]) words() []int64 {
+	return unsafe.Slice((*int64)(unsafe.Pointer(r)), unsafe.Sizeof(r.w)/8)
 }
-
-func (r *logRing[A]) words() []int64  { return wordsAt(unsafe.Pointer(r), unsafe.Sizeof(r.w)) }
-func (r *logRing[A]) staged() any     { return (*logStage[A])(r) }
-func (r *logRing[A]) cloneExt() any   { c := *r; return &c }
-func (r *logRing[A]) extBytes() int64 { return int64(unsafe.Sizeof(*r)) }
-
-func (s *logStage[A]) words() []int64 { return wordsAt(unsafe.Pointer(s), unsafe.Sizeof(s.w)) }
-func (s *logStage[A]) cloneExt() any  { c := logRing[A](*s); return &c }
-
-func (s *logStage[A]) commit(stored any) (any, bool) {
-	r := (*logRing[A])(s)
-	if x, ok := stored.(*logRing[A]); ok && x == r {
-		return r, true
-	}
-	// Not this key's buffer (the entry came from another key): sharing
-	// it would let one key's writes change the other's stamps.
-	return r.cloneExt(), false
-}
+func (r *logRing[A]) staged() any   { return r }
+func (r *logRing[A]) cloneExt() any { c := *r; return &c }
 
 // bigLog is a buffer of more than maxInlineWords; bigStage, as staged.
 type (

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -120,8 +121,8 @@ func mustGet(t *testing.T, e *Engine, key []byte, now int64) Entry {
 	return ent
 }
 
-// A sliding log kept by the engine, its ring split over the entry, the
-// ext slab and the buffer, decides as the same log kept whole: at every
+// A sliding log kept by the engine, its ring split over the entry and
+// its words, decides as the same log kept whole: at every
 // step of random traffic on two keys, whose stamps slide out, move to new
 // buffers and widen, and whose slots the slab reuses as keys come and go.
 func TestSlidingLogThroughEngine(t *testing.T) {
@@ -166,4 +167,129 @@ func TestSlidingLogThroughEngine(t *testing.T) {
 			}
 		}
 	}
+}
+
+// where reports where key's sliding log keeps its buffer: "entry" (its
+// entry's words), "slot" (the ext slab) or "none".
+func where(t *testing.T, e *Engine, key []byte) string {
+	t.Helper()
+	s := e.tab.Shard(e.tab.Index(key))
+	s.Lock()
+	defer s.Unlock()
+	cur, tag := s.GetTagged(key, e.tab.Hash(key))
+	switch {
+	case cur == nil:
+		return "none"
+	case *tag&tagExt != 0 && s.Words(cur) == nil:
+		return "slot"
+	case *tag&tagExt == 0 && s.Words(cur) != nil:
+		return "entry"
+	}
+	t.Fatalf("%s: tag %#x with %d words", key, *tag, len(s.Words(cur)))
+	return ""
+}
+
+// A sliding log keeps its buffer in its key's entry up to maxInlineWords,
+// in the ext slab beyond, and moves between the two as its ring grows and
+// shrinks, deciding throughout as the same log kept whole.
+func TestSlidingLogEntryAndSlot(t *testing.T) {
+	sec := int64(time.Second)
+	sl, _ := NewSlidingLog(1000, sec)
+	e := New(nil, 1)
+	key := []byte("k")
+	var whole window.Ring
+	hit := func(now int64) {
+		t.Helper()
+		got, err := Limit(e, key, now, sl, 1)
+		want, _ := sl.L.Decide(&whole, now, 1)
+		whole = sl.L.Record(&whole, now, 1)
+		if w := result(want.Limited, 1000, want.Remaining, want.RetryAfter, want.ResetAfter); err != nil || got != w {
+			t.Fatalf("at t0%+d: %+v %v, kept whole %+v", now-t0, got, err, w)
+		}
+	}
+	seen := map[string]bool{}
+	for i := range 400 { // 400 stamps: the ring grows past 256 slots
+		hit(t0 + int64(i))
+		w := where(t, e, key)
+		if want := map[bool]string{true: "entry", false: "slot"}[whole.Cap() <= maxInlineWords]; w != want {
+			t.Fatalf("%d stamps in %d slots: buffer in the %s, want the %s", whole.Len(), whole.Cap(), w, want)
+		}
+		seen[w] = true
+		checkSlabs(t, e)
+	}
+	// A second later all but the newest stamps have slid out: the ring
+	// shrinks back into the entry.
+	for i := range 40 {
+		hit(t0 + sec + 400 + int64(i)*sec/50)
+	}
+	if w := where(t, e, key); w != "entry" || !seen["slot"] || !seen["entry"] {
+		t.Fatalf("after shrinking: buffer in the %s (seen %v)", w, seen)
+	}
+	if got := checkSlabs(t, e); got != 1 {
+		t.Fatalf("%d keys with Ext state, want 1", got)
+	}
+}
+
+// DoMulti stores one key's staged words after writes that move the
+// shard's arena (new keys that make it grow): the key keeps the request
+// it admitted, and a key given another key's staged state gets a copy.
+func TestDoMultiWordsAcrossArenaMove(t *testing.T) {
+	sl, _ := NewSlidingLog(5, 100)
+	e := New(nil, 1)
+	for i := range 200 { // an arena of some pages, outside the Go heap
+		build(t, e, fmt.Appendf(nil, "old%d", i), sl, []int64{0})
+	}
+	a, b := []byte("a"), []byte("b")
+	build(t, e, a, sl, []int64{0, 10})
+	build(t, e, b, sl, []int64{0})
+	keys := [][]byte{}
+	for i := range 500 {
+		keys = append(keys, fmt.Appendf(nil, "new%d", i))
+	}
+	keys = append(keys, a, b)
+	e.DoMulti(keys, t0+20, func(ents []Entry) bool {
+		for k := range ents {
+			next, r, write, err := sl.Apply(ents[k], t0+20, 1)
+			if err != nil || r.Limited || !write {
+				t.Fatalf("%s: %+v write=%v %v", keys[k], r, write, err)
+			}
+			ents[k] = next
+		}
+		ents[len(ents)-1] = ents[len(ents)-2] // b gets a's staged state
+		return true
+	})
+	if sa, sb := stateOf(t, e, a, t0+20), stateOf(t, e, b, t0+20); !bytes.Equal(sa, sb) {
+		t.Fatalf("b holds %x, not a's state %x", sb, sa)
+	}
+	for key, want := range map[string]int64{"a": 2, "b": 2, "new7": 4, "old3": 4} {
+		if n := remaining(t, e, key, t0+20, sl); n != want {
+			t.Errorf("%s: remaining %d, want %d", key, n, want)
+		}
+	}
+	build(t, e, a, sl, []int64{30}) // a's words are its own again
+	if n := remaining(t, e, "b", t0+30, sl); n != 2 {
+		t.Errorf("b after a write to a: remaining %d, want 2", n)
+	}
+	checkSlabs(t, e)
+}
+
+// A write of a sliding log's entry as loaded (EXPIRE, PEXPIRE) keeps its
+// stamps where they are.
+func TestSlidingLogRewrittenAsLoaded(t *testing.T) {
+	sl, _ := NewSlidingLog(5, 100)
+	e := New(nil, 1)
+	key := []byte("k")
+	build(t, e, key, sl, []int64{0, 1, 2})
+	before := remaining(t, e, "k", t0+3, sl)
+	e.Do(key, t0+3, func(ent Entry) (Entry, bool) {
+		ent.Expire += 1000
+		return ent, true
+	})
+	if n := remaining(t, e, "k", t0+3, sl); n != before || n != 2 {
+		t.Fatalf("remaining %d after the rewrite, %d before, want 2", n, before)
+	}
+	if w := where(t, e, key); w != "entry" {
+		t.Fatalf("buffer in the %s", w)
+	}
+	checkSlabs(t, e)
 }

@@ -94,8 +94,8 @@ type sizedExt interface{ extBytes() int64 }
 
 // KeyBytes is the memory key takes at now, as MEMORY USAGE reports it:
 // keyCost, and for a key with Ext state its slot and the state's heap
-// memory (a sliding log's buffer, a string's bytes, a sliding window's two
-// sets of counts). It reports false when the key is absent. It is an
+// memory (a string's bytes, a sliding window's two sets of counts, a big
+// sliding log's buffer), or the words its entry keeps a sliding log in. It reports false when the key is absent. It is an
 // estimate of what the key holds, not of the allocator's overhead.
 func (e *Engine) KeyBytes(key []byte, now int64) (n int64, ok bool) {
 	e.Do(key, now, func(ent Entry) (Entry, bool) {
@@ -104,6 +104,8 @@ func (e *Engine) KeyBytes(key []byte, now int64) (n int64, ok bool) {
 		}
 		n = keyCost(key)
 		switch x := ent.Ext.(type) {
+		case *inlineLog: // in the key's entry: no slot
+			n += int64(shard.EntrySizeWords[stored](len(key), inlineHeader+int(x.size)) - shard.EntrySize[stored](len(key)))
 		case nil:
 		case []byte:
 			n += extSlotBytes + 24 + int64(cap(x)) // the boxed slice and its bytes
