@@ -197,64 +197,44 @@ func run(a algo, reqs []request) result {
 	return res
 }
 
-// keyspaceOverhead stores n keys whose state fits the entry (a fixed
-// window's) and asks the keyspace what it holds (Engine.MemoryBytes: the
-// table's storage, capacity included, outside the Go heap): the key name,
-// the table slot and the stored entry.
-func keyspaceOverhead() int {
-	const n = 50000
-	e := engine.New(nil, 0)
-	for i := 0; i < n; i++ {
-		e.Do(fmt.Appendf(nil, "user:%06d", i), t0, func(engine.Entry) (engine.Entry, bool) {
-			return engine.Entry{Kind: engine.KindFixedWindow, A: t0, B: 1, Expire: t0 + window}, true
-		})
-	}
-	bytes, _ := e.MemoryBytes()
-	return int(math.Round(float64(bytes) / n))
-}
-
-// sideEntry is what a key with Ext state adds on the Go heap beyond the
-// state itself: its slot in the shard's Ext slab (engine/extslab.go). Measured with the
-// heap's statistics, it varies by a few bytes between runs, so it is
-// rounded to 16.
-func sideEntry(b []byte) int {
-	const n = 50000
-	own := stateHeap(b)
+// perKey is the memory a key holding state b (serialised) costs: b is
+// stored under n keys of a fresh keyspace, which then holds, per key, its
+// table's storage (Engine.MemoryBytes, outside the Go heap: key name, index
+// slot, entry and the words an entry keeps, such as a sliding log's
+// stamps, capacity included) and what the keys added to the Go heap (state
+// beside the table, in the shard's slab). The heap's share is net of a
+// keyspace of keys whose state fits their entry (a shard's small arrays
+// live on the heap, and MemoryBytes counts them already), and rounded to 8:
+// heap figures vary by a few bytes between runs.
+func perKey(b []byte) (table, heap int) {
 	ent, _, err := engine.DecodeEntry(b)
 	if err != nil {
 		log.Fatal(err)
 	}
+	table, grown := storeMany(func() engine.Entry { got, _, _ := engine.DecodeEntry(b); return got }, ent.Expire-1)
+	_, base := storeMany(func() engine.Entry {
+		return engine.Entry{Kind: engine.KindFixedWindow, A: t0, B: 1, Expire: t0 + window}
+	}, t0)
+	return table, 8 * int(math.Round(max(grown-base, 0)/8))
+}
+
+// storeMany stores the entries next makes under 50,000 keys of a fresh
+// keyspace at now, and returns its table's storage per key and what the
+// Go heap grew by per key.
+func storeMany(next func() engine.Entry, now int64) (table int, heap float64) {
+	const n = 50000
 	e := engine.New(nil, 0)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := 0; i < n; i++ {
-		e.Do(fmt.Appendf(nil, "user:%06d", i), ent.Expire-1, func(engine.Entry) (engine.Entry, bool) {
-			got, _, _ := engine.DecodeEntry(b)
-			return got, true
-		})
+		e.Do(fmt.Appendf(nil, "user:%06d", i), now, func(engine.Entry) (engine.Entry, bool) { return next(), true })
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
+	bytes, _ := e.MemoryBytes()
 	runtime.KeepAlive(e)
-	per := float64(after.HeapAlloc-before.HeapAlloc)/n - float64(own)
-	return 16 * int(math.Round(per/16))
-}
-
-// stateHeap is the heap a state takes beyond its entry: what restoring it
-// from its serialised form allocates (size classes included), which is
-// exact and the same on every run.
-func stateHeap(b []byte) int {
-	const n = 1000
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := 0; i < n; i++ {
-		if _, _, err := engine.DecodeEntry(b); err != nil {
-			log.Fatal(err)
-		}
-	}
-	runtime.ReadMemStats(&after)
-	return int((after.TotalAlloc - before.TotalAlloc) / n)
+	return int(math.Round(float64(bytes) / n)), (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / n
 }
 
 // paretoRates draws per-source request rates (per second) from a heavy
@@ -356,22 +336,13 @@ func main() {
 		fmt.Fprintln(&out)
 	}
 
-	overhead := keyspaceOverhead()
-	side := 0
+	fmt.Fprintln(&out, "**Memory per key**: 50,000 keys, each holding the largest state the bursty run left a key of that algorithm, in a fresh keyspace: the table's storage per key (`Engine.MemoryBytes`: key name, index slot, entry, and the words an entry keeps its sliding log's stamps in; capacity included), and what the keys added to the Go heap (state kept beside the table, in the shard's slab).")
+	fmt.Fprintln(&out)
+	fmt.Fprintln(&out, "| algorithm | command | table | Go heap | bytes per key |")
+	fmt.Fprintln(&out, "|---|---|---:|---:|---:|")
 	for _, r := range results["bursty"] {
-		if strings.HasPrefix(r.algo.name, "exact") {
-			side = sideEntry(r.busiest)
-		}
-	}
-	fmt.Fprintf(&out, "**Memory per key**: the keyspace holds %d bytes per key whose state fits its entry (its own accounting, `Engine.MemoryBytes`, 50,000 keys: key name, table slot, entry, capacity included). A state that does not fit adds its own heap, measured exactly as what restoring the largest state of the bursty run allocates, plus about %d bytes for its slot in the shard's slab that holds such states.\n\n", overhead, side)
-	fmt.Fprintln(&out, "| algorithm | command | state beyond the entry | bytes per key |")
-	fmt.Fprintln(&out, "|---|---|---:|---:|")
-	for _, r := range results["bursty"] {
-		own, extra := stateHeap(r.busiest), 0
-		if own > 0 {
-			extra = side
-		}
-		fmt.Fprintf(&out, "| %s | `%s` | %d | ~%d |\n", r.algo.name, r.algo.cmd, own, overhead+own+extra)
+		table, heap := perKey(r.busiest)
+		fmt.Fprintf(&out, "| %s | `%s` | %d | %d | ~%d |\n", r.algo.name, r.algo.cmd, table, heap, table+heap)
 	}
 	fmt.Fprintln(&out)
 
