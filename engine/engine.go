@@ -251,8 +251,11 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		for k, key := range keys {
 			if !at[k].dup && ents[k].Kind == KindSlidingLog {
 				s := e.tab.Shard(at[k].i)
-				cur, _ := s.GetTagged(key, at[k].h)
-				if _, home := inlinePlan(s, cur, &ents[k]); home {
+				var have []int64
+				if cur, _ := s.GetTagged(key, at[k].h); cur != nil {
+					have = s.Words(cur)
+				}
+				if _, home := inlinePlan(have, &ents[k]); home {
 					ents[k].Ext = inlineHome{}
 				}
 			}
@@ -366,8 +369,12 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 		}
 		return
 	}
-	words, home := inlinePlan(s, cur, &ent)
-	if cur != nil && (words > 0 || Kind(*tag&^tagExt) == KindSlidingLog) && len(s.Words(cur)) != words {
+	var have []int64 // cur's words: only a sliding log's entry has any
+	if cur != nil && (ent.Kind == KindSlidingLog || Kind(*tag&^tagExt) == KindSlidingLog) {
+		have = s.Words(cur)
+	}
+	words, home := inlinePlan(have, &ent)
+	if cur != nil && len(have) != words {
 		// The entry has room for other words than ent keeps in it: ent
 		// goes in an entry of its own (the key's memory accounting, which
 		// counts the key and not its state, is unchanged). Refused before
@@ -378,10 +385,12 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 		e.dropExt(i, *cur, *tag)
 		s.DeleteHashed(key, h)
 		cur, tag = s.InsertWords(key, h, words)
+		have = s.Words(cur)
 	}
 	if cur == nil {
 		cur, tag = s.InsertWords(key, h, words)
 		e.stats[i].bytes.Add(keyCost(key))
+		have = s.Words(cur)
 	}
 	old, hadExt := *cur, *tag&tagExt != 0
 	*cur = stored{Expire: ent.Expire, A: ent.A, B: ent.B}
@@ -389,7 +398,7 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 	switch {
 	case words > 0:
 		// A sliding log in the entry's words (logbuf.go).
-		l := asInline(s.Words(cur))
+		l := asInline(have)
 		if !home {
 			// A buffer that moved, or the key is new: copy it in.
 			l.size = int64(words - inlineHeader)

@@ -4,7 +4,6 @@ import (
 	"unsafe"
 
 	"github.com/limitdb/limitdb/engine/window"
-	"github.com/limitdb/limitdb/shard"
 )
 
 // A sliding log's state, kept apart.
@@ -98,14 +97,14 @@ func entryWords(ent *Entry) int {
 	return 0
 }
 
-// inlinePlan is how store keeps ent over the key's present entry cur (nil
-// if none) of shard s: the number of words of the key's entry its buffer
-// goes in (entryWords), and home when they are cur's own words, which
-// already hold it. Words loaded from another key are copied out first, into
-// ent.Ext: the write may move them.
-func inlinePlan(s *shard.Shard[stored], cur *stored, ent *Entry) (words int, home bool) {
+// inlinePlan is how store keeps ent over a key's present entry, whose
+// words are have (nil if it has none, or there is no entry): the number of
+// words of the key's entry ent's buffer goes in (entryWords), and home when
+// they are have, which already hold it. Words loaded from another key are
+// copied out first, into ent.Ext: the write may move them.
+func inlinePlan(have []int64, ent *Entry) (words int, home bool) {
 	if _, ok := ent.Ext.(inlineHome); ok {
-		return len(s.Words(cur)), true
+		return len(have), true
 	}
 	words = entryWords(ent)
 	var l *inlineLog
@@ -117,10 +116,8 @@ func inlinePlan(s *shard.Shard[stored], cur *stored, ent *Entry) (words int, hom
 	default:
 		return words, false
 	}
-	if cur != nil {
-		if w := s.Words(cur); w != nil && asInline(w) == l {
-			return words, true
-		}
+	if have != nil && asInline(have) == l {
+		return words, true
 	}
 	ent.Ext = l.cloneExt()
 	return words, false

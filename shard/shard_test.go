@@ -550,19 +550,24 @@ func TestWordsAgainstMap(t *testing.T) {
 	}
 	var cursor uint64
 	for step := 0; step < 100000; step++ {
-		// Key lengths around the one-byte length field's bound (32) and
-		// far past it.
+		// Keys of every length up to past the one-byte length field's
+		// bound (32), so that the words start at every offset in a word,
+		// and far past it.
 		k := fmt.Sprint("k", rng.Intn(3000))
-		switch rng.Intn(20) {
-		case 0:
-			k += string(make([]byte, 28+rng.Intn(8)))
-		case 1:
+		switch rng.Intn(10) {
+		case 0, 1, 2:
+			k += string(make([]byte, rng.Intn(40)))
+		case 3:
 			k += string(make([]byte, 300))
 		}
 		switch op := rng.Intn(10); {
 		case op < 5:
-			n := 0
-			if rng.Intn(3) > 0 {
+			n := 0 // no words, a few, or past 127 (a two-byte count)
+			switch rng.Intn(6) {
+			case 0, 1:
+			case 2:
+				n = 120 + rng.Intn(20)
+			default:
 				n = rng.Intn(40) + 1
 			}
 			s.Delete([]byte(k))
