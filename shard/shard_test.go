@@ -129,6 +129,17 @@ func TestAgainstMap(t *testing.T) {
 	t.Run("odd", func(t *testing.T) { againstMap(t, func(r uint64) [3]byte { return [3]byte{byte(r), byte(r >> 8), 1} }) })
 }
 
+// deleteChecked deletes k from s and from want, the keys s should hold,
+// and fails unless s held k exactly when want did.
+func deleteChecked[V, W any](t *testing.T, s *Shard[V], want map[string]W, k string, step int) {
+	t.Helper()
+	_, present := want[k]
+	if got := s.Delete([]byte(k)); got != present {
+		t.Fatalf("step %d: delete %q = %v", step, k, got)
+	}
+	delete(want, k)
+}
+
 type entry struct {
 	A, B int64
 	K    uint8
@@ -174,11 +185,7 @@ func againstMap[V comparable](t *testing.T, val func(uint64) V) {
 			*s.Insert([]byte(k)) = val(r)
 			want[k] = val(r)
 		case op < 9:
-			_, present := want[k]
-			if got := s.Delete([]byte(k)); got != present {
-				t.Fatalf("step %d: delete %q = %v", step, k, got)
-			}
-			delete(want, k)
+			deleteChecked(t, s, want, k, step)
 		default:
 			if v := s.Get([]byte(k)); (v != nil) != hasKey(want, k) || v != nil && *v != want[k] {
 				t.Fatalf("step %d: get %q = %v", step, k, v)
@@ -584,11 +591,7 @@ func TestWordsAgainstMap(t *testing.T) {
 			*v = w.v
 			m[k] = w
 		case op < 8:
-			_, present := m[k]
-			if got := s.Delete([]byte(k)); got != present {
-				t.Fatalf("step %d: delete %q = %v", step, k, got)
-			}
-			delete(m, k)
+			deleteChecked(t, s, m, k, step)
 		default:
 			if v := s.Get([]byte(k)); v != nil {
 				check(step, k, v)
