@@ -33,7 +33,7 @@ import (
 //
 // On the wire, with 100k random keys, keeping the stamps in the entry
 // rather than behind an ext slot took SL.INCR from 0.72-0.78 of
-// CL.THROTTLE's throughput to 0.85 (bench/ab.sh, bench/README.md).
+// CL.THROTTLE's throughput to 0.83-0.84 (bench/ab.sh, bench/README.md).
 
 // maxInlineWords is the largest buffer kept in the key's entry (and as an
 // array while it moves): 256 words, 2 KiB, a limit of 100 at its fullest

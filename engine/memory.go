@@ -95,8 +95,9 @@ type sizedExt interface{ extBytes() int64 }
 // KeyBytes is the memory key takes at now, as MEMORY USAGE reports it:
 // keyCost, and for a key with Ext state its slot and the state's heap
 // memory (a string's bytes, a sliding window's two sets of counts, a big
-// sliding log's buffer), or the words its entry keeps a sliding log in. It reports false when the key is absent. It is an
-// estimate of what the key holds, not of the allocator's overhead.
+// sliding log's buffer), or the words its entry keeps a sliding log in.
+// It reports false when the key is absent. It is an estimate of what the
+// key holds, not of the allocator's overhead.
 func (e *Engine) KeyBytes(key []byte, now int64) (n int64, ok bool) {
 	e.Do(key, now, func(ent Entry) (Entry, bool) {
 		if ok = ent.Kind != KindNone; !ok {
