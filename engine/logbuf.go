@@ -84,17 +84,27 @@ func entryWords(ent *Entry) int {
 	if ent.Kind != KindSlidingLog {
 		return 0
 	}
-	switch x := ent.Ext.(type) {
-	case *inlineStage:
-		return inlineHeader + int(x.size)
-	case *inlineLog:
-		return inlineHeader + int(x.size)
-	case logWords:
+	if l := inlineOf(ent.Ext); l != nil {
+		return inlineHeader + int(l.size)
+	}
+	if x, ok := ent.Ext.(logWords); ok {
 		if n := len(x.words()); n <= maxInlineWords {
 			return inlineHeader + n
 		}
 	}
 	return 0
+}
+
+// inlineOf is the key's words an Ext loaded from an entry points at, as
+// loaded or staged; nil for any other Ext.
+func inlineOf(ext any) *inlineLog {
+	switch x := ext.(type) {
+	case *inlineStage:
+		return (*inlineLog)(x)
+	case *inlineLog:
+		return x
+	}
+	return nil
 }
 
 // inlinePlan is how store keeps ent over a key's present entry, whose
@@ -107,13 +117,8 @@ func inlinePlan(have []int64, ent *Entry) (words int, home bool) {
 		return len(have), true
 	}
 	words = entryWords(ent)
-	var l *inlineLog
-	switch x := ent.Ext.(type) {
-	case *inlineStage:
-		l = (*inlineLog)(x)
-	case *inlineLog:
-		l = x
-	default:
+	l := inlineOf(ent.Ext)
+	if l == nil {
 		return words, false
 	}
 	if have != nil && asInline(have) == l {

@@ -202,20 +202,26 @@ func run(a algo, reqs []request) result {
 // table's storage (Engine.MemoryBytes, outside the Go heap: key name, index
 // slot, entry and the words an entry keeps, such as a sliding log's
 // stamps, capacity included) and what the keys added to the Go heap (state
-// beside the table, in the shard's slab). The heap's share is net of a
-// keyspace of keys whose state fits their entry (a shard's small arrays
-// live on the heap, and MemoryBytes counts them already), and rounded to 8:
-// heap figures vary by a few bytes between runs.
-func perKey(b []byte) (table, heap int) {
+// beside the table, in the shard's slab). The heap's share is net of base,
+// entryHeap's, and rounded to 8: heap figures vary by a few bytes between
+// runs.
+func perKey(b []byte, base float64) (table, heap int) {
 	ent, _, err := engine.DecodeEntry(b)
 	if err != nil {
 		log.Fatal(err)
 	}
 	table, grown := storeMany(func() engine.Entry { got, _, _ := engine.DecodeEntry(b); return got }, ent.Expire-1)
-	_, base := storeMany(func() engine.Entry {
+	return table, 8 * int(math.Round(max(grown-base, 0)/8))
+}
+
+// entryHeap is what the Go heap grows by per key for keys whose state fits
+// their entry: a small shard's arrays live on the heap, and MemoryBytes
+// counts them already.
+func entryHeap() float64 {
+	_, grown := storeMany(func() engine.Entry {
 		return engine.Entry{Kind: engine.KindFixedWindow, A: t0, B: 1, Expire: t0 + window}
 	}, t0)
-	return table, 8 * int(math.Round(max(grown-base, 0)/8))
+	return grown
 }
 
 // storeMany stores the entries next makes under 50,000 keys of a fresh
@@ -340,8 +346,9 @@ func main() {
 	fmt.Fprintln(&out)
 	fmt.Fprintln(&out, "| algorithm | command | table | Go heap | bytes per key |")
 	fmt.Fprintln(&out, "|---|---|---:|---:|---:|")
+	base := entryHeap()
 	for _, r := range results["bursty"] {
-		table, heap := perKey(r.busiest)
+		table, heap := perKey(r.busiest, base)
 		fmt.Fprintf(&out, "| %s | `%s` | %d | %d | ~%d |\n", r.algo.name, r.algo.cmd, table, heap, table+heap)
 	}
 	fmt.Fprintln(&out)
