@@ -10,7 +10,7 @@ import (
 
 	"github.com/limitdb/limitdb/client"
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,10 +20,10 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 func serve(t *testing.T) (addr string, clock *engine.FakeClock) {
 	t.Helper()
 	clock = engine.NewFakeClock(t0)
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	srv := resp.New(cfg, engine.New(clock, 0), nil)
+	srv := command.New(cfg, engine.New(clock, 0), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/limitdb/limitdb/client"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/httplimit"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,10 +25,10 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // serve starts a limitdb server on a free loopback port with a fake clock.
 func serve(t *testing.T) string {
 	t.Helper()
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	srv := resp.New(cfg, engine.New(engine.NewFakeClock(t0.UnixNano()), 0), nil)
+	srv := command.New(cfg, engine.New(engine.NewFakeClock(t0.UnixNano()), 0), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

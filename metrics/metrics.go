@@ -18,7 +18,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -53,12 +53,12 @@ var (
 
 // Collector reads a server's figures at scrape time.
 type Collector struct {
-	srv *resp.Server
+	srv *command.Server
 	now func() time.Time
 }
 
 // NewCollector returns a collector for srv.
-func NewCollector(srv *resp.Server) *Collector { return &Collector{srv: srv, now: time.Now} }
+func NewCollector(srv *command.Server) *Collector { return &Collector{srv: srv, now: time.Now} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -78,7 +78,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		var cum uint64
 		for i, n := range st.Counts[:len(st.Counts)-1] {
 			cum += uint64(n)
-			buckets[resp.LatencyBound(i).Seconds()] = cum
+			buckets[command.LatencyBound(i).Seconds()] = cum
 		}
 		cum += uint64(st.Counts[len(st.Counts)-1])
 		ch <- prometheus.MustNewConstHistogram(descLatency, cum, float64(st.Usec)/1e6, buckets, st.Command)
@@ -107,7 +107,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // Handler serves srv's metrics, with the Go runtime's and the process's, in
 // Prometheus's text format.
-func Handler(srv *resp.Server) http.Handler {
+func Handler(srv *command.Server) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(srv), policyCollector{srv}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -116,7 +116,7 @@ func Handler(srv *resp.Server) http.Handler {
 
 // Serve listens on addr and serves /metrics until srv closes. It returns
 // once listening, so that a bad address stops start-up.
-func Serve(srv *resp.Server, addr string, logger *log.Logger) (net.Addr, error) {
+func Serve(srv *command.Server, addr string, logger *log.Logger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err

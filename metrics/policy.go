@@ -1,7 +1,7 @@
 package metrics
 
 import (
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,7 +16,7 @@ var (
 )
 
 // policyCollector reads the named policies' counters at scrape time.
-type policyCollector struct{ srv *resp.Server }
+type policyCollector struct{ srv *command.Server }
 
 // Describe implements prometheus.Collector.
 func (policyCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 )
 
 // TestConfigFileAndFlags runs the binary with a config file and flags: the
@@ -82,13 +82,13 @@ func TestConfigFileErrorsStopStartUp(t *testing.T) {
 // every directive, so it stays the documentation of all of them.
 func TestExampleConfig(t *testing.T) {
 	const path = "../examples/limitdb.conf"
-	cfg := resp.DefaultConfig()
-	if err := resp.LoadConfigFile(path, &cfg); err != nil {
+	cfg := command.DefaultConfig()
+	if err := command.LoadConfigFile(path, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	def := resp.DefaultConfig()
+	def := command.DefaultConfig()
 	text, _ := os.ReadFile(path)
-	for _, d := range resp.Directives() {
+	for _, d := range command.Directives() {
 		if d.Set == nil {
 			continue
 		}

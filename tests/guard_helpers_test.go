@@ -13,24 +13,24 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 )
 
 // startWith starts a server like startServer, with the configuration
 // changed by mod and listening on ln (nil: a fresh loopback port). The
 // returned log holds what the server logged.
-func startWith(t testing.TB, mod func(*resp.Config), ln net.Listener) (*testServer, *syncBuffer) {
+func startWith(t testing.TB, mod func(*command.Config), ln net.Listener) (*testServer, *syncBuffer) {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
 	eng := engine.New(clock, 0)
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	if mod != nil {
 		mod(&cfg)
 	}
 	logs := &syncBuffer{}
-	srv := resp.New(cfg, eng, log.New(logs, "", 0))
+	srv := command.New(cfg, eng, log.New(logs, "", 0))
 	if err := srv.Prepare(); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,7 +19,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
 // testServer is a limitdb server on a free loopback port with a fake clock.
 type testServer struct {
-	srv   *resp.Server
+	srv   *command.Server
 	clock *engine.FakeClock
 	addr  string
 }
@@ -28,15 +28,15 @@ func startServer(t testing.TB) *testServer {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
 	eng := engine.New(clock, 0)
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	srv := resp.New(cfg, eng, nil)
+	srv := command.New(cfg, eng, nil)
 	return serve(t, srv, clock)
 }
 
 // serve runs srv on a free loopback port until the test ends.
-func serve(t testing.TB, srv *resp.Server, clock *engine.FakeClock) *testServer {
+func serve(t testing.TB, srv *command.Server, clock *engine.FakeClock) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -15,9 +15,9 @@ import (
 func startServerShards(t *testing.T, shards int) *testServer {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Port, cfg.Dir, cfg.Save = 0, t.TempDir(), 0
-	srv := resp.New(cfg, engine.New(clock, shards), nil)
+	srv := command.New(cfg, engine.New(clock, shards), nil)
 	return serve(t, srv, clock)
 }
 

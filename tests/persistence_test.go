@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,9 +64,9 @@ var roundTrip = map[engine.Kind]struct {
 // loading the snapshot there first.
 func serverFromDir(t *testing.T, clock *engine.FakeClock, dir string) *testServer {
 	t.Helper()
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Port, cfg.Dir, cfg.Save = 0, dir, 0
-	srv := resp.New(cfg, engine.New(clock, 0), nil)
+	srv := command.New(cfg, engine.New(clock, 0), nil)
 	if _, err := srv.LoadSnapshot(); err != nil {
 		t.Fatalf("load: %v", err)
 	}

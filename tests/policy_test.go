@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,10 +22,10 @@ import (
 func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
 	logs := &syncBuffer{}
-	srv := resp.New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
+	srv := command.New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
 	if err := srv.StartRules(); err != nil {
 		t.Fatal(err)
 	}
@@ -369,16 +369,16 @@ func TestRulesFileHotReload(t *testing.T) {
 func TestRulesFileBrokenAtStart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "limits.yaml")
 	writeRules(t, path, "policies:\n  - name: a\n    algorithm: gcra\n    limit: 0\n    period: 1s\n")
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.Rules = path
-	srv := resp.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
+	srv := command.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv.Close()
 	err := srv.StartRules()
 	if err == nil || !strings.Contains(err.Error(), "limits.yaml:4: policies[0] (a): field limit: must be at least 1, got 0") {
 		t.Fatalf("StartRules = %v, want the line and field", err)
 	}
 	cfg.Rules = filepath.Join(t.TempDir(), "missing.yaml")
-	srv2 := resp.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
+	srv2 := command.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv2.Close()
 	if err := srv2.StartRules(); err == nil {
 		t.Fatal("StartRules with a missing file succeeded")

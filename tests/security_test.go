@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
 func TestRequirePass(t *testing.T) {
-	ts, _ := startWith(t, func(c *resp.Config) { c.RequirePass = "s3cret" }, nil)
+	ts, _ := startWith(t, func(c *command.Config) { c.RequirePass = "s3cret" }, nil)
 	r := dialRaw(t, ts.addr)
 	steps := []struct{ send, want string }{
 		{cmd("PING"), "-NOAUTH Authentication required."},
@@ -115,7 +115,7 @@ func aclText() string {
 
 func TestACLUsers(t *testing.T) {
 	path := writeACL(t, aclText())
-	ts, _ := startWith(t, func(c *resp.Config) { c.ACLFile = path }, nil)
+	ts, _ := startWith(t, func(c *command.Config) { c.ACLFile = path }, nil)
 	login := func(user, pass string) *redis.Client {
 		c := redis.NewClient(&redis.Options{Addr: ts.addr, Username: user, Password: pass, MaxRetries: -1})
 		t.Cleanup(func() { c.Close() })
@@ -255,16 +255,16 @@ func TestACLFileErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		path := writeACL(t, tc.text)
-		cfg := resp.DefaultConfig()
+		cfg := command.DefaultConfig()
 		cfg.ACLFile = path
-		err := resp.New(cfg, nil, nil).Prepare()
+		err := command.New(cfg, nil, nil).Prepare()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.text, err, tc.want)
 		}
 	}
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.ACLFile = filepath.Join(t.TempDir(), "missing.acl")
-	if err := resp.New(cfg, nil, nil).Prepare(); err == nil {
+	if err := command.New(cfg, nil, nil).Prepare(); err == nil {
 		t.Error("a missing aclfile must stop start-up")
 	}
 }
@@ -296,12 +296,12 @@ func TestProtectedMode(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
-		mod       func(*resp.Config)
+		mod       func(*command.Config)
 		wantFirst string
 	}{
 		{"no password: remote refused", nil, "-DENIED limitdb is running in protected mode"},
-		{"protected mode off", func(c *resp.Config) { c.ProtectedMode = false }, "+PONG"},
-		{"password set: remote must AUTH", func(c *resp.Config) { c.RequirePass = "pw" }, "-NOAUTH"},
+		{"protected mode off", func(c *command.Config) { c.ProtectedMode = false }, "+PONG"},
+		{"password set: remote must AUTH", func(c *command.Config) { c.RequirePass = "pw" }, "-NOAUTH"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,25 +315,25 @@ func TestProtectedMode(t *testing.T) {
 	}
 
 	// The start-up warning for a non-loopback bind without a password.
-	warn := func(mod func(*resp.Config)) string {
-		cfg := resp.DefaultConfig()
+	warn := func(mod func(*command.Config)) string {
+		cfg := command.DefaultConfig()
 		mod(&cfg)
-		s := resp.New(cfg, nil, nil)
+		s := command.New(cfg, nil, nil)
 		if err := s.Prepare(); err != nil {
 			t.Fatal(err)
 		}
 		return strings.Join(s.SecurityWarnings(), "\n")
 	}
-	if w := warn(func(c *resp.Config) {}); w != "" {
+	if w := warn(func(c *command.Config) {}); w != "" {
 		t.Errorf("loopback default warns: %q", w)
 	}
-	if w := warn(func(c *resp.Config) { c.Bind = "0.0.0.0" }); !strings.Contains(w, "protected mode is on") {
+	if w := warn(func(c *command.Config) { c.Bind = "0.0.0.0" }); !strings.Contains(w, "protected mode is on") {
 		t.Errorf("0.0.0.0 without password: %q", w)
 	}
-	if w := warn(func(c *resp.Config) { c.Bind = "0.0.0.0"; c.ProtectedMode = false }); !strings.Contains(w, "NO PASSWORD and protected mode OFF") {
+	if w := warn(func(c *command.Config) { c.Bind = "0.0.0.0"; c.ProtectedMode = false }); !strings.Contains(w, "NO PASSWORD and protected mode OFF") {
 		t.Errorf("0.0.0.0, protected mode off: %q", w)
 	}
-	if w := warn(func(c *resp.Config) { c.Bind = "0.0.0.0"; c.RequirePass = "x" }); w != "" {
+	if w := warn(func(c *command.Config) { c.Bind = "0.0.0.0"; c.RequirePass = "x" }); w != "" {
 		t.Errorf("0.0.0.0 with a password warns: %q", w)
 	}
 }
@@ -342,7 +342,7 @@ func TestProtectedMode(t *testing.T) {
 // log in again, and MULTI, WATCH, its name and RESP3 are gone. Inside
 // MULTI it runs at once.
 func TestReset(t *testing.T) {
-	ts, _ := startWith(t, func(c *resp.Config) { c.RequirePass = "s3cret" }, nil)
+	ts, _ := startWith(t, func(c *command.Config) { c.RequirePass = "s3cret" }, nil)
 	other := redis.NewClient(&redis.Options{Addr: ts.addr, Password: "s3cret"})
 	defer other.Close()
 	r := dialRaw(t, ts.addr)

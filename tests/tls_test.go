@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -107,12 +107,12 @@ func writeKey(t *testing.T, dir, name string, k *ecdsa.PrivateKey) string {
 // startTLS serves a plain and a TLS port from one server.
 func startTLS(t *testing.T, p *testPKI, auth string) (plain, secure string) {
 	t.Helper()
-	mod := func(c *resp.Config) {
+	mod := func(c *command.Config) {
 		c.TLSCertFile, c.TLSKeyFile, c.TLSCACertFile, c.TLSAuthClients = p.cert, p.key, p.ca, auth
 	}
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	mod(&cfg)
-	tc, err := resp.New(cfg, nil, nil).TLSConfig()
+	tc, err := command.New(cfg, nil, nil).TLSConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func startTLS(t *testing.T, p *testPKI, auth string) (plain, secure string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := startWith(t, mod, resp.JoinListeners(pln, tls.NewListener(raw, tc)))
+	ts, _ := startWith(t, mod, command.JoinListeners(pln, tls.NewListener(raw, tc)))
 	return ts.addr, raw.Addr().String()
 }
 
@@ -201,26 +201,26 @@ func TestTLSConfigErrors(t *testing.T) {
 	p := newPKI(t)
 	cases := []struct {
 		name string
-		mod  func(c *resp.Config)
+		mod  func(c *command.Config)
 		want string
 	}{
-		{"no cert", func(c *resp.Config) { c.TLSCertFile = "" }, "tls-cert-file and tls-key-file are required"},
-		{"missing key file", func(c *resp.Config) { c.TLSKeyFile = filepath.Join(p.dir, "nope") }, "no such file"},
-		{"client auth without CA", func(c *resp.Config) { c.TLSCACertFile = "" }, "tls-ca-cert-file is required"},
-		{"CA file without certificates", func(c *resp.Config) { c.TLSCACertFile = p.key }, "no certificate found"},
+		{"no cert", func(c *command.Config) { c.TLSCertFile = "" }, "tls-cert-file and tls-key-file are required"},
+		{"missing key file", func(c *command.Config) { c.TLSKeyFile = filepath.Join(p.dir, "nope") }, "no such file"},
+		{"client auth without CA", func(c *command.Config) { c.TLSCACertFile = "" }, "tls-ca-cert-file is required"},
+		{"CA file without certificates", func(c *command.Config) { c.TLSCACertFile = p.key }, "no certificate found"},
 	}
 	for _, tc := range cases {
-		cfg := resp.DefaultConfig()
+		cfg := command.DefaultConfig()
 		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCACertFile = p.cert, p.key, p.ca
 		tc.mod(&cfg)
-		_, err := resp.New(cfg, nil, nil).TLSConfig()
+		_, err := command.New(cfg, nil, nil).TLSConfig()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSAuthClients = p.cert, p.key, "no"
-	if _, err := resp.New(cfg, nil, nil).TLSConfig(); err != nil {
+	if _, err := command.New(cfg, nil, nil).TLSConfig(); err != nil {
 		t.Errorf("tls-auth-clients no without a CA: %v", err)
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/metrics"
-	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/command"
 )
 
 const usage = `limitdb %s: a rate-limiting datastore that speaks the Redis protocol.
@@ -45,10 +45,10 @@ func main() {
 // run parses args, starts the server and blocks until it stops; it returns
 // the process exit code.
 func run(args []string, stderr io.Writer) int {
-	cfg := resp.DefaultConfig()
+	cfg := command.DefaultConfig()
 	fs := flag.NewFlagSet("limitdb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	for _, d := range resp.Directives() {
+	for _, d := range command.Directives() {
 		if d.Set != nil {
 			fs.Var(directiveFlag{d, &cfg}, d.Name, d.Help)
 		}
@@ -56,7 +56,7 @@ func run(args []string, stderr io.Writer) int {
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.String("config", "", "read directives from this file (redis.conf syntax) before the flags, which override it")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, usage, resp.Version)
+		fmt.Fprintf(stderr, usage, command.Version)
 		fs.VisitAll(func(f *flag.Flag) {
 			name := "--" + f.Name
 			if f.DefValue != "" && f.DefValue != "false" {
@@ -67,7 +67,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nEvery flag is also a config directive: CONFIG GET shows it, CONFIG SET changes the mutable ones.\n")
 	}
 	if path := configFlag(args); path != "" {
-		if err := resp.LoadConfigFile(path, &cfg); err != nil {
+		if err := command.LoadConfigFile(path, &cfg); err != nil {
 			fmt.Fprintf(stderr, "limitdb: %v\n", err)
 			return 2
 		}
@@ -87,13 +87,13 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	if *version {
-		fmt.Fprintf(os.Stdout, "limitdb %s\n", resp.Version)
+		fmt.Fprintf(os.Stdout, "limitdb %s\n", command.Version)
 		return 0
 	}
 
 	logger := log.New(stderr, "", log.LstdFlags)
 	eng := engine.New(engine.SystemClock{}, cfg.Shards)
-	srv := resp.New(cfg, eng, logger)
+	srv := command.New(cfg, eng, logger)
 	if err := srv.Prepare(); err != nil {
 		logger.Printf("limitdb: %v", err)
 		return 1
@@ -114,7 +114,7 @@ func run(args []string, stderr io.Writer) int {
 		logger.Printf("limitdb: cannot listen: %v", err)
 		return 1
 	}
-	logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", resp.Version, ln.Addr(), os.Getpid(), eng.Shards())
+	logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", command.Version, ln.Addr(), os.Getpid(), eng.Shards())
 	if cfg.MetricsAddr != "" {
 		addr, err := metrics.Serve(srv, cfg.MetricsAddr, logger)
 		if err != nil {
@@ -146,7 +146,7 @@ func run(args []string, stderr io.Writer) int {
 			// Stop accepting, finish in-flight commands, then OnShutdown
 			// writes the final snapshot and closes.
 			logger.Printf("%v received, shutting down", sig)
-			srv.Shutdown(true, resp.ShutdownGrace)
+			srv.Shutdown(true, command.ShutdownGrace)
 		case <-srv.Done():
 		}
 	}()
@@ -167,7 +167,7 @@ func run(args []string, stderr io.Writer) int {
 // loadSnapshot restores the snapshot before serving. A corrupt file stops
 // start-up unless --discard-corrupt-snapshot yes moves it aside; one whose
 // keys do not fit the shards stops it in any case.
-func loadSnapshot(srv *resp.Server, cfg resp.Config, logger *log.Logger) error {
+func loadSnapshot(srv *command.Server, cfg command.Config, logger *log.Logger) error {
 	path := srv.SnapshotPath()
 	st, err := srv.LoadSnapshot()
 	if err != nil {
@@ -197,8 +197,8 @@ func loadSnapshot(srv *resp.Server, cfg resp.Config, logger *log.Logger) error {
 // directiveFlag exposes a configuration directive as a --name value flag,
 // so flags, the config file and CONFIG GET/SET share one definition.
 type directiveFlag struct {
-	d   *resp.Directive
-	cfg *resp.Config
+	d   *command.Directive
+	cfg *command.Config
 }
 
 func (f directiveFlag) String() string {

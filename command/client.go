@@ -1,0 +1,255 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/gcra"
+	"github.com/limitdb/limitdb/engine/limit"
+	"github.com/tidwall/redcon"
+)
+
+// Client is one connection's state: identity, protocol version, and the
+// reply writer. Handlers run on the connection's own goroutine; fields other
+// goroutines read (CLIENT LIST, INFO) are atomics or behind mu.
+type Client struct {
+	srv  *Server
+	conn redcon.Conn
+
+	ID      int64
+	Addr    string
+	LAddr   string
+	Created time.Time
+
+	proto   int // 2 or 3
+	authed  bool
+	user    string
+	closing bool
+
+	mu      sync.Mutex
+	name    string
+	libName string
+	libVer  string
+
+	lastActive atomic.Int64 // Unix ns
+	lastCmd    atomic.Pointer[Command]
+	cmdCount   atomic.Int64
+
+	scratch []byte // reused by reply formatting
+	failed  bool   // the current command answered with an error
+	bt      batch  // per-batch clock and stats (batch.go)
+
+	multi *multiState // MULTI and WATCH (multi.go); nil until first used
+	// multiShown is what CLIENT LIST, on another connection's goroutine,
+	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
+	multiShown atomic.Int32
+}
+
+// Name is the name set with CLIENT SETNAME.
+func (c *Client) Name() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.name
+}
+
+// Proto is the RESP version the client chose with HELLO (2 by default).
+func (c *Client) Proto() int { return c.proto }
+
+// Server is the server the client is connected to.
+func (c *Client) Server() *Server { return c.srv }
+
+// Close ends the connection once the current replies are flushed.
+func (c *Client) Close() {
+	c.closing = true
+	c.conn.Close()
+}
+
+// ---- replies --------------------------------------------------------------
+
+// OK writes +OK.
+func (c *Client) OK() { c.conn.WriteString("OK") }
+
+// Simple writes a simple string.
+func (c *Client) Simple(s string) { c.conn.WriteString(s) }
+
+// Int writes an integer.
+func (c *Client) Int(n int64) { c.conn.WriteInt64(n) }
+
+// Bulk writes a bulk string.
+func (c *Client) Bulk(b []byte) { c.conn.WriteBulk(b) }
+
+// BulkString writes a bulk string.
+func (c *Client) BulkString(s string) { c.conn.WriteBulkString(s) }
+
+// Array writes an array header of n elements.
+func (c *Client) Array(n int) { c.conn.WriteArray(n) }
+
+// Null writes the null bulk string (RESP3 null).
+func (c *Client) Null() {
+	if c.proto >= 3 {
+		c.conn.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	c.conn.WriteNull()
+}
+
+// NullArray writes the null array (RESP3 null).
+func (c *Client) NullArray() {
+	if c.proto >= 3 {
+		c.conn.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	c.conn.WriteRaw([]byte("*-1\r\n"))
+}
+
+// Map writes a map header of n pairs: a RESP3 map, or a flat array in RESP2.
+func (c *Client) Map(n int) {
+	if c.proto >= 3 {
+		c.header('%', n)
+		return
+	}
+	c.conn.WriteArray(2 * n)
+}
+
+// Set writes a set header: a RESP3 set, or an array in RESP2.
+func (c *Client) Set(n int) {
+	if c.proto >= 3 {
+		c.header('~', n)
+		return
+	}
+	c.conn.WriteArray(n)
+}
+
+// Double writes a float: a RESP3 double, or a bulk string in RESP2.
+func (c *Client) Double(f float64) {
+	s := strconv.FormatFloat(f, 'g', 17, 64)
+	if math.IsInf(f, 1) {
+		s = "inf"
+	} else if math.IsInf(f, -1) {
+		s = "-inf"
+	}
+	if c.proto >= 3 {
+		c.conn.WriteRaw([]byte("," + s + "\r\n"))
+		return
+	}
+	c.conn.WriteBulkString(s)
+}
+
+// Verbatim writes text: a RESP3 verbatim string, or a bulk string in RESP2.
+func (c *Client) Verbatim(s string) {
+	if c.proto >= 3 {
+		c.conn.WriteRaw([]byte(fmt.Sprintf("=%d\r\ntxt:%s\r\n", len(s)+4, s)))
+		return
+	}
+	c.conn.WriteBulkString(s)
+}
+
+func (c *Client) header(prefix byte, n int) {
+	c.scratch = append(c.scratch[:0], prefix)
+	c.scratch = strconv.AppendInt(c.scratch, int64(n), 10)
+	c.scratch = append(c.scratch, '\r', '\n')
+	c.conn.WriteRaw(c.scratch)
+}
+
+// Err writes an error reply. msg must start with an error code such as ERR
+// or WRONGTYPE; newlines are replaced so the reply stays one line.
+func (c *Client) Err(msg string) {
+	c.failed = true
+	if c.multi != nil {
+		c.multi.queueError()
+	}
+	c.conn.WriteError(strings.NewReplacer("\r", " ", "\n", " ").Replace(msg))
+}
+
+// Errf writes an ERR reply from a format.
+func (c *Client) Errf(format string, a ...any) { c.Err("ERR " + fmt.Sprintf(format, a...)) }
+
+// Error writes err as a Redis-style error, mapping engine errors to their
+// Redis codes.
+func (c *Client) Error(err error) {
+	switch {
+	case errors.Is(err, engine.ErrWrongType):
+		c.Err(errWrongType)
+	case errors.Is(err, errSyntax):
+		c.Err("ERR syntax error")
+	case errors.Is(err, errNotInt):
+		c.Err("ERR value is not an integer or out of range")
+	case errors.Is(err, gcra.ErrZeroRate), errors.Is(err, gcra.ErrOverflow):
+		c.Err("ERR " + err.Error())
+	default:
+		var we wireError
+		if errors.As(err, &we) {
+			c.Err(string(we))
+			return
+		}
+		c.Err("ERR " + err.Error())
+	}
+}
+
+// Limit writes the uniform limiter reply; with delay it adds LB.QUEUE's
+// sixth field.
+func (c *Client) Limit(r limit.Result, withDelay bool) {
+	n := 5
+	if withDelay {
+		n = 6
+	}
+	limited := int64(0)
+	if r.Limited {
+		limited = 1
+	}
+	c.countLimit(r.Limited)
+	// One WriteRaw of the whole reply instead of six writer calls: the
+	// reply is a third of a pipelined CL.THROTTLE's CPU otherwise.
+	b := append(c.scratch[:0], '*', byte('0'+n), '\r', '\n')
+	b = appendInt(b, limited)
+	b = appendInt(b, r.Limit)
+	b = appendInt(b, r.Remaining)
+	b = appendInt(b, r.RetryAfter)
+	b = appendInt(b, r.ResetAfter)
+	if withDelay {
+		b = appendInt(b, r.Delay)
+	}
+	c.scratch = b
+	c.conn.WriteRaw(b)
+}
+
+// appendInt appends a RESP integer, formatting the digits by hand: limiter
+// replies are small numbers and strconv's general path showed up in
+// BenchmarkPipeline's profile.
+func appendInt(b []byte, n int64) []byte {
+	var buf [24]byte
+	i := len(buf) - 2
+	buf[i], buf[i+1] = '\r', '\n'
+	u := uint64(n)
+	if n < 0 {
+		u = -u
+	}
+	for u >= 10 {
+		i--
+		buf[i] = byte('0' + u%10)
+		u /= 10
+	}
+	i--
+	buf[i] = byte('0' + u)
+	if n < 0 {
+		i--
+		buf[i] = '-'
+	}
+	i--
+	buf[i] = ':'
+	return append(b, buf[i:]...)
+}
+
+const errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+
+// wireError is an error whose text is already a complete Redis error reply.
+type wireError string
+
+func (e wireError) Error() string { return string(e) }

@@ -1,0 +1,89 @@
+package command
+
+// cmdClientKill is CLIENT KILL in both of Redis's forms: the old one,
+// CLIENT KILL ip:port, answers OK or "No such client"; the filter form
+// (ID, ADDR, LADDR, USER, SKIPME) answers how many connections it closed.
+// Other connections are closed under their reader, which then cleans up;
+// the calling connection, when it matches, is closed after the reply.
+func cmdClientKill(c *Client, args [][]byte) {
+	if len(args) == 3 {
+		for _, cl := range c.srv.Clients() {
+			if cl.Addr == string(args[2]) {
+				c.OK()
+				kill(c, cl)
+				return
+			}
+		}
+		c.Err("ERR No such client")
+		return
+	}
+	var id int64
+	var addr, laddr, user string
+	skipMe := true
+	if len(args)%2 != 0 {
+		c.Error(errSyntax)
+		return
+	}
+	for i := 2; i < len(args); i += 2 {
+		v := args[i+1]
+		switch {
+		case equalFold(args[i], "id"):
+			n, err := ParseInt(v)
+			if err != nil || n <= 0 {
+				c.Err("ERR client-id should be greater than 0")
+				return
+			}
+			id = n
+		case equalFold(args[i], "addr"):
+			addr = string(v)
+		case equalFold(args[i], "laddr"):
+			laddr = string(v)
+		case equalFold(args[i], "user"):
+			user = string(v)
+		case equalFold(args[i], "skipme") && equalFold(v, "yes"):
+			skipMe = true
+		case equalFold(args[i], "skipme") && equalFold(v, "no"):
+			skipMe = false
+		default:
+			c.Error(errSyntax)
+			return
+		}
+	}
+	var victims []*Client
+	for _, cl := range c.srv.Clients() {
+		switch {
+		case id != 0 && cl.ID != id,
+			addr != "" && cl.Addr != addr,
+			laddr != "" && cl.LAddr != laddr,
+			user != "" && cl.userName() != user,
+			skipMe && cl == c:
+			continue
+		}
+		victims = append(victims, cl)
+	}
+	c.Int(int64(len(victims)))
+	for _, cl := range victims {
+		kill(c, cl)
+	}
+}
+
+// kill closes victim's connection on behalf of c.
+func kill(c, victim *Client) {
+	if victim == c {
+		c.Close()
+		return
+	}
+	if nc := victim.conn.NetConn(); nc != nil {
+		nc.Close()
+	}
+}
+
+// userName is the client's user, read from another connection.
+func (c *Client) userName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.user == "" {
+		return "default"
+	}
+	return c.user
+}

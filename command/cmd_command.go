@@ -1,0 +1,234 @@
+package command
+
+import "strings"
+
+func init() {
+	register(&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+		Complexity: "O(N) where N is the number of commands", Summary: "Describes the commands the server answers.",
+		Syntax: "[subcommand]", Handler: cmdCommand,
+		Subs: []*Command{
+			{Name: "command|count", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(1)", Summary: "Counts the commands.", Handler: cmdCommandCount},
+			{Name: "command|info", Arity: -2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(N) where N is the number of commands asked for", Summary: "Describes the named commands.",
+				Syntax: "[command-name [command-name ...]]", Handler: cmdCommandInfo},
+			{Name: "command|docs", Arity: -2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(N) where N is the number of commands asked for", Summary: "Documents the named commands, or all of them.",
+				Syntax: "[command-name [command-name ...]]", Handler: cmdCommandDocs},
+			{Name: "command|list", Arity: -2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(N) where N is the number of commands", Summary: "Lists the command names.",
+				Syntax: "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]", Handler: cmdCommandList},
+			{Name: "command|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(1)", Summary: "Lists the COMMAND subcommands.", Handler: helpFor("command")},
+		}})
+}
+
+func cmdCommand(c *Client, args [][]byte) {
+	if len(args) > 1 {
+		c.Errf("unknown subcommand '%s'. Try COMMAND HELP.", clip(args[1]))
+		return
+	}
+	cmds := c.srv.table.Sorted()
+	c.Array(len(cmds))
+	for _, cmd := range cmds {
+		writeCommandInfo(c, cmd)
+	}
+}
+
+func cmdCommandCount(c *Client, _ [][]byte) { c.Int(int64(len(c.srv.table.byName))) }
+
+func cmdCommandInfo(c *Client, args [][]byte) {
+	if len(args) == 2 {
+		cmdCommand(c, args[:1])
+		return
+	}
+	c.Array(len(args) - 2)
+	for _, name := range args[2:] {
+		if cmd := c.srv.lookupFull(string(name)); cmd != nil {
+			writeCommandInfo(c, cmd)
+		} else {
+			c.NullArray()
+		}
+	}
+}
+
+// lookupFull finds "name" or "parent|sub".
+func (s *Server) lookupFull(name string) *Command {
+	name = strings.ToLower(name)
+	parent, _, hasSub := strings.Cut(name, "|")
+	cmd := s.table.byName[parent]
+	if cmd == nil || !hasSub {
+		return cmd
+	}
+	for _, sub := range cmd.Subs {
+		if sub.Name == name {
+			return sub
+		}
+	}
+	return nil
+}
+
+func writeCommandInfo(c *Client, cmd *Command) {
+	c.Array(10)
+	c.BulkString(cmd.Name)
+	c.Int(int64(cmd.Arity))
+	flags := cmd.FlagNames()
+	c.Set(len(flags))
+	for _, f := range flags {
+		c.Simple(f)
+	}
+	c.Int(int64(cmd.FirstKey))
+	c.Int(int64(cmd.LastKey))
+	c.Int(int64(cmd.Step))
+	cats := cmd.Categories()
+	c.Set(len(cats))
+	for _, cat := range cats {
+		c.Simple(cat)
+	}
+	c.Set(0) // tips
+	c.Array(0)
+	c.Array(len(cmd.Subs))
+	for _, s := range cmd.Subs {
+		writeCommandInfo(c, s)
+	}
+}
+
+func cmdCommandDocs(c *Client, args [][]byte) {
+	var cmds []*Command
+	if len(args) == 2 {
+		cmds = c.srv.table.Sorted()
+	} else {
+		for _, name := range args[2:] {
+			if cmd := c.srv.lookupFull(string(name)); cmd != nil {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	c.Map(len(cmds))
+	for _, cmd := range cmds {
+		c.BulkString(cmd.Name)
+		writeCommandDocs(c, cmd)
+	}
+}
+
+func writeCommandDocs(c *Client, cmd *Command) {
+	args := cmd.Args()
+	n := 4
+	if len(args) > 0 {
+		n++
+	}
+	if len(cmd.Subs) > 0 {
+		n++
+	}
+	c.Map(n)
+	c.BulkString("summary")
+	c.BulkString(cmd.Summary)
+	c.BulkString("since")
+	c.BulkString(cmd.Since)
+	c.BulkString("group")
+	c.BulkString(cmd.Group)
+	c.BulkString("complexity")
+	c.BulkString(cmd.Complexity)
+	if len(args) > 0 {
+		c.BulkString("arguments")
+		writeDocArgs(c, args)
+	}
+	if len(cmd.Subs) > 0 {
+		c.BulkString("subcommands")
+		c.Map(len(cmd.Subs))
+		for _, s := range cmd.Subs {
+			c.BulkString(s.Name)
+			writeCommandDocs(c, s)
+		}
+	}
+}
+
+func writeDocArgs(c *Client, args []Arg) {
+	c.Array(len(args))
+	for _, a := range args {
+		var flags []string
+		if a.Optional {
+			flags = append(flags, "optional")
+		}
+		if a.Multiple {
+			flags = append(flags, "multiple")
+		}
+		n := 2
+		if a.Type == "key" {
+			n++
+		}
+		if a.Token != "" {
+			n++
+		}
+		if len(flags) > 0 {
+			n++
+		}
+		if len(a.Args) > 0 {
+			n++
+		}
+		c.Map(n)
+		c.BulkString("name")
+		c.BulkString(a.Name)
+		c.BulkString("type")
+		c.BulkString(a.Type)
+		if a.Type == "key" {
+			c.BulkString("key_spec_index")
+			c.Int(0)
+		}
+		if a.Token != "" {
+			c.BulkString("token")
+			c.BulkString(a.Token)
+		}
+		if len(flags) > 0 {
+			c.BulkString("flags")
+			c.Set(len(flags))
+			for _, f := range flags {
+				c.Simple(f)
+			}
+		}
+		if len(a.Args) > 0 {
+			c.BulkString("arguments")
+			writeDocArgs(c, a.Args)
+		}
+	}
+}
+
+func cmdCommandList(c *Client, args [][]byte) {
+	cmds := c.srv.table.Sorted()
+	filter := func(*Command) bool { return true }
+	if len(args) > 2 {
+		if len(args) != 5 || !equalFold(args[2], "filterby") {
+			c.Error(errSyntax)
+			return
+		}
+		val := strings.ToLower(string(args[4]))
+		switch {
+		case equalFold(args[3], "pattern"):
+			filter = func(cmd *Command) bool { return globMatch(val, cmd.Name) }
+		case equalFold(args[3], "aclcat"):
+			filter = func(cmd *Command) bool {
+				for _, cat := range cmd.Categories() {
+					if cat == "@"+val {
+						return true
+					}
+				}
+				return false
+			}
+		case equalFold(args[3], "module"):
+			filter = func(*Command) bool { return false }
+		default:
+			c.Error(errSyntax)
+			return
+		}
+	}
+	var names []string
+	for _, cmd := range cmds {
+		if filter(cmd) {
+			names = append(names, cmd.Name)
+		}
+	}
+	c.Array(len(names))
+	for _, n := range names {
+		c.BulkString(n)
+	}
+}

@@ -1,0 +1,124 @@
+package command
+
+import (
+	"math"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+// Expiry commands. On a string key they behave as in Redis 7. A limiter's
+// key expires by itself at the instant its state is fresh again (a full
+// bucket, an empty window), so EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and
+// PERSIST refuse limiter keys with an error (DEL resets a limit); TTL, PTTL,
+// EXPIRETIME and PEXPIRETIME read them.
+
+func init() {
+	exp := func(name string, arity int, flags Flag, summary, syntax string, h func(*Client, [][]byte)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "generic", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
+	}
+	const refuse = " Limiter keys refuse it: they expire when their limit is fresh."
+	register(
+		exp("expire", -3, FlagWrite|FlagFast, "Sets a key's time to live in seconds."+refuse,
+			"key seconds [NX|XX|GT|LT]", cmdExpire(1e9, false, "expire")),
+		exp("pexpire", -3, FlagWrite|FlagFast, "Sets a key's time to live in milliseconds."+refuse,
+			"key milliseconds [NX|XX|GT|LT]", cmdExpire(1e6, false, "pexpire")),
+		exp("expireat", -3, FlagWrite|FlagFast, "Sets a key's expiry as a Unix time in seconds."+refuse,
+			"key unix-time-seconds [NX|XX|GT|LT]", cmdExpire(1e9, true, "expireat")),
+		exp("pexpireat", -3, FlagWrite|FlagFast, "Sets a key's expiry as a Unix time in milliseconds."+refuse,
+			"key unix-time-milliseconds [NX|XX|GT|LT]", cmdExpire(1e6, true, "pexpireat")),
+		exp("expiretime", 2, FlagReadonly|FlagFast, "Returns a key's expiry as a Unix time in seconds (-1 never, -2 absent).",
+			"key", cmdExpireTime(1e9)),
+		exp("pexpiretime", 2, FlagReadonly|FlagFast, "Returns a key's expiry as a Unix time in milliseconds (-1 never, -2 absent).",
+			"key", cmdExpireTime(1e6)),
+		exp("persist", 2, FlagWrite|FlagFast, "Removes a key's expiry; answers 1 if it had one."+refuse, "key", cmdPersist),
+	)
+}
+
+func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		cond := engine.ExpireAlways
+		var nx, xx, gt, lt bool
+		for _, a := range args[3:] {
+			switch {
+			case equalFold(a, "nx"):
+				nx, cond = true, engine.ExpireNX
+			case equalFold(a, "xx"):
+				xx, cond = true, engine.ExpireXX
+			case equalFold(a, "gt"):
+				gt, cond = true, engine.ExpireGT
+			case equalFold(a, "lt"):
+				lt, cond = true, engine.ExpireLT
+			default:
+				c.Errf("Unsupported option %s", clip(a))
+				return
+			}
+		}
+		if nx && (xx || gt || lt) {
+			c.Err("ERR NX and XX, GT or LT options at the same time are not compatible")
+			return
+		}
+		if gt && lt {
+			c.Err("ERR GT and LT options at the same time are not compatible")
+			return
+		}
+		n, err := ParseInt(args[2])
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		now := c.Now()
+		at, ok := expireAtSigned(now, n, unit, abs)
+		if !ok {
+			c.Err("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		set, err := c.srv.eng.SetExpire(args[1], now, at, cond)
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		c.Int(b2i(set))
+	}
+}
+
+// expireAtSigned is expireAt for EXPIRE, where zero and negative times are
+// allowed (they delete the key).
+func expireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
+	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
+		return 0, false
+	}
+	at := n * unit
+	if abs {
+		return at, true
+	}
+	if (at > 0 && now > math.MaxInt64-at) || (at < 0 && now < math.MinInt64-at) {
+		return 0, false
+	}
+	return now + at, true
+}
+
+func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		ent, ok := c.srv.eng.Get(args[1], c.Now())
+		switch {
+		case !ok:
+			c.Int(-2)
+		case ent.Expire == 0:
+			c.Int(-1)
+		case unit == 1e6:
+			c.Int(ent.Expire / 1e6)
+		default:
+			c.Int((ent.Expire/1e6 + 500) / 1000) // Redis rounds to the nearest second
+		}
+	}
+}
+
+func cmdPersist(c *Client, args [][]byte) {
+	done, err := c.srv.eng.Persist(args[1], c.Now())
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(b2i(done))
+}

@@ -1,0 +1,136 @@
+package command
+
+import (
+	"errors"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/gcra"
+)
+
+func init() {
+	register(
+		&Command{Name: "cl.throttle", Arity: -5, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
+			Summary: "GCRA exactly as redis-cell: [limited, limit, remaining, retry_after, reset_after] in seconds.",
+			Syntax:  "key max_burst count period [quantity]", Handler: cmdClThrottle},
+		&Command{Name: "gcra", Arity: -5, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
+			Summary: "GCRA with Redis 8.8's spelling: fractional period in seconds, replies rounded up to seconds.",
+			Syntax:  "key max_burst tokens_per_period period [TOKENS count]", Handler: cmdGCRA},
+	)
+}
+
+// cmdClThrottle answers CL.THROTTLE key max_burst count period [quantity]:
+// integers only, period in seconds, quantity 0 peeks.
+func cmdClThrottle(c *Client, args [][]byte) {
+	if len(args) > 6 {
+		c.Errf("wrong number of arguments for 'cl.throttle' command")
+		return
+	}
+	maxBurst, err := parseAtLeast(args[2], 0, "max_burst")
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	count, err := parseAtLeast(args[3], 1, "count")
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	period, err := parseAtLeast(args[4], 1, "period")
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	quantity := int64(1)
+	if len(args) == 6 {
+		if quantity, err = parseAtLeast(args[5], 0, "quantity"); err != nil {
+			c.Error(err)
+			return
+		}
+	}
+	l, err := gcra.CellLimit(maxBurst, count, period)
+	if err != nil {
+		c.Error(limitError(err))
+		return
+	}
+	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), engine.CellLimiter{L: l}, quantity)
+	if err != nil {
+		c.Error(limitError(err))
+		return
+	}
+	c.Limit(r, false)
+}
+
+// cmdGCRA answers GCRA key max_burst tokens_per_period period [TOKENS n]
+// with Redis 8.8's argument rules and error texts.
+func cmdGCRA(c *Client, args [][]byte) {
+	if len(args) > 7 {
+		c.Errf("wrong number of arguments for 'gcra' command")
+		return
+	}
+	maxBurst, err := ParseInt(args[2])
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	if maxBurst < 0 {
+		c.Err("ERR value is out of range, must be positive")
+		return
+	}
+	perPeriod, err := ParseInt(args[3])
+	if err != nil || perPeriod < 1 {
+		c.Err("ERR value is out of range")
+		return
+	}
+	period, err := ParseFloat(args[4])
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	if period <= 0 || period >= 1e12 {
+		c.Err("ERR period must be > 0 and < 1e12")
+		return
+	}
+	tokens := int64(1)
+	if len(args) >= 6 {
+		if !equalFold(args[5], "tokens") {
+			c.Error(errSyntax)
+			return
+		}
+		if len(args) == 6 {
+			c.Err("ERR Missing TOKENS value")
+			return
+		}
+		if tokens, err = ParseInt(args[6]); err != nil || tokens < 1 {
+			c.Err("ERR value is out of range")
+			return
+		}
+	}
+	l, err := gcra.RedisLimit(maxBurst, perPeriod, period)
+	if err != nil {
+		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow")
+		return
+	}
+	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), engine.RedisGCRALimiter{L: l}, tokens)
+	if errors.Is(err, gcra.ErrOverflow) {
+		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow")
+		return
+	}
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Limit(r, false)
+}
+
+// limitError words the algorithm's parameter errors for the wire.
+func limitError(err error) error {
+	switch {
+	case errors.Is(err, gcra.ErrZeroRate):
+		return wireError("ERR zero rates are not supported: count and period must be positive")
+	case errors.Is(err, gcra.ErrOverflow):
+		return wireError("ERR parameters too large: max_burst, period and quantity overflow the nanosecond time range")
+	}
+	return err
+}

@@ -1,0 +1,198 @@
+package command
+
+import (
+	"github.com/limitdb/limitdb/engine"
+)
+
+func init() {
+	register(
+		&Command{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
+			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys; answers how many existed.", Syntax: "key [key ...]", Handler: cmdDel},
+		&Command{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
+			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys (same as DEL: limitdb's values are small).", Syntax: "key [key ...]", Handler: cmdDel},
+		&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
+			Complexity: "O(N) where N is the number of keys", Summary: "Counts how many of the keys exist.", Syntax: "key [key ...]", Handler: cmdExists},
+		&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
+			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, none).", Syntax: "key", Handler: cmdType},
+		&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
+			Complexity: "O(1)", Summary: "Seconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(false)},
+		&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
+			Complexity: "O(1)", Summary: "Milliseconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(true)},
+		&Command{Name: "memory", Arity: -2, Group: "server", Since: "0.1.0",
+			Complexity: "Depends on subcommand.", Summary: "Reports memory use.", Syntax: "subcommand",
+			Subs: []*Command{
+				{Name: "memory|usage", Arity: -3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Estimates the bytes a key takes: its entry, its share of the index and its state beyond the entry (a sliding log's stamps, a string's bytes); nil when absent. SAMPLES is accepted and ignored.",
+					Syntax: "key [SAMPLES count]", Handler: cmdMemoryUsage},
+				{Name: "memory|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Lists the MEMORY subcommands.", Handler: helpFor("memory")},
+			}},
+		&Command{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Group: "server", Since: "0.1.0",
+			Complexity: "O(shards)", Summary: "Counts the keys.", Handler: cmdDBSize},
+		&Command{Name: "scan", Arity: -2, Flags: FlagReadonly, Group: "generic", Since: "0.1.0",
+			Complexity: "O(1) per call, O(N) for a full iteration", Summary: "Iterates over the keys; the cursor is a shard number.",
+			Syntax: "cursor [MATCH pattern] [COUNT count] [TYPE type]", Handler: cmdScan},
+		&Command{Name: "keys", Arity: 2, Flags: FlagReadonly, Group: "generic", Since: "0.1.0",
+			Complexity: "O(N)", Summary: "Lists the keys matching a glob pattern.", Syntax: "pattern", Handler: cmdKeys},
+		&Command{Name: "flushall", Arity: -1, Flags: FlagWrite | FlagDangerous, Group: "server", Since: "0.1.0",
+			Complexity: "O(N)", Summary: "Deletes every key.", Syntax: "[ASYNC|SYNC]", Handler: cmdFlush},
+		&Command{Name: "flushdb", Arity: -1, Flags: FlagWrite | FlagDangerous, Group: "server", Since: "0.1.0",
+			Complexity: "O(N)", Summary: "Deletes every key (limitdb has one database).", Syntax: "[ASYNC|SYNC]", Handler: cmdFlush},
+	)
+}
+
+func cmdDel(c *Client, args [][]byte) {
+	now := c.Now()
+	n := int64(0)
+	for _, k := range args[1:] {
+		if c.srv.eng.Delete(k, now) {
+			n++
+		}
+	}
+	c.Int(n)
+}
+
+func cmdExists(c *Client, args [][]byte) {
+	now := c.Now()
+	n := int64(0)
+	for _, k := range args[1:] {
+		if _, ok := c.srv.eng.Get(k, now); ok {
+			n++
+		}
+	}
+	c.Int(n)
+}
+
+func cmdType(c *Client, args [][]byte) {
+	ent, _ := c.srv.eng.Get(args[1], c.Now())
+	c.Simple(ent.Kind.String())
+}
+
+func cmdTTL(millis bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		now := c.Now()
+		ent, ok := c.srv.eng.Get(args[1], now)
+		switch {
+		case !ok:
+			c.Int(-2)
+		case ent.Expire == 0:
+			c.Int(-1)
+		default:
+			ms := (ent.Expire - now + 999_999) / 1_000_000 // a live key has at least 1 ms
+			if millis {
+				c.Int(ms)
+			} else {
+				c.Int((ms + 500) / 1000) // Redis rounds TTL to the nearest second
+			}
+		}
+	}
+}
+
+func cmdDBSize(c *Client, _ [][]byte) { c.Int(int64(c.srv.eng.Len())) }
+
+// cmdMemoryUsage answers MEMORY USAGE key [SAMPLES count]. Every key's
+// state is measured whole, so SAMPLES, which bounds Redis's sampling of
+// large collections, is checked and otherwise ignored.
+func cmdMemoryUsage(c *Client, args [][]byte) {
+	switch {
+	case len(args) == 5 && equalFold(args[3], "samples"):
+		if n, err := ParseInt(args[4]); err != nil || n < 0 {
+			c.Err("ERR value is not an integer or out of range")
+			return
+		}
+	case len(args) != 3:
+		c.Err("ERR syntax error")
+		return
+	}
+	n, ok := c.srv.eng.KeyBytes(args[2], c.Now())
+	if !ok {
+		c.Null()
+		return
+	}
+	c.Int(n)
+}
+
+func cmdScan(c *Client, args [][]byte) {
+	cursor, err := ParseInt(args[1])
+	if err != nil || cursor < 0 {
+		c.Err("ERR invalid cursor")
+		return
+	}
+	pattern, count, kind := "*", int64(10), engine.KindNone
+	typed := false
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.Error(errSyntax)
+			return
+		}
+		switch {
+		case equalFold(args[i], "match"):
+			pattern = string(args[i+1])
+		case equalFold(args[i], "count"):
+			if count, err = ParseInt(args[i+1]); err != nil {
+				c.Error(err)
+				return
+			}
+			if count < 1 {
+				c.Error(errSyntax)
+				return
+			}
+		case equalFold(args[i], "type"):
+			k, ok := engine.KindByName(string(args[i+1]))
+			if !ok {
+				c.Errf("unknown type name '%s'", clip(args[i+1]))
+				return
+			}
+			kind, typed = k, true
+		default:
+			c.Error(errSyntax)
+			return
+		}
+	}
+	eng, now := c.srv.eng, c.Now()
+	var keys []string
+	shard := int(cursor)
+	for ; shard < eng.Shards() && int64(len(keys)) < count; shard++ {
+		eng.RangeShard(shard, now, func(k string, ent *engine.Entry) bool {
+			if (!typed || ent.Kind == kind) && globMatch(pattern, k) {
+				keys = append(keys, k)
+			}
+			return true
+		})
+	}
+	if shard >= eng.Shards() {
+		shard = 0
+	}
+	c.Array(2)
+	c.BulkString(itoa(int64(shard)))
+	c.Array(len(keys))
+	for _, k := range keys {
+		c.BulkString(k)
+	}
+}
+
+func cmdKeys(c *Client, args [][]byte) {
+	eng, now, pattern := c.srv.eng, c.Now(), string(args[1])
+	var keys []string
+	for i := 0; i < eng.Shards(); i++ {
+		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
+			if globMatch(pattern, k) {
+				keys = append(keys, k)
+			}
+			return true
+		})
+	}
+	c.Array(len(keys))
+	for _, k := range keys {
+		c.BulkString(k)
+	}
+}
+
+func cmdFlush(c *Client, args [][]byte) {
+	if len(args) > 2 || (len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync")) {
+		c.Error(errSyntax)
+		return
+	}
+	c.srv.eng.Flush()
+	c.OK()
+}

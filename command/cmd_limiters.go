@@ -1,0 +1,183 @@
+package command
+
+import (
+	"github.com/limitdb/limitdb/engine"
+)
+
+// The limiter commands beyond GCRA: one handler per algorithm, each parsing
+// its arguments, building the engine's Limiter (which validates the
+// combination) and writing the uniform reply in milliseconds.
+
+func init() {
+	const flags = FlagWrite | FlagDenyOOM | FlagFast
+	register(
+		&Command{Name: "tb.take", Arity: -5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
+			Summary: "Token bucket: take tokens (default 1) from a bucket of capacity refilled at refill per period. Reply in ms.",
+			Syntax:  "key capacity refill period [tokens]", Handler: cmdTBTake},
+		&Command{Name: "lb.queue", Arity: -5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
+			Summary: "Leaky bucket as a queue: admit into a queue of capacity served at rate per period; the sixth field is the delay in ms.",
+			Syntax:  "key capacity rate period [cost]", Handler: cmdLBQueue},
+		&Command{Name: "fw.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
+			Summary: "Fixed window aligned to the Unix epoch: count cost (default 1) against limit per window. Reply in ms.",
+			Syntax:  "key limit window [cost]", Handler: cmdFWIncr},
+		&Command{Name: "sw.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) with precision 1, O(precision) otherwise",
+			Summary: "Sliding-window counter: the previous (sub-)window weighted by its share still inside the window. Reply in ms.",
+			Syntax:  "key limit window [cost] [PRECISION n]", Handler: cmdSWIncr},
+		&Command{Name: "sl.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) amortized; memory O(limit) per key",
+			Summary: "Sliding log, exact: admit when the cost logged in the last window plus cost fits the limit. Reply in ms.",
+			Syntax:  "key limit window [cost]", Handler: cmdSLIncr},
+	)
+}
+
+// limiterArgs are a limiter command's numbers: a count (capacity or limit),
+// a rate where the command has one, a period or window in nanoseconds and
+// the cost (1 unless given).
+type limiterArgs struct {
+	count, rate, period, cost int64
+}
+
+// parseRateArgs reads "capacity rate period [cost]" (TB.TAKE, LB.QUEUE).
+func parseRateArgs(c *Client, args [][]byte, name, capName, rateName, costName string) (a limiterArgs, ok bool) {
+	if len(args) > 6 {
+		c.Errf("wrong number of arguments for '%s' command", name)
+		return a, false
+	}
+	var err error
+	if a.count, err = parseAtLeast(args[2], 1, capName); err == nil {
+		if a.rate, err = parseAtLeast(args[3], 1, rateName); err == nil {
+			a.period, err = ParseDuration(args[4], "period")
+		}
+	}
+	a.cost = 1
+	if err == nil && len(args) == 6 {
+		a.cost, err = parseAtLeast(args[5], 0, costName)
+	}
+	if err != nil {
+		c.Error(err)
+		return a, false
+	}
+	return a, true
+}
+
+// parseWindowArgs reads "limit window" (FW.INCR, SW.INCR, SL.INCR).
+func parseWindowArgs(c *Client, args [][]byte) (a limiterArgs, ok bool) {
+	var err error
+	if a.count, err = parseAtLeast(args[2], 1, "limit"); err == nil {
+		a.period, err = ParseDuration(args[3], "window")
+	}
+	a.cost = 1
+	if err != nil {
+		c.Error(err)
+		return a, false
+	}
+	return a, true
+}
+
+// limitReply runs l on the command's key and writes the reply.
+func limitReply[L engine.Limiter](c *Client, args [][]byte, l L, err error, cost int64, withDelay bool) {
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), l, cost)
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Limit(r, withDelay)
+}
+
+// cmdTBTake answers TB.TAKE key capacity refill period [tokens].
+func cmdTBTake(c *Client, args [][]byte) {
+	a, ok := parseRateArgs(c, args, "tb.take", "capacity", "refill", "tokens")
+	if !ok {
+		return
+	}
+	l, err := engine.NewTokenBucket(a.count, a.rate, a.period)
+	limitReply(c, args, l, err, a.cost, false)
+}
+
+// cmdLBQueue answers LB.QUEUE key capacity rate period [cost] with the
+// sixth field, the delay.
+func cmdLBQueue(c *Client, args [][]byte) {
+	a, ok := parseRateArgs(c, args, "lb.queue", "capacity", "rate", "cost")
+	if !ok {
+		return
+	}
+	l, err := engine.NewLeakyQueue(a.count, a.rate, a.period)
+	limitReply(c, args, l, err, a.cost, true)
+}
+
+// parseCost reads the optional cost of FW.INCR and SL.INCR.
+func parseCost(c *Client, args [][]byte, name string, a *limiterArgs) bool {
+	if len(args) > 5 {
+		c.Errf("wrong number of arguments for '%s' command", name)
+		return false
+	}
+	if len(args) == 5 {
+		var err error
+		if a.cost, err = parseAtLeast(args[4], 0, "cost"); err != nil {
+			c.Error(err)
+			return false
+		}
+	}
+	return true
+}
+
+// cmdFWIncr answers FW.INCR key limit window [cost].
+func cmdFWIncr(c *Client, args [][]byte) {
+	a, ok := parseWindowArgs(c, args)
+	if !ok || !parseCost(c, args, "fw.incr", &a) {
+		return
+	}
+	l, err := engine.NewFixedWindow(a.count, a.period)
+	limitReply(c, args, l, err, a.cost, false)
+}
+
+// cmdSLIncr answers SL.INCR key limit window [cost].
+func cmdSLIncr(c *Client, args [][]byte) {
+	a, ok := parseWindowArgs(c, args)
+	if !ok || !parseCost(c, args, "sl.incr", &a) {
+		return
+	}
+	l, err := engine.NewSlidingLog(a.count, a.period)
+	limitReply(c, args, l, err, a.cost, false)
+}
+
+// cmdSWIncr answers SW.INCR key limit window [cost] [PRECISION n]; the
+// cost and the PRECISION option may come in either order.
+func cmdSWIncr(c *Client, args [][]byte) {
+	a, ok := parseWindowArgs(c, args)
+	if !ok {
+		return
+	}
+	precision, haveCost := int64(1), false
+	for i := 4; i < len(args); i++ {
+		var err error
+		switch {
+		case equalFold(args[i], "precision"):
+			if i+1 == len(args) {
+				c.Error(errSyntax)
+				return
+			}
+			i++
+			precision, err = parseAtLeast(args[i], 1, "precision")
+		case !haveCost:
+			haveCost = true
+			a.cost, err = parseAtLeast(args[i], 0, "cost")
+		default:
+			err = errSyntax
+		}
+		if err != nil {
+			c.Error(err)
+			return
+		}
+	}
+	l, err := engine.NewSlidingWindow(a.count, a.period, precision)
+	limitReply(c, args, l, err, a.cost, false)
+}

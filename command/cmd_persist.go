@@ -1,0 +1,265 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/persistence"
+)
+
+func init() {
+	register(
+		&Command{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoMulti, Group: "server", Since: "0.1.0",
+			Complexity: "O(N) where N is the number of keys", Summary: "Writes a snapshot of every live key to disk and waits for it.",
+			Handler: cmdSave},
+		&Command{Name: "bgsave", Arity: -1, Flags: FlagAdmin, Group: "server", Since: "0.1.0",
+			Complexity: "O(N) where N is the number of keys", Summary: "Writes a snapshot in the background while serving continues.",
+			Syntax: "[SCHEDULE]", Handler: cmdBGSave},
+		&Command{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+			Complexity: "O(1)", Summary: "Returns the Unix time of the last successful snapshot.",
+			Handler: cmdLastSave},
+	)
+	registerInfo("persistence", 40, infoPersistence)
+	RegisterDirective(IntDirective("save", "seconds between automatic snapshots when anything changed (0: never)", true, 0,
+		func(c *Config) *int { return &c.Save }))
+	RegisterDirective(&Directive{Name: "dbfilename", Help: "snapshot file name inside --dir", Mutable: true,
+		Get: func(c *Config) string { return c.DBFilename },
+		Set: func(c *Config, v string) error {
+			if v == "" || strings.ContainsRune(v, '/') || v == "." || v == ".." {
+				return errors.New("dbfilename can't be a path, just a filename")
+			}
+			c.DBFilename = v
+			return nil
+		}})
+	RegisterDirective(BoolDirective("discard-corrupt-snapshot",
+		"start empty when the snapshot is corrupt, moving it aside to <file>.corrupt (default: refuse to start)", false,
+		func(c *Config) *bool { return &c.DiscardCorrupt }))
+}
+
+// persistState is the server's snapshot bookkeeping.
+type persistState struct {
+	mu        sync.Mutex  // held while a snapshot is written: one at a time
+	bgRunning atomic.Bool // a BGSAVE is under way
+	bgStart   atomic.Int64
+
+	statMu        sync.Mutex
+	lastSave      time.Time // last successful save (start-up time before any)
+	lastStatus    string    // "ok" or "err"
+	lastErr       error
+	last          persistence.SaveStats
+	saves         int64
+	changesAtSave int64 // engine.Changes() when the last successful save began
+	loaded        persistence.LoadStats
+}
+
+// SnapshotPath is where snapshots are written and read.
+func (s *Server) SnapshotPath() string {
+	cfg := s.Config()
+	return filepath.Join(cfg.Dir, cfg.DBFilename)
+}
+
+// Save writes a snapshot now and waits for it; it waits for a running
+// BGSAVE to finish first.
+func (s *Server) Save() error {
+	p := &s.persist
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return s.saveLocked()
+}
+
+func (s *Server) saveLocked() error {
+	p := &s.persist
+	path := s.SnapshotPath()
+	changes := s.eng.Changes()
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	var st persistence.SaveStats
+	if err == nil {
+		st, err = persistence.Save(path, s.eng)
+	}
+	p.statMu.Lock()
+	defer p.statMu.Unlock()
+	if err != nil {
+		p.lastStatus, p.lastErr = "err", err
+		s.logger.Printf("snapshot failed: %v", err)
+		return err
+	}
+	p.lastStatus, p.lastErr = "ok", nil
+	p.lastSave, p.last, p.changesAtSave = st.Started, st, changes
+	p.saves++
+	s.logger.Printf("snapshot saved to %s: %d keys, %d bytes in %v (longest shard hold %v)",
+		path, st.Keys, st.Bytes, st.Duration.Round(time.Microsecond), st.MaxShardHold.Round(time.Microsecond))
+	return nil
+}
+
+// errBGRunning is Redis's answer when a save is already under way.
+var errBGRunning = wireError("ERR Background save already in progress")
+
+// BGSave starts a snapshot in the background and returns at once.
+func (s *Server) BGSave() error {
+	p := &s.persist
+	if !p.mu.TryLock() {
+		return errBGRunning
+	}
+	p.bgRunning.Store(true)
+	p.bgStart.Store(time.Now().UnixNano())
+	go func() {
+		defer p.mu.Unlock()
+		defer p.bgRunning.Store(false)
+		s.saveLocked()
+	}()
+	return nil
+}
+
+// Dirty is the number of writes since the last successful save.
+func (s *Server) Dirty() int64 {
+	p := &s.persist
+	p.statMu.Lock()
+	defer p.statMu.Unlock()
+	return s.eng.Changes() - p.changesAtSave
+}
+
+// LoadSnapshot restores the snapshot file into the engine (before Serve).
+// A missing file is not an error: it returns zero stats and a nil error.
+func (s *Server) LoadSnapshot() (persistence.LoadStats, error) {
+	st, err := persistence.Load(s.SnapshotPath(), s.eng)
+	if errors.Is(err, persistence.ErrNotExist) {
+		err = nil
+	}
+	p := &s.persist
+	p.statMu.Lock()
+	if err == nil {
+		p.loaded = st
+		p.changesAtSave = s.eng.Changes()
+	}
+	p.statMu.Unlock()
+	return st, err
+}
+
+// autoSave writes a snapshot every `save` seconds when anything changed.
+func (s *Server) autoSave() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		every := s.Config().Save
+		if every <= 0 || s.Dirty() == 0 {
+			continue
+		}
+		s.persist.statMu.Lock()
+		last := s.persist.lastSave
+		if last.IsZero() {
+			last = s.started
+		}
+		s.persist.statMu.Unlock()
+		if time.Since(last) >= time.Duration(every)*time.Second {
+			s.BGSave() // a save already running is fine
+		}
+	}
+}
+
+func cmdSave(c *Client, _ [][]byte) {
+	if c.srv.persist.bgRunning.Load() {
+		c.Error(errBGRunning)
+		return
+	}
+	if err := c.srv.Save(); err != nil {
+		c.Errf("%v", err)
+		return
+	}
+	c.OK()
+}
+
+func cmdBGSave(c *Client, args [][]byte) {
+	schedule := false
+	for _, a := range args[1:] {
+		if !equalFold(a, "schedule") {
+			c.Error(errSyntax)
+			return
+		}
+		schedule = true
+	}
+	if err := c.srv.BGSave(); err != nil {
+		if schedule {
+			c.Simple("Background saving scheduled")
+			go c.srv.Save()
+			return
+		}
+		c.Error(err)
+		return
+	}
+	c.Simple("Background saving started")
+}
+
+func cmdLastSave(c *Client, _ [][]byte) {
+	p := &c.srv.persist
+	p.statMu.Lock()
+	last := p.lastSave
+	p.statMu.Unlock()
+	if last.IsZero() {
+		last = c.srv.started
+	}
+	c.Int(last.Unix())
+}
+
+func infoPersistence(s *Server, b *strings.Builder) {
+	p := &s.persist
+	dirty := s.Dirty()
+	p.statMu.Lock()
+	defer p.statMu.Unlock()
+	last := p.lastSave
+	if last.IsZero() {
+		last = s.started
+	}
+	status := p.lastStatus
+	if status == "" {
+		status = "ok"
+	}
+	infoLine(b, "loading", 0)
+	infoLine(b, "rdb_changes_since_last_save", dirty)
+	infoLine(b, "rdb_bgsave_in_progress", boolInt(p.bgRunning.Load()))
+	infoLine(b, "rdb_last_save_time", last.Unix())
+	infoLine(b, "rdb_last_bgsave_status", status)
+	infoLine(b, "rdb_last_bgsave_time_sec", secondsOrMinus(p.saves, p.last.Duration))
+	cur := int64(-1)
+	if p.bgRunning.Load() {
+		cur = int64(time.Since(time.Unix(0, p.bgStart.Load())) / time.Second)
+	}
+	infoLine(b, "rdb_current_bgsave_time_sec", cur)
+	infoLine(b, "rdb_saves", p.saves)
+	infoLine(b, "rdb_last_save_duration_ms", p.last.Duration.Milliseconds())
+	infoLine(b, "rdb_last_save_keys", p.last.Keys)
+	infoLine(b, "rdb_last_save_bytes", p.last.Bytes)
+	infoLine(b, "rdb_last_save_max_shard_hold_us", p.last.MaxShardHold.Microseconds())
+	infoLine(b, "rdb_last_save_mean_shard_hold_us", p.last.MeanShardHold.Microseconds())
+	if p.lastErr != nil {
+		infoLine(b, "rdb_last_error", strings.ReplaceAll(p.lastErr.Error(), "\n", " "))
+	}
+	infoLine(b, "rdb_last_load_keys_loaded", p.loaded.Keys)
+	infoLine(b, "rdb_last_load_keys_expired", p.loaded.Expired)
+	infoLine(b, "rdb_file", s.SnapshotPath())
+	infoLine(b, "aof_enabled", 0)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func secondsOrMinus(n int64, d time.Duration) string {
+	if n == 0 {
+		return "-1"
+	}
+	return fmt.Sprint(int64(d / time.Second))
+}

@@ -1,0 +1,306 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/limitdb/limitdb/engine/limit"
+	"github.com/limitdb/limitdb/persistence"
+	"github.com/limitdb/limitdb/policy"
+)
+
+// Named policies: RL.HIT, RL.HITALL and RL.POLICY. The policies themselves
+// (model, rules file, watcher, counters, all-or-nothing application) live
+// in package policy; this file parses arguments and writes replies.
+
+func init() {
+	register(
+		// RL.HIT and RL.HITALL declare no key positions: the keys they touch
+		// are derived, rl:<policy>:<key>, so a MULTI holding them locks every
+		// shard rather than the shards of the client keys.
+		&Command{Name: "rl.hit", Arity: -3, Flags: FlagWrite | FlagDenyOOM | FlagFast,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1); sliding_log: O(1) amortized, memory O(limit) per key",
+			Summary: "Applies a named policy to a key: [limited, limit, remaining, retry_after, reset_after] in milliseconds.",
+			Syntax:  "policy key [cost]", Handler: cmdRLHit},
+		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM,
+			Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of pairs",
+			Summary: "Applies several policies to keys, all or nothing: [limited, reply1, reply2, ...]; a denial charges none.",
+			Syntax:  "numpairs policy key [policy key ...] [COST cost]", Handler: cmdRLHitAll},
+		&Command{Name: "rl.policy", Arity: -2, Group: "rate_limit", Since: "0.1.0",
+			Complexity: "Depends on subcommand.", Summary: "Defines, inspects and reloads named policies.", Syntax: "subcommand",
+			Subs: []*Command{
+				{Name: "rl.policy|set", Arity: -6, Flags: FlagWrite | FlagAdmin, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(P) where P is the number of policies",
+					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused.",
+					Syntax:     "name algorithm limit period [BURST burst] [SHADOW]",
+					Handler:    cmdPolicySet},
+				{Name: "rl.policy|get", Arity: 3, Flags: FlagReadonly | FlagFast, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Describes a policy in effect and its counters, or null.",
+					Syntax: "name", Handler: cmdPolicyGet},
+				{Name: "rl.policy|del", Arity: 3, Flags: FlagWrite | FlagAdmin, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(P) where P is the number of policies", Summary: "Deletes a runtime policy: 1 if it existed, else 0.",
+					Syntax: "name", Handler: cmdPolicyDel},
+				{Name: "rl.policy|list", Arity: 2, Flags: FlagReadonly, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(P log P)", Summary: "Lists the names of the policies in effect.", Handler: cmdPolicyList},
+				{Name: "rl.policy|reload", Arity: 2, Flags: FlagAdmin, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(size of the rules file)", Summary: "Re-reads the rules file now; a broken file keeps the last good rules and answers why.",
+					Handler: cmdPolicyReload},
+				{Name: "rl.policy|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Lists the RL.POLICY subcommands.", Handler: helpFor("rl.policy")},
+			}},
+	)
+	RegisterDirective(StringDirective("rules", "YAML file of named policies, watched for changes (see docs/policies.md)", false,
+		func(c *Config) *string { return &c.Rules }))
+	RegisterDirective(&Directive{Name: "rules-poll", Help: "how often the rules file is checked for changes",
+		Get: func(c *Config) string { return limit.FormatDuration(c.rulesPoll()) },
+		Set: func(c *Config, v string) error {
+			d, err := limit.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("invalid duration '%s': %v", v, err)
+			}
+			c.RulesPoll = d
+			return nil
+		}})
+	registerLimitsInfo(policies.AppendInfo)
+	persistence.RegisterSection("policies", policies.MarshalRuntime, policies.UnmarshalRuntime)
+}
+
+// PolicyRules is the configuration of named policies, embedded in Config.
+type PolicyRules struct {
+	Rules     string        // YAML rules file of named policies; "" for none
+	RulesPoll time.Duration // how often the rules file is checked; 0: 1s
+}
+
+func (c *Config) rulesPoll() time.Duration {
+	if c.RulesPoll <= 0 {
+		return policy.DefaultPoll
+	}
+	return c.RulesPoll
+}
+
+// policies is the process's named policies. Like the command statistics,
+// the snapshot sections and the INFO hooks they feed, they are one per
+// process: a limitdb process serves one keyspace.
+var policies = policy.NewStore(nil)
+
+// Policies is the named policies the server applies.
+func (s *Server) Policies() *policy.Store { return policies }
+
+// StartRules loads the configured rules file (if any) and watches it until
+// the server closes. A missing or broken file at start-up is an error: the
+// server should refuse to start rather than run without its limits.
+func (s *Server) StartRules() error {
+	cfg := s.Config()
+	if cfg.Rules == "" {
+		return nil
+	}
+	ps := s.Policies()
+	ps.SetLogger(s.logger)
+	if err := ps.LoadRules(cfg.Rules); err != nil {
+		return fmt.Errorf("rules file not loaded: %w", err)
+	}
+	go func() {
+		ps.Watch(s.done, cfg.rulesPoll())
+		ps.StopRules(cfg.Rules)
+	}()
+	return nil
+}
+
+// cmdRLHit answers RL.HIT policy key [cost].
+func cmdRLHit(c *Client, args [][]byte) {
+	if len(args) > 4 {
+		c.Errf("wrong number of arguments for 'rl.hit' command")
+		return
+	}
+	cost := int64(1)
+	if len(args) == 4 {
+		var err error
+		if cost, err = parseAtLeast(args[3], 0, "cost"); err != nil {
+			c.Error(err)
+			return
+		}
+	}
+	r, err := c.srv.Policies().Hit(c.srv.eng, args[1], args[2], c.Now(), cost)
+	if err != nil {
+		c.Error(policyError(err))
+		return
+	}
+	c.Limit(r.Result, r.WithDelay)
+}
+
+// cmdRLHitAll answers RL.HITALL numpairs policy key [policy key ...] [COST n].
+func cmdRLHitAll(c *Client, args [][]byte) {
+	n, err := parseAtLeast(args[1], 1, "numpairs")
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	rest := args[2:]
+	if n > int64(len(rest)/2) {
+		c.Err("ERR numpairs is larger than the number of policy key pairs given")
+		return
+	}
+	cost := int64(1)
+	switch extra := rest[2*n:]; {
+	case len(extra) == 0:
+	case len(extra) == 2 && equalFold(extra[0], "cost"):
+		if cost, err = parseAtLeast(extra[1], 0, "cost"); err != nil {
+			c.Error(err)
+			return
+		}
+	default:
+		c.Error(errSyntax)
+		return
+	}
+	pairs := make([]policy.Pair, n)
+	for i := range pairs {
+		pairs[i] = policy.Pair{Policy: rest[2*i], Key: rest[2*i+1]}
+	}
+	limited, replies, err := c.srv.Policies().HitAll(c.srv.eng, pairs, c.Now(), cost)
+	if err != nil {
+		c.Error(policyError(err))
+		return
+	}
+	c.countLimit(limited) // INFO limits: one decision per call, not per pair
+	c.Array(1 + len(replies))
+	c.Int(int64(boolInt(limited)))
+	for _, r := range replies {
+		writeLimit(c, r.Result, r.WithDelay)
+	}
+}
+
+// writeLimit writes one uniform reply inside RL.HITALL's array. It is not
+// Client.Limit so that each pair is not counted as a decision of its own:
+// the call as a whole is admitted or denied.
+func writeLimit(c *Client, r limit.Result, withDelay bool) {
+	n := 5
+	if withDelay {
+		n = 6
+	}
+	c.Array(n)
+	c.Int(int64(boolInt(r.Limited)))
+	c.Int(r.Limit)
+	c.Int(r.Remaining)
+	c.Int(r.RetryAfter)
+	c.Int(r.ResetAfter)
+	if withDelay {
+		c.Int(r.Delay)
+	}
+}
+
+// cmdPolicySet answers RL.POLICY SET name algorithm limit period [BURST n] [SHADOW].
+func cmdPolicySet(c *Client, args [][]byte) {
+	p := policy.Policy{Name: string(args[2])}
+	alg, ok := policy.ParseAlgorithm(string(args[3]))
+	if !ok {
+		c.Errf("unknown algorithm '%s' (use gcra, token_bucket, leaky_queue, fixed_window, sliding_window or sliding_log)", clip(args[3]))
+		return
+	}
+	p.Algorithm = alg
+	var err error
+	if p.Limit, err = parseAtLeast(args[4], 1, "limit"); err != nil {
+		c.Error(err)
+		return
+	}
+	d, err := limit.ParseDuration(string(args[5]))
+	if err != nil {
+		c.Errf("invalid period '%s': %v", clip(args[5]), err)
+		return
+	}
+	p.Period = d
+	for i := 6; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "burst") && i+1 < len(args) && p.Burst == 0:
+			if p.Burst, err = parseAtLeast(args[i+1], 1, "burst"); err != nil {
+				c.Error(err)
+				return
+			}
+			i++
+		case equalFold(args[i], "shadow") && !p.Shadow:
+			p.Shadow = true
+		default:
+			c.Error(errSyntax)
+			return
+		}
+	}
+	if err := c.srv.Policies().Set(p); err != nil {
+		c.Error(policyError(err))
+		return
+	}
+	c.OK()
+}
+
+// cmdPolicyGet answers RL.POLICY GET name: a map of the policy's fields and
+// counters, or null.
+func cmdPolicyGet(c *Client, args [][]byte) {
+	in, ok := c.srv.Policies().Get(string(args[2]))
+	if !ok {
+		c.Null()
+		return
+	}
+	c.Map(10)
+	c.BulkString("name")
+	c.BulkString(in.Name)
+	c.BulkString("algorithm")
+	c.BulkString(string(in.Algorithm))
+	c.BulkString("limit")
+	c.Int(in.Limit)
+	c.BulkString("period")
+	c.BulkString(limit.FormatDuration(in.Period))
+	c.BulkString("burst")
+	c.Int(in.EffectiveBurst())
+	c.BulkString("shadow")
+	c.Int(int64(boolInt(in.Shadow)))
+	c.BulkString("source")
+	c.BulkString(string(in.Source))
+	c.BulkString("admitted")
+	c.Int(in.Admitted)
+	c.BulkString("denied")
+	c.Int(in.Denied)
+	c.BulkString("shadow_denied")
+	c.Int(in.ShadowDenied)
+}
+
+func cmdPolicyDel(c *Client, args [][]byte) {
+	ok, err := c.srv.Policies().Del(string(args[2]))
+	if err != nil {
+		c.Error(policyError(err))
+		return
+	}
+	c.Int(int64(boolInt(ok)))
+}
+
+func cmdPolicyList(c *Client, _ [][]byte) {
+	list := c.srv.Policies().List()
+	c.Array(len(list))
+	for _, in := range list {
+		c.BulkString(in.Name)
+	}
+}
+
+func cmdPolicyReload(c *Client, _ [][]byte) {
+	if err := c.srv.Policies().Reload(); err != nil {
+		if errors.Is(err, policy.ErrNoRulesFile) {
+			c.Error(policyError(err))
+			return
+		}
+		c.Err("ERR rules file not applied, keeping the last good rules: " + err.Error())
+		return
+	}
+	c.OK()
+}
+
+// policyError words the policy package's errors for the wire.
+func policyError(err error) error {
+	var fe *policy.FieldError
+	switch {
+	case errors.Is(err, policy.ErrUnknown), errors.Is(err, policy.ErrFileOwned):
+		return wireError("ERR " + err.Error())
+	case errors.Is(err, policy.ErrNoRulesFile):
+		return wireError("ERR no rules file configured (start limitdb with --rules FILE)")
+	case errors.As(err, &fe):
+		return wireError("ERR invalid " + fe.Field + ": " + fe.Msg)
+	}
+	return limitError(err)
+}

@@ -1,0 +1,312 @@
+package command
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func init() {
+	register(
+		&Command{Name: "time", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+			Complexity: "O(1)", Summary: "Returns the server's clock as seconds and microseconds.", Handler: cmdTime},
+		&Command{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+			Complexity: "O(1)", Summary: "Reports server state by section: server, clients, memory, stats, keyspace, commandstats, ...",
+			Syntax: "[section [section ...]]", Handler: cmdInfo},
+		&Command{Name: "shutdown", Arity: -1, Flags: FlagAdmin | FlagNoMulti | FlagLoading | FlagStale | FlagDangerous, Group: "server", Since: "0.1.0",
+			Complexity: "O(N) when saving", Summary: "Saves a final snapshot (unless NOSAVE) and stops the server.",
+			Syntax: "[NOSAVE|SAVE] [NOW] [FORCE]", Handler: cmdShutdown},
+		&Command{Name: "config", Arity: -2, Group: "server", Since: "0.1.0",
+			Complexity: "Depends on subcommand.", Summary: "Reads and changes the configuration.", Syntax: "subcommand",
+			Subs: []*Command{
+				{Name: "config|get", Arity: -3, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(N) where N is the number of parameters", Summary: "Returns the parameters matching glob patterns.",
+					Syntax: "parameter [parameter ...]", Handler: cmdConfigGet},
+				{Name: "config|set", Arity: -4, Flags: FlagAdmin | FlagLoading | FlagStale | FlagDangerous, Group: "server", Since: "0.1.0",
+					Complexity: "O(N) where N is the number of parameters", Summary: "Changes parameters at run time, all or none.",
+					Syntax: "parameter value [parameter value ...]", Handler: cmdConfigSet},
+				{Name: "config|rewrite", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(N) where N is the number of directives", Summary: "Rewrites the config file the server started with so that it sets the running configuration, keeping its comments.", Handler: cmdConfigRewrite},
+				{Name: "config|resetstat", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Resets the command statistics.", Handler: cmdConfigResetStat},
+				{Name: "config|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Lists the CONFIG subcommands.", Handler: helpFor("config")},
+			}},
+	)
+}
+
+func cmdTime(c *Client, _ [][]byte) {
+	now := c.Now()
+	c.Array(2)
+	c.BulkString(strconv.FormatInt(now/1e9, 10))
+	c.BulkString(strconv.FormatInt((now%1e9)/1e3, 10))
+}
+
+func cmdShutdown(c *Client, args [][]byte) {
+	save := true
+	for _, a := range args[1:] {
+		switch {
+		case equalFold(a, "nosave"):
+			save = false
+		case equalFold(a, "save"), equalFold(a, "now"), equalFold(a, "force"), equalFold(a, "abort"):
+		default:
+			c.Error(errSyntax)
+			return
+		}
+	}
+	s := c.srv
+	s.logger.Printf("shutdown requested by client id=%d addr=%s", c.ID, c.Addr)
+	// As in Redis, a save that fails keeps the server running and says why.
+	if save && s.OnShutdown != nil {
+		if err := s.Save(); err != nil {
+			c.Errf("Errors trying to SHUTDOWN. Check logs. (%v)", err)
+			return
+		}
+	}
+	// Then stop as SIGTERM does: every connection, this one included,
+	// finishes the commands it has read, and OnShutdown writes the final
+	// snapshot with their effects in it.
+	go s.Shutdown(save, ShutdownGrace)
+}
+
+// ---- INFO -----------------------------------------------------------------
+
+// infoSection renders one INFO section. Sections with order < 0 appear only
+// when asked for by name or with "all"/"everything".
+type infoSection struct {
+	name   string
+	order  int
+	render func(s *Server, b *strings.Builder)
+}
+
+var infoSections []infoSection
+
+// registerInfo adds an INFO section; order places it among the default ones.
+func registerInfo(name string, order int, render func(s *Server, b *strings.Builder)) {
+	infoSections = append(infoSections, infoSection{name, order, render})
+	sort.SliceStable(infoSections, func(i, j int) bool {
+		oi, oj := infoSections[i].order, infoSections[j].order
+		if (oi < 0) != (oj < 0) {
+			return oj < 0
+		}
+		return oi < oj
+	})
+}
+
+func init() {
+	registerInfo("server", 10, infoServer)
+	registerInfo("clients", 20, infoClients)
+	registerInfo("memory", 30, infoMemory)
+	registerInfo("stats", 50, infoStats)
+	registerInfo("commandstats", -1, infoCommandStats)
+	registerInfo("keyspace", 90, infoKeyspace)
+}
+
+func cmdInfo(c *Client, args [][]byte) {
+	c.Verbatim(c.srv.Info(args[1:]...))
+}
+
+// Info renders the INFO text for the given sections (none: the defaults).
+func (s *Server) Info(sections ...[]byte) string {
+	want := map[string]bool{}
+	for _, a := range sections {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := want["all"] || want["everything"]
+	def := len(want) == 0 || want["default"]
+	var b strings.Builder
+	for _, sec := range infoSections {
+		if !(want[sec.name] || all || (def && sec.order >= 0)) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		title := strings.ToUpper(sec.name[:1]) + sec.name[1:]
+		if sec.name == "cpu" {
+			title = "CPU" // as Redis spells it
+		}
+		b.WriteString("# " + title + "\r\n")
+		sec.render(s, &b)
+	}
+	return b.String()
+}
+
+func infoLine(b *strings.Builder, key string, v any) {
+	fmt.Fprintf(b, "%s:%v\r\n", key, v)
+}
+
+func infoServer(s *Server, b *strings.Builder) {
+	cfg := s.Config()
+	up := time.Since(s.started)
+	infoLine(b, "redis_version", redisVersion)
+	infoLine(b, "limitdb_version", Version)
+	infoLine(b, "redis_mode", "standalone")
+	infoLine(b, "os", runtime.GOOS+" "+runtime.GOARCH)
+	infoLine(b, "arch_bits", strconv.IntSize)
+	infoLine(b, "go_version", runtime.Version())
+	infoLine(b, "process_id", os.Getpid())
+	infoLine(b, "tcp_port", portOf(s))
+	infoLine(b, "uptime_in_seconds", int64(up/time.Second))
+	infoLine(b, "uptime_in_days", int64(up/(24*time.Hour)))
+	infoLine(b, "gomaxprocs", runtime.GOMAXPROCS(0))
+	infoLine(b, "shards", s.eng.Shards())
+	infoLine(b, "bind", cfg.Bind)
+	infoLine(b, "config_file", cfg.ConfigFile)
+}
+
+func portOf(s *Server) string {
+	if a := s.Addr(); a != nil {
+		if i := strings.LastIndexByte(a.String(), ':'); i >= 0 {
+			return a.String()[i+1:]
+		}
+	}
+	return strconv.Itoa(s.Config().Port)
+}
+
+func infoClients(s *Server, b *strings.Builder) {
+	s.clientsMu.Lock()
+	n := len(s.clients)
+	s.clientsMu.Unlock()
+	infoLine(b, "connected_clients", n)
+	infoLine(b, "blocked_clients", 0)
+}
+
+func infoMemory(s *Server, b *strings.Builder) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	infoLine(b, "used_memory", ms.HeapAlloc)
+	infoLine(b, "used_memory_human", humanBytes(ms.HeapAlloc))
+	infoLine(b, "used_memory_rss", ms.Sys-ms.HeapReleased)
+	infoLine(b, "used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
+	infoLine(b, "used_memory_sys", ms.Sys)
+	infoLine(b, "heap_objects", ms.HeapObjects)
+	infoLine(b, "gc_cycles", ms.NumGC)
+	infoMaxMemory(s, b)
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+func infoStats(s *Server, b *strings.Builder) {
+	st := s.eng.Stats()
+	infoLine(b, "total_connections_received", s.totalConns.Load())
+	infoLine(b, "total_commands_processed", s.totalCmds.Load())
+	infoLine(b, "rejected_connections", s.rejectedConn.Load())
+	infoLine(b, "expired_keys", st.ExpiredKeys)
+	infoLine(b, "evicted_keys", s.mem.evicted.Load())
+	infoLine(b, "keyspace_hits", st.KeyspaceHits)
+	infoLine(b, "keyspace_misses", st.KeyspaceMiss)
+}
+
+func infoCommandStats(s *Server, b *strings.Builder) {
+	var each func(cmds []*Command)
+	each = func(cmds []*Command) {
+		for _, cmd := range cmds {
+			if calls := cmd.stats.calls.Load(); calls > 0 || cmd.stats.rejected.Load() > 0 {
+				usec := cmd.stats.usec.Load()
+				per := 0.0
+				if calls > 0 {
+					per = float64(usec) / float64(calls)
+				}
+				fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+					cmd.Name, calls, usec, per, cmd.stats.rejected.Load(), cmd.stats.failed.Load())
+			}
+			each(cmd.Subs)
+		}
+	}
+	each(s.table.Sorted())
+}
+
+func infoKeyspace(s *Server, b *strings.Builder) {
+	if n := s.eng.Len(); n > 0 {
+		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", n, n)
+	}
+}
+
+// ---- CONFIG ---------------------------------------------------------------
+
+func cmdConfigGet(c *Client, args [][]byte) {
+	cfg := c.srv.Config()
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range args[2:] {
+		pat := strings.ToLower(string(a))
+		for _, d := range Directives() {
+			if !seen[d.Name] && globMatch(pat, d.Name) {
+				seen[d.Name] = true
+				out = append(out, d.Name, d.Get(&cfg))
+			}
+		}
+	}
+	c.Map(len(out) / 2)
+	for _, s := range out {
+		c.BulkString(s)
+	}
+}
+
+func cmdConfigSet(c *Client, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.Errf("wrong number of arguments for 'config|set' command")
+		return
+	}
+	pairs := make([][2]string, 0, len(args)/2)
+	for i := 2; i < len(args); i += 2 {
+		pairs = append(pairs, [2]string{string(args[i]), string(args[i+1])})
+	}
+	if err := c.srv.SetConfig(pairs...); err != nil {
+		c.Error(err)
+		return
+	}
+	c.OK()
+}
+
+func cmdConfigRewrite(c *Client, _ [][]byte) {
+	cfg := c.srv.Config()
+	if cfg.ConfigFile == "" {
+		c.Err("ERR The server is running without a config file")
+		return
+	}
+	if err := RewriteConfigFile(cfg.ConfigFile, &cfg); err != nil {
+		c.Err("ERR Rewriting config file: " + err.Error())
+		return
+	}
+	c.OK()
+}
+
+func cmdConfigResetStat(c *Client, _ [][]byte) {
+	var each func(cmds []*Command)
+	each = func(cmds []*Command) {
+		for _, cmd := range cmds {
+			cmd.stats.calls.Store(0)
+			cmd.stats.usec.Store(0)
+			cmd.stats.rejected.Store(0)
+			cmd.stats.failed.Store(0)
+			cmd.stats.admitted.Store(0)
+			cmd.stats.denied.Store(0)
+			for i := range cmd.stats.lat {
+				cmd.stats.lat[i].Store(0)
+			}
+			each(cmd.Subs)
+		}
+	}
+	each(c.srv.table.Sorted())
+	c.srv.totalCmds.Store(0)
+	policies.ResetCounters()
+	c.OK()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,270 @@
+package command
+
+import (
+	"math"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+// String and counter commands, for the fixed-window limiter libraries and
+// proxies (envoy's ratelimit, rate-limiter-flexible, ulule/limiter) that
+// build limits out of GET, SET and INCR. Semantics and error texts are
+// Redis 7's.
+
+func init() {
+	str := func(name string, arity int, flags Flag, first, last, step int, complexity, summary, syntax string, h func(*Client, [][]byte)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: step,
+			Group: "string", Since: "0.1.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: h}
+	}
+	register(
+		str("get", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the string value of a key.", "key", cmdGet),
+		str("strlen", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the length of a string value (0 if absent).", "key", cmdStrlen),
+		str("set", -3, FlagWrite|FlagDenyOOM, 1, 1, 1, "O(1)",
+			"Sets a string value, optionally only if absent or present, with an expiry, returning the old value.",
+			"key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]", cmdSet),
+		str("setnx", 3, FlagWrite|FlagDenyOOM|FlagFast, 1, 1, 1, "O(1)", "Sets a string value only if the key is absent; answers 1 if set.", "key value", cmdSetNX),
+		str("setex", 4, FlagWrite|FlagDenyOOM, 1, 1, 1, "O(1)", "Sets a string value that expires after a number of seconds.", "key seconds value", cmdSetEx(1e9, "setex")),
+		str("psetex", 4, FlagWrite|FlagDenyOOM, 1, 1, 1, "O(1)", "Sets a string value that expires after a number of milliseconds.", "key milliseconds value", cmdSetEx(1e6, "psetex")),
+		str("incr", 2, FlagWrite|FlagDenyOOM|FlagFast, 1, 1, 1, "O(1)", "Adds 1 to the integer at key (0 if absent), keeping its expiry.", "key", cmdIncr(1, false)),
+		str("decr", 2, FlagWrite|FlagDenyOOM|FlagFast, 1, 1, 1, "O(1)", "Subtracts 1 from the integer at key (0 if absent), keeping its expiry.", "key", cmdIncr(-1, false)),
+		str("incrby", 3, FlagWrite|FlagDenyOOM|FlagFast, 1, 1, 1, "O(1)", "Adds an increment to the integer at key (0 if absent), keeping its expiry.", "key increment", cmdIncr(1, true)),
+		str("decrby", 3, FlagWrite|FlagDenyOOM|FlagFast, 1, 1, 1, "O(1)", "Subtracts a decrement from the integer at key (0 if absent), keeping its expiry.", "key decrement", cmdIncr(-1, true)),
+		str("mget", -2, FlagReadonly|FlagFast, 1, -1, 1, "O(N) where N is the number of keys",
+			"Returns the values of several keys at one instant; nil for absent keys and keys that are not strings.", "key [key ...]", cmdMGet),
+		str("mset", -3, FlagWrite|FlagDenyOOM, 1, -1, 2, "O(N) where N is the number of keys", "Sets several string values atomically.", "key value [key value ...]", cmdMSet(false)),
+		str("msetnx", -3, FlagWrite|FlagDenyOOM, 1, -1, 2, "O(N) where N is the number of keys",
+			"Sets several string values atomically only if none of the keys exists; answers 1 if set.", "key value [key value ...]", cmdMSet(true)),
+	)
+}
+
+func cmdGet(c *Client, args [][]byte) {
+	val, ok, err := c.srv.eng.GetString(args[1], c.Now(), c.scratch[:0])
+	switch {
+	case err != nil:
+		c.Error(err)
+	case !ok:
+		c.Null()
+	default:
+		c.Bulk(val)
+		c.scratch = val[:0]
+	}
+}
+
+// cmdStrlen answers STRLEN: redis-cli --bigkeys sizes strings with it.
+func cmdStrlen(c *Client, args [][]byte) {
+	val, _, err := c.srv.eng.GetString(args[1], c.Now(), c.scratch[:0])
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(int64(len(val)))
+	c.scratch = val[:0]
+}
+
+// expireAt turns an expiry argument into absolute Unix ns: n units after
+// now, or at n units since the epoch when abs. It fails where Redis says
+// "invalid expire time": n <= 0, or past the int64 nanosecond range (the
+// year 2262, sooner than Redis's millisecond range).
+func expireAt(now, n, unit int64, abs bool) (int64, bool) {
+	if n <= 0 || n > math.MaxInt64/unit {
+		return 0, false
+	}
+	at := n * unit
+	if !abs {
+		if at > math.MaxInt64-now {
+			return 0, false
+		}
+		at += now
+	}
+	return at, true
+}
+
+func cmdSet(c *Client, args [][]byte) {
+	var o engine.SetOptions
+	var unit int64 // of the expiry argument; 0 when none
+	var abs bool
+	var expArg []byte
+	for i := 3; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case equalFold(a, "nx") && !o.XX:
+			o.NX = true
+		case equalFold(a, "xx") && !o.NX:
+			o.XX = true
+		case equalFold(a, "get"):
+			o.Get = true
+		case equalFold(a, "keepttl") && unit == 0:
+			o.KeepTTL = true
+		case (equalFold(a, "ex") || equalFold(a, "px") || equalFold(a, "exat") || equalFold(a, "pxat")) &&
+			unit == 0 && !o.KeepTTL && i+1 < len(args):
+			unit, abs = 1e9, len(a) == 4
+			if a[0] == 'p' || a[0] == 'P' {
+				unit = 1e6
+			}
+			expArg = args[i+1]
+			i++
+		default:
+			c.Error(errSyntax)
+			return
+		}
+	}
+	now := c.Now()
+	if unit != 0 {
+		n, err := ParseInt(expArg)
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		if o.Expire, err = setExpiry(now, n, unit, abs, "set"); err != nil {
+			c.Error(err)
+			return
+		}
+	}
+	old, hadOld, done, err := c.srv.eng.SetString(args[1], now, args[2], o, c.scratch[:0])
+	switch {
+	case err != nil:
+		c.Error(err)
+	case o.Get && hadOld:
+		c.Bulk(old)
+		c.scratch = old[:0]
+	case o.Get, !done:
+		c.Null()
+	default:
+		c.OK()
+	}
+}
+
+func setExpiry(now, n, unit int64, abs bool, cmd string) (int64, error) {
+	at, ok := expireAt(now, n, unit, abs)
+	if !ok {
+		return 0, wireError("ERR invalid expire time in '" + cmd + "' command")
+	}
+	return at, nil
+}
+
+func cmdSetNX(c *Client, args [][]byte) {
+	_, _, done, err := c.srv.eng.SetString(args[1], c.Now(), args[2], engine.SetOptions{NX: true}, nil)
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(b2i(done))
+}
+
+func cmdSetEx(unit int64, name string) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		n, err := ParseInt(args[2])
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		now := c.Now()
+		at, err := setExpiry(now, n, unit, false, name)
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		if _, _, _, err := c.srv.eng.SetString(args[1], now, args[3], engine.SetOptions{Expire: at}, nil); err != nil {
+			c.Error(err)
+			return
+		}
+		c.OK()
+	}
+}
+
+// cmdIncr is INCR and DECR (sign alone) and INCRBY and DECRBY (sign times
+// the argument).
+func cmdIncr(sign int64, withArg bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		delta := sign
+		if withArg {
+			n, err := ParseInt(args[2])
+			if err != nil {
+				c.Error(err)
+				return
+			}
+			if sign < 0 && n == math.MinInt64 {
+				c.Err("ERR decrement would overflow")
+				return
+			}
+			delta = sign * n
+		}
+		n, err := c.srv.eng.IncrBy(args[1], c.Now(), delta)
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		c.Int(n)
+	}
+}
+
+func cmdMGet(c *Client, args [][]byte) {
+	keys := args[1:]
+	vals := make([][]byte, len(keys))
+	present := make([]bool, len(keys))
+	c.srv.eng.DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
+		for i := range keys {
+			ent := ents[firstKey(keys, i)]
+			if ent.Kind == engine.KindString {
+				vals[i], present[i] = engine.AppendString(nil, ent), true
+			}
+		}
+		return false
+	})
+	c.Array(len(keys))
+	for i := range keys {
+		if present[i] {
+			c.Bulk(vals[i])
+		} else {
+			c.Null()
+		}
+	}
+}
+
+// firstKey is where DoMulti puts the entry of keys[i]: its first place.
+func firstKey(keys [][]byte, i int) int {
+	for j := 0; j < i; j++ {
+		if string(keys[j]) == string(keys[i]) {
+			return j
+		}
+	}
+	return i
+}
+
+func cmdMSet(nx bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		if len(args)%2 == 0 {
+			c.Errf("wrong number of arguments for '%s' command", lower(args[0]))
+			return
+		}
+		n := (len(args) - 1) / 2
+		keys, vals := make([][]byte, n), make([][]byte, n)
+		for i := 0; i < n; i++ {
+			keys[i], vals[i] = args[1+2*i], args[2+2*i]
+		}
+		done := c.srv.eng.SetStrings(keys, vals, c.Now(), nx)
+		if nx {
+			c.Int(b2i(done))
+			return
+		}
+		c.OK()
+	}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func lower(b []byte) string {
+	out := make([]byte, len(b))
+	for i, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		out[i] = ch
+	}
+	return string(out)
+}

@@ -1,0 +1,135 @@
+package command
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// maxmemory: the keyspace's accounted memory (engine.UsedBytes: every key's
+// bytes plus its fixed cost in the table) against a limit. It is not the
+// process's resident memory, which lags behind deletions by the garbage
+// collector's schedule, but it falls the moment a key goes, so eviction
+// stops exactly when it has done enough. Ext state (sliding logs, string
+// values) is not counted.
+//
+// Policies: noeviction refuses commands that would create keys once over the
+// limit ("OOM command not allowed ..."), while commands on keys that exist
+// keep working, so clients already being limited stay limited. volatile-ttl
+// evicts the keys closest to expiry (sampled, as Redis does) until under the
+// limit; limiter keys all expire, so that is the state of the clients that
+// would soonest have been forgotten anyway.
+
+func init() {
+	RegisterDirective(&Directive{Name: "maxmemory", Mutable: true,
+		Help: "limit on the keyspace's accounted memory, in bytes or with k/kb/m/mb/g/gb (0: none)",
+		Get:  func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) },
+		Set: func(c *Config, v string) error {
+			n, err := ParseSize(v)
+			if err != nil {
+				return err
+			}
+			c.MaxMemory = n
+			return nil
+		},
+		Apply: func(s *Server) error { s.mem.load(s); return nil }})
+	RegisterDirective(&Directive{Name: "maxmemory-policy", Mutable: true,
+		Help: "what to do over maxmemory: noeviction (refuse new keys) or volatile-ttl (evict keys closest to expiry)",
+		Get:  func(c *Config) string { return c.MaxMemoryPolicy },
+		Set: func(c *Config, v string) error {
+			v = strings.ToLower(v)
+			if v != "noeviction" && v != "volatile-ttl" {
+				return fmt.Errorf("unsupported policy '%s' (noeviction or volatile-ttl)", v)
+			}
+			c.MaxMemoryPolicy = v
+			return nil
+		},
+		Apply: func(s *Server) error { s.mem.load(s); return nil }})
+	registerGate(30, "maxmemory", memoryGate)
+}
+
+// memState is the server's maxmemory bookkeeping; the limit and policy are
+// copied out of the configuration so the gate reads two atomics.
+type memState struct {
+	once    sync.Once
+	max     atomic.Int64
+	evict   atomic.Bool // volatile-ttl
+	evicted atomic.Int64
+}
+
+func (m *memState) load(s *Server) {
+	cfg := s.Config()
+	m.max.Store(cfg.MaxMemory)
+	m.evict.Store(cfg.MaxMemoryPolicy == "volatile-ttl")
+}
+
+var errOOM = wireError("OOM command not allowed when used memory > 'maxmemory'.")
+
+// evictionsPerCommand bounds the work one command does evicting, so a
+// lowered limit is reached over several commands, not in one long pause.
+const evictionsPerCommand = 128
+
+func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
+	if cmd.Flags&FlagDenyOOM == 0 {
+		return true
+	}
+	s := c.srv
+	s.mem.once.Do(func() { s.mem.load(s) })
+	max := s.mem.max.Load()
+	if max <= 0 {
+		return true
+	}
+	eng := s.eng
+	if eng.UsedBytes() <= max {
+		return true
+	}
+	if s.mem.evict.Load() {
+		now := c.Now()
+		for i := 0; i < evictionsPerCommand && eng.UsedBytes() > max; i++ {
+			evicted, reaped := eng.EvictSoonest(now, 16)
+			if evicted {
+				s.mem.evicted.Add(1)
+			}
+			if !evicted && !reaped {
+				break
+			}
+		}
+		if eng.UsedBytes() <= max {
+			return true
+		}
+	}
+	// Over the limit: commands on existing keys still run.
+	if cmd.FirstKey > 0 {
+		last := cmd.LastKey
+		if last < 0 {
+			last = len(args) + last
+		}
+		now := c.Now()
+		all := true
+		for i := cmd.FirstKey; i <= last && i < len(args); i += max1(cmd.Step) {
+			if _, ok := eng.Get(args[i], now); !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	c.Error(errOOM)
+	return false
+}
+
+func infoMaxMemory(s *Server, b *strings.Builder) {
+	cfg := s.Config()
+	total, _ := s.eng.MemoryBytes()
+	used := s.eng.UsedBytes()
+	infoLine(b, "used_memory_dataset", used)
+	infoLine(b, "used_memory_dataset_human", humanBytes(uint64(max(used, 0))))
+	infoLine(b, "used_memory_keyspace_allocated", total)
+	infoLine(b, "maxmemory", cfg.MaxMemory)
+	infoLine(b, "maxmemory_human", humanBytes(uint64(cfg.MaxMemory)))
+	infoLine(b, "maxmemory_policy", cfg.MaxMemoryPolicy)
+}

@@ -1,0 +1,253 @@
+package command
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+// MULTI, EXEC, DISCARD, WATCH and UNWATCH with Redis's semantics: between
+// MULTI and EXEC commands are queued (+QUEUED); a command refused while
+// queueing (unknown, wrong arity, not allowed in a transaction, refused by
+// a gate) makes EXEC answer EXECABORT; errors raised while running are
+// returned in place in EXEC's array and do not stop the others.
+//
+// Atomicity: EXEC locks the shards of every key the queued (and watched)
+// commands name, from the command table's key positions, in ascending
+// order, and runs the queue while holding them (engine.Exclusive), so no
+// other client reads or writes those keys in between. A queued command
+// without key positions that reaches the keyspace (DBSIZE, KEYS, SCAN,
+// FLUSHALL, INFO, ...) makes EXEC lock every shard instead. Nothing is
+// rolled back: as in Redis, a command that fails leaves the others' effects.
+//
+// WATCH compares values rather than versions: EXEC aborts (null reply)
+// when a watched key's state differs from what it was at WATCH time,
+// including a key that appeared, disappeared or expired; a key changed and
+// changed back to the same state is not seen as modified.
+
+func init() {
+	tx := func(name string, arity int, flags Flag, first, last, step int, summary, syntax string, h func(*Client, [][]byte)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags | FlagLoading | FlagStale, FirstKey: first, LastKey: last, Step: step,
+			Group: "transactions", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
+	}
+	register(
+		tx("multi", 1, FlagFast, 0, 0, 0, "Starts a transaction: later commands are queued until EXEC.", "", cmdMulti),
+		tx("exec", 1, 0, 0, 0, 0, "Runs the queued commands atomically and returns their replies in an array.", "", cmdExec),
+		tx("discard", 1, FlagFast, 0, 0, 0, "Drops the queued commands and ends the transaction.", "", cmdDiscard),
+		tx("watch", -2, FlagFast, 1, -1, 1, "Makes the next EXEC abort if any of the keys changes before it.", "key [key ...]", cmdWatch),
+		tx("unwatch", 1, FlagFast, 0, 0, 0, "Forgets the watched keys.", "", cmdUnwatch),
+	)
+	// Last of the gates, so that a command refused by authentication or a
+	// memory limit at queue time aborts the transaction, as in Redis.
+	registerGate(90, "multi", multiGate)
+}
+
+type multiState struct {
+	active  bool // between MULTI and EXEC or DISCARD
+	dirty   bool // a command was refused while queueing
+	queue   []queued
+	watched []watchedKey
+}
+
+type queued struct {
+	cmd  *Command
+	args [][]byte
+}
+
+type watchedKey struct {
+	key   []byte
+	state []byte // the entry's serialised form at WATCH time; nil when absent
+}
+
+// queueError is called for every error reply: while queueing, it dooms the
+// transaction.
+func (m *multiState) queueError() {
+	if m.active {
+		m.dirty = true
+	}
+}
+
+// errKeep answers an error that Redis does not count against the
+// transaction (nested MULTI, WATCH inside MULTI).
+func (c *Client) errKeep(msg string) {
+	dirty := c.multi.dirty
+	c.Err(msg)
+	c.multi.dirty = dirty
+}
+
+func multiGate(c *Client, cmd *Command, args [][]byte) bool {
+	m := c.multi
+	if m == nil || !m.active {
+		return true
+	}
+	switch cmd.Name {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	if cmd.Flags&FlagNoMulti != 0 {
+		c.Err("ERR Command not allowed inside a transaction")
+		return false
+	}
+	// The arguments live in the connection's read buffer: keep a copy.
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size)
+	cp := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		cp[i] = buf[len(buf)-len(a):]
+	}
+	m.queue = append(m.queue, queued{cmd, cp})
+	c.multiShown.Store(int32(len(m.queue)) + 1)
+	c.Simple("QUEUED")
+	return false
+}
+
+// endMulti ends the connection's MULTI, dropping its queue, and forgets
+// its WATCHed keys.
+func (c *Client) endMulti() {
+	if c.multi != nil {
+		*c.multi = multiState{}
+	}
+	c.multiShown.Store(0)
+}
+
+func (c *Client) multiState() *multiState {
+	if c.multi == nil {
+		c.multi = &multiState{}
+	}
+	return c.multi
+}
+
+func cmdMulti(c *Client, _ [][]byte) {
+	m := c.multiState()
+	if m.active {
+		c.errKeep("ERR MULTI calls can not be nested")
+		return
+	}
+	m.active = true
+	c.multiShown.Store(1)
+	c.OK()
+}
+
+func cmdDiscard(c *Client, _ [][]byte) {
+	m := c.multi
+	if m == nil || !m.active {
+		c.Err("ERR DISCARD without MULTI")
+		return
+	}
+	c.endMulti()
+	c.OK()
+}
+
+func cmdWatch(c *Client, args [][]byte) {
+	m := c.multiState()
+	if m.active {
+		c.errKeep("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	now := c.Now()
+	for _, k := range args[1:] {
+		key := append([]byte(nil), k...)
+		m.watched = append(m.watched, watchedKey{key, entryState(c.srv.eng, key, now)})
+	}
+	c.OK()
+}
+
+func cmdUnwatch(c *Client, _ [][]byte) {
+	if c.multi != nil {
+		c.multi.watched = nil
+	}
+	c.OK()
+}
+
+// entryState is key's serialised entry at now, nil when absent. State that
+// cannot be serialised compares as a fresh, never equal, marker.
+func entryState(eng *engine.Engine, key []byte, now int64) []byte {
+	ent, ok := eng.Get(key, now)
+	if !ok {
+		return nil
+	}
+	b, err := ent.AppendBinary(nil)
+	if err != nil {
+		return []byte(err.Error() + time.Now().String())
+	}
+	return b
+}
+
+func cmdExec(c *Client, _ [][]byte) {
+	m := c.multi
+	if m == nil || !m.active {
+		c.Err("ERR EXEC without MULTI")
+		return
+	}
+	queue, watched, dirty := m.queue, m.watched, m.dirty
+	c.endMulti()
+	if dirty {
+		c.Err("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	keys, all := transactionKeys(queue, watched)
+	self := c.lastCmd.Load()
+	s := c.srv
+	s.eng.Exclusive(keys, all, func() {
+		now := c.Now()
+		for _, w := range watched {
+			if !bytes.Equal(entryState(s.eng, w.key, now), w.state) {
+				c.NullArray()
+				return
+			}
+		}
+		c.Array(len(queue))
+		for _, q := range queue {
+			s.call(c, q.cmd, q.args)
+		}
+	})
+	c.lastCmd.Store(self)
+	c.bt.last = self
+	c.failed = false // errors inside the transaction were EXEC's replies, not its failure
+}
+
+// transactionKeys lists the keys EXEC must hold, from the command table's
+// key positions; all is true when a queued command reaches the keyspace
+// without naming its keys.
+func transactionKeys(queue []queued, watched []watchedKey) (keys [][]byte, all bool) {
+	for _, w := range watched {
+		keys = append(keys, w.key)
+	}
+	for _, q := range queue {
+		cmd, args := q.cmd, q.args
+		if cmd.FirstKey <= 0 {
+			if cmd.Group != "connection" && cmd.Group != "transactions" {
+				all = true
+			}
+			continue
+		}
+		last, step := cmd.LastKey, cmd.Step
+		if last < 0 {
+			last += len(args)
+		}
+		if step < 1 {
+			step = 1
+		}
+		for i := cmd.FirstKey; i <= last && i < len(args); i += step {
+			keys = append(keys, args[i])
+		}
+	}
+	return keys, all
+}
+
+// call runs one queued command with the accounting handle gives a command
+// read from the connection (batch.go), then hands the batch back to EXEC.
+func (s *Server) call(c *Client, cmd *Command, args [][]byte) {
+	outer := c.bt.run
+	c.enter(cmd)
+	c.failed = false
+	s.run(c, cmd, args)
+	c.leave(cmd, args)
+	c.publish()
+	c.bt.run = outer
+}

@@ -1,0 +1,581 @@
+//go:build linux
+
+package command
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// An event loop of our own, as Redis has, for plain TCP connections on
+// Linux.
+//
+// With a goroutine per connection, Go's runtime does per request what an
+// event loop does not: after answering, the goroutine reads again, gets
+// EAGAIN, parks, and is woken through the runtime's poller and scheduler
+// when the next request comes. At pipeline 1 that is a third of the
+// server's reads and a goroutine switch per request (strace and perf in
+// bench/README.md, "Third session"). A poller instead waits on one epoll
+// set for every connection it owns, reads each ready socket once, runs the
+// commands it holds, and only then writes every reply of the round, so the
+// replies leave together as Redis's do (figures: "Fourth session").
+//
+// There is one poller per GOMAXPROCS, each on its own goroutine; a new
+// connection goes to the next one in turn. A connection's socket is taken
+// from Go's poller (duplicated, the original closed) and wrapped in an
+// fdConn, a net.Conn whose reads return errWouldBlock instead of waiting.
+// Everything above it is unchanged: the guard, the reader, the handlers.
+// TLS connections, and every connection on other systems, keep a goroutine
+// each (conn.go).
+
+// errTimeout is an fdConn's read after its read deadline passed.
+var errTimeout = os.ErrDeadlineExceeded
+
+// tick is how often a poller checks deadlines and lingering connections.
+const tick = 100 * time.Millisecond
+
+type poller struct {
+	l    *listener
+	epfd int
+	ef   *os.File        // epfd, watched by Go's poller while idle
+	rc   syscall.RawConn // ef's
+	wake [2]int          // a pipe: a byte in wake[1] means inbox has connections
+
+	mu     sync.Mutex
+	inbox  []*conn
+	killed []*fdConn // closed by other goroutines (fdConn.Close)
+	stop   bool      // asked to stop
+	gone   bool      // stopped: its descriptors are closed
+
+	conns map[int32]*conn // owned by the poller's goroutine, by socket
+	dirty []*conn         // connections with replies to write this round
+	last  time.Time       // last deadline check
+}
+
+// newPollers starts n pollers for l.
+func newPollers(l *listener, n int) ([]*poller, error) {
+	var ps []*poller
+	for i := 0; i < n; i++ {
+		p := &poller{l: l, conns: map[int32]*conn{}}
+		fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+		if err != nil {
+			stopPollers(ps)
+			return nil, os.NewSyscallError("epoll_create1", err)
+		}
+		p.epfd = fd
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			syscall.Close(fd)
+			stopPollers(ps)
+			return nil, os.NewSyscallError("fcntl", err)
+		}
+		p.ef = os.NewFile(uintptr(fd), "epoll")
+		if p.rc, err = p.ef.SyscallConn(); err != nil {
+			p.ef.Close()
+			stopPollers(ps)
+			return nil, err
+		}
+		if err := syscall.Pipe2(p.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+			p.ef.Close()
+			stopPollers(ps)
+			return nil, os.NewSyscallError("pipe2", err)
+		}
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(p.wake[0])}
+		if err := syscall.EpollCtl(fd, syscall.EPOLL_CTL_ADD, p.wake[0], &ev); err != nil {
+			p.ef.Close()
+			syscall.Close(p.wake[0])
+			syscall.Close(p.wake[1])
+			stopPollers(ps)
+			return nil, os.NewSyscallError("epoll_ctl", err)
+		}
+		ps = append(ps, p)
+		go p.run()
+	}
+	return ps, nil
+}
+
+// stopPollers ends every poller; each closes the connections it still has.
+func stopPollers(ps []*poller) {
+	for _, p := range ps {
+		p.post(func() { p.stop = true })
+	}
+}
+
+// post changes the poller's shared state with fn, under its lock, and
+// wakes it to look. Once the poller has gone it does nothing: its pipe is
+// closed, and the descriptor may already be another file's.
+func (p *poller) post(fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone {
+		return
+	}
+	fn()
+	syscall.Write(p.wake[1], []byte{1})
+}
+
+// adopt takes over nc's socket for p when it is a TCP connection (possibly
+// behind the guard): it returns the fdConn now under nc, or nil to leave nc
+// to a goroutine of its own.
+func adopt(nc net.Conn, p *poller) *fdConn {
+	slot := &nc
+	if w, ok := nc.(interface{ inner() *net.Conn }); ok {
+		slot = w.inner()
+	}
+	tc, ok := (*slot).(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	fd := -1
+	raw.Control(func(s uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		if e == 0 {
+			fd = int(r)
+		}
+	})
+	if fd < 0 {
+		return nil
+	}
+	// The duplicate shares the socket, non-blocking mode and options
+	// included; closing the original takes it out of Go's poller.
+	fc := &fdConn{p: p, fd: fd, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr()}
+	tc.Close()
+	*slot = fc
+	return fc
+}
+
+// add hands c, whose socket is fc, to the poller.
+func (p *poller) add(c *conn, fc *fdConn) {
+	c.fc = fc
+	p.post(func() { p.inbox = append(p.inbox, c) })
+}
+
+func (p *poller) run() {
+	events := make([]syscall.EpollEvent, 128)
+	for {
+		// Look without waiting first: under load there is always
+		// something. An idle poller parks in Go's own poller, which
+		// watches the epoll descriptor, rather than blocking in
+		// epoll_wait: see rawRead.
+		n, err := rawEpollWait(p.epfd, events)
+		if n == 0 && err == 0 {
+			p.ef.SetReadDeadline(time.Now().Add(tick))
+			p.rc.Read(func(uintptr) bool {
+				n, err = rawEpollWait(p.epfd, events)
+				return n != 0 || err != 0
+			})
+		}
+		if err != 0 && err != syscall.EINTR {
+			time.Sleep(tick) // not expected: EBADF, EFAULT, EINVAL
+		}
+		for _, ev := range events[:max(n, 0)] {
+			if ev.Fd == int32(p.wake[0]) {
+				if !p.welcome() {
+					return
+				}
+				continue
+			}
+			c := p.conns[ev.Fd]
+			if c == nil {
+				continue
+			}
+			p.ready(c, ev.Events)
+		}
+		p.flush()
+		if now := time.Now(); now.Sub(p.last) >= tick {
+			p.last = now
+			p.expire(now)
+		}
+	}
+}
+
+// welcome registers the connections in the inbox. It returns false when the
+// poller is stopping, after closing every connection it had.
+func (p *poller) welcome() bool {
+	var buf [64]byte
+	for {
+		if n, _ := syscall.Read(p.wake[0], buf[:]); n < len(buf) {
+			break
+		}
+	}
+	p.mu.Lock()
+	in, killed, stop := p.inbox, p.killed, p.stop
+	p.inbox, p.killed = nil, nil
+	p.mu.Unlock()
+	for _, c := range in {
+		fd := c.fc.fd
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
+		if err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			p.finish(c, os.NewSyscallError("epoll_ctl", err))
+			continue
+		}
+		p.conns[int32(fd)] = c
+		// A first read, as a connection's goroutine makes at once: it
+		// starts the guard's idle deadline and takes what already came.
+		p.serve(c)
+	}
+	for _, fc := range killed {
+		// Usually the shut read side has woken the poller already; not
+		// when the connection waits only for room to write.
+		if c := p.conns[int32(fc.fd)]; c != nil && c.fc == fc {
+			p.finish(c, nil)
+		}
+	}
+	if stop {
+		for _, c := range p.conns {
+			p.finish(c, nil)
+		}
+		p.mu.Lock()
+		p.gone = true
+		p.ef.Close()
+		syscall.Close(p.wake[0])
+		syscall.Close(p.wake[1])
+		p.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// ready handles the events of one connection.
+func (p *poller) ready(c *conn, events uint32) {
+	fc := c.fc
+	if events&syscall.EPOLLOUT != 0 {
+		if err := fc.drain(); err != nil {
+			p.finish(c, err)
+			return
+		}
+		if len(fc.out) == 0 {
+			p.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+		}
+	}
+	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0 {
+		return
+	}
+	if fc.lingering() {
+		p.linger(c)
+		return
+	}
+	p.serve(c)
+}
+
+// serve runs the commands that arrived on c; their replies wait for flush.
+func (p *poller) serve(c *conn) {
+	err := p.l.step(c)
+	for err == nil && !c.closed && holds(c.nc) {
+		// The guard kept bytes back (the rest of a frame it judges after
+		// the commands before it ran): no readiness will announce them.
+		// The replies so far go first, since the guard writes its
+		// verdict on the socket directly.
+		if err = c.wr.Flush(); err == nil {
+			err = p.l.step(c)
+		}
+	}
+	if err == errWouldBlock {
+		return
+	}
+	p.mark(c)
+	switch {
+	case errors.Is(err, errDraining):
+		c.wr.Flush()
+		c.fc.startLinger()
+		p.linger(c)
+	case err != nil:
+		p.finish(c, err)
+	case c.closed:
+		p.finish(c, nil)
+	}
+}
+
+// mark puts c on the round's list of replies to flush.
+func (p *poller) mark(c *conn) {
+	if !c.dirty {
+		c.dirty = true
+		p.dirty = append(p.dirty, c)
+	}
+}
+
+// holds reports whether the guard under nc holds bytes back.
+func holds(nc net.Conn) bool {
+	g, ok := nc.(*guardConn)
+	return ok && (len(g.carry) > 0 || g.readErr != nil)
+}
+
+// flush writes the replies of the round. A socket that does not take them
+// all is watched for room and not read until its replies are out, so a
+// client that does not read cannot make the server buffer without bound.
+func (p *poller) flush() {
+	for _, c := range p.dirty {
+		c.dirty = false
+		if c.fc.fd < 0 {
+			continue
+		}
+		if err := c.wr.Flush(); err != nil {
+			p.finish(c, err)
+			continue
+		}
+		if len(c.fc.out) > 0 && !c.fc.waiting {
+			p.watch(c, syscall.EPOLLOUT)
+		}
+	}
+	clear(p.dirty)
+	p.dirty = p.dirty[:0]
+}
+
+// watch sets the events c's socket is watched for.
+func (p *poller) watch(c *conn, events uint32) {
+	fc := c.fc
+	fc.waiting = events&syscall.EPOLLOUT != 0
+	ev := syscall.EpollEvent{Events: events, Fd: int32(fc.fd)}
+	if err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_MOD, fc.fd, &ev); err != nil {
+		p.finish(c, os.NewSyscallError("epoll_ctl", err))
+	}
+}
+
+// expire enforces deadlines: a read deadline passed makes the next read
+// fail (the guard then decides: idle timeout or shutdown), a write
+// deadline passed with replies still unsent closes the connection, and a
+// lingering connection closes after its second.
+func (p *poller) expire(now time.Time) {
+	t := now.UnixNano()
+	for _, c := range p.conns {
+		fc := c.fc
+		switch {
+		case fc.lingering():
+			if t >= fc.lingerUntil {
+				p.finish(c, nil)
+			}
+		case len(fc.out) > 0:
+			if d := fc.wdeadline.Load(); d != 0 && t >= d {
+				p.finish(c, errTimeout)
+			}
+		default:
+			if d := fc.rdeadline.Load(); d != 0 && t >= d {
+				fc.expired = true
+				p.serve(c)
+			}
+		}
+	}
+	p.flush()
+}
+
+// linger discards what a lingering connection still sends (see
+// lingerClose) and closes it at EOF.
+func (p *poller) linger(c *conn) {
+	var buf [4096]byte
+	for {
+		n, err := rawRead(c.fc.fd, buf[:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err == syscall.EAGAIN {
+			return
+		}
+		if n <= 0 {
+			p.finish(c, nil)
+			return
+		}
+	}
+}
+
+// finish closes c and reports it gone.
+func (p *poller) finish(c *conn, err error) {
+	fc := c.fc
+	if fc.fd < 0 {
+		return
+	}
+	c.wr.Flush()
+	fc.drain() // a last reply, such as QUIT's
+	delete(p.conns, int32(fc.fd))
+	syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, fc.fd, nil)
+	fc.release()
+	c.closed = true
+	if err == errDraining {
+		err = nil
+	}
+	p.l.gone(c, err)
+}
+
+// fdConn is a connection's socket owned by a poller: a net.Conn whose reads
+// and writes never wait. Only the owning poller reads and writes it; Close
+// and the deadline setters may be called from any goroutine.
+type fdConn struct {
+	p            *poller
+	fd           int // -1 once released; changed under mu
+	laddr, raddr net.Addr
+
+	out     []byte // replies the socket has not taken yet
+	waiting bool   // watched for room to write out
+	expired bool   // the read deadline passed: the next read fails
+
+	lingerUntil int64 // Unix ns; 0 unless lingering
+
+	rdeadline, wdeadline atomic.Int64 // Unix ns; 0 for none
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Read reads what the socket holds now: errWouldBlock when nothing.
+func (f *fdConn) Read(b []byte) (int, error) {
+	if f.expired {
+		f.expired = false
+		return 0, errTimeout
+	}
+	for {
+		n, err := rawRead(f.fd, b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, errWouldBlock
+		case err != 0:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Write writes what the socket takes now and keeps the rest in out, for the
+// poller to write when the socket has room.
+func (f *fdConn) Write(b []byte) (int, error) {
+	if len(f.out) > 0 {
+		f.out = append(f.out, b...)
+		return len(b), nil
+	}
+	for sent := 0; sent < len(b); {
+		n, err := rawWrite(f.fd, b[sent:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			f.out = append(f.out, b[sent:]...)
+			return len(b), nil
+		case err != 0:
+			return sent, os.NewSyscallError("write", err)
+		}
+		sent += n
+	}
+	return len(b), nil
+}
+
+// drain writes out as far as the socket takes it.
+func (f *fdConn) drain() error {
+	for len(f.out) > 0 && f.fd >= 0 {
+		n, err := rawWrite(f.fd, f.out)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return nil
+		case err != 0:
+			f.out = nil
+			return os.NewSyscallError("write", err)
+		}
+		f.out = f.out[:copy(f.out, f.out[n:])]
+	}
+	if cap(f.out) > 64<<10 {
+		f.out = nil
+	}
+	return nil
+}
+
+// Close ends the connection from any goroutine: it shuts the socket's read
+// side and tells the poller, which closes it.
+func (f *fdConn) Close() error {
+	f.mu.Lock()
+	if f.fd < 0 || f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	err := syscall.Shutdown(f.fd, syscall.SHUT_RD)
+	f.mu.Unlock()
+	if p := f.p; p != nil {
+		p.post(func() { p.killed = append(p.killed, f) })
+	}
+	return err
+}
+
+// release closes the socket; only the poller calls it.
+func (f *fdConn) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	syscall.Close(f.fd)
+	f.fd = -1
+	f.closed = true
+}
+
+// startLinger closes the write side and gives the client a second to stop
+// sending: lingerClose's steps, without waiting.
+func (f *fdConn) startLinger() {
+	f.drain()
+	syscall.Shutdown(f.fd, syscall.SHUT_WR)
+	f.lingerUntil = time.Now().Add(time.Second).UnixNano()
+}
+
+func (f *fdConn) lingering() bool { return f.lingerUntil != 0 }
+
+func (f *fdConn) LocalAddr() net.Addr  { return f.laddr }
+func (f *fdConn) RemoteAddr() net.Addr { return f.raddr }
+
+func (f *fdConn) SetDeadline(t time.Time) error {
+	f.SetReadDeadline(t)
+	return f.SetWriteDeadline(t)
+}
+
+func (f *fdConn) SetReadDeadline(t time.Time) error {
+	f.rdeadline.Store(unixOrZero(t))
+	return nil
+}
+
+func (f *fdConn) SetWriteDeadline(t time.Time) error {
+	f.wdeadline.Store(unixOrZero(t))
+	return nil
+}
+
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// The system calls of the hot path are raw: they do not tell the runtime
+// they are in the kernel. Each is non-blocking (the sockets are, and
+// rawEpollWait does not wait), so it never holds the goroutine's P for
+// long. A normal system call marks the P as in a system call; sysmon then
+// takes the P from one it sees across two of its ticks and hands it to
+// another thread, and shortens its own sleep to catch the next one. On a
+// server pinned to one core that was thousands of thread switches a second
+// (bench/README.md, "Fourth session").
+
+func rawRead(fd int, b []byte) (int, syscall.Errno)  { return rawIO(syscall.SYS_READ, fd, b) }
+func rawWrite(fd int, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_WRITE, fd, b) }
+
+func rawIO(trap uintptr, fd int, b []byte) (int, syscall.Errno) {
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(p), uintptr(len(b)))
+	return int(n), e
+}
+
+// rawEpollWait returns the events ready now, without waiting.
+func rawEpollWait(epfd int, events []syscall.EpollEvent) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd),
+		uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	return int(n), e
+}

@@ -1,0 +1,315 @@
+package command
+
+import (
+	"sort"
+	"strings"
+)
+
+// Flag describes a command's behaviour; COMMAND and ACL categories derive
+// from it.
+type Flag uint32
+
+const (
+	FlagWrite     Flag = 1 << iota // may change the keyspace
+	FlagReadonly                   // never changes the keyspace
+	FlagFast                       // O(1) or O(log n)
+	FlagAdmin                      // server administration
+	FlagNoAuth                     // allowed before AUTH
+	FlagLoading                    // allowed while loading
+	FlagStale                      // allowed with stale data
+	FlagDenyOOM                    // refused when over maxmemory
+	FlagNoMulti                    // cannot be queued in MULTI
+	FlagDangerous                  // flushes, shutdown, config
+)
+
+var flagNames = []struct {
+	f    Flag
+	name string
+}{
+	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"},
+	{FlagAdmin, "admin"}, {FlagNoAuth, "no_auth"}, {FlagLoading, "loading"},
+	{FlagStale, "stale"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"},
+}
+
+// Command is one entry of the command table: everything dispatch, arity
+// checks, COMMAND, COMMAND DOCS and the generated reference need.
+type Command struct {
+	Name       string // lower case; "parent|sub" for subcommands
+	Arity      int    // Redis convention: n exact, -n at least n (name included)
+	Flags      Flag
+	FirstKey   int // key positions, 0 when the command takes no key
+	LastKey    int // -1: the last argument
+	Step       int
+	Group      string // Redis command group: connection, generic, server, rate_limit, ...
+	Since      string // limitdb version that added it
+	Complexity string
+	Summary    string
+	Syntax     string // arguments after the name: "key max_burst count period [quantity]"
+	Handler    func(c *Client, args [][]byte)
+	Subs       []*Command // subcommands (CLIENT, CONFIG, COMMAND, ...)
+
+	stats cmdStats
+}
+
+// FullName is the command as typed: "CLIENT SETNAME".
+func (cmd *Command) FullName() string {
+	return strings.ToUpper(strings.ReplaceAll(cmd.Name, "|", " "))
+}
+
+// FlagNames lists the command's flags as COMMAND reports them.
+func (cmd *Command) FlagNames() []string {
+	var out []string
+	for _, fn := range flagNames {
+		if cmd.Flags&fn.f != 0 {
+			out = append(out, fn.name)
+		}
+	}
+	return out
+}
+
+// Categories lists the ACL categories the command belongs to.
+func (cmd *Command) Categories() []string {
+	var out []string
+	if cmd.Flags&FlagWrite != 0 {
+		out = append(out, "@write")
+	}
+	if cmd.Flags&FlagReadonly != 0 {
+		out = append(out, "@read")
+	}
+	if cmd.Flags&FlagFast != 0 {
+		out = append(out, "@fast")
+	} else {
+		out = append(out, "@slow")
+	}
+	if cmd.Flags&FlagAdmin != 0 {
+		out = append(out, "@admin")
+	}
+	if cmd.Flags&(FlagDangerous|FlagAdmin) != 0 {
+		out = append(out, "@dangerous")
+	}
+	switch cmd.Group {
+	case "generic":
+		out = append(out, "@keyspace")
+	case "rate_limit":
+		out = append(out, "@rate_limit")
+	case "connection", "string", "transactions":
+		out = append(out, "@"+cmd.Group)
+	}
+	return out
+}
+
+// Table is the set of commands the server answers.
+type Table struct {
+	byName map[string]*Command
+}
+
+// commands is the one command table; each cmd_*.go file registers its
+// commands into it from init.
+var commands = &Table{byName: map[string]*Command{}}
+
+// register adds commands to the table. Registering a name twice is a
+// programming error caught at start-up.
+func register(cmds ...*Command) {
+	for _, c := range cmds {
+		if _, dup := commands.byName[c.Name]; dup {
+			panic("resp: command registered twice: " + c.Name)
+		}
+		for _, s := range c.Subs {
+			if !strings.HasPrefix(s.Name, c.Name+"|") {
+				panic("resp: subcommand " + s.Name + " not named " + c.Name + "|...")
+			}
+		}
+		commands.byName[c.Name] = c
+	}
+}
+
+// Lookup finds a command by name, any case, without allocating.
+func (t *Table) Lookup(name []byte) *Command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return t.byName[strings.ToLower(string(name))]
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return t.byName[string(buf[:len(name)])]
+}
+
+// Sorted returns the top-level commands ordered by name.
+func (t *Table) Sorted() []*Command {
+	out := make([]*Command, 0, len(t.byName))
+	for _, c := range t.byName {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Commands is the server's command table, for documentation generators.
+func Commands() *Table { return commands }
+
+// sub finds a subcommand of cmd by name, any case.
+func (cmd *Command) sub(name []byte) *Command {
+	want := cmd.Name + "|" + strings.ToLower(string(name))
+	for _, s := range cmd.Subs {
+		if s.Name == want {
+			return s
+		}
+	}
+	return nil
+}
+
+// arityOK checks argument count (name included) against Redis's convention.
+func (cmd *Command) arityOK(n int) bool {
+	if cmd.Arity >= 0 {
+		return n == cmd.Arity
+	}
+	return n >= -cmd.Arity
+}
+
+// Arg is one argument in COMMAND DOCS, parsed from a command's Syntax.
+type Arg struct {
+	Name     string
+	Type     string // key, integer, double, string, pattern, pure-token, oneof, block
+	Token    string
+	Optional bool
+	Multiple bool
+	Args     []Arg // members of oneof and block
+}
+
+// Args parses the command's Syntax into COMMAND DOCS arguments. The syntax
+// language is the one Redis documents: words are arguments, UPPERCASE words
+// are tokens, [...] is optional, a|b is a choice, and "..." repeats.
+func (cmd *Command) Args() []Arg {
+	toks := tokenizeSyntax(cmd.Syntax)
+	args, _ := parseArgs(toks, 0, "")
+	return args
+}
+
+func tokenizeSyntax(s string) []string {
+	var out []string
+	cur := strings.Builder{}
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	for _, r := range s {
+		switch r {
+		case '[', ']', '|':
+			flush()
+			out = append(out, string(r))
+		case ' ':
+			flush()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	flush()
+	return out
+}
+
+// parseArgs reads arguments until the closing token end ("]" or "").
+func parseArgs(toks []string, i int, end string) ([]Arg, int) {
+	var seq []Arg
+	var choices [][]Arg
+	for i < len(toks) && toks[i] != end {
+		switch t := toks[i]; {
+		case t == "[":
+			inner, j := parseArgs(toks, i+1, "]")
+			i = j + 1
+			a := group(inner)
+			a.Optional = true
+			if i < len(toks) && toks[i] == "..." {
+				a.Multiple = true
+				i++
+			}
+			seq = append(seq, a)
+		case t == "|":
+			choices = append(choices, seq)
+			seq = nil
+			i++
+		case t == "...":
+			if len(seq) > 0 {
+				seq[len(seq)-1].Multiple = true
+			}
+			i++
+		case isToken(t):
+			if i+1 < len(toks) && !isToken(toks[i+1]) && !isPunct(toks[i+1]) {
+				a := plainArg(toks[i+1])
+				a.Token = t
+				seq = append(seq, a)
+				i += 2
+			} else {
+				seq = append(seq, Arg{Name: strings.ToLower(t), Type: "pure-token", Token: t})
+				i++
+			}
+		default:
+			seq = append(seq, plainArg(t))
+			i++
+		}
+	}
+	if len(choices) > 0 {
+		choices = append(choices, seq)
+		one := Arg{Type: "oneof"}
+		var names []string
+		for _, c := range choices {
+			g := group(c)
+			one.Args = append(one.Args, g)
+			names = append(names, g.Name)
+		}
+		one.Name = strings.Join(names, "_or_")
+		return []Arg{one}, i
+	}
+	return seq, i
+}
+
+func group(args []Arg) Arg {
+	if len(args) == 1 {
+		return args[0]
+	}
+	names := make([]string, len(args))
+	for i, a := range args {
+		names[i] = a.Name
+	}
+	return Arg{Name: strings.Join(names, "_"), Type: "block", Args: args}
+}
+
+func plainArg(word string) Arg {
+	a := Arg{Name: word, Type: "string"}
+	switch {
+	case word == "key" || strings.HasSuffix(word, "key"):
+		a.Type = "key"
+	case word == "pattern":
+		a.Type = "pattern"
+	case strings.Contains(word, "period") || strings.Contains(word, "window") || word == "seconds" || word == "milliseconds" || word == "ms":
+		a.Type = "string" // durations take units, so they are not plain integers
+	case word == "count" || word == "quantity" || word == "cost" || word == "limit" || word == "capacity" ||
+		word == "rate" || word == "refill" || word == "tokens" || word == "n" || word == "cursor" ||
+		word == "numkeys" || word == "numpairs" || word == "max_burst" || word == "tokens_per_period" || word == "protover" || word == "db" || word == "id":
+		a.Type = "integer"
+	}
+	return a
+}
+
+func isToken(t string) bool {
+	if isPunct(t) || t == "..." {
+		return false
+	}
+	hasUpper := false
+	for _, r := range t {
+		if r >= 'a' && r <= 'z' {
+			return false
+		}
+		if r >= 'A' && r <= 'Z' {
+			hasUpper = true
+		}
+	}
+	return hasUpper
+}
+
+func isPunct(t string) bool { return t == "[" || t == "]" || t == "|" }

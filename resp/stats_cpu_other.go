@@ -1,8 +1,0 @@
-//go:build !unix
-
-package resp
-
-import "strings"
-
-// infoCPU has nothing to report where getrusage does not exist.
-func infoCPU(_ *Server, _ *strings.Builder) {}
