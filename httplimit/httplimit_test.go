@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/httplimit"
-	"github.com/limitdb/limitdb/command"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/engine"
 )
 
 // startWith starts a server like startServer, with the configuration

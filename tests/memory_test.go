@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
 

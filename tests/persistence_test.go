@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -19,9 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/metrics"
-	"github.com/limitdb/limitdb/command"
 )
 
 const usage = `limitdb %s: a rate-limiting datastore that speaks the Redis protocol.
