@@ -3,9 +3,6 @@ package command
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +10,8 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/gcra"
 	"github.com/limitdb/limitdb/engine/limit"
-	"github.com/tidwall/redcon"
+	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/server"
 )
 
 // Client is one connection's state: identity, protocol version, and the
@@ -21,7 +19,8 @@ import (
 // goroutines read (CLIENT LIST, INFO) are atomics or behind mu.
 type Client struct {
 	srv  *Server
-	conn redcon.Conn
+	conn *server.Conn // nil for a client with no socket (Server.Run)
+	w    *resp.Writer
 
 	ID      int64
 	Addr    string
@@ -68,95 +67,57 @@ func (c *Client) Server() *Server { return c.srv }
 // Close ends the connection once the current replies are flushed.
 func (c *Client) Close() {
 	c.closing = true
-	c.conn.Close()
+	if c.conn != nil {
+		c.conn.Close()
+	}
+}
+
+// setProto switches the client's replies to RESP2 or RESP3.
+func (c *Client) setProto(p int) {
+	c.proto = p
+	c.w.Proto = p
 }
 
 // ---- replies --------------------------------------------------------------
 
 // OK writes +OK.
-func (c *Client) OK() { c.conn.WriteString("OK") }
+func (c *Client) OK() { c.w.Simple("OK") }
 
 // Simple writes a simple string.
-func (c *Client) Simple(s string) { c.conn.WriteString(s) }
+func (c *Client) Simple(s string) { c.w.Simple(s) }
 
 // Int writes an integer.
-func (c *Client) Int(n int64) { c.conn.WriteInt64(n) }
+func (c *Client) Int(n int64) { c.w.Int(n) }
 
 // Bulk writes a bulk string.
-func (c *Client) Bulk(b []byte) { c.conn.WriteBulk(b) }
+func (c *Client) Bulk(b []byte) { c.w.Bulk(b) }
 
 // BulkString writes a bulk string.
-func (c *Client) BulkString(s string) { c.conn.WriteBulkString(s) }
+func (c *Client) BulkString(s string) { c.w.BulkString(s) }
 
 // Array writes an array header of n elements.
-func (c *Client) Array(n int) { c.conn.WriteArray(n) }
+func (c *Client) Array(n int) { c.w.Array(n) }
 
 // Null writes the null bulk string (RESP3 null).
-func (c *Client) Null() {
-	if c.proto >= 3 {
-		c.conn.WriteRaw([]byte("_\r\n"))
-		return
-	}
-	c.conn.WriteNull()
-}
+func (c *Client) Null() { c.w.Null() }
 
 // NullArray writes the null array (RESP3 null).
-func (c *Client) NullArray() {
-	if c.proto >= 3 {
-		c.conn.WriteRaw([]byte("_\r\n"))
-		return
-	}
-	c.conn.WriteRaw([]byte("*-1\r\n"))
-}
+func (c *Client) NullArray() { c.w.NullArray() }
 
 // Map writes a map header of n pairs: a RESP3 map, or a flat array in RESP2.
-func (c *Client) Map(n int) {
-	if c.proto >= 3 {
-		c.header('%', n)
-		return
-	}
-	c.conn.WriteArray(2 * n)
-}
+func (c *Client) Map(n int) { c.w.Map(n) }
 
 // Set writes a set header: a RESP3 set, or an array in RESP2.
-func (c *Client) Set(n int) {
-	if c.proto >= 3 {
-		c.header('~', n)
-		return
-	}
-	c.conn.WriteArray(n)
-}
+func (c *Client) Set(n int) { c.w.Set(n) }
 
 // Double writes a float: a RESP3 double, or a bulk string in RESP2.
-func (c *Client) Double(f float64) {
-	s := strconv.FormatFloat(f, 'g', 17, 64)
-	if math.IsInf(f, 1) {
-		s = "inf"
-	} else if math.IsInf(f, -1) {
-		s = "-inf"
-	}
-	if c.proto >= 3 {
-		c.conn.WriteRaw([]byte("," + s + "\r\n"))
-		return
-	}
-	c.conn.WriteBulkString(s)
-}
+func (c *Client) Double(f float64) { c.w.Double(f) }
 
 // Verbatim writes text: a RESP3 verbatim string, or a bulk string in RESP2.
-func (c *Client) Verbatim(s string) {
-	if c.proto >= 3 {
-		c.conn.WriteRaw([]byte(fmt.Sprintf("=%d\r\ntxt:%s\r\n", len(s)+4, s)))
-		return
-	}
-	c.conn.WriteBulkString(s)
-}
+func (c *Client) Verbatim(s string) { c.w.Verbatim(s) }
 
-func (c *Client) header(prefix byte, n int) {
-	c.scratch = append(c.scratch[:0], prefix)
-	c.scratch = strconv.AppendInt(c.scratch, int64(n), 10)
-	c.scratch = append(c.scratch, '\r', '\n')
-	c.conn.WriteRaw(c.scratch)
-}
+// Raw writes bytes that are already RESP.
+func (c *Client) Raw(b []byte) { c.w.Raw(b) }
 
 // Err writes an error reply. msg must start with an error code such as ERR
 // or WRONGTYPE; newlines are replaced so the reply stays one line.
@@ -165,7 +126,7 @@ func (c *Client) Err(msg string) {
 	if c.multi != nil {
 		c.multi.queueError()
 	}
-	c.conn.WriteError(strings.NewReplacer("\r", " ", "\n", " ").Replace(msg))
+	c.w.Error(msg)
 }
 
 // Errf writes an ERR reply from a format.
@@ -208,43 +169,16 @@ func (c *Client) Limit(r limit.Result, withDelay bool) {
 	// One WriteRaw of the whole reply instead of six writer calls: the
 	// reply is a third of a pipelined CL.THROTTLE's CPU otherwise.
 	b := append(c.scratch[:0], '*', byte('0'+n), '\r', '\n')
-	b = appendInt(b, limited)
-	b = appendInt(b, r.Limit)
-	b = appendInt(b, r.Remaining)
-	b = appendInt(b, r.RetryAfter)
-	b = appendInt(b, r.ResetAfter)
+	b = resp.AppendInt(b, limited)
+	b = resp.AppendInt(b, r.Limit)
+	b = resp.AppendInt(b, r.Remaining)
+	b = resp.AppendInt(b, r.RetryAfter)
+	b = resp.AppendInt(b, r.ResetAfter)
 	if withDelay {
-		b = appendInt(b, r.Delay)
+		b = resp.AppendInt(b, r.Delay)
 	}
 	c.scratch = b
-	c.conn.WriteRaw(b)
-}
-
-// appendInt appends a RESP integer, formatting the digits by hand: limiter
-// replies are small numbers and strconv's general path showed up in
-// BenchmarkPipeline's profile.
-func appendInt(b []byte, n int64) []byte {
-	var buf [24]byte
-	i := len(buf) - 2
-	buf[i], buf[i+1] = '\r', '\n'
-	u := uint64(n)
-	if n < 0 {
-		u = -u
-	}
-	for u >= 10 {
-		i--
-		buf[i] = byte('0' + u%10)
-		u /= 10
-	}
-	i--
-	buf[i] = byte('0' + u)
-	if n < 0 {
-		i--
-		buf[i] = '-'
-	}
-	i--
-	buf[i] = ':'
-	return append(b, buf[i:]...)
+	c.w.Raw(b)
 }
 
 const errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"

@@ -73,8 +73,8 @@ func kill(c, victim *Client) {
 		c.Close()
 		return
 	}
-	if nc := victim.conn.NetConn(); nc != nil {
-		nc.Close()
+	if victim.conn != nil {
+		victim.conn.Kill()
 	}
 }
 

@@ -72,8 +72,9 @@ func cmdQuit(c *Client, _ [][]byte) {
 func cmdReset(c *Client, _ [][]byte) {
 	c.endMulti()
 	c.mu.Lock() // CLIENT LIST reads these from other connections
-	c.name, c.proto, c.user = "", 2, ""
-	c.authed = !c.srv.authRequired()
+	c.name, c.user = "", ""
+	c.setProto(2)
+	c.setAuthed(!c.srv.authRequired())
 	c.mu.Unlock()
 	c.Simple("RESET")
 }
@@ -137,7 +138,7 @@ func cmdHello(c *Client, args [][]byte) {
 		c.mu.Unlock()
 	}
 	c.mu.Lock() // CLIENT LIST reads proto from other connections
-	c.proto = proto
+	c.setProto(proto)
 	c.mu.Unlock()
 	c.Map(7)
 	c.BulkString("server")
@@ -174,7 +175,8 @@ func (c *Client) authenticate(user, pass []byte) bool {
 		return false
 	}
 	c.mu.Lock() // CLIENT LIST and CLIENT KILL USER read it from other connections
-	c.authed, c.user = true, name
+	c.setAuthed(true)
+	c.user = name
 	c.mu.Unlock()
 	return true
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/tidwall/redcon"
 )
 
 // lockedBuffer is a log destination safe for the server's goroutines.
@@ -110,39 +109,6 @@ func TestPanicRecovered(t *testing.T) {
 
 // ---- fuzzing ------------------------------------------------------------
 
-// FuzzFrameScanner checks the framing scanner on arbitrary bytes: it never
-// panics, and feeding the input in two pieces finds the same command ends
-// and the same error as feeding it whole (the scanner's state carries
-// across reads exactly).
-func FuzzFrameScanner(f *testing.F) {
-	for _, s := range seedFrames {
-		f.Add([]byte(s), uint16(len(s)/2))
-	}
-	max := frameMax{args: 64, bulk: 1 << 16, query: 1 << 20}
-	f.Fuzz(func(t *testing.T, b []byte, cut uint16) {
-		whole := scanAll(b, max, len(b))
-		split := scanAll(b, max, int(cut)%(len(b)+1))
-		if whole != split {
-			t.Fatalf("whole: %s; split at %d: %s", whole, int(cut)%(len(b)+1), split)
-		}
-	})
-}
-
-func scanAll(b []byte, max frameMax, cut int) string {
-	var sc frameScanner
-	last := -1
-	for off, part := range [][]byte{b[:cut], b[cut:]} {
-		end, bad := sc.scan(part, max, nil)
-		if end >= 0 {
-			last = []int{0, cut}[off] + end
-		}
-		if bad != "" {
-			return fmt.Sprintf("last end %d, then %q", last, bad)
-		}
-	}
-	return fmt.Sprintf("last end %d", last)
-}
-
 // FuzzServerInput sends arbitrary bytes to a real server on one connection
 // and checks that a bystander connection is still answered, exactly, after
 // each input, and that nothing panicked.
@@ -183,31 +149,6 @@ func FuzzServerInput(f *testing.F) {
 	})
 }
 
-// fakeConn is a redcon.Conn that records replies, for calling handlers
-// without a network.
-type fakeConn struct {
-	*redcon.Writer
-	out    bytes.Buffer
-	ctx    any
-	closed bool
-}
-
-func newFakeConn() *fakeConn {
-	fc := &fakeConn{}
-	fc.Writer = redcon.NewWriter(&fc.out)
-	return fc
-}
-
-func (fc *fakeConn) RemoteAddr() string             { return "127.0.0.1:1" }
-func (fc *fakeConn) Close() error                   { fc.closed = true; return nil }
-func (fc *fakeConn) Context() any                   { return fc.ctx }
-func (fc *fakeConn) SetContext(v any)               { fc.ctx = v }
-func (fc *fakeConn) SetReadBuffer(int)              {}
-func (fc *fakeConn) Detach() redcon.DetachedConn    { panic("detach is not used by limitdb") }
-func (fc *fakeConn) ReadPipeline() []redcon.Command { return nil }
-func (fc *fakeConn) PeekPipeline() []redcon.Command { return nil }
-func (fc *fakeConn) NetConn() net.Conn              { return nil }
-
 // FuzzCommandArgs sends arbitrary arguments to every command of the table
 // through dispatch (gates included), and checks that each call answers
 // exactly one well-formed reply (or closes the connection) and never
@@ -247,7 +188,7 @@ func FuzzCommandArgs(f *testing.F) {
 	}
 	s := newServer()
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if s.guard.draining.Load() { // a SHUTDOWN went through: wait for it, start afresh
+		if s.shutting.Load() { // a SHUTDOWN went through: wait for it, start afresh
 			select {
 			case <-s.Done():
 			case <-time.After(10 * time.Second):
@@ -266,25 +207,17 @@ func FuzzCommandArgs(f *testing.F) {
 		if len(in) > 1 {
 			args = append(args, bytes.Split(in[1:], []byte{0})...)
 		}
-		fc := newFakeConn()
-		if !s.accept(fc) {
-			if s.guard.draining.Load() {
-				return // the last input's SHUTDOWN began draining after the check above
-			}
-			t.Fatalf("not accepted: %s", fc.out.String())
-		}
-		c := fc.ctx.(*Client)
-		s.handle(fc, redcon.Command{Args: args})
+		c := s.NewLocalClient()
+		out := bytes.Clone(c.Do(args...))
+		closed := c.closing
 		c.Close()
-		s.closed(fc, nil)
-		fc.Flush()
 		clock.Advance(time.Millisecond)
 		if strings.Contains(logs.String(), "panic") {
 			t.Fatalf("%q panicked:\n%s", args, logs.String())
 		}
-		n, err := countReplies(fc.out.Bytes())
-		if err != nil || (n != 1 && !(n == 0 && fc.closed)) {
-			t.Fatalf("%q: %d replies (%v): %q", args, n, err, fc.out.String())
+		n, err := countReplies(out)
+		if err != nil || (n != 1 && !(n == 0 && closed)) {
+			t.Fatalf("%q: %d replies (%v): %q", args, n, err, out)
 		}
 		if s.authRequired() {
 			s.SetConfig([2]string{"requirepass", ""})

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
-	"github.com/tidwall/redcon"
+	"github.com/limitdb/limitdb/server"
 )
 
 // Version is limitdb's version, reported by INFO and HELLO.
@@ -34,7 +34,7 @@ type Server struct {
 	cfgMu  sync.RWMutex
 	eng    *engine.Engine
 	table  *Table
-	rs     *listener
+	net    *server.Server // the transport, once Serve has started
 	ln     net.Listener
 	logger *log.Logger
 
@@ -60,6 +60,7 @@ type Server struct {
 	slow    slowLog      // SLOWLOG: resp/slowlog.go
 	mem     memState     // maxmemory: resp/memory.go
 
+	shutting  atomic.Bool // Shutdown has begun
 	closeOnce sync.Once
 	done      chan struct{}
 
@@ -111,7 +112,7 @@ func (s *Server) Listen() (net.Listener, error) {
 		return nil, err
 	}
 	if tln != nil {
-		return JoinListeners(ln, tln), nil
+		return server.JoinListeners(ln, tln), nil
 	}
 	return ln, nil
 }
@@ -140,12 +141,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	default:
 	}
 	s.ln = ln
-	s.rs = newListener(s.handle, s.accept, s.closed)
-	s.rs.loops = s.Config().EventLoop
+	s.net = server.New(s, s.guard.limits().transport(), s.Config().EventLoop)
 	s.serveMu.Unlock()
 	s.startBackground()
-	err := s.rs.Serve(guardListener{ln, s})
-	if s.guard.draining.Load() { // Shutdown: wait for the final snapshot
+	err := s.net.Serve(ln)
+	if s.net.Draining() { // Shutdown: wait for the final snapshot
 		<-s.done
 		return s.shutdownErr()
 	}
@@ -174,8 +174,8 @@ func (s *Server) Close() error {
 		s.serveMu.Lock()
 		defer s.serveMu.Unlock()
 		close(s.done)
-		if s.rs != nil {
-			err = s.rs.Close()
+		if s.net != nil {
+			err = s.net.Close()
 		}
 	})
 	return err
@@ -208,31 +208,21 @@ func (s *Server) startBackground() {
 	}()
 }
 
-func (s *Server) accept(conn redcon.Conn) bool {
-	c := &Client{
-		srv:     s,
-		conn:    conn,
-		ID:      s.nextID.Add(1),
-		Addr:    conn.RemoteAddr(),
-		Created: time.Now(),
-		proto:   2,
+// newClient makes the state of a connection, or of a client with no
+// socket when conn is nil.
+func (s *Server) newClient(conn *server.Conn) *Client {
+	now := time.Now()
+	c := &Client{srv: s, conn: conn, ID: s.nextID.Add(1), Created: now, proto: 2}
+	if conn != nil {
+		c.w = conn.Writer()
+		c.Addr, c.LAddr = conn.RemoteAddr(), conn.LocalAddr()
 	}
-	if nc := conn.NetConn(); nc != nil {
-		c.LAddr = nc.LocalAddr().String()
-	}
-	if !s.admitConn(c) {
-		return false
-	}
-	c.lastActive.Store(time.Now().UnixNano())
-	conn.SetContext(c)
-	s.clientsMu.Lock()
-	s.clients[c] = struct{}{}
-	s.clientsMu.Unlock()
-	s.totalConns.Add(1)
-	return true
+	c.lastActive.Store(now.UnixNano())
+	return c
 }
 
-func (s *Server) closed(conn redcon.Conn, err error) {
+// Closed forgets a connection that has gone (server.Handler).
+func (s *Server) Closed(conn *server.Conn, _ error) {
 	c, _ := conn.Context().(*Client)
 	if c == nil {
 		return
@@ -240,6 +230,22 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	s.clientsMu.Lock()
 	delete(s.clients, c)
 	s.clientsMu.Unlock()
+}
+
+// EndBatch publishes what a batch of commands counted (server.Handler).
+func (s *Server) EndBatch(conn *server.Conn) {
+	if c, ok := conn.Context().(*Client); ok {
+		c.endBatch()
+	}
+}
+
+// Command runs one command of a connection (server.Handler).
+func (s *Server) Command(conn *server.Conn, args [][]byte) {
+	c, _ := conn.Context().(*Client)
+	if c == nil {
+		return
+	}
+	s.handle(c, args)
 }
 
 // Clients returns the connected clients, ordered by ID.
@@ -254,18 +260,16 @@ func (s *Server) Clients() []*Client {
 	return out
 }
 
-// handle dispatches one command. The connection loop (conn.go) calls it for
-// each command of a batch in order, then endBatch, then flushes once.
-func (s *Server) handle(conn redcon.Conn, rc redcon.Command) {
-	c, _ := conn.Context().(*Client)
-	if c == nil || c.closing {
+// handle dispatches one command. The transport calls it for each command
+// of a batch in order, then EndBatch, then flushes once.
+func (s *Server) handle(c *Client, args [][]byte) {
+	if c.closing {
 		return
 	}
 	if !c.bt.open {
 		c.begin()
 	}
 	c.bt.total++
-	args := rc.Args
 	cmd := c.bt.named
 	if cmd == nil || !equalFold(args[0], cmd.Name) { // a pipeline repeats its command
 		cmd = s.table.Lookup(args[0])

@@ -12,8 +12,7 @@ import (
 // aclfile stops start-up).
 func (s *Server) Prepare() error {
 	s.guard.once.Do(func() {
-		s.guard.loadLimits(s.Config().Limits)
-		s.guard.drained = make(chan struct{})
+		s.loadLimits(s.Config().Limits)
 		s.guard.prepErr = s.loadACL()
 	})
 	return s.guard.prepErr
@@ -66,35 +65,21 @@ func (s *Server) Shutdown(save bool, grace time.Duration) error {
 	if err := s.Prepare(); err != nil {
 		return err
 	}
-	if !s.guard.draining.CompareAndSwap(false, true) {
+	if !s.shutting.CompareAndSwap(false, true) {
 		<-s.done
 		return nil
 	}
 	s.logger.Printf("shutting down: no new connections, finishing in-flight commands")
 	s.serveMu.Lock()
-	if s.ln != nil {
-		s.ln.Close() // redcon's accept loop now waits in guardListener for drained
-	}
+	net := s.net
 	s.serveMu.Unlock()
-	// A connection blocked reading gets a past deadline and ends; one that
-	// is running commands finishes its pipeline, flushes, and ends at its
-	// next read (guardConn.Read checks draining after setting its deadline).
-	for _, c := range s.Clients() {
-		if nc := c.conn.NetConn(); nc != nil {
-			nc.SetReadDeadline(time.Unix(1, 0))
-		}
+	if net != nil {
+		deadline := time.Now().Add(grace)
+		net.Drain(func() bool {
+			time.Sleep(5 * time.Millisecond)
+			return time.Now().Before(deadline)
+		})
 	}
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		s.clientsMu.Lock()
-		n := len(s.clients)
-		s.clientsMu.Unlock()
-		if n == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	close(s.guard.drained)
 	var err error
 	if s.OnShutdown != nil {
 		err = s.OnShutdown(save)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -124,7 +125,7 @@ func startTLS(t *testing.T, p *testPKI, auth string) (plain, secure string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, _ := startWith(t, mod, command.JoinListeners(pln, tls.NewListener(raw, tc)))
+	ts, _ := startWith(t, mod, server.JoinListeners(pln, tls.NewListener(raw, tc)))
 	return ts.addr, raw.Addr().String()
 }
 

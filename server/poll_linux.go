@@ -1,6 +1,6 @@
 //go:build linux
 
-package command
+package server
 
 import (
 	"errors"
@@ -35,6 +35,10 @@ import (
 // TLS connections, and every connection on other systems, keep a goroutine
 // each (conn.go).
 
+// errWouldBlock is an fdConn's read with nothing to read: the connection
+// waits for its poller.
+var errWouldBlock = errors.New("server: would block")
+
 // errTimeout is an fdConn's read after its read deadline passed.
 var errTimeout = os.ErrDeadlineExceeded
 
@@ -42,28 +46,28 @@ var errTimeout = os.ErrDeadlineExceeded
 const tick = 100 * time.Millisecond
 
 type poller struct {
-	l    *listener
+	s    *Server
 	epfd int
 	ef   *os.File        // epfd, watched by Go's poller while idle
 	rc   syscall.RawConn // ef's
 	wake [2]int          // a pipe: a byte in wake[1] means inbox has connections
 
 	mu     sync.Mutex
-	inbox  []*conn
+	inbox  []*Conn
 	killed []*fdConn // closed by other goroutines (fdConn.Close)
 	stop   bool      // asked to stop
 	gone   bool      // stopped: its descriptors are closed
 
-	conns map[int32]*conn // owned by the poller's goroutine, by socket
-	dirty []*conn         // connections with replies to write this round
+	conns map[int32]*Conn // owned by the poller's goroutine, by socket
+	dirty []*Conn         // connections with replies to write this round
 	last  time.Time       // last deadline check
 }
 
 // newPollers starts n pollers for l.
-func newPollers(l *listener, n int) ([]*poller, error) {
+func newPollers(l *Server, n int) ([]*poller, error) {
 	var ps []*poller
 	for i := 0; i < n; i++ {
-		p := &poller{l: l, conns: map[int32]*conn{}}
+		p := &poller{s: l, conns: map[int32]*Conn{}}
 		fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 		if err != nil {
 			stopPollers(ps)
@@ -155,7 +159,7 @@ func adopt(nc net.Conn, p *poller) *fdConn {
 }
 
 // add hands c, whose socket is fc, to the poller.
-func (p *poller) add(c *conn, fc *fdConn) {
+func (p *poller) add(c *Conn, fc *fdConn) {
 	c.fc = fc
 	p.post(func() { p.inbox = append(p.inbox, c) })
 }
@@ -247,7 +251,7 @@ func (p *poller) welcome() bool {
 }
 
 // ready handles the events of one connection.
-func (p *poller) ready(c *conn, events uint32) {
+func (p *poller) ready(c *Conn, events uint32) {
 	fc := c.fc
 	if events&syscall.EPOLLOUT != 0 {
 		if err := fc.drain(); err != nil {
@@ -269,16 +273,12 @@ func (p *poller) ready(c *conn, events uint32) {
 }
 
 // serve runs the commands that arrived on c; their replies wait for flush.
-func (p *poller) serve(c *conn) {
-	err := p.l.step(c)
-	for err == nil && !c.closed && holds(c.nc) {
-		// The guard kept bytes back (the rest of a frame it judges after
-		// the commands before it ran): no readiness will announce them.
-		// The replies so far go first, since the guard writes its
-		// verdict on the socket directly.
-		if err = c.wr.Flush(); err == nil {
-			err = p.l.step(c)
-		}
+func (p *poller) serve(c *Conn) {
+	err := p.s.step(c)
+	for err == nil && !c.closed && c.rd.Buffered() {
+		// The reader holds a command back (judged after the commands
+		// before it ran) or an error: no readiness will announce them.
+		err = p.s.step(c)
 	}
 	if err == errWouldBlock {
 		return
@@ -297,17 +297,11 @@ func (p *poller) serve(c *conn) {
 }
 
 // mark puts c on the round's list of replies to flush.
-func (p *poller) mark(c *conn) {
+func (p *poller) mark(c *Conn) {
 	if !c.dirty {
 		c.dirty = true
 		p.dirty = append(p.dirty, c)
 	}
-}
-
-// holds reports whether the guard under nc holds bytes back.
-func holds(nc net.Conn) bool {
-	g, ok := nc.(*guardConn)
-	return ok && (len(g.carry) > 0 || g.readErr != nil)
 }
 
 // flush writes the replies of the round. A socket that does not take them
@@ -332,7 +326,7 @@ func (p *poller) flush() {
 }
 
 // watch sets the events c's socket is watched for.
-func (p *poller) watch(c *conn, events uint32) {
+func (p *poller) watch(c *Conn, events uint32) {
 	fc := c.fc
 	fc.waiting = events&syscall.EPOLLOUT != 0
 	ev := syscall.EpollEvent{Events: events, Fd: int32(fc.fd)}
@@ -370,7 +364,7 @@ func (p *poller) expire(now time.Time) {
 
 // linger discards what a lingering connection still sends (see
 // lingerClose) and closes it at EOF.
-func (p *poller) linger(c *conn) {
+func (p *poller) linger(c *Conn) {
 	var buf [4096]byte
 	for {
 		n, err := rawRead(c.fc.fd, buf[:])
@@ -388,7 +382,7 @@ func (p *poller) linger(c *conn) {
 }
 
 // finish closes c and reports it gone.
-func (p *poller) finish(c *conn, err error) {
+func (p *poller) finish(c *Conn, err error) {
 	fc := c.fc
 	if fc.fd < 0 {
 		return
@@ -402,7 +396,7 @@ func (p *poller) finish(c *conn, err error) {
 	if err == errDraining {
 		err = nil
 	}
-	p.l.gone(c, err)
+	p.s.gone(c, err)
 }
 
 // fdConn is a connection's socket owned by a poller: a net.Conn whose reads

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"net"
+
+	"github.com/limitdb/limitdb/resp"
+)
+
+// Conn is one client connection as the handler sees it: its reply writer,
+// its addresses and a slot for the handler's own state. Its methods are
+// for the connection's own goroutine unless they say otherwise.
+//
+// The transport parses commands in place (resp.Reader): a handler's args
+// alias the connection's read buffer and are valid only until the handler
+// returns. Anything kept longer (a queued MULTI command, a slow-log entry,
+// a stored value or key) must be copied.
+type Conn struct {
+	nc     *guardConn
+	addr   string
+	laddr  string
+	wr     *resp.Writer
+	rd     *resp.Reader
+	ctx    any
+	closed bool
+	authed bool // the client may send commands of the full limits
+
+	fc    *fdConn // the socket, when a poller owns the connection
+	dirty bool    // has replies for the poller to flush this round
+}
+
+// Writer is where replies go; the transport flushes it after each batch.
+func (c *Conn) Writer() *resp.Writer { return c.wr }
+
+// Close flushes the replies written so far and closes the connection; the
+// rest of the batch is not run.
+func (c *Conn) Close() error {
+	c.wr.Flush()
+	c.closed = true
+	return c.nc.Close()
+}
+
+// Kill closes the connection from any goroutine: the client is served
+// nothing more once its current command returns.
+func (c *Conn) Kill() { c.nc.Close() }
+
+// Context is the handler's state for the connection.
+func (c *Conn) Context() any { return c.ctx }
+
+// SetContext sets the handler's state for the connection.
+func (c *Conn) SetContext(v any) { c.ctx = v }
+
+// RemoteAddr is the client's address, host:port.
+func (c *Conn) RemoteAddr() string { return c.addr }
+
+// LocalAddr is the server's address the client connected to.
+func (c *Conn) LocalAddr() string { return c.laddr }
+
+// SetAuthenticated lifts the limits for clients that have not
+// authenticated (a password is required and AUTH has not succeeded).
+func (c *Conn) SetAuthenticated(ok bool) { c.authed = ok }
+
+// Loopback reports whether the client is on this machine.
+func (c *Conn) Loopback() bool {
+	switch a := c.nc.RemoteAddr().(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr, nil:
+		return true
+	default:
+		host, _, err := net.SplitHostPort(a.String())
+		if err != nil {
+			return false
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+}
+
+// frameLimits are the limits of the client's next read.
+func (c *Conn) frameLimits() resp.Limits {
+	lim := c.nc.s.limits().Frame
+	if !c.authed {
+		lim.MaxArgs, lim.MaxBulk = min(lim.MaxArgs, unauthMaxArgs), min(lim.MaxBulk, unauthMaxBulk)
+	}
+	return lim
+}

@@ -1,0 +1,320 @@
+// Package server is limitdb's transport: it accepts connections (plain TCP
+// and TLS), runs each one's read-answer-flush loop on an event loop of its
+// own (Linux) or a goroutine, enforces the protocol limits and timeouts,
+// and drains connections on shutdown. It hands every command to a Handler
+// and knows nothing of what a command does.
+//
+// It imports resp (the wire format) and nothing else of the project: never
+// the command layer or the engine.
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/resp"
+)
+
+// Handler is what the transport calls; the command layer implements it.
+// Every call for one connection comes from that connection's goroutine or
+// event loop, in order.
+type Handler interface {
+	// Open is called for each accepted connection before it is read. It
+	// returns false to refuse it, having written its refusal to
+	// c.Writer(); the transport then flushes and closes it.
+	Open(c *Conn) bool
+	// Command runs one command, writing its reply to c.Writer(). args
+	// alias the connection's read buffer and are valid only until it
+	// returns.
+	Command(c *Conn, args [][]byte)
+	// EndBatch is called after the commands of one read have run, before
+	// their replies are flushed.
+	EndBatch(c *Conn)
+	// Closed is called once the connection is gone.
+	Closed(c *Conn, err error)
+}
+
+// Limits bound what one client can make the server hold or wait for.
+type Limits struct {
+	Frame        resp.Limits   // for an authenticated client
+	Timeout      time.Duration // a client idle this long is closed (0: never)
+	WriteTimeout time.Duration // a reply unread this long closes the client (0: never)
+}
+
+// Limits for clients that have not authenticated yet, when a password is
+// required: as in Redis, they cannot make the server buffer much.
+const (
+	unauthMaxArgs = 10
+	unauthMaxBulk = 16 << 10
+)
+
+// handshakeTimeout bounds a TLS handshake, so a client that connects and
+// says nothing cannot hold a connection forever.
+const handshakeTimeout = 10 * time.Second
+
+// Server accepts connections and serves them with its Handler.
+type Server struct {
+	h   Handler
+	lim atomic.Pointer[Limits]
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[*Conn]struct{}
+	done  bool
+
+	yield bool // yield before each flush (see loop): only with one P
+	loops bool // serve TCP connections from pollers (poll_linux.go)
+	next  int  // the poller the next connection goes to
+
+	draining atomic.Bool
+	drained  chan struct{} // closed once draining connections have gone
+}
+
+// New returns a server for h. With eventLoop, plain TCP connections on
+// Linux are served by event loops (poll_linux.go); otherwise each
+// connection has a goroutine.
+func New(h Handler, lim Limits, eventLoop bool) *Server {
+	s := &Server{h: h, conns: map[*Conn]struct{}{}, loops: eventLoop,
+		yield: runtime.GOMAXPROCS(0) == 1, drained: make(chan struct{})}
+	s.SetLimits(lim)
+	return s
+}
+
+// SetLimits replaces the limits; every connection's next read uses them.
+func (s *Server) SetLimits(l Limits) { s.lim.Store(&l) }
+
+func (s *Server) limits() *Limits { return s.lim.Load() }
+
+// Serve accepts connections from ln until Close; it then closes every
+// connection.
+func (s *Server) Serve(ln net.Listener) error {
+	var ps []*poller
+	if s.loops {
+		var err error
+		if ps, err = newPollers(s, runtime.GOMAXPROCS(0)); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	defer func() {
+		ln.Close()
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.conns = nil
+		s.mu.Unlock()
+		stopPollers(ps)
+	}()
+	for {
+		raw, err := ln.Accept()
+		if err != nil {
+			if s.draining.Load() {
+				// Wait for the draining clients to finish: returning
+				// closes every connection.
+				<-s.drained
+			}
+			s.mu.Lock()
+			done := s.done
+			s.mu.Unlock()
+			if done || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			continue
+		}
+		nc := &guardConn{Conn: raw, s: s}
+		var fc *fdConn
+		if len(ps) > 0 {
+			fc = adopt(nc, ps[s.next%len(ps)])
+			s.next++
+		}
+		c := &Conn{nc: nc, addr: raw.RemoteAddr().String(), laddr: raw.LocalAddr().String(),
+			wr: resp.NewWriter(nc), rd: resp.NewReader(nc)}
+		nc.c = c
+		// refuse closes a connection no poller or goroutine will serve.
+		refuse := func(close func() error) {
+			if fc != nil {
+				fc.p = nil // never the poller's: closed here
+			}
+			close()
+			if fc != nil {
+				fc.release()
+			}
+		}
+		s.mu.Lock()
+		if s.conns == nil { // closing
+			s.mu.Unlock()
+			refuse(nc.Close)
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		if s.draining.Load() {
+			c.wr.Error("ERR server is shutting down")
+			s.forget(c)
+			refuse(c.Close)
+			continue
+		}
+		if !s.h.Open(c) {
+			s.forget(c)
+			refuse(c.Close) // after any refusal the handler wrote
+			continue
+		}
+		if fc != nil {
+			fc.p.add(c, fc)
+			continue
+		}
+		go s.serve(c)
+	}
+}
+
+// Addr is the address Serve listens on, or nil before it starts.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops accepting; Serve then closes every connection.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Close()
+}
+
+// Conns is the number of open connections.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Drain stops accepting and lets every connection finish the commands it
+// has already received and flush their replies, waiting until no
+// connection is left or wait reports the grace is over; wait is called
+// between checks and returns false when the caller's time is up. Serve
+// returns after Close.
+func (s *Server) Drain(wait func() bool) {
+	if !s.draining.CompareAndSwap(false, true) {
+		return
+	}
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close() // the accept loop now waits for drained
+	}
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	// A connection blocked reading gets a past deadline and ends; one that
+	// is running commands finishes its pipeline, flushes, and ends at its
+	// next read (guardConn.Read checks draining after setting its deadline).
+	for _, c := range conns {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+	for s.Conns() > 0 && wait() {
+	}
+	close(s.drained)
+}
+
+// Draining reports whether Drain has begun.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// serve runs one connection on its own goroutine: read a batch of
+// commands, answer each in order, flush once. A protocol error is answered
+// and closes the connection.
+func (s *Server) serve(c *Conn) {
+	err := s.loop(c)
+	if errors.Is(err, errDraining) {
+		lingerClose(c.nc)
+		err = nil
+	} else {
+		c.nc.Close()
+	}
+	s.gone(c, err)
+}
+
+// gone forgets a closed connection and reports it to the handler.
+func (s *Server) gone(c *Conn, err error) {
+	s.forget(c)
+	if err == io.EOF {
+		err = nil
+	}
+	s.h.Closed(c, err)
+}
+
+func (s *Server) loop(c *Conn) error {
+	for {
+		if err := s.step(c); err != nil {
+			return err
+		}
+		if c.closed {
+			return nil
+		}
+		// Let the other connections that have input run their commands
+		// before this one writes, so that the replies of a round leave
+		// close together, as Redis writes all its clients' replies after
+		// its event loop has run their commands. A client woken by one
+		// reply then finds the next ones waiting instead of being woken
+		// again for each: waking a sleeping CPU is the costliest part of a
+		// loopback write (sock_def_readable, an interrupt through the
+		// hypervisor on a VM); perf shows the wake-up's share of the
+		// server's CPU halved (docs/performance-history.md).
+		//
+		// Only with one P (a server pinned to one core, as in the
+		// benchmarks): with several, connections already run in parallel,
+		// and a yielding goroutine goes to the global run queue where
+		// another P may take it, moving the connection to another core for
+		// every batch (go test -bench Pipeline -cpu 2 ./command/: about
+		// 250 ns more per command; at -cpu 1 no cost).
+		if s.yield {
+			runtime.Gosched()
+		}
+		if err := c.wr.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// step reads the next batch of commands and answers each in order, leaving
+// the replies in c's writer for the caller to flush.
+func (s *Server) step(c *Conn) error {
+	cmds, err := c.rd.Read(c.frameLimits())
+	if err != nil {
+		var pe resp.ProtocolError
+		if errors.As(err, &pe) {
+			c.wr.Error("ERR " + string(pe))
+			c.wr.Flush()
+		}
+		return err
+	}
+	for i := range cmds {
+		if c.closed {
+			break
+		}
+		s.h.Command(c, cmds[i].Args)
+	}
+	s.h.EndBatch(c)
+	return nil
+}
