@@ -26,7 +26,9 @@ type Limits struct {
 
 // Unlimited returns limits no real command reaches; they keep the
 // scanner's arithmetic far from overflow.
-func Unlimited() Limits { return Limits{MaxArgs: math.MaxInt32, MaxBulk: 1 << 50, MaxQuery: math.MaxInt64} }
+func Unlimited() Limits {
+	return Limits{MaxArgs: math.MaxInt32, MaxBulk: 1 << 50, MaxQuery: math.MaxInt64}
+}
 
 // maxInline is the longest inline (telnet-style) command line, as in Redis.
 const maxInline = 64 << 10
