@@ -18,18 +18,18 @@ type Security struct {
 	ProtectedMode bool   // protected-mode: without a password, refuse non-loopback clients
 }
 
-func init() {
+func registerAuth(t *Table) {
 	reload := func(s *Server) error { return s.loadACL() }
 	d := StringDirective("requirepass", "password for the default user (AUTH password)", true,
 		func(c *Config) *string { return &c.RequirePass })
 	d.Apply = reload
-	RegisterDirective(d)
-	RegisterDirective(StringDirective("aclfile", "file of ACL users: 'user NAME on >password +@read ...' (see docs/operations.md)", false,
+	t.RegisterDirective(d)
+	t.RegisterDirective(StringDirective("aclfile", "file of ACL users: 'user NAME on >password +@read ...' (see docs/operations.md)", false,
 		func(c *Config) *string { return &c.ACLFile }))
-	RegisterDirective(BoolDirective("protected-mode", "without a password, accept only loopback clients", true,
+	t.RegisterDirective(BoolDirective("protected-mode", "without a password, accept only loopback clients", true,
 		func(c *Config) *bool { return &c.ProtectedMode }))
 
-	register(
+	t.register(
 		&Command{Name: "auth", Arity: -2, Flags: FlagFast | FlagNoAuth | FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of passwords of the user",
 			Summary:    "Authenticates the connection as the default user, or as a named ACL user.",
@@ -52,12 +52,13 @@ func init() {
 					Complexity: "O(1)", Summary: "Lists the ACL subcommands.", Handler: helpFor("acl")},
 			}},
 	)
-	registerGate(10, "auth", authGate)
+	t.registerGate(10, "auth", authGate)
 }
 
 // aclUser is one user: whether it may log in, its passwords (SHA-256, so
 // the plain text is never kept) and the commands it may run.
 type aclUser struct {
+	tab    *Table // the commands its rules name
 	name   string
 	on     bool
 	nopass bool
@@ -69,6 +70,7 @@ type aclUser struct {
 
 // aclTable is the set of users; it is replaced whole on reload.
 type aclTable struct {
+	tab   *Table
 	users map[string]*aclUser
 	open  bool // the default user is on, needs no password and may run everything
 }
@@ -90,7 +92,7 @@ func (s *Server) authRequired() bool {
 // installs it, all or nothing.
 func (s *Server) loadACL() error {
 	cfg := s.Config()
-	t, err := buildACL(cfg.RequirePass, cfg.ACLFile)
+	t, err := buildACL(s.table, cfg.RequirePass, cfg.ACLFile)
 	if err != nil {
 		return err
 	}
@@ -98,12 +100,12 @@ func (s *Server) loadACL() error {
 	return nil
 }
 
-func buildACL(requirepass, file string) (*aclTable, error) {
-	def := &aclUser{name: "default", on: true, nopass: true}
+func buildACL(tab *Table, requirepass, file string) (*aclTable, error) {
+	def := &aclUser{tab: tab, name: "default", on: true, nopass: true}
 	if err := def.apply("+@all"); err != nil {
 		return nil, err
 	}
-	t := &aclTable{users: map[string]*aclUser{"default": def}}
+	t := &aclTable{tab: tab, users: map[string]*aclUser{"default": def}}
 	if requirepass != "" {
 		def.apply(">" + requirepass)
 	}
@@ -142,11 +144,11 @@ func (t *aclTable) loadFile(path string) error {
 			return fmt.Errorf("aclfile %s:%d: user '%s' is defined twice", path, line, name)
 		}
 		seen[name] = true
-		u := &aclUser{name: name}
+		u := &aclUser{tab: t.tab, name: name}
 		if name == "default" {
 			u = t.users["default"]
 			// "user default ..." starts from Redis's reset state, like every other user.
-			*u = aclUser{name: name}
+			*u = aclUser{tab: t.tab, name: name}
 		}
 		for _, r := range fields[2:] {
 			if err := u.apply(r); err != nil {
@@ -188,7 +190,7 @@ func (u *aclUser) apply(r string) error {
 	case strings.HasPrefix(r, "~") || strings.HasPrefix(r, "%") || strings.HasPrefix(r, "&"):
 		return fmt.Errorf("'%s': key patterns are not supported, only ~* (every key)", r)
 	case r == "allcommands" || r == "nocommands" || strings.HasPrefix(r, "+") || strings.HasPrefix(r, "-"):
-		if err := checkCommandRule(r); err != nil {
+		if err := u.tab.checkCommandRule(r); err != nil {
 			return err
 		}
 		u.rules = append(u.rules, r)
@@ -200,18 +202,18 @@ func (u *aclUser) apply(r string) error {
 
 // checkCommandRule refuses rules that name no category or command, so a
 // typo never silently grants or withholds nothing.
-func checkCommandRule(r string) error {
+func (t *Table) checkCommandRule(r string) error {
 	if r == "allcommands" || r == "nocommands" {
 		return nil
 	}
 	name := strings.ToLower(r[1:])
 	if cat, ok := strings.CutPrefix(name, "@"); ok {
-		if cat == "all" || categorySet()[cat] {
+		if cat == "all" || t.categorySet()[cat] {
 			return nil
 		}
 		return fmt.Errorf("unknown command category '%s'", cat)
 	}
-	if commands.lookupName(name) == nil {
+	if t.lookupName(name) == nil {
 		return fmt.Errorf("unknown command '%s'", name)
 	}
 	return nil
@@ -222,7 +224,7 @@ func checkCommandRule(r string) error {
 func (u *aclUser) compile() {
 	u.allow = map[*Command]bool{}
 	u.all = true
-	eachRunnable(func(cmd *Command) {
+	u.tab.eachRunnable(func(cmd *Command) {
 		ok := false
 		for _, r := range u.rules {
 			if allowed, hit := ruleMatches(r, cmd); hit {
@@ -261,8 +263,8 @@ func ruleMatches(r string, cmd *Command) (allowed, hit bool) {
 }
 
 // eachRunnable visits every runnable command: top-level ones and subcommands.
-func eachRunnable(fn func(*Command)) {
-	for _, c := range commands.Sorted() {
+func (t *Table) eachRunnable(fn func(*Command)) {
+	for _, c := range t.Sorted() {
 		if c.Handler != nil {
 			fn(c)
 		}
@@ -283,9 +285,9 @@ func (t *Table) lookupName(name string) *Command {
 }
 
 // categorySet lists every category some command belongs to, without '@'.
-func categorySet() map[string]bool {
+func (t *Table) categorySet() map[string]bool {
 	out := map[string]bool{}
-	eachRunnable(func(cmd *Command) {
+	t.eachRunnable(func(cmd *Command) {
 		for _, c := range cmd.Categories() {
 			out[c[1:]] = true
 		}
@@ -393,7 +395,7 @@ func cmdACLWhoami(c *Client, _ [][]byte) {
 func (s *Server) aclUsers() []*aclUser {
 	t := s.guard.acl.Load()
 	if t == nil {
-		t, _ = buildACL("", "")
+		t, _ = buildACL(s.table, "", "")
 	}
 	out := make([]*aclUser, 0, len(t.users))
 	for _, u := range t.users {
@@ -421,7 +423,7 @@ func cmdACLUsers(c *Client, _ [][]byte) {
 
 func cmdACLCat(c *Client, args [][]byte) {
 	if len(args) == 2 {
-		cats := categorySet()
+		cats := c.srv.table.categorySet()
 		names := make([]string, 0, len(cats))
 		for n := range cats {
 			names = append(names, n)
@@ -434,12 +436,12 @@ func cmdACLCat(c *Client, args [][]byte) {
 		return
 	}
 	want := strings.ToLower(string(args[2]))
-	if !categorySet()[want] {
+	if !c.srv.table.categorySet()[want] {
 		c.Errf("Unknown category '%s'", clip(args[2]))
 		return
 	}
 	var names []string
-	eachRunnable(func(cmd *Command) {
+	c.srv.table.eachRunnable(func(cmd *Command) {
 		for _, cat := range cmd.Categories() {
 			if cat == "@"+want {
 				names = append(names, cmd.Name)

@@ -2,8 +2,8 @@ package command
 
 import "strings"
 
-func init() {
-	register(&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+func registerCommand(t *Table) {
+	t.register(&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 		Complexity: "O(N) where N is the number of commands", Summary: "Describes the commands the server answers.",
 		Syntax: "[subcommand]", Handler: cmdCommand,
 		Subs: []*Command{

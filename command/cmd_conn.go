@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-func init() {
-	register(
+func registerConn(t *Table) {
+	t.register(
 		&Command{Name: "ping", Arity: -1, Flags: FlagFast | FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns PONG, or the message given.", Syntax: "[message]", Handler: cmdPing},
 		&Command{Name: "echo", Arity: 2, Flags: FlagFast | FlagStale, Group: "connection", Since: "0.1.0",
@@ -293,7 +293,7 @@ func sortClients(cs []*Client) { sort.Slice(cs, func(i, j int) bool { return cs[
 // helpFor answers PARENT HELP from the subcommand table.
 func helpFor(parent string) func(c *Client, args [][]byte) {
 	return func(c *Client, _ [][]byte) {
-		p := commands.byName[parent]
+		p := c.srv.table.byName[parent]
 		lines := []string{fmt.Sprintf("%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", p.FullName())}
 		for _, s := range p.Subs {
 			sub := strings.TrimPrefix(s.FullName(), p.FullName()+" ")

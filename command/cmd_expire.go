@@ -12,13 +12,13 @@ import (
 // PERSIST refuse limiter keys with an error (DEL resets a limit); TTL, PTTL,
 // EXPIRETIME and PEXPIRETIME read them.
 
-func init() {
+func registerExpire(t *Table) {
 	exp := func(name string, arity int, flags Flag, summary, syntax string, h func(*Client, [][]byte)) *Command {
 		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "generic", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
 	}
 	const refuse = " Limiter keys refuse it: they expire when their limit is fresh."
-	register(
+	t.register(
 		exp("expire", -3, FlagWrite|FlagFast, "Sets a key's time to live in seconds."+refuse,
 			"key seconds [NX|XX|GT|LT]", cmdExpire(1e9, false, "expire")),
 		exp("pexpire", -3, FlagWrite|FlagFast, "Sets a key's time to live in milliseconds."+refuse,

@@ -7,8 +7,8 @@ import (
 	"github.com/limitdb/limitdb/engine/gcra"
 )
 
-func init() {
-	register(
+func registerGcra(t *Table) {
+	t.register(
 		&Command{Name: "cl.throttle", Arity: -5, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "GCRA exactly as redis-cell: [limited, limit, remaining, retry_after, reset_after] in seconds.",

@@ -4,8 +4,8 @@ import (
 	"github.com/limitdb/limitdb/engine"
 )
 
-func init() {
-	register(
+func registerKeys(t *Table) {
+	t.register(
 		&Command{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys; answers how many existed.", Syntax: "key [key ...]", Handler: cmdDel},
 		&Command{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",

@@ -8,9 +8,9 @@ import (
 // its arguments, building the engine's Limiter (which validates the
 // combination) and writing the uniform reply in milliseconds.
 
-func init() {
+func registerLimiters(t *Table) {
 	const flags = FlagWrite | FlagDenyOOM | FlagFast
-	register(
+	t.register(
 		&Command{Name: "tb.take", Arity: -5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Token bucket: take tokens (default 1) from a bucket of capacity refilled at refill per period. Reply in ms.",

@@ -13,8 +13,8 @@ import (
 	"github.com/limitdb/limitdb/persistence"
 )
 
-func init() {
-	register(
+func registerPersist(t *Table) {
+	t.register(
 		&Command{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoMulti, Group: "server", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Writes a snapshot of every live key to disk and waits for it.",
 			Handler: cmdSave},
@@ -25,10 +25,10 @@ func init() {
 			Complexity: "O(1)", Summary: "Returns the Unix time of the last successful snapshot.",
 			Handler: cmdLastSave},
 	)
-	registerInfo("persistence", 40, infoPersistence)
-	RegisterDirective(IntDirective("save", "seconds between automatic snapshots when anything changed (0: never)", true, 0,
+	t.registerInfo("persistence", 40, infoPersistence)
+	t.RegisterDirective(IntDirective("save", "seconds between automatic snapshots when anything changed (0: never)", true, 0,
 		func(c *Config) *int { return &c.Save }))
-	RegisterDirective(&Directive{Name: "dbfilename", Help: "snapshot file name inside --dir", Mutable: true,
+	t.RegisterDirective(&Directive{Name: "dbfilename", Help: "snapshot file name inside --dir", Mutable: true,
 		Get: func(c *Config) string { return c.DBFilename },
 		Set: func(c *Config, v string) error {
 			if v == "" || strings.ContainsRune(v, '/') || v == "." || v == ".." {
@@ -37,7 +37,7 @@ func init() {
 			c.DBFilename = v
 			return nil
 		}})
-	RegisterDirective(BoolDirective("discard-corrupt-snapshot",
+	t.RegisterDirective(BoolDirective("discard-corrupt-snapshot",
 		"start empty when the snapshot is corrupt, moving it aside to <file>.corrupt (default: refuse to start)", false,
 		func(c *Config) *bool { return &c.DiscardCorrupt }))
 }
@@ -80,7 +80,7 @@ func (s *Server) saveLocked() error {
 	err := os.MkdirAll(filepath.Dir(path), 0o755)
 	var st persistence.SaveStats
 	if err == nil {
-		st, err = persistence.Save(path, s.eng)
+		st, err = persistence.Save(path, s.eng, &s.sections)
 	}
 	p.statMu.Lock()
 	defer p.statMu.Unlock()
@@ -127,7 +127,7 @@ func (s *Server) Dirty() int64 {
 // LoadSnapshot restores the snapshot file into the engine (before Serve).
 // A missing file is not an error: it returns zero stats and a nil error.
 func (s *Server) LoadSnapshot() (persistence.LoadStats, error) {
-	st, err := persistence.Load(s.SnapshotPath(), s.eng)
+	st, err := persistence.Load(s.SnapshotPath(), s.eng, &s.sections)
 	if errors.Is(err, persistence.ErrNotExist) {
 		err = nil
 	}

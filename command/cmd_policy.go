@@ -3,10 +3,10 @@ package command
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/limitdb/limitdb/engine/limit"
-	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/policy"
 )
 
@@ -14,8 +14,8 @@ import (
 // (model, rules file, watcher, counters, all-or-nothing application) live
 // in package policy; this file parses arguments and writes replies.
 
-func init() {
-	register(
+func registerPolicy(t *Table) {
+	t.register(
 		// RL.HIT and RL.HITALL declare no key positions: the keys they touch
 		// are derived, rl:<policy>:<key>, so a MULTI holding them locks every
 		// shard rather than the shards of the client keys.
@@ -50,9 +50,9 @@ func init() {
 					Complexity: "O(1)", Summary: "Lists the RL.POLICY subcommands.", Handler: helpFor("rl.policy")},
 			}},
 	)
-	RegisterDirective(StringDirective("rules", "YAML file of named policies, watched for changes (see docs/policies.md)", false,
+	t.RegisterDirective(StringDirective("rules", "YAML file of named policies, watched for changes (see docs/policies.md)", false,
 		func(c *Config) *string { return &c.Rules }))
-	RegisterDirective(&Directive{Name: "rules-poll", Help: "how often the rules file is checked for changes",
+	t.RegisterDirective(&Directive{Name: "rules-poll", Help: "how often the rules file is checked for changes",
 		Get: func(c *Config) string { return limit.FormatDuration(c.rulesPoll()) },
 		Set: func(c *Config, v string) error {
 			d, err := limit.ParseDuration(v)
@@ -62,8 +62,7 @@ func init() {
 			c.RulesPoll = d
 			return nil
 		}})
-	registerLimitsInfo(policies.AppendInfo)
-	persistence.RegisterSection("policies", policies.MarshalRuntime, policies.UnmarshalRuntime)
+	t.registerLimitsInfo(func(s *Server, b *strings.Builder) { s.policies.AppendInfo(b) })
 }
 
 // PolicyRules is the configuration of named policies, embedded in Config.
@@ -79,13 +78,8 @@ func (c *Config) rulesPoll() time.Duration {
 	return c.RulesPoll
 }
 
-// policies is the process's named policies. Like the command statistics,
-// the snapshot sections and the INFO hooks they feed, they are one per
-// process: a limitdb process serves one keyspace.
-var policies = policy.NewStore(nil)
-
 // Policies is the named policies the server applies.
-func (s *Server) Policies() *policy.Store { return policies }
+func (s *Server) Policies() *policy.Store { return s.policies }
 
 // StartRules loads the configured rules file (if any) and watches it until
 // the server closes. A missing or broken file at start-up is an error: the

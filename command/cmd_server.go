@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-func init() {
-	register(
+func registerServer(t *Table) {
+	t.register(
 		&Command{Name: "time", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns the server's clock as seconds and microseconds.", Handler: cmdTime},
 		&Command{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
@@ -83,13 +83,11 @@ type infoSection struct {
 	render func(s *Server, b *strings.Builder)
 }
 
-var infoSections []infoSection
-
 // registerInfo adds an INFO section; order places it among the default ones.
-func registerInfo(name string, order int, render func(s *Server, b *strings.Builder)) {
-	infoSections = append(infoSections, infoSection{name, order, render})
-	sort.SliceStable(infoSections, func(i, j int) bool {
-		oi, oj := infoSections[i].order, infoSections[j].order
+func (t *Table) registerInfo(name string, order int, render func(s *Server, b *strings.Builder)) {
+	t.info = append(t.info, infoSection{name, order, render})
+	sort.SliceStable(t.info, func(i, j int) bool {
+		oi, oj := t.info[i].order, t.info[j].order
 		if (oi < 0) != (oj < 0) {
 			return oj < 0
 		}
@@ -97,13 +95,13 @@ func registerInfo(name string, order int, render func(s *Server, b *strings.Buil
 	})
 }
 
-func init() {
-	registerInfo("server", 10, infoServer)
-	registerInfo("clients", 20, infoClients)
-	registerInfo("memory", 30, infoMemory)
-	registerInfo("stats", 50, infoStats)
-	registerInfo("commandstats", -1, infoCommandStats)
-	registerInfo("keyspace", 90, infoKeyspace)
+func registerServerInfo(t *Table) {
+	t.registerInfo("server", 10, infoServer)
+	t.registerInfo("clients", 20, infoClients)
+	t.registerInfo("memory", 30, infoMemory)
+	t.registerInfo("stats", 50, infoStats)
+	t.registerInfo("commandstats", -1, infoCommandStats)
+	t.registerInfo("keyspace", 90, infoKeyspace)
 }
 
 func cmdInfo(c *Client, args [][]byte) {
@@ -119,7 +117,7 @@ func (s *Server) Info(sections ...[]byte) string {
 	all := want["all"] || want["everything"]
 	def := len(want) == 0 || want["default"]
 	var b strings.Builder
-	for _, sec := range infoSections {
+	for _, sec := range s.table.info {
 		if !(want[sec.name] || all || (def && sec.order >= 0)) {
 			continue
 		}
@@ -245,7 +243,7 @@ func cmdConfigGet(c *Client, args [][]byte) {
 	var out []string
 	for _, a := range args[2:] {
 		pat := strings.ToLower(string(a))
-		for _, d := range Directives() {
+		for _, d := range c.srv.table.Directives() {
 			if !seen[d.Name] && globMatch(pat, d.Name) {
 				seen[d.Name] = true
 				out = append(out, d.Name, d.Get(&cfg))
@@ -305,7 +303,7 @@ func cmdConfigResetStat(c *Client, _ [][]byte) {
 	}
 	each(c.srv.table.Sorted())
 	c.srv.totalCmds.Store(0)
-	policies.ResetCounters()
+	c.srv.policies.ResetCounters()
 	c.OK()
 }
 

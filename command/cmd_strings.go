@@ -11,12 +11,12 @@ import (
 // build limits out of GET, SET and INCR. Semantics and error texts are
 // Redis 7's.
 
-func init() {
+func registerStrings(t *Table) {
 	str := func(name string, arity int, flags Flag, first, last, step int, complexity, summary, syntax string, h func(*Client, [][]byte)) *Command {
 		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: step,
 			Group: "string", Since: "0.1.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: h}
 	}
-	register(
+	t.register(
 		str("get", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the string value of a key.", "key", cmdGet),
 		str("strlen", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the length of a string value (0 if absent).", "key", cmdStrlen),
 		str("set", -3, FlagWrite|FlagDenyOOM, 1, 1, 1, "O(1)",

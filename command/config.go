@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Config is the server's configuration. Every field is reachable through a
@@ -66,28 +65,22 @@ type Directive struct {
 	Apply func(s *Server) error
 }
 
-var (
-	directivesMu sync.Mutex
-	directives   = map[string]*Directive{}
-)
-
-// RegisterDirective adds a directive; each feature registers its own from
-// init in its own file.
-func RegisterDirective(d *Directive) {
-	directivesMu.Lock()
-	defer directivesMu.Unlock()
-	if _, dup := directives[d.Name]; dup {
-		panic("resp: directive registered twice: " + d.Name)
+// RegisterDirective adds a directive; each family registers its own.
+func (t *Table) RegisterDirective(d *Directive) {
+	if _, dup := t.directives[d.Name]; dup {
+		panic("command: directive registered twice: " + d.Name)
 	}
-	directives[d.Name] = d
+	t.directives[d.Name] = d
 }
 
+// Directives returns every directive of the built-in families, ordered by
+// name: what flags, the config file and CONFIG GET know.
+func Directives() []*Directive { return NewTable().Directives() }
+
 // Directives returns every directive ordered by name.
-func Directives() []*Directive {
-	directivesMu.Lock()
-	defer directivesMu.Unlock()
-	out := make([]*Directive, 0, len(directives))
-	for _, d := range directives {
+func (t *Table) Directives() []*Directive {
+	out := make([]*Directive, 0, len(t.directives))
+	for _, d := range t.directives {
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -95,10 +88,8 @@ func Directives() []*Directive {
 }
 
 // LookupDirective finds a directive by name, any case.
-func LookupDirective(name string) *Directive {
-	directivesMu.Lock()
-	defer directivesMu.Unlock()
-	return directives[strings.ToLower(name)]
+func (t *Table) LookupDirective(name string) *Directive {
+	return t.directives[strings.ToLower(name)]
 }
 
 // SetConfig changes parameters at run time, all or none: each is parsed
@@ -109,7 +100,7 @@ func (s *Server) SetConfig(pairs ...[2]string) error {
 	next := s.cfg
 	var apply []*Directive
 	for _, p := range pairs {
-		d := LookupDirective(p[0])
+		d := s.table.LookupDirective(p[0])
 		if d == nil || d.Set == nil {
 			s.cfgMu.Unlock()
 			return wireError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0]))
@@ -186,19 +177,19 @@ func fixedDirective(name, value string) *Directive {
 	return &Directive{Name: name, Get: func(*Config) string { return value }}
 }
 
-func init() {
-	RegisterDirective(StringDirective("bind", "address to listen on (loopback by default)", false,
+func registerConfig(t *Table) {
+	t.RegisterDirective(StringDirective("bind", "address to listen on (loopback by default)", false,
 		func(c *Config) *string { return &c.Bind }))
-	RegisterDirective(IntDirective("port", "TCP port to listen on (0 picks a free one)", false, 0,
+	t.RegisterDirective(IntDirective("port", "TCP port to listen on (0 picks a free one)", false, 0,
 		func(c *Config) *int { return &c.Port }))
-	RegisterDirective(StringDirective("dir", "directory for snapshots", false,
+	t.RegisterDirective(StringDirective("dir", "directory for snapshots", false,
 		func(c *Config) *string { return &c.Dir }))
-	RegisterDirective(BoolDirective("event-loop", "serve TCP connections from one epoll event loop per core (Linux; no: a goroutine per connection)", false,
+	t.RegisterDirective(BoolDirective("event-loop", "serve TCP connections from one epoll event loop per core (Linux; no: a goroutine per connection)", false,
 		func(c *Config) *bool { return &c.EventLoop }))
-	RegisterDirective(IntDirective("shards", "keyspace shards, rounded up to a power of two (0: 256)", false, 0,
+	t.RegisterDirective(IntDirective("shards", "keyspace shards, rounded up to a power of two (0: 256)", false, 0,
 		func(c *Config) *int { return &c.Shards }))
 	// Read-only answers to what redis-benchmark and client libraries ask at start-up.
-	RegisterDirective(fixedDirective("appendonly", "no"))
-	RegisterDirective(fixedDirective("databases", "1"))
-	RegisterDirective(fixedDirective("cluster-enabled", "no"))
+	t.RegisterDirective(fixedDirective("appendonly", "no"))
+	t.RegisterDirective(fixedDirective("databases", "1"))
+	t.RegisterDirective(fixedDirective("cluster-enabled", "no"))
 }

@@ -133,8 +133,9 @@ func isHex(b byte) bool {
 // ApplyConfig sets each directive into cfg, stopping at the first unknown
 // directive or bad value.
 func ApplyConfig(cfg *Config, lines []ConfigLine) error {
+	t := NewTable()
 	for _, l := range lines {
-		d := LookupDirective(l.Name)
+		d := t.LookupDirective(l.Name)
 		if d == nil || d.Set == nil {
 			return fmt.Errorf("line %d: unknown directive %q", l.Line, l.Name)
 		}
@@ -170,6 +171,7 @@ func LoadConfigFile(path string, cfg *Config) error {
 // atomically (written beside it, synced, renamed); a missing file is
 // created.
 func RewriteConfigFile(path string, cfg *Config) error {
+	t := NewTable()
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -190,7 +192,7 @@ func RewriteConfigFile(path string, cfg *Config) error {
 	}
 	done := map[string]bool{}
 	for n, line := range lines {
-		d := LookupDirective(directiveAt[n+1])
+		d := t.LookupDirective(directiveAt[n+1])
 		switch {
 		case d == nil || d.Set == nil:
 			out = append(out, line)
@@ -201,7 +203,7 @@ func RewriteConfigFile(path string, cfg *Config) error {
 	}
 	def := DefaultConfig()
 	added := false
-	for _, d := range Directives() {
+	for _, d := range t.Directives() {
 		if d.Set == nil || done[d.Name] || d.Get(cfg) == d.Get(&def) {
 			continue
 		}

@@ -102,7 +102,7 @@ dir "/tmp/with space"
 	}
 	// As CONFIG SET and command-line flags would leave it.
 	for _, p := range [][2]string{{"slowlog-max-len", "64"}, {"maxmemory", "1mb"}, {"requirepass", "a \"b\" \\c #d\tx"}} {
-		if err := LookupDirective(p[0]).Set(&cfg, p[1]); err != nil {
+		if err := NewTable().LookupDirective(p[0]).Set(&cfg, p[1]); err != nil {
 			t.Fatal(err)
 		}
 	}

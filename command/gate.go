@@ -12,19 +12,17 @@ type gate struct {
 	fn    func(c *Client, cmd *Command, args [][]byte) bool
 }
 
-var gates []gate
-
 // registerGate adds a gate; lower order runs first. Suggested orders:
 // 10 authentication, 20 MULTI queueing, 30 memory limits.
-func registerGate(order int, name string, fn func(c *Client, cmd *Command, args [][]byte) bool) {
-	gates = append(gates, gate{order, name, fn})
-	sort.SliceStable(gates, func(i, j int) bool { return gates[i].order < gates[j].order })
+func (t *Table) registerGate(order int, name string, fn func(c *Client, cmd *Command, args [][]byte) bool) {
+	t.gates = append(t.gates, gate{order, name, fn})
+	sort.SliceStable(t.gates, func(i, j int) bool { return t.gates[i].order < t.gates[j].order })
 }
 
 // admit runs the gates in order; false means a gate has answered.
-func admit(c *Client, cmd *Command, args [][]byte) bool {
-	for i := range gates {
-		if !gates[i].fn(c, cmd, args) {
+func (t *Table) admit(c *Client, cmd *Command, args [][]byte) bool {
+	for i := range t.gates {
+		if !t.gates[i].fn(c, cmd, args) {
 			return false
 		}
 	}

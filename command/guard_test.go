@@ -65,31 +65,24 @@ func roundTrip(t testing.TB, nc net.Conn, rd *bufio.Reader, send string) string 
 	return strings.TrimRight(l, "\r\n")
 }
 
-// TestPanicRecovered registers a command that panics (only for this test):
+// TestPanicRecovered adds a command that panics to one server's table:
 // its caller gets an error, the panic is logged with a stack, and that
 // connection and every other keep working.
 func TestPanicRecovered(t *testing.T) {
-	register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
+	t.Parallel()
+	srv, addr, logs := serveTest(t)
+	srv.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
 		Handler: func(c *Client, _ [][]byte) {
 			var m map[string]int
 			m["boom"]++ // assignment to a nil map
 		}})
-	srv, addr, logs := serveTest(t)
 	a, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := net.Dial("tcp", addr)
-	defer func() {
-		// The command table is global: take the command out only once
-		// this server's connections have gone.
-		a.Close()
-		b.Close()
-		for i := 0; i < 500 && srv.ConnectedClients() > 0; i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
-		delete(commands.byName, "test.panic")
-	}()
+	defer a.Close()
+	defer b.Close()
 	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
 	for i := 0; i < 3; i++ {
 		if got := roundTrip(t, a, ra, "TEST.PANIC\r\n"); got != "-ERR internal error while running 'test.panic'" {
@@ -156,7 +149,7 @@ func FuzzServerInput(f *testing.F) {
 // arguments.
 func FuzzCommandArgs(f *testing.F) {
 	var names []string
-	eachRunnable(func(c *Command) { names = append(names, strings.ReplaceAll(c.Name, "|", "\x00")) })
+	NewTable().eachRunnable(func(c *Command) { names = append(names, strings.ReplaceAll(c.Name, "|", "\x00")) })
 	for i, name := range names {
 		f.Add(append([]byte{byte(i)}, name...))
 	}

@@ -3,7 +3,6 @@ package command
 import (
 	"fmt"
 	"strings"
-	"sync"
 )
 
 // The limits INFO section: how many requests each limiter command admitted
@@ -20,25 +19,18 @@ import (
 // Features with finer counts (named policies) add lines with
 // registerLimitsInfo.
 
-var (
-	limitsInfoMu sync.Mutex
-	limitsInfo   []func(b *strings.Builder)
-)
-
 // registerLimitsInfo adds a renderer whose lines follow the per-command ones
 // in INFO limits, for example one line per named policy:
 //
 //	policy_api:admitted=5,denied=1,shadow_denied=0
 //
 // Lines are "name:value" or "name:k=v,k=v" ending in "\r\n", as in the rest
-// of INFO. Call it from init.
-func registerLimitsInfo(render func(b *strings.Builder)) {
-	limitsInfoMu.Lock()
-	defer limitsInfoMu.Unlock()
-	limitsInfo = append(limitsInfo, render)
+// of INFO.
+func (t *Table) registerLimitsInfo(render func(s *Server, b *strings.Builder)) {
+	t.limitsInfo = append(t.limitsInfo, render)
 }
 
-func init() { registerInfo("limits", 60, infoLimits) }
+func registerInfoLimits(t *Table) { t.registerInfo("limits", 60, infoLimits) }
 
 // countLimit records a limiter decision against the running command. It
 // counts in the connection's batch, which adds to the command's shared
@@ -93,10 +85,7 @@ func infoLimits(s *Server, b *strings.Builder) {
 	for _, st := range stats {
 		fmt.Fprintf(b, "limit_%s:admitted=%d,denied=%d\r\n", st.Command, st.Admitted, st.Denied)
 	}
-	limitsInfoMu.Lock()
-	renders := append([]func(*strings.Builder){}, limitsInfo...)
-	limitsInfoMu.Unlock()
-	for _, render := range renders {
-		render(b)
+	for _, render := range s.table.limitsInfo {
+		render(s, b)
 	}
 }

@@ -36,7 +36,7 @@ func defaultLimits() Limits {
 	}
 }
 
-func init() {
+func registerLimits(t *Table) {
 	reload := func(s *Server) error { s.loadLimits(s.Config().Limits); return nil }
 	size := func(name, help string, min int64, field func(c *Config) *int64) *Directive {
 		return &Directive{Name: name, Help: help, Mutable: true, Apply: reload,
@@ -58,21 +58,21 @@ func init() {
 		d.Apply = reload
 		return d
 	}
-	RegisterDirective(size("proto-max-bulk-len", "longest argument a client may send (bytes; k, kb, m, mb, g, gb accepted)", 1<<10,
+	t.RegisterDirective(size("proto-max-bulk-len", "longest argument a client may send (bytes; k, kb, m, mb, g, gb accepted)", 1<<10,
 		func(c *Config) *int64 { return &c.MaxBulkLen }))
-	RegisterDirective(integer("proto-max-multibulk-len", "most arguments in one command", 1,
+	t.RegisterDirective(integer("proto-max-multibulk-len", "most arguments in one command", 1,
 		func(c *Config) *int { return &c.MaxArgs }))
-	RegisterDirective(size("client-query-buffer-limit", "longest unfinished command a client may make the server hold (bytes)", 1<<20,
+	t.RegisterDirective(size("client-query-buffer-limit", "longest unfinished command a client may make the server hold (bytes)", 1<<20,
 		func(c *Config) *int64 { return &c.QueryBufferLimit }))
-	RegisterDirective(integer("maxclients", "most simultaneous client connections", 1,
+	t.RegisterDirective(integer("maxclients", "most simultaneous client connections", 1,
 		func(c *Config) *int { return &c.MaxClients }))
-	RegisterDirective(integer("timeout", "close a client idle for this many seconds (0: never)", 0,
+	t.RegisterDirective(integer("timeout", "close a client idle for this many seconds (0: never)", 0,
 		func(c *Config) *int { return &c.Timeout }))
-	RegisterDirective(integer("max-key-len", "longest key a command may name (bytes)", 1,
+	t.RegisterDirective(integer("max-key-len", "longest key a command may name (bytes)", 1,
 		func(c *Config) *int { return &c.MaxKeyLen }))
-	RegisterDirective(integer("client-write-timeout", "close a client whose replies wait this many seconds unread (0: never)", 0,
+	t.RegisterDirective(integer("client-write-timeout", "close a client whose replies wait this many seconds unread (0: never)", 0,
 		func(c *Config) *int { return &c.WriteTimeout }))
-	registerGate(15, "key length", keyLengthGate)
+	t.registerGate(15, "key length", keyLengthGate)
 }
 
 // ParseSize reads a byte count as Redis's config does: a plain integer or one

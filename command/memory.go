@@ -22,8 +22,8 @@ import (
 // limit; limiter keys all expire, so that is the state of the clients that
 // would soonest have been forgotten anyway.
 
-func init() {
-	RegisterDirective(&Directive{Name: "maxmemory", Mutable: true,
+func registerMemory(t *Table) {
+	t.RegisterDirective(&Directive{Name: "maxmemory", Mutable: true,
 		Help: "limit on the keyspace's accounted memory, in bytes or with k/kb/m/mb/g/gb (0: none)",
 		Get:  func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) },
 		Set: func(c *Config, v string) error {
@@ -35,7 +35,7 @@ func init() {
 			return nil
 		},
 		Apply: func(s *Server) error { s.mem.load(s); return nil }})
-	RegisterDirective(&Directive{Name: "maxmemory-policy", Mutable: true,
+	t.RegisterDirective(&Directive{Name: "maxmemory-policy", Mutable: true,
 		Help: "what to do over maxmemory: noeviction (refuse new keys) or volatile-ttl (evict keys closest to expiry)",
 		Get:  func(c *Config) string { return c.MaxMemoryPolicy },
 		Set: func(c *Config, v string) error {
@@ -47,7 +47,7 @@ func init() {
 			return nil
 		},
 		Apply: func(s *Server) error { s.mem.load(s); return nil }})
-	registerGate(30, "maxmemory", memoryGate)
+	t.registerGate(30, "maxmemory", memoryGate)
 }
 
 // memState is the server's maxmemory bookkeeping; the limit and policy are

@@ -26,12 +26,12 @@ import (
 // including a key that appeared, disappeared or expired; a key changed and
 // changed back to the same state is not seen as modified.
 
-func init() {
+func registerMulti(t *Table) {
 	tx := func(name string, arity int, flags Flag, first, last, step int, summary, syntax string, h func(*Client, [][]byte)) *Command {
 		return &Command{Name: name, Arity: arity, Flags: flags | FlagLoading | FlagStale, FirstKey: first, LastKey: last, Step: step,
 			Group: "transactions", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
 	}
-	register(
+	t.register(
 		tx("multi", 1, FlagFast, 0, 0, 0, "Starts a transaction: later commands are queued until EXEC.", "", cmdMulti),
 		tx("exec", 1, 0, 0, 0, 0, "Runs the queued commands atomically and returns their replies in an array.", "", cmdExec),
 		tx("discard", 1, FlagFast, 0, 0, 0, "Drops the queued commands and ends the transaction.", "", cmdDiscard),
@@ -40,7 +40,7 @@ func init() {
 	)
 	// Last of the gates, so that a command refused by authentication or a
 	// memory limit at queue time aborts the transaction, as in Redis.
-	registerGate(90, "multi", multiGate)
+	t.registerGate(90, "multi", multiGate)
 }
 
 type multiState struct {

@@ -10,7 +10,7 @@ var update = flag.Bool("update", false, "rewrite docs/commands.md from the comma
 
 func TestCommandReference(t *testing.T) {
 	const path = "../docs/commands.md"
-	want := Commands().Reference()
+	want := NewTable().Reference()
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
@@ -21,7 +21,7 @@ func TestCommandReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != want {
-		t.Fatal("docs/commands.md is out of date: run go test ./resp -run TestCommandReference -update")
+		t.Fatal("docs/commands.md is out of date: run go test ./command -run TestCommandReference -update")
 	}
 }
 
@@ -38,5 +38,5 @@ func TestEveryCommandIsDocumented(t *testing.T) {
 			check(c.Subs)
 		}
 	}
-	check(Commands().Sorted())
+	check(NewTable().Sorted())
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/persistence"
+	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/server"
 )
 
@@ -56,9 +58,11 @@ type Server struct {
 	// SHUTDOWN just closes the server.
 	OnShutdown func(save bool) error
 
-	persist persistState // snapshots: resp/cmd_persist.go
-	slow    slowLog      // SLOWLOG: resp/slowlog.go
-	mem     memState     // maxmemory: resp/memory.go
+	policies *policy.Store        // named policies: cmd_policy.go
+	sections persistence.Sections // a snapshot's sections beside the keyspace
+	persist  persistState         // snapshots: cmd_persist.go
+	slow     slowLog              // SLOWLOG: resp/slowlog.go
+	mem      memState             // maxmemory: resp/memory.go
 
 	shutting  atomic.Bool // Shutdown has begun
 	closeOnce sync.Once
@@ -76,12 +80,14 @@ func New(cfg Config, eng *engine.Engine, logger *log.Logger) *Server {
 	s := &Server{
 		cfg:     cfg,
 		eng:     eng,
-		table:   commands,
+		table:   NewTable(),
 		logger:  logger,
 		started: time.Now(),
 		clients: map[*Client]struct{}{},
 		done:    make(chan struct{}),
 	}
+	s.policies = policy.NewStore(nil)
+	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)
 	return s
 }
@@ -295,7 +301,7 @@ func (s *Server) handle(c *Client, args [][]byte) {
 		c.Errf("wrong number of arguments for '%s' command", cmd.Name)
 		return
 	}
-	if len(gates) > 0 && !admit(c, cmd, args) {
+	if len(s.table.gates) > 0 && !s.table.admit(c, cmd, args) {
 		return
 	}
 	c.enter(cmd)

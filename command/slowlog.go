@@ -17,8 +17,8 @@ import (
 // and one atomic load of the slow-log threshold; a command slower than the
 // threshold takes the slow log's mutex.
 
-func init() {
-	register(&Command{Name: "slowlog", Arity: -2, Group: "server", Since: "0.1.0",
+func registerSlowlog(t *Table) {
+	t.register(&Command{Name: "slowlog", Arity: -2, Group: "server", Since: "0.1.0",
 		Complexity: "Depends on subcommand.", Summary: "Reads and resets the log of slow commands.", Syntax: "subcommand",
 		Subs: []*Command{
 			{Name: "slowlog|get", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
@@ -32,7 +32,7 @@ func init() {
 			{Name: "slowlog|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(1)", Summary: "Lists the SLOWLOG subcommands.", Handler: helpFor("slowlog")},
 		}})
-	RegisterDirective(&Directive{Name: "slowlog-log-slower-than", Mutable: true,
+	t.RegisterDirective(&Directive{Name: "slowlog-log-slower-than", Mutable: true,
 		Help: "log commands slower than this many microseconds (0: every command, negative: none)",
 		Get:  func(c *Config) string { return strconv.FormatInt(c.SlowlogLogSlowerThan, 10) },
 		Set: func(c *Config, v string) error {
@@ -47,8 +47,8 @@ func init() {
 	maxLen := IntDirective("slowlog-max-len", "how many slow commands the slow log keeps", true, 0,
 		func(c *Config) *int { return &c.SlowlogMaxLen })
 	maxLen.Apply = func(s *Server) error { s.slow.configure(s.Config()); return nil }
-	RegisterDirective(maxLen)
-	registerInfo("latencystats", -1, infoLatencyStats)
+	t.RegisterDirective(maxLen)
+	t.registerInfo("latencystats", -1, infoLatencyStats)
 }
 
 // latencyBuckets is the number of histogram buckets: bucket 0 counts

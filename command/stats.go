@@ -9,17 +9,17 @@ import (
 // Read-only views of the server's counters for exporters (metrics/): the
 // same figures INFO renders.
 
-func init() {
-	RegisterDirective(StringDirective("metrics-addr",
+func registerStats(t *Table) {
+	t.RegisterDirective(StringDirective("metrics-addr",
 		"serve Prometheus metrics at http://<addr>/metrics, for example 127.0.0.1:9121 (empty: off)", false,
 		func(c *Config) *string { return &c.MetricsAddr }))
 	// Sections some clients and dashboards read: limitdb is always a
 	// standalone primary.
-	registerInfo("replication", 70, func(_ *Server, b *strings.Builder) {
+	t.registerInfo("replication", 70, func(_ *Server, b *strings.Builder) {
 		infoLine(b, "role", "master")
 		infoLine(b, "connected_slaves", 0)
 	})
-	registerInfo("cpu", 80, infoCPU)
+	t.registerInfo("cpu", 80, infoCPU)
 }
 
 func fmtSeconds(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 6, 64) }

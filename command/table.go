@@ -98,28 +98,45 @@ func (cmd *Command) Categories() []string {
 	return out
 }
 
-// Table is the set of commands the server answers.
+// Table is what the families of commands register themselves on: the
+// commands the server answers, the gates that run before them, the INFO
+// sections and the configuration directives. New builds one for each
+// Server, so two servers in one process share nothing.
 type Table struct {
-	byName map[string]*Command
+	byName     map[string]*Command
+	gates      []gate
+	info       []infoSection
+	limitsInfo []func(s *Server, b *strings.Builder)
+	directives map[string]*Directive
 }
 
-// commands is the one command table; each cmd_*.go file registers its
-// commands into it from init.
-var commands = &Table{byName: map[string]*Command{}}
+// NewTable returns the table of every built-in family of commands.
+func NewTable() *Table {
+	t := &Table{byName: map[string]*Command{}, directives: map[string]*Directive{}}
+	for _, family := range []func(*Table){
+		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
+		registerLimiters, registerPersist, registerPolicy, registerServer, registerServerInfo,
+		registerStrings, registerConfig, registerInfoLimits, registerLimits, registerMemory,
+		registerMulti, registerSlowlog, registerStats, registerTLS,
+	} {
+		family(t)
+	}
+	return t
+}
 
 // register adds commands to the table. Registering a name twice is a
 // programming error caught at start-up.
-func register(cmds ...*Command) {
+func (t *Table) register(cmds ...*Command) {
 	for _, c := range cmds {
-		if _, dup := commands.byName[c.Name]; dup {
-			panic("resp: command registered twice: " + c.Name)
+		if _, dup := t.byName[c.Name]; dup {
+			panic("command: registered twice: " + c.Name)
 		}
 		for _, s := range c.Subs {
 			if !strings.HasPrefix(s.Name, c.Name+"|") {
-				panic("resp: subcommand " + s.Name + " not named " + c.Name + "|...")
+				panic("command: subcommand " + s.Name + " not named " + c.Name + "|...")
 			}
 		}
-		commands.byName[c.Name] = c
+		t.byName[c.Name] = c
 	}
 }
 
@@ -148,8 +165,8 @@ func (t *Table) Sorted() []*Command {
 	return out
 }
 
-// Commands is the server's command table, for documentation generators.
-func Commands() *Table { return commands }
+// Commands is the server's command table.
+func (s *Server) Commands() *Table { return s.table }
 
 // sub finds a subcommand of cmd by name, any case.
 func (cmd *Command) sub(name []byte) *Command {

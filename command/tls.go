@@ -20,16 +20,16 @@ type TLS struct {
 	TLSAuthClients string // tls-auth-clients: yes (require a client certificate), optional, no
 }
 
-func init() {
-	RegisterDirective(IntDirective("tls-port", "TCP port for TLS connections (0: no TLS)", false, 0,
+func registerTLS(t *Table) {
+	t.RegisterDirective(IntDirective("tls-port", "TCP port for TLS connections (0: no TLS)", false, 0,
 		func(c *Config) *int { return &c.TLSPort }))
-	RegisterDirective(StringDirective("tls-cert-file", "server certificate for TLS (PEM)", false,
+	t.RegisterDirective(StringDirective("tls-cert-file", "server certificate for TLS (PEM)", false,
 		func(c *Config) *string { return &c.TLSCertFile }))
-	RegisterDirective(StringDirective("tls-key-file", "private key of tls-cert-file (PEM)", false,
+	t.RegisterDirective(StringDirective("tls-key-file", "private key of tls-cert-file (PEM)", false,
 		func(c *Config) *string { return &c.TLSKeyFile }))
-	RegisterDirective(StringDirective("tls-ca-cert-file", "CA certificates that sign client certificates (PEM)", false,
+	t.RegisterDirective(StringDirective("tls-ca-cert-file", "CA certificates that sign client certificates (PEM)", false,
 		func(c *Config) *string { return &c.TLSCACertFile }))
-	RegisterDirective(&Directive{Name: "tls-auth-clients", Help: "client certificates: yes (required), optional, or no",
+	t.RegisterDirective(&Directive{Name: "tls-auth-clients", Help: "client certificates: yes (required), optional, or no",
 		Get: func(c *Config) string { return c.TLSAuthClients },
 		Set: func(c *Config, v string) error {
 			switch v = strings.ToLower(v); v {

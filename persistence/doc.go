@@ -17,7 +17,7 @@
 //	             entry is engine.Entry.AppendBinary: kind byte, varint
 //	             Expire, varint A, varint B, uvarint(len(ext)) ext
 //	         'S' uvarint(len(name)) name uvarint(len(data)) data
-//	             a named section (see RegisterSection)
+//	             a named section (see Sections)
 //	trailer  'E' uvarint(keys) uvarint(sections)
 //	         crc              uint32       CRC-32C (Castagnoli) of every byte
 //	                                       before it, header included
@@ -55,9 +55,10 @@
 //
 // # Sections
 //
-// Features whose state is not keys register a named section from init:
+// Features whose state is not keys add a named section to the Sections a
+// server passes to Save and Load:
 //
-//	persistence.RegisterSection("policies", savePolicies, loadPolicies)
+//	sections.Add("policies", savePolicies, loadPolicies)
 //
 // save is called once per snapshot, after the keys are written, and returns
 // the section's bytes (its own format: version it inside if it may change).

@@ -45,7 +45,7 @@ type SaveStats struct {
 // Save writes every live entry of eng at the engine's current time, and
 // every registered section, to path: through path+".tmp", fsynced, renamed
 // over path, directory fsynced. It locks one shard at a time (see doc.go).
-func Save(path string, eng *engine.Engine) (SaveStats, error) {
+func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error) {
 	start := time.Now()
 	now := eng.Now()
 	st := SaveStats{Started: start}
@@ -121,7 +121,7 @@ func Save(path string, eng *engine.Engine) (SaveStats, error) {
 		w.Write(buf)
 		runtime.Gosched() // serving goroutines first: the save can wait
 	}
-	for _, sec := range registered() {
+	for _, sec := range sections.sorted() {
 		data, err := sec.save()
 		if err != nil {
 			return st, fmt.Errorf("snapshot: section %s: %w", sec.name, err)
@@ -214,7 +214,7 @@ var ErrNotExist = os.ErrNotExist
 // file is verified first, leaves eng and the sections untouched; except
 // keys that do not fit eng's shards (an error matching engine.ErrShardFull),
 // found only while storing them.
-func Load(path string, eng *engine.Engine) (LoadStats, error) {
+func Load(path string, eng *engine.Engine, sections *Sections) (LoadStats, error) {
 	start := time.Now()
 	var st LoadStats
 	data, err := os.ReadFile(path)
@@ -233,7 +233,7 @@ func Load(path string, eng *engine.Engine) (LoadStats, error) {
 		return st, err
 	}
 	for _, s := range recs.sections {
-		sec, ok := lookupSection(s.name)
+		sec, ok := sections.lookup(s.name)
 		if !ok {
 			st.UnknownSections = append(st.UnknownSections, s.name)
 			continue

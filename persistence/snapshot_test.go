@@ -45,7 +45,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	src := engine.New(clock, 8)
 	fill(src, 1000)
 	path := filepath.Join(t.TempDir(), "dump.ldb")
-	st, err := Save(path, src)
+	st, err := Save(path, src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 
 	t.Run("same instant", func(t *testing.T) {
 		dst := engine.New(clock, 4) // another shard count: the format does not depend on it
-		ls, err := Load(path, dst)
+		ls, err := Load(path, dst, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	t.Run("after the short keys expired", func(t *testing.T) {
 		later := engine.NewFakeClock(t0 + int64(2*time.Minute))
 		dst := engine.New(later, 4)
-		ls, err := Load(path, dst)
+		ls, err := Load(path, dst, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestLoadRefusesDamage(t *testing.T) {
 	fill(src, 50)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dump.ldb")
-	if _, err := Save(path, src); err != nil {
+	if _, err := Save(path, src, nil); err != nil {
 		t.Fatal(err)
 	}
 	good, _ := os.ReadFile(path)
@@ -123,7 +123,7 @@ func TestLoadRefusesDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := engine.New(clock, 4)
-			_, err := Load(p, dst)
+			_, err := Load(p, dst, nil)
 			if err == nil || !strings.HasPrefix(err.Error(), "snapshot: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a 'snapshot: ...%s...' error", err, tc.want)
 			}
@@ -133,7 +133,7 @@ func TestLoadRefusesDamage(t *testing.T) {
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		_, err := Load(filepath.Join(dir, "nope.ldb"), engine.New(clock, 4))
+		_, err := Load(filepath.Join(dir, "nope.ldb"), engine.New(clock, 4), nil)
 		if !errors.Is(err, ErrNotExist) {
 			t.Fatalf("err = %v, want ErrNotExist", err)
 		}
@@ -142,15 +142,15 @@ func TestLoadRefusesDamage(t *testing.T) {
 
 func TestSections(t *testing.T) {
 	var stored []byte
-	RegisterSection("test-section", func() ([]byte, error) { return []byte("policy data"), nil },
+	var with Sections
+	with.Add("test-section", func() ([]byte, error) { return []byte("policy data"), nil },
 		func(b []byte) error { stored = bytes.Clone(b); return nil })
-	defer func() { sectionsMu.Lock(); delete(sections, "test-section"); sectionsMu.Unlock() }()
 	clock := engine.NewFakeClock(t0)
 	path := filepath.Join(t.TempDir(), "dump.ldb")
-	if _, err := Save(path, engine.New(clock, 1)); err != nil {
+	if _, err := Save(path, engine.New(clock, 1), &with); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Load(path, engine.New(clock, 1))
+	st, err := Load(path, engine.New(clock, 1), &with)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,16 +158,14 @@ func TestSections(t *testing.T) {
 		t.Fatalf("sections %d, data %q", st.Sections, stored)
 	}
 
-	sectionsMu.Lock()
-	delete(sections, "test-section")
-	sectionsMu.Unlock()
-	st, err = Load(path, engine.New(clock, 1))
+	st, err = Load(path, engine.New(clock, 1), &Sections{})
 	if err != nil || len(st.UnknownSections) != 1 || st.UnknownSections[0] != "test-section" {
-		t.Fatalf("unregistered section: %v, %+v", err, st)
+		t.Fatalf("unknown section: %v, %+v", err, st)
 	}
-	RegisterSection("test-section", func() ([]byte, error) { return nil, nil },
+	var failing Sections
+	failing.Add("test-section", func() ([]byte, error) { return nil, nil },
 		func([]byte) error { return errors.New("bad policy") })
-	if _, err := Load(path, engine.New(clock, 1)); err == nil || !strings.Contains(err.Error(), "snapshot: section test-section: bad policy") {
+	if _, err := Load(path, engine.New(clock, 1), &failing); err == nil || !strings.Contains(err.Error(), "snapshot: section test-section: bad policy") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -184,7 +182,7 @@ func BenchmarkSave(b *testing.B) {
 	b.ResetTimer()
 	var hold, mean time.Duration
 	for i := 0; i < b.N; i++ {
-		st, err := Save(path, e)
+		st, err := Save(path, e, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -213,18 +211,18 @@ func TestLoadIntoTooFewShards(t *testing.T) {
 		})
 	}
 	path := filepath.Join(t.TempDir(), "dump.ldb")
-	if _, err := Save(path, src); err != nil {
+	if _, err := Save(path, src, nil); err != nil {
 		t.Fatal(err)
 	}
 	src = nil
-	st, err := Load(path, engine.New(clock, 1))
+	st, err := Load(path, engine.New(clock, 1), nil)
 	if !errors.Is(err, engine.ErrShardFull) || !strings.Contains(err.Error(), "--shards") {
 		t.Fatalf("Load into one shard: %v, want ErrShardFull and advice", err)
 	}
 	if st.Keys < 200 || st.Keys >= 300 {
 		t.Errorf("%d keys loaded before the shard filled, want 200-299", st.Keys)
 	}
-	if st, err := Load(path, engine.New(clock, 2)); err != nil || st.Keys != 300 {
+	if st, err := Load(path, engine.New(clock, 2), nil); err != nil || st.Keys != 300 {
 		t.Errorf("Load into two shards: %d keys, %v; want all 300", st.Keys, err)
 	}
 }
