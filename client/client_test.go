@@ -10,6 +10,7 @@ import (
 
 	"github.com/limitdb/limitdb/client"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,7 +21,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 func serve(t *testing.T) (addr string, clock *engine.FakeClock) {
 	t.Helper()
 	clock = engine.NewFakeClock(t0)
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := command.New(cfg, engine.New(clock, 0), nil)

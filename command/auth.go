@@ -12,22 +12,8 @@ import (
 )
 
 // Security holds who may connect and what they may run.
-type Security struct {
-	RequirePass   string // requirepass: the default user's password ("" : none)
-	ACLFile       string // aclfile: users, passwords and command permissions
-	ProtectedMode bool   // protected-mode: without a password, refuse non-loopback clients
-}
 
 func registerAuth(t *Table) {
-	reload := func(s *Server) error { return s.loadACL() }
-	d := StringDirective("requirepass", "password for the default user (AUTH password)", true,
-		func(c *Config) *string { return &c.RequirePass })
-	d.Apply = reload
-	t.RegisterDirective(d)
-	t.RegisterDirective(StringDirective("aclfile", "file of ACL users: 'user NAME on >password +@read ...' (see docs/operations.md)", false,
-		func(c *Config) *string { return &c.ACLFile }))
-	t.RegisterDirective(BoolDirective("protected-mode", "without a password, accept only loopback clients", true,
-		func(c *Config) *bool { return &c.ProtectedMode }))
 
 	t.register(
 		&Command{Name: "auth", Arity: -2, Flags: FlagFast | FlagNoAuth | FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/benchcpu"
 	"github.com/limitdb/limitdb/server"
@@ -75,13 +76,13 @@ var benchLoads = []struct {
 // encoding, and nothing of the kernel. It returns the error that ended the
 // stream (io.EOF at its end).
 func serveStream(rd io.Reader, out io.Writer) error {
-	return streamTo(New(DefaultConfig(), engine.New(nil, 0), nil), rd, out)
+	return streamTo(New(config.Default(), engine.New(nil, 0), nil), rd, out)
 }
 
 // streamTo is serveStream on an existing server.
 func streamTo(s *Server, rd io.Reader, out io.Writer) error {
 	s.Prepare()
-	return server.New(s, s.guard.limits().transport(), false).ServeStream(rd, out)
+	return server.New(s, transportLimits(*s.guard.limits()), false).ServeStream(rd, out)
 }
 
 // BenchmarkPipeline feeds pipelined RESP through the server's real
@@ -130,7 +131,7 @@ func checkReplies(b *testing.B, batch []byte) {
 // keys each: what is shared between connections (shards, command
 // statistics) shows up here as cpu-ns/op growing with -cpu.
 func BenchmarkPipelineParallel(b *testing.B) {
-	s := New(DefaultConfig(), engine.New(nil, 0), nil)
+	s := New(config.Default(), engine.New(nil, 0), nil)
 	var seed atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()

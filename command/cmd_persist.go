@@ -26,20 +26,6 @@ func registerPersist(t *Table) {
 			Handler: cmdLastSave},
 	)
 	t.registerInfo("persistence", 40, infoPersistence)
-	t.RegisterDirective(IntDirective("save", "seconds between automatic snapshots when anything changed (0: never)", true, 0,
-		func(c *Config) *int { return &c.Save }))
-	t.RegisterDirective(&Directive{Name: "dbfilename", Help: "snapshot file name inside --dir", Mutable: true,
-		Get: func(c *Config) string { return c.DBFilename },
-		Set: func(c *Config, v string) error {
-			if v == "" || strings.ContainsRune(v, '/') || v == "." || v == ".." {
-				return errors.New("dbfilename can't be a path, just a filename")
-			}
-			c.DBFilename = v
-			return nil
-		}})
-	t.RegisterDirective(BoolDirective("discard-corrupt-snapshot",
-		"start empty when the snapshot is corrupt, moving it aside to <file>.corrupt (default: refuse to start)", false,
-		func(c *Config) *bool { return &c.DiscardCorrupt }))
 }
 
 // persistState is the server's snapshot bookkeeping.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/limitdb/limitdb/engine/limit"
 	"github.com/limitdb/limitdb/policy"
@@ -50,32 +49,7 @@ func registerPolicy(t *Table) {
 					Complexity: "O(1)", Summary: "Lists the RL.POLICY subcommands.", Handler: helpFor("rl.policy")},
 			}},
 	)
-	t.RegisterDirective(StringDirective("rules", "YAML file of named policies, watched for changes (see docs/policies.md)", false,
-		func(c *Config) *string { return &c.Rules }))
-	t.RegisterDirective(&Directive{Name: "rules-poll", Help: "how often the rules file is checked for changes",
-		Get: func(c *Config) string { return limit.FormatDuration(c.rulesPoll()) },
-		Set: func(c *Config, v string) error {
-			d, err := limit.ParseDuration(v)
-			if err != nil {
-				return fmt.Errorf("invalid duration '%s': %v", v, err)
-			}
-			c.RulesPoll = d
-			return nil
-		}})
 	t.registerLimitsInfo(func(s *Server, b *strings.Builder) { s.policies.AppendInfo(b) })
-}
-
-// PolicyRules is the configuration of named policies, embedded in Config.
-type PolicyRules struct {
-	Rules     string        // YAML rules file of named policies; "" for none
-	RulesPoll time.Duration // how often the rules file is checked; 0: 1s
-}
-
-func (c *Config) rulesPoll() time.Duration {
-	if c.RulesPoll <= 0 {
-		return policy.DefaultPoll
-	}
-	return c.RulesPoll
 }
 
 // Policies is the named policies the server applies.
@@ -95,7 +69,7 @@ func (s *Server) StartRules() error {
 		return fmt.Errorf("rules file not loaded: %w", err)
 	}
 	go func() {
-		ps.Watch(s.done, cfg.rulesPoll())
+		ps.Watch(s.done, cfg.RulesPollOrDefault())
 		ps.StopRules(cfg.Rules)
 	}()
 	return nil

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitdb/limitdb/config"
 )
 
 func registerServer(t *Table) {
@@ -243,7 +245,7 @@ func cmdConfigGet(c *Client, args [][]byte) {
 	var out []string
 	for _, a := range args[2:] {
 		pat := strings.ToLower(string(a))
-		for _, d := range c.srv.table.Directives() {
+		for _, d := range c.srv.directives.All() {
 			if !seen[d.Name] && globMatch(pat, d.Name) {
 				seen[d.Name] = true
 				out = append(out, d.Name, d.Get(&cfg))
@@ -278,7 +280,7 @@ func cmdConfigRewrite(c *Client, _ [][]byte) {
 		c.Err("ERR The server is running without a config file")
 		return
 	}
-	if err := RewriteConfigFile(cfg.ConfigFile, &cfg); err != nil {
+	if err := config.RewriteFile(cfg.ConfigFile, &cfg); err != nil {
 		c.Err("ERR Rewriting config file: " + err.Error())
 		return
 	}

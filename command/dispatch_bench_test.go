@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -14,7 +15,7 @@ import (
 // gates, handler, limiter, reply and the statistics kept after it.
 func BenchmarkDispatchThrottle(b *testing.B) {
 	clock := engine.NewFakeClock(1_700_000_000e9)
-	s := New(DefaultConfig(), engine.New(clock, 0), log.New(io.Discard, "", 0))
+	s := New(config.Default(), engine.New(clock, 0), log.New(io.Discard, "", 0))
 	c := s.NewLocalClient()
 	cmds := make([][][]byte, 1000)
 	for i := range cmds {

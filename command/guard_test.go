@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -39,10 +40,20 @@ func (l *lockedBuffer) String() string {
 // serveTest runs a server on a loopback port with a fake clock.
 func serveTest(t testing.TB) (*Server, string, *lockedBuffer) {
 	t.Helper()
-	cfg := DefaultConfig()
+	return serveTestWith(t, nil)
+}
+
+// serveTestWith is serveTest, calling prepare (when not nil) on the server
+// before it serves: the table is fixed from then on.
+func serveTestWith(t testing.TB, prepare func(*Server)) (*Server, string, *lockedBuffer) {
+	t.Helper()
+	cfg := config.Default()
 	cfg.Port, cfg.Dir = 0, t.TempDir()
 	logs := &lockedBuffer{}
 	s := New(cfg, engine.New(engine.NewFakeClock(1_700_000_000e9), 0), log.New(logs, "", 0))
+	if prepare != nil {
+		prepare(s)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +81,13 @@ func roundTrip(t testing.TB, nc net.Conn, rd *bufio.Reader, send string) string 
 // connection and every other keep working.
 func TestPanicRecovered(t *testing.T) {
 	t.Parallel()
-	srv, addr, logs := serveTest(t)
-	srv.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
-		Handler: func(c *Client, _ [][]byte) {
-			var m map[string]int
-			m["boom"]++ // assignment to a nil map
-		}})
+	_, addr, logs := serveTestWith(t, func(s *Server) {
+		s.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
+			Handler: func(c *Client, _ [][]byte) {
+				var m map[string]int
+				m["boom"]++ // assignment to a nil map
+			}})
+	})
 	a, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +169,7 @@ func FuzzCommandArgs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	logs := &lockedBuffer{}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	// Not f.TempDir: a SAVE, BGSAVE or SHUTDOWN among the inputs may still
 	// be writing there when the test ends, and TempDir's cleanup fails then.
 	dir, err := os.MkdirTemp("", "FuzzCommandArgs")

@@ -1,8 +1,6 @@
 package command
 
 import (
-	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,30 +21,6 @@ import (
 // would soonest have been forgotten anyway.
 
 func registerMemory(t *Table) {
-	t.RegisterDirective(&Directive{Name: "maxmemory", Mutable: true,
-		Help: "limit on the keyspace's accounted memory, in bytes or with k/kb/m/mb/g/gb (0: none)",
-		Get:  func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) },
-		Set: func(c *Config, v string) error {
-			n, err := ParseSize(v)
-			if err != nil {
-				return err
-			}
-			c.MaxMemory = n
-			return nil
-		},
-		Apply: func(s *Server) error { s.mem.load(s); return nil }})
-	t.RegisterDirective(&Directive{Name: "maxmemory-policy", Mutable: true,
-		Help: "what to do over maxmemory: noeviction (refuse new keys) or volatile-ttl (evict keys closest to expiry)",
-		Get:  func(c *Config) string { return c.MaxMemoryPolicy },
-		Set: func(c *Config, v string) error {
-			v = strings.ToLower(v)
-			if v != "noeviction" && v != "volatile-ttl" {
-				return fmt.Errorf("unsupported policy '%s' (noeviction or volatile-ttl)", v)
-			}
-			c.MaxMemoryPolicy = v
-			return nil
-		},
-		Apply: func(s *Server) error { s.mem.load(s); return nil }})
 	t.registerGate(30, "maxmemory", memoryGate)
 }
 

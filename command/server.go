@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/policy"
@@ -32,13 +33,14 @@ const redisVersion = "7.2.0"
 
 // Server serves the command table over RESP.
 type Server struct {
-	cfg    Config
-	cfgMu  sync.RWMutex
-	eng    *engine.Engine
-	table  *Table
-	net    *server.Server // the transport, once Serve has started
-	ln     net.Listener
-	logger *log.Logger
+	cfg        config.Config
+	directives *config.Directives // what CONFIG GET and SET know
+	cfgMu      sync.RWMutex
+	eng        *engine.Engine
+	table      *Table
+	net        *server.Server // the transport, once Serve has started
+	ln         net.Listener
+	logger     *log.Logger
 
 	started time.Time
 	nextID  atomic.Int64
@@ -73,18 +75,19 @@ type Server struct {
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.
-func New(cfg Config, eng *engine.Engine, logger *log.Logger) *Server {
+func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
 	s := &Server{
-		cfg:     cfg,
-		eng:     eng,
-		table:   NewTable(),
-		logger:  logger,
-		started: time.Now(),
-		clients: map[*Client]struct{}{},
-		done:    make(chan struct{}),
+		cfg:        cfg,
+		eng:        eng,
+		table:      NewTable(),
+		directives: config.Builtin(),
+		logger:     logger,
+		started:    time.Now(),
+		clients:    map[*Client]struct{}{},
+		done:       make(chan struct{}),
 	}
 	s.policies = policy.NewStore(nil)
 	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
@@ -99,7 +102,7 @@ func (s *Server) Engine() *Engine { return s.eng }
 type Engine = engine.Engine
 
 // Config returns a copy of the current configuration.
-func (s *Server) Config() Config {
+func (s *Server) Config() config.Config {
 	s.cfgMu.RLock()
 	defer s.cfgMu.RUnlock()
 	return s.cfg
@@ -147,7 +150,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	default:
 	}
 	s.ln = ln
-	s.net = server.New(s, s.guard.limits().transport(), s.Config().EventLoop)
+	s.net = server.New(s, transportLimits(*s.guard.limits()), s.Config().EventLoop)
 	s.serveMu.Unlock()
 	s.startBackground()
 	err := s.net.Serve(ln)

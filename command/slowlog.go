@@ -2,11 +2,12 @@ package command
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/limitdb/limitdb/config"
 )
 
 // What every command costs, observed after its handler (Client.leave in
@@ -32,22 +33,6 @@ func registerSlowlog(t *Table) {
 			{Name: "slowlog|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(1)", Summary: "Lists the SLOWLOG subcommands.", Handler: helpFor("slowlog")},
 		}})
-	t.RegisterDirective(&Directive{Name: "slowlog-log-slower-than", Mutable: true,
-		Help: "log commands slower than this many microseconds (0: every command, negative: none)",
-		Get:  func(c *Config) string { return strconv.FormatInt(c.SlowlogLogSlowerThan, 10) },
-		Set: func(c *Config, v string) error {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return fmt.Errorf("argument couldn't be parsed into an integer")
-			}
-			c.SlowlogLogSlowerThan = n
-			return nil
-		},
-		Apply: func(s *Server) error { s.slow.configure(s.Config()); return nil }})
-	maxLen := IntDirective("slowlog-max-len", "how many slow commands the slow log keeps", true, 0,
-		func(c *Config) *int { return &c.SlowlogMaxLen })
-	maxLen.Apply = func(s *Server) error { s.slow.configure(s.Config()); return nil }
-	t.RegisterDirective(maxLen)
 	t.registerInfo("latencystats", -1, infoLatencyStats)
 }
 
@@ -147,7 +132,7 @@ type slowEntry struct {
 }
 
 // configure reads the slow log's directives; New and CONFIG SET call it.
-func (l *slowLog) configure(cfg Config) {
+func (l *slowLog) configure(cfg config.Config) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.max = cfg.SlowlogMaxLen

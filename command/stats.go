@@ -10,9 +10,6 @@ import (
 // same figures INFO renders.
 
 func registerStats(t *Table) {
-	t.RegisterDirective(StringDirective("metrics-addr",
-		"serve Prometheus metrics at http://<addr>/metrics, for example 127.0.0.1:9121 (empty: off)", false,
-		func(c *Config) *string { return &c.MetricsAddr }))
 	// Sections some clients and dashboards read: limitdb is always a
 	// standalone primary.
 	t.registerInfo("replication", 70, func(_ *Server, b *strings.Builder) {

@@ -100,24 +100,23 @@ func (cmd *Command) Categories() []string {
 
 // Table is what the families of commands register themselves on: the
 // commands the server answers, the gates that run before them, the INFO
-// sections and the configuration directives. New builds one for each
+// sections. New builds one for each
 // Server, so two servers in one process share nothing.
 type Table struct {
 	byName     map[string]*Command
 	gates      []gate
 	info       []infoSection
 	limitsInfo []func(s *Server, b *strings.Builder)
-	directives map[string]*Directive
 }
 
 // NewTable returns the table of every built-in family of commands.
 func NewTable() *Table {
-	t := &Table{byName: map[string]*Command{}, directives: map[string]*Directive{}}
+	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
 		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerServer, registerServerInfo,
-		registerStrings, registerConfig, registerInfoLimits, registerLimits, registerMemory,
-		registerMulti, registerSlowlog, registerStats, registerTLS,
+		registerStrings, registerInfoLimits, registerLimits, registerMemory,
+		registerMulti, registerSlowlog, registerStats,
 	} {
 		family(t)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/limitdb/limitdb/client"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/httplimit"
 	"github.com/redis/go-redis/v9"
@@ -25,7 +26,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // serve starts a limitdb server on a free loopback port with a fake clock.
 func serve(t *testing.T) string {
 	t.Helper()
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := command.New(cfg, engine.New(engine.NewFakeClock(t0.UnixNano()), 0), nil)

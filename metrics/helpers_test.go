@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ import (
 func startWithMetrics(t *testing.T) (*command.Server, *redis.Client, net.Addr) {
 	t.Helper()
 	eng := engine.New(engine.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()), 0)
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Dir = t.TempDir()
 	srv := command.New(cfg, eng, log.New(io.Discard, "", 0))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 )
 
 // TestConfigFileAndFlags runs the binary with a config file and flags: the
@@ -82,13 +82,13 @@ func TestConfigFileErrorsStopStartUp(t *testing.T) {
 // every directive, so it stays the documentation of all of them.
 func TestExampleConfig(t *testing.T) {
 	const path = "../examples/limitdb.conf"
-	cfg := command.DefaultConfig()
-	if err := command.LoadConfigFile(path, &cfg); err != nil {
+	cfg := config.Default()
+	if err := config.LoadFile(path, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	def := command.DefaultConfig()
+	def := config.Default()
 	text, _ := os.ReadFile(path)
-	for _, d := range command.Directives() {
+	for _, d := range config.Builtin().All() {
 		if d.Set == nil {
 			continue
 		}

@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
 // startWith starts a server like startServer, with the configuration
 // changed by mod and listening on ln (nil: a fresh loopback port). The
 // returned log holds what the server logged.
-func startWith(t testing.TB, mod func(*command.Config), ln net.Listener) (*testServer, *syncBuffer) {
+func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testServer, *syncBuffer) {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
 	eng := engine.New(clock, 0)
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	if mod != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
@@ -28,7 +29,7 @@ func startServer(t testing.TB) *testServer {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
 	eng := engine.New(clock, 0)
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := command.New(cfg, eng, nil)

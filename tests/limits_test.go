@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 )
 
 // TestMalformedFrames sends hostile frames, each on its own connection,
@@ -15,7 +15,7 @@ import (
 // gets a Redis-style error or a clean close, the commands before it in the
 // same write still run, and the bystander's replies stay exact throughout.
 func TestMalformedFrames(t *testing.T) {
-	ts, logs := startWith(t, func(c *command.Config) {
+	ts, logs := startWith(t, func(c *config.Config) {
 		c.MaxBulkLen = 1 << 20
 		c.MaxArgs = 1000
 	}, nil)
@@ -109,7 +109,7 @@ func TestMalformedFrames(t *testing.T) {
 // limit's error or close, and the server still serving afterwards.
 func TestClientLimits(t *testing.T) {
 	t.Run("maxclients", func(t *testing.T) {
-		ts, _ := startWith(t, func(c *command.Config) { c.MaxClients = 2 }, nil)
+		ts, _ := startWith(t, func(c *config.Config) { c.MaxClients = 2 }, nil)
 		a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
 		a.send(cmd("PING"))
 		b.send(cmd("PING"))
@@ -156,7 +156,7 @@ func TestClientLimits(t *testing.T) {
 		}
 	})
 	t.Run("client-query-buffer-limit", func(t *testing.T) {
-		ts, _ := startWith(t, func(c *command.Config) { c.QueryBufferLimit = 1 << 20 }, nil)
+		ts, _ := startWith(t, func(c *config.Config) { c.QueryBufferLimit = 1 << 20 }, nil)
 		r := dialRaw(t, ts.addr)
 		arg := strings.Repeat("x", 400<<10)
 		go func() { // the server stops reading; do not block the test on the write
@@ -175,7 +175,7 @@ func TestClientLimits(t *testing.T) {
 		}
 	})
 	t.Run("unauthenticated clients get small limits", func(t *testing.T) {
-		ts, _ := startWith(t, func(c *command.Config) { c.RequirePass = "pw" }, nil)
+		ts, _ := startWith(t, func(c *config.Config) { c.RequirePass = "pw" }, nil)
 		r := dialRaw(t, ts.addr)
 		r.send("*11\r\n")
 		if got := r.mustLine(); got != "-ERR Protocol error: invalid multibulk length" {
@@ -197,7 +197,7 @@ func TestClientLimits(t *testing.T) {
 		}
 	})
 	t.Run("client-write-timeout", func(t *testing.T) {
-		ts, _ := startWith(t, func(c *command.Config) { c.WriteTimeout = 1 }, nil)
+		ts, _ := startWith(t, func(c *config.Config) { c.WriteTimeout = 1 }, nil)
 		nc, err := net.Dial("tcp", ts.addr)
 		if err != nil {
 			t.Fatal(err)
@@ -226,7 +226,7 @@ func TestClientLimits(t *testing.T) {
 		}
 	})
 	t.Run("max-key-len", func(t *testing.T) {
-		ts, _ := startWith(t, func(c *command.Config) { c.MaxKeyLen = 8 }, nil)
+		ts, _ := startWith(t, func(c *config.Config) { c.MaxKeyLen = 8 }, nil)
 		r := dialRaw(t, ts.addr)
 		r.send(cmd("CL.THROTTLE", "123456789", "1", "1", "1") + cmd("DEL", "ok", "123456789") + cmd("CL.THROTTLE", "12345678", "1", "1", "1"))
 		for i, want := range []string{"-ERR key is too long (9 bytes; max-key-len is 8)", "-ERR key is too long (9 bytes; max-key-len is 8)", "*5"} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
@@ -15,7 +16,7 @@ import (
 func startServerShards(t *testing.T, shards int) *testServer {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Save = 0, t.TempDir(), 0
 	srv := command.New(cfg, engine.New(clock, shards), nil)
 	return serve(t, srv, clock)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
@@ -64,7 +65,7 @@ var roundTrip = map[engine.Kind]struct {
 // loading the snapshot there first.
 func serverFromDir(t *testing.T, clock *engine.FakeClock, dir string) *testServer {
 	t.Helper()
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Save = 0, dir, 0
 	srv := command.New(cfg, engine.New(clock, 0), nil)
 	if _, err := srv.LoadSnapshot(); err != nil {

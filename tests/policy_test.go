@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/redis/go-redis/v9"
 )
@@ -22,7 +23,7 @@ import (
 func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
 	t.Helper()
 	clock := engine.NewFakeClock(t0)
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
 	logs := &syncBuffer{}
 	srv := command.New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
@@ -369,7 +370,7 @@ func TestRulesFileHotReload(t *testing.T) {
 func TestRulesFileBrokenAtStart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "limits.yaml")
 	writeRules(t, path, "policies:\n  - name: a\n    algorithm: gcra\n    limit: 0\n    period: 1s\n")
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.Rules = path
 	srv := command.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv.Close()

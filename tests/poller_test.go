@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 )
 
 // The tests in this file are about how connections are driven: on Linux a
@@ -22,7 +22,7 @@ import (
 func eachLoop(t *testing.T, test func(t *testing.T, ts *testServer)) {
 	for _, loop := range []bool{true, false} {
 		t.Run(fmt.Sprintf("event-loop=%v", loop), func(t *testing.T) {
-			ts, _ := startWith(t, func(c *command.Config) { c.EventLoop = loop }, nil)
+			ts, _ := startWith(t, func(c *config.Config) { c.EventLoop = loop }, nil)
 			test(t, ts)
 		})
 	}

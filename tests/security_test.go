@@ -12,11 +12,12 @@ import (
 	"testing"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/redis/go-redis/v9"
 )
 
 func TestRequirePass(t *testing.T) {
-	ts, _ := startWith(t, func(c *command.Config) { c.RequirePass = "s3cret" }, nil)
+	ts, _ := startWith(t, func(c *config.Config) { c.RequirePass = "s3cret" }, nil)
 	r := dialRaw(t, ts.addr)
 	steps := []struct{ send, want string }{
 		{cmd("PING"), "-NOAUTH Authentication required."},
@@ -115,7 +116,7 @@ func aclText() string {
 
 func TestACLUsers(t *testing.T) {
 	path := writeACL(t, aclText())
-	ts, _ := startWith(t, func(c *command.Config) { c.ACLFile = path }, nil)
+	ts, _ := startWith(t, func(c *config.Config) { c.ACLFile = path }, nil)
 	login := func(user, pass string) *redis.Client {
 		c := redis.NewClient(&redis.Options{Addr: ts.addr, Username: user, Password: pass, MaxRetries: -1})
 		t.Cleanup(func() { c.Close() })
@@ -255,14 +256,14 @@ func TestACLFileErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		path := writeACL(t, tc.text)
-		cfg := command.DefaultConfig()
+		cfg := config.Default()
 		cfg.ACLFile = path
 		err := command.New(cfg, nil, nil).Prepare()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.text, err, tc.want)
 		}
 	}
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.ACLFile = filepath.Join(t.TempDir(), "missing.acl")
 	if err := command.New(cfg, nil, nil).Prepare(); err == nil {
 		t.Error("a missing aclfile must stop start-up")
@@ -296,12 +297,12 @@ func TestProtectedMode(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
-		mod       func(*command.Config)
+		mod       func(*config.Config)
 		wantFirst string
 	}{
 		{"no password: remote refused", nil, "-DENIED limitdb is running in protected mode"},
-		{"protected mode off", func(c *command.Config) { c.ProtectedMode = false }, "+PONG"},
-		{"password set: remote must AUTH", func(c *command.Config) { c.RequirePass = "pw" }, "-NOAUTH"},
+		{"protected mode off", func(c *config.Config) { c.ProtectedMode = false }, "+PONG"},
+		{"password set: remote must AUTH", func(c *config.Config) { c.RequirePass = "pw" }, "-NOAUTH"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,8 +316,8 @@ func TestProtectedMode(t *testing.T) {
 	}
 
 	// The start-up warning for a non-loopback bind without a password.
-	warn := func(mod func(*command.Config)) string {
-		cfg := command.DefaultConfig()
+	warn := func(mod func(*config.Config)) string {
+		cfg := config.Default()
 		mod(&cfg)
 		s := command.New(cfg, nil, nil)
 		if err := s.Prepare(); err != nil {
@@ -324,16 +325,16 @@ func TestProtectedMode(t *testing.T) {
 		}
 		return strings.Join(s.SecurityWarnings(), "\n")
 	}
-	if w := warn(func(c *command.Config) {}); w != "" {
+	if w := warn(func(c *config.Config) {}); w != "" {
 		t.Errorf("loopback default warns: %q", w)
 	}
-	if w := warn(func(c *command.Config) { c.Bind = "0.0.0.0" }); !strings.Contains(w, "protected mode is on") {
+	if w := warn(func(c *config.Config) { c.Bind = "0.0.0.0" }); !strings.Contains(w, "protected mode is on") {
 		t.Errorf("0.0.0.0 without password: %q", w)
 	}
-	if w := warn(func(c *command.Config) { c.Bind = "0.0.0.0"; c.ProtectedMode = false }); !strings.Contains(w, "NO PASSWORD and protected mode OFF") {
+	if w := warn(func(c *config.Config) { c.Bind = "0.0.0.0"; c.ProtectedMode = false }); !strings.Contains(w, "NO PASSWORD and protected mode OFF") {
 		t.Errorf("0.0.0.0, protected mode off: %q", w)
 	}
-	if w := warn(func(c *command.Config) { c.Bind = "0.0.0.0"; c.RequirePass = "x" }); w != "" {
+	if w := warn(func(c *config.Config) { c.Bind = "0.0.0.0"; c.RequirePass = "x" }); w != "" {
 		t.Errorf("0.0.0.0 with a password warns: %q", w)
 	}
 }
@@ -342,7 +343,7 @@ func TestProtectedMode(t *testing.T) {
 // log in again, and MULTI, WATCH, its name and RESP3 are gone. Inside
 // MULTI it runs at once.
 func TestReset(t *testing.T) {
-	ts, _ := startWith(t, func(c *command.Config) { c.RequirePass = "s3cret" }, nil)
+	ts, _ := startWith(t, func(c *config.Config) { c.RequirePass = "s3cret" }, nil)
 	other := redis.NewClient(&redis.Options{Addr: ts.addr, Password: "s3cret"})
 	defer other.Close()
 	r := dialRaw(t, ts.addr)

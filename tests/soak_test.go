@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 )
 
 // -soak.scale multiplies the soak test's work; 1 keeps it to seconds for CI.
@@ -30,7 +30,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("soak test skipped in -short mode")
 	}
 	scale := *soakScale
-	ts, logs := startWith(t, func(c *command.Config) { c.WriteTimeout = 1 }, nil)
+	ts, logs := startWith(t, func(c *config.Config) { c.WriteTimeout = 1 }, nil)
 	// Let the server's own goroutines start, then take the baseline.
 	warm := dialRaw(t, ts.addr)
 	warm.send(cmd("PING"))

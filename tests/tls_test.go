@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -108,10 +109,10 @@ func writeKey(t *testing.T, dir, name string, k *ecdsa.PrivateKey) string {
 // startTLS serves a plain and a TLS port from one server.
 func startTLS(t *testing.T, p *testPKI, auth string) (plain, secure string) {
 	t.Helper()
-	mod := func(c *command.Config) {
+	mod := func(c *config.Config) {
 		c.TLSCertFile, c.TLSKeyFile, c.TLSCACertFile, c.TLSAuthClients = p.cert, p.key, p.ca, auth
 	}
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	mod(&cfg)
 	tc, err := command.New(cfg, nil, nil).TLSConfig()
 	if err != nil {
@@ -202,16 +203,16 @@ func TestTLSConfigErrors(t *testing.T) {
 	p := newPKI(t)
 	cases := []struct {
 		name string
-		mod  func(c *command.Config)
+		mod  func(c *config.Config)
 		want string
 	}{
-		{"no cert", func(c *command.Config) { c.TLSCertFile = "" }, "tls-cert-file and tls-key-file are required"},
-		{"missing key file", func(c *command.Config) { c.TLSKeyFile = filepath.Join(p.dir, "nope") }, "no such file"},
-		{"client auth without CA", func(c *command.Config) { c.TLSCACertFile = "" }, "tls-ca-cert-file is required"},
-		{"CA file without certificates", func(c *command.Config) { c.TLSCACertFile = p.key }, "no certificate found"},
+		{"no cert", func(c *config.Config) { c.TLSCertFile = "" }, "tls-cert-file and tls-key-file are required"},
+		{"missing key file", func(c *config.Config) { c.TLSKeyFile = filepath.Join(p.dir, "nope") }, "no such file"},
+		{"client auth without CA", func(c *config.Config) { c.TLSCACertFile = "" }, "tls-ca-cert-file is required"},
+		{"CA file without certificates", func(c *config.Config) { c.TLSCACertFile = p.key }, "no certificate found"},
 	}
 	for _, tc := range cases {
-		cfg := command.DefaultConfig()
+		cfg := config.Default()
 		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCACertFile = p.cert, p.key, p.ca
 		tc.mod(&cfg)
 		_, err := command.New(cfg, nil, nil).TLSConfig()
@@ -219,7 +220,7 @@ func TestTLSConfigErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSAuthClients = p.cert, p.key, "no"
 	if _, err := command.New(cfg, nil, nil).TLSConfig(); err != nil {
 		t.Errorf("tls-auth-clients no without a CA: %v", err)

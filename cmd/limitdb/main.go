@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/metrics"
 )
@@ -45,10 +46,10 @@ func main() {
 // run parses args, starts the server and blocks until it stops; it returns
 // the process exit code.
 func run(args []string, stderr io.Writer) int {
-	cfg := command.DefaultConfig()
+	cfg := config.Default()
 	fs := flag.NewFlagSet("limitdb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	for _, d := range command.Directives() {
+	for _, d := range config.Builtin().All() {
 		if d.Set != nil {
 			fs.Var(directiveFlag{d, &cfg}, d.Name, d.Help)
 		}
@@ -67,7 +68,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "\nEvery flag is also a config directive: CONFIG GET shows it, CONFIG SET changes the mutable ones.\n")
 	}
 	if path := configFlag(args); path != "" {
-		if err := command.LoadConfigFile(path, &cfg); err != nil {
+		if err := config.LoadFile(path, &cfg); err != nil {
 			fmt.Fprintf(stderr, "limitdb: %v\n", err)
 			return 2
 		}
@@ -167,7 +168,7 @@ func run(args []string, stderr io.Writer) int {
 // loadSnapshot restores the snapshot before serving. A corrupt file stops
 // start-up unless --discard-corrupt-snapshot yes moves it aside; one whose
 // keys do not fit the shards stops it in any case.
-func loadSnapshot(srv *command.Server, cfg command.Config, logger *log.Logger) error {
+func loadSnapshot(srv *command.Server, cfg config.Config, logger *log.Logger) error {
 	path := srv.SnapshotPath()
 	st, err := srv.LoadSnapshot()
 	if err != nil {
@@ -197,8 +198,8 @@ func loadSnapshot(srv *command.Server, cfg command.Config, logger *log.Logger) e
 // directiveFlag exposes a configuration directive as a --name value flag,
 // so flags, the config file and CONFIG GET/SET share one definition.
 type directiveFlag struct {
-	d   *command.Directive
-	cfg *command.Config
+	d   *config.Directive
+	cfg *config.Config
 }
 
 func (f directiveFlag) String() string {

@@ -1,4 +1,4 @@
-package command
+package config
 
 import (
 	"bufio"
@@ -21,16 +21,16 @@ import (
 // start-up with the line number, as Redis does. Flags on the command line
 // are applied after the file, so they win.
 
-// ConfigLine is one directive read from a config file.
-type ConfigLine struct {
+// Line is one directive read from a config file.
+type Line struct {
 	Line  int
 	Name  string
 	Value string
 }
 
-// ParseConfig reads directives in redis.conf syntax.
-func ParseConfig(r io.Reader) ([]ConfigLine, error) {
-	var out []ConfigLine
+// Parse reads directives in redis.conf syntax.
+func Parse(r io.Reader) ([]Line, error) {
+	var out []Line
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -45,7 +45,7 @@ func ParseConfig(r io.Reader) ([]ConfigLine, error) {
 		if len(args) < 2 {
 			return nil, fmt.Errorf("line %d: wrong number of arguments: %s", n, line)
 		}
-		out = append(out, ConfigLine{n, strings.ToLower(args[0]), strings.Join(args[1:], " ")})
+		out = append(out, Line{n, strings.ToLower(args[0]), strings.Join(args[1:], " ")})
 	}
 	return out, sc.Err()
 }
@@ -130,12 +130,12 @@ func isHex(b byte) bool {
 	return ('0' <= b && b <= '9') || ('a' <= b && b <= 'f') || ('A' <= b && b <= 'F')
 }
 
-// ApplyConfig sets each directive into cfg, stopping at the first unknown
+// Apply sets each directive into cfg, stopping at the first unknown
 // directive or bad value.
-func ApplyConfig(cfg *Config, lines []ConfigLine) error {
-	t := NewTable()
+func Apply(cfg *Config, lines []Line) error {
+	ds := Builtin()
 	for _, l := range lines {
-		d := t.LookupDirective(l.Name)
+		d := ds.Lookup(l.Name)
 		if d == nil || d.Set == nil {
 			return fmt.Errorf("line %d: unknown directive %q", l.Line, l.Name)
 		}
@@ -146,16 +146,16 @@ func ApplyConfig(cfg *Config, lines []ConfigLine) error {
 	return nil
 }
 
-// LoadConfigFile reads path into cfg.
-func LoadConfigFile(path string, cfg *Config) error {
+// LoadFile reads path into cfg.
+func LoadFile(path string, cfg *Config) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
-	lines, err := ParseConfig(f)
+	lines, err := Parse(f)
 	if err == nil {
-		err = ApplyConfig(cfg, lines)
+		err = Apply(cfg, lines)
 	}
 	if err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
@@ -163,22 +163,22 @@ func LoadConfigFile(path string, cfg *Config) error {
 	return nil
 }
 
-// RewriteConfigFile rewrites the config file at path so that it sets cfg,
+// RewriteFile rewrites the config file at path so that it sets cfg,
 // as CONFIG REWRITE does in Redis: comments, blank lines and their order
 // stay; each directive's first line gets its value from cfg and later lines
 // of the same directive go; directives the file does not name and whose
 // value differs from the default are appended. The file is replaced
 // atomically (written beside it, synced, renamed); a missing file is
 // created.
-func RewriteConfigFile(path string, cfg *Config) error {
-	t := NewTable()
+func RewriteFile(path string, cfg *Config) error {
+	ds := Builtin()
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	// ParseConfig says which lines are directives; the others are kept
+	// Parse says which lines are directives; the others are kept
 	// as they are.
-	parsed, err := ParseConfig(bytes.NewReader(old))
+	parsed, err := Parse(bytes.NewReader(old))
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func RewriteConfigFile(path string, cfg *Config) error {
 	}
 	done := map[string]bool{}
 	for n, line := range lines {
-		d := t.LookupDirective(directiveAt[n+1])
+		d := ds.Lookup(directiveAt[n+1])
 		switch {
 		case d == nil || d.Set == nil:
 			out = append(out, line)
@@ -201,9 +201,9 @@ func RewriteConfigFile(path string, cfg *Config) error {
 			out = append(out, d.Name+" "+configValue(d.Get(cfg)))
 		}
 	}
-	def := DefaultConfig()
+	def := Default()
 	added := false
-	for _, d := range t.Directives() {
+	for _, d := range ds.All() {
 		if d.Set == nil || done[d.Name] || d.Get(cfg) == d.Get(&def) {
 			continue
 		}
@@ -216,7 +216,7 @@ func RewriteConfigFile(path string, cfg *Config) error {
 	return replaceFile(path, []byte(strings.Join(out, "\n")+"\n"))
 }
 
-// configValue writes v so that ParseConfig reads it back: bare when it is
+// configValue writes v so that Parse reads it back: bare when it is
 // one word of printable characters, else in double quotes with splitArgs's
 // escapes.
 func configValue(v string) string {

@@ -1,4 +1,4 @@
-package command
+package config
 
 import (
 	"os"
@@ -41,12 +41,12 @@ slowlog-max-len 5
 dir "/tmp/with space"
 SLOWLOG-LOG-SLOWER-THAN -1
 `
-	lines, err := ParseConfig(strings.NewReader(file))
+	lines, err := Parse(strings.NewReader(file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	if err := ApplyConfig(&cfg, lines); err != nil {
+	cfg := Default()
+	if err := Apply(&cfg, lines); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Port != 7000 || cfg.SlowlogMaxLen != 5 || cfg.Dir != "/tmp/with space" || cfg.SlowlogLogSlowerThan != -1 {
@@ -58,9 +58,9 @@ SLOWLOG-LOG-SLOWER-THAN -1
 		{"\n\nport\n", "line 3: wrong number of arguments"},
 		{"dir \"x\n", "line 1: unbalanced quotes"},
 	} {
-		lines, err := ParseConfig(strings.NewReader(bad.file))
+		lines, err := Parse(strings.NewReader(bad.file))
 		if err == nil {
-			err = ApplyConfig(&cfg, lines)
+			err = Apply(&cfg, lines)
 		}
 		if err == nil || !strings.HasPrefix(err.Error(), bad.want) {
 			t.Errorf("%q: %v, want %q", bad.file, err, bad.want)
@@ -96,17 +96,17 @@ dir "/tmp/with space"
 	if err := os.WriteFile(path, []byte(orig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	if err := LoadConfigFile(path, &cfg); err != nil {
+	cfg := Default()
+	if err := LoadFile(path, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	// As CONFIG SET and command-line flags would leave it.
 	for _, p := range [][2]string{{"slowlog-max-len", "64"}, {"maxmemory", "1mb"}, {"requirepass", "a \"b\" \\c #d\tx"}} {
-		if err := NewTable().LookupDirective(p[0]).Set(&cfg, p[1]); err != nil {
+		if err := Builtin().Lookup(p[0]).Set(&cfg, p[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := RewriteConfigFile(path, &cfg); err != nil {
+	if err := RewriteFile(path, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -130,11 +130,11 @@ requirepass "a \"b\" \\c #d\tx"
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("the file's mode after the rewrite: %v, %v", st.Mode(), err)
 	}
-	back := DefaultConfig()
-	if err := LoadConfigFile(path, &back); err != nil {
+	back := Default()
+	if err := LoadFile(path, &back); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range Directives() {
+	for _, d := range Builtin().All() {
 		if d.Set != nil && d.Get(&back) != d.Get(&cfg) {
 			t.Errorf("%s reads back as %q, was %q", d.Name, d.Get(&back), d.Get(&cfg))
 		}
@@ -144,13 +144,13 @@ requirepass "a \"b\" \\c #d\tx"
 // Every directive's CONFIG GET value is one its Set (CONFIG SET, the
 // config file, CONFIG REWRITE's output) takes back unchanged.
 func TestDirectiveValuesRoundTrip(t *testing.T) {
-	cfg := DefaultConfig()
-	for _, d := range Directives() {
+	cfg := Default()
+	for _, d := range Builtin().All() {
 		if d.Set == nil {
 			continue
 		}
 		v := d.Get(&cfg)
-		c := DefaultConfig()
+		c := Default()
 		if err := d.Set(&c, v); err != nil || d.Get(&c) != v {
 			t.Errorf("%s: Set(%q) gives %q, %v", d.Name, v, d.Get(&c), err)
 		}

@@ -1,0 +1,168 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/limitdb/limitdb/engine/limit"
+)
+
+// Builtin returns every directive limitdb knows. Each call builds a new
+// set: nothing is shared between servers.
+func Builtin() *Directives {
+	ds := &Directives{}
+	ds.Add(
+		String("bind", "address to listen on (loopback by default)", false,
+			func(c *Config) *string { return &c.Bind }),
+		Int("port", "TCP port to listen on (0 picks a free one)", false, 0,
+			func(c *Config) *int { return &c.Port }),
+		String("dir", "directory for snapshots", false,
+			func(c *Config) *string { return &c.Dir }),
+		Bool("event-loop", "serve TCP connections from one epoll event loop per core (Linux; no: a goroutine per connection)", false,
+			func(c *Config) *bool { return &c.EventLoop }),
+		Int("shards", "keyspace shards, rounded up to a power of two (0: 256)", false, 0,
+			func(c *Config) *int { return &c.Shards }),
+		// Read-only answers to what redis-benchmark and client libraries ask at start-up.
+		Fixed("appendonly", "no"),
+		Fixed("databases", "1"),
+		Fixed("cluster-enabled", "no"),
+	)
+	ds.Add(security()...)
+	ds.Add(persistence()...)
+	ds.Add(limits()...)
+	ds.Add(memory()...)
+	ds.Add(observability()...)
+	ds.Add(tls()...)
+	ds.Add(policies()...)
+	return ds
+}
+
+func security() []*Directive {
+	return []*Directive{
+		String("requirepass", "password for the default user (AUTH password)", true,
+			func(c *Config) *string { return &c.RequirePass }).with(ReloadACL),
+		String("aclfile", "file of ACL users: 'user NAME on >password +@read ...' (see docs/operations.md)", false,
+			func(c *Config) *string { return &c.ACLFile }),
+		Bool("protected-mode", "without a password, accept only loopback clients", true,
+			func(c *Config) *bool { return &c.ProtectedMode }),
+	}
+}
+
+func persistence() []*Directive {
+	return []*Directive{
+		Int("save", "seconds between automatic snapshots when anything changed (0: never)", true, 0,
+			func(c *Config) *int { return &c.Save }),
+		{Name: "dbfilename", Help: "snapshot file name inside --dir", Mutable: true,
+			Get: func(c *Config) string { return c.DBFilename },
+			Set: func(c *Config, v string) error {
+				if v == "" || strings.ContainsRune(v, '/') || v == "." || v == ".." {
+					return errors.New("dbfilename can't be a path, just a filename")
+				}
+				c.DBFilename = v
+				return nil
+			}},
+		Bool("discard-corrupt-snapshot",
+			"start empty when the snapshot is corrupt, moving it aside to <file>.corrupt (default: refuse to start)", false,
+			func(c *Config) *bool { return &c.DiscardCorrupt }),
+	}
+}
+
+func limits() []*Directive {
+	return []*Directive{
+		Size("proto-max-bulk-len", "longest argument a client may send (bytes; k, kb, m, mb, g, gb accepted)", true, 1<<10,
+			func(c *Config) *int64 { return &c.MaxBulkLen }).with(ReloadLimits),
+		Int("proto-max-multibulk-len", "most arguments in one command", true, 1,
+			func(c *Config) *int { return &c.MaxArgs }).with(ReloadLimits),
+		Size("client-query-buffer-limit", "longest unfinished command a client may make the server hold (bytes)", true, 1<<20,
+			func(c *Config) *int64 { return &c.QueryBufferLimit }).with(ReloadLimits),
+		Int("maxclients", "most simultaneous client connections", true, 1,
+			func(c *Config) *int { return &c.MaxClients }).with(ReloadLimits),
+		Int("timeout", "close a client idle for this many seconds (0: never)", true, 0,
+			func(c *Config) *int { return &c.Timeout }).with(ReloadLimits),
+		Int("max-key-len", "longest key a command may name (bytes)", true, 1,
+			func(c *Config) *int { return &c.MaxKeyLen }).with(ReloadLimits),
+		Int("client-write-timeout", "close a client whose replies wait this many seconds unread (0: never)", true, 0,
+			func(c *Config) *int { return &c.WriteTimeout }).with(ReloadLimits),
+	}
+}
+
+func memory() []*Directive {
+	return []*Directive{
+		Size("maxmemory", "limit on the keyspace's accounted memory, in bytes or with k/kb/m/mb/g/gb (0: none)", true, 0,
+			func(c *Config) *int64 { return &c.MaxMemory }).with(ReloadMemory),
+		{Name: "maxmemory-policy", Mutable: true, Reload: ReloadMemory,
+			Help: "what to do over maxmemory: noeviction (refuse new keys) or volatile-ttl (evict keys closest to expiry)",
+			Get:  func(c *Config) string { return c.MaxMemoryPolicy },
+			Set: func(c *Config, v string) error {
+				v = strings.ToLower(v)
+				if v != "noeviction" && v != "volatile-ttl" {
+					return fmt.Errorf("unsupported policy '%s' (noeviction or volatile-ttl)", v)
+				}
+				c.MaxMemoryPolicy = v
+				return nil
+			}},
+	}
+}
+
+func observability() []*Directive {
+	return []*Directive{
+		{Name: "slowlog-log-slower-than", Mutable: true, Reload: ReloadSlowlog,
+			Help: "log commands slower than this many microseconds (0: every command, negative: none)",
+			Get:  func(c *Config) string { return strconv.FormatInt(c.SlowlogLogSlowerThan, 10) },
+			Set: func(c *Config, v string) error {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return fmt.Errorf("argument couldn't be parsed into an integer")
+				}
+				c.SlowlogLogSlowerThan = n
+				return nil
+			}},
+		Int("slowlog-max-len", "how many slow commands the slow log keeps", true, 0,
+			func(c *Config) *int { return &c.SlowlogMaxLen }).with(ReloadSlowlog),
+		String("metrics-addr",
+			"serve Prometheus metrics at http://<addr>/metrics, for example 127.0.0.1:9121 (empty: off)", false,
+			func(c *Config) *string { return &c.MetricsAddr }),
+	}
+}
+
+func tls() []*Directive {
+	return []*Directive{
+		Int("tls-port", "TCP port for TLS connections (0: no TLS)", false, 0,
+			func(c *Config) *int { return &c.TLSPort }),
+		String("tls-cert-file", "server certificate for TLS (PEM)", false,
+			func(c *Config) *string { return &c.TLSCertFile }),
+		String("tls-key-file", "private key of tls-cert-file (PEM)", false,
+			func(c *Config) *string { return &c.TLSKeyFile }),
+		String("tls-ca-cert-file", "CA certificates that sign client certificates (PEM)", false,
+			func(c *Config) *string { return &c.TLSCACertFile }),
+		{Name: "tls-auth-clients", Help: "client certificates: yes (required), optional, or no",
+			Get: func(c *Config) string { return c.TLSAuthClients },
+			Set: func(c *Config, v string) error {
+				switch v = strings.ToLower(v); v {
+				case "yes", "no", "optional":
+					c.TLSAuthClients = v
+					return nil
+				}
+				return fmt.Errorf("argument must be 'yes', 'no' or 'optional'")
+			}},
+	}
+}
+
+func policies() []*Directive {
+	return []*Directive{
+		String("rules", "YAML file of named policies, watched for changes (see docs/policies.md)", false,
+			func(c *Config) *string { return &c.Rules }),
+		{Name: "rules-poll", Help: "how often the rules file is checked for changes",
+			Get: func(c *Config) string { return limit.FormatDuration(c.RulesPollOrDefault()) },
+			Set: func(c *Config, v string) error {
+				d, err := limit.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("invalid duration '%s': %v", v, err)
+				}
+				c.RulesPoll = d
+				return nil
+			}},
+	}
+}

@@ -1,0 +1,113 @@
+// Package config is limitdb's configuration: the Config type, the one
+// table of directives (named as in Redis) that command-line flags, the
+// config file and CONFIG GET/SET all go through, and the redis.conf file
+// syntax (parse, apply, rewrite).
+//
+// It knows what each parameter means and how it is written, never how a
+// running server applies a change: a Directive says which part of the
+// server a change reloads, and the command layer does it. It imports no
+// package of the project but engine/limit (durations).
+package config
+
+import "time"
+
+// Config is the server's configuration. Every field is reachable through a
+// Directive.
+type Config struct {
+	Bind string // listen address, 127.0.0.1 by default
+	Port int    // 6379 by default; 0 picks a free port
+	Dir  string // working directory for snapshots
+
+	Shards int // keyspace shards; 0 means the engine's default
+
+	EventLoop bool // event-loop: TCP connections served by one epoll loop per core (Linux)
+
+	// ConfigFile is the file the server's directives were read from
+	// (--config), which CONFIG REWRITE rewrites; "" when there is none.
+	// It is not a directive.
+	ConfigFile string
+
+	// Persistence and memory.
+	Save            int    // seconds between automatic snapshots when anything changed; 0: never
+	DBFilename      string // snapshot file name inside Dir
+	DiscardCorrupt  bool   // start empty (moving the file aside) when the snapshot is corrupt
+	MaxMemory       int64  // dataset bytes before the policy applies; 0: no limit
+	MaxMemoryPolicy string // noeviction or volatile-ttl
+
+	// Observability.
+	SlowlogLogSlowerThan int64  // microseconds; 0 logs every command, negative none
+	SlowlogMaxLen        int    // entries the slow log keeps
+	MetricsAddr          string // Prometheus endpoint address; empty: off
+
+	Security    // requirepass, aclfile, protected mode
+	TLS         // tls-*
+	Limits      // protocol and client limits
+	PolicyRules // rules, rules-poll: named policies
+}
+
+// Default is what a newcomer gets with no flags.
+func Default() Config {
+	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
+		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
+		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
+		EventLoop: true, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
+}
+
+// Security is who may connect and run what.
+type Security struct {
+	RequirePass   string // requirepass: the default user's password ("" : none)
+	ACLFile       string // aclfile: users, passwords and command permissions
+	ProtectedMode bool   // protected-mode: without a password, refuse non-loopback clients
+}
+
+// TLS configures the TLS listener, named as in Redis. It serves the same
+// commands as the plain port.
+type TLS struct {
+	TLSPort        int    // tls-port: 0 disables TLS
+	TLSCertFile    string // tls-cert-file: server certificate (PEM)
+	TLSKeyFile     string // tls-key-file: its private key (PEM)
+	TLSCACertFile  string // tls-ca-cert-file: CA that signs client certificates
+	TLSAuthClients string // tls-auth-clients: yes (require a client certificate), optional, no
+}
+
+// Limits bound what one client can make the server hold or do. Every limit
+// has a directive named as in Redis where Redis has one.
+type Limits struct {
+	MaxBulkLen       int64 // proto-max-bulk-len: longest argument, bytes
+	MaxArgs          int   // proto-max-multibulk-len: most arguments in one command
+	QueryBufferLimit int64 // client-query-buffer-limit: longest unfinished command, bytes
+	MaxClients       int   // maxclients
+	Timeout          int   // timeout: seconds a client may stay idle (0: forever)
+	MaxKeyLen        int   // max-key-len: longest key, bytes
+	WriteTimeout     int   // client-write-timeout: seconds a reply may wait on a client that does not read (0: forever)
+}
+
+// DefaultLimits are Redis's defaults, and limitdb's for what Redis lacks.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBulkLen:       512 << 20,
+		MaxArgs:          1 << 20,
+		QueryBufferLimit: 1 << 30,
+		MaxClients:       10000,
+		MaxKeyLen:        64 << 10,
+		WriteTimeout:     60,
+	}
+}
+
+// PolicyRules is the configuration of named policies.
+type PolicyRules struct {
+	Rules     string        // YAML rules file of named policies; "" for none
+	RulesPoll time.Duration // how often the rules file is checked; 0: DefaultRulesPoll
+}
+
+// DefaultRulesPoll is how often the rules file is checked unless
+// rules-poll says otherwise.
+const DefaultRulesPoll = time.Second
+
+// RulesPollOrDefault is RulesPoll, or DefaultRulesPoll when unset.
+func (c *Config) RulesPollOrDefault() time.Duration {
+	if c.RulesPoll <= 0 {
+		return DefaultRulesPoll
+	}
+	return c.RulesPoll
+}
