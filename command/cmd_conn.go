@@ -9,7 +9,7 @@ import (
 
 func registerConn(t *Table) {
 	t.register(
-		&Command{Name: "ping", Arity: -1, Flags: FlagFast | FlagStale, Group: "connection", Since: "0.1.0",
+		&Command{Name: "ping", Arity: -1, MaxArgs: 2, Flags: FlagFast | FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns PONG, or the message given.", Syntax: "[message]", Handler: cmdPing},
 		&Command{Name: "echo", Arity: 2, Flags: FlagFast | FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns the given string.", Syntax: "message", Handler: cmdEcho},
@@ -51,10 +51,8 @@ func cmdPing(c *Client, args [][]byte) {
 	switch len(args) {
 	case 1:
 		c.Simple("PONG")
-	case 2:
-		c.Bulk(args[1])
 	default:
-		c.Errf("wrong number of arguments for 'ping' command")
+		c.Bulk(args[1])
 	}
 }
 

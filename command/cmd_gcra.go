@@ -9,11 +9,11 @@ import (
 
 func registerGcra(t *Table) {
 	t.register(
-		&Command{Name: "cl.throttle", Arity: -5, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+		&Command{Name: "cl.throttle", Arity: -5, MaxArgs: 6, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "GCRA exactly as redis-cell: [limited, limit, remaining, retry_after, reset_after] in seconds.",
 			Syntax:  "key max_burst count period [quantity]", Handler: cmdClThrottle},
-		&Command{Name: "gcra", Arity: -5, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+		&Command{Name: "gcra", Arity: -5, MaxArgs: 7, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "GCRA with Redis 8.8's spelling: fractional period in seconds, replies rounded up to seconds.",
 			Syntax:  "key max_burst tokens_per_period period [TOKENS count]", Handler: cmdGCRA},
@@ -23,10 +23,6 @@ func registerGcra(t *Table) {
 // cmdClThrottle answers CL.THROTTLE key max_burst count period [quantity]:
 // integers only, period in seconds, quantity 0 peeks.
 func cmdClThrottle(c *Client, args [][]byte) {
-	if len(args) > 6 {
-		c.Errf("wrong number of arguments for 'cl.throttle' command")
-		return
-	}
 	maxBurst, err := parseAtLeast(args[2], 0, "max_burst")
 	if err != nil {
 		c.Error(err)
@@ -65,10 +61,6 @@ func cmdClThrottle(c *Client, args [][]byte) {
 // cmdGCRA answers GCRA key max_burst tokens_per_period period [TOKENS n]
 // with Redis 8.8's argument rules and error texts.
 func cmdGCRA(c *Client, args [][]byte) {
-	if len(args) > 7 {
-		c.Errf("wrong number of arguments for 'gcra' command")
-		return
-	}
 	maxBurst, err := ParseInt(args[2])
 	if err != nil {
 		c.Error(err)

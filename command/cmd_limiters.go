@@ -11,15 +11,15 @@ import (
 func registerLimiters(t *Table) {
 	const flags = FlagWrite | FlagDenyOOM | FlagFast
 	t.register(
-		&Command{Name: "tb.take", Arity: -5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+		&Command{Name: "tb.take", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Token bucket: take tokens (default 1) from a bucket of capacity refilled at refill per period. Reply in ms.",
 			Syntax:  "key capacity refill period [tokens]", Handler: cmdTBTake},
-		&Command{Name: "lb.queue", Arity: -5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+		&Command{Name: "lb.queue", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Leaky bucket as a queue: admit into a queue of capacity served at rate per period; the sixth field is the delay in ms.",
 			Syntax:  "key capacity rate period [cost]", Handler: cmdLBQueue},
-		&Command{Name: "fw.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+		&Command{Name: "fw.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Fixed window aligned to the Unix epoch: count cost (default 1) against limit per window. Reply in ms.",
 			Syntax:  "key limit window [cost]", Handler: cmdFWIncr},
@@ -27,7 +27,7 @@ func registerLimiters(t *Table) {
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) with precision 1, O(precision) otherwise",
 			Summary: "Sliding-window counter: the previous (sub-)window weighted by its share still inside the window. Reply in ms.",
 			Syntax:  "key limit window [cost] [PRECISION n]", Handler: cmdSWIncr},
-		&Command{Name: "sl.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+		&Command{Name: "sl.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) amortized; memory O(limit) per key",
 			Summary: "Sliding log, exact: admit when the cost logged in the last window plus cost fits the limit. Reply in ms.",
 			Syntax:  "key limit window [cost]", Handler: cmdSLIncr},
@@ -42,11 +42,7 @@ type limiterArgs struct {
 }
 
 // parseRateArgs reads "capacity rate period [cost]" (TB.TAKE, LB.QUEUE).
-func parseRateArgs(c *Client, args [][]byte, name, capName, rateName, costName string) (a limiterArgs, ok bool) {
-	if len(args) > 6 {
-		c.Errf("wrong number of arguments for '%s' command", name)
-		return a, false
-	}
+func parseRateArgs(c *Client, args [][]byte, capName, rateName, costName string) (a limiterArgs, ok bool) {
 	var err error
 	if a.count, err = parseAtLeast(args[2], 1, capName); err == nil {
 		if a.rate, err = parseAtLeast(args[3], 1, rateName); err == nil {
@@ -94,7 +90,7 @@ func limitReply[L engine.Limiter](c *Client, args [][]byte, l L, err error, cost
 
 // cmdTBTake answers TB.TAKE key capacity refill period [tokens].
 func cmdTBTake(c *Client, args [][]byte) {
-	a, ok := parseRateArgs(c, args, "tb.take", "capacity", "refill", "tokens")
+	a, ok := parseRateArgs(c, args, "capacity", "refill", "tokens")
 	if !ok {
 		return
 	}
@@ -105,7 +101,7 @@ func cmdTBTake(c *Client, args [][]byte) {
 // cmdLBQueue answers LB.QUEUE key capacity rate period [cost] with the
 // sixth field, the delay.
 func cmdLBQueue(c *Client, args [][]byte) {
-	a, ok := parseRateArgs(c, args, "lb.queue", "capacity", "rate", "cost")
+	a, ok := parseRateArgs(c, args, "capacity", "rate", "cost")
 	if !ok {
 		return
 	}
@@ -114,11 +110,7 @@ func cmdLBQueue(c *Client, args [][]byte) {
 }
 
 // parseCost reads the optional cost of FW.INCR and SL.INCR.
-func parseCost(c *Client, args [][]byte, name string, a *limiterArgs) bool {
-	if len(args) > 5 {
-		c.Errf("wrong number of arguments for '%s' command", name)
-		return false
-	}
+func parseCost(c *Client, args [][]byte, a *limiterArgs) bool {
 	if len(args) == 5 {
 		var err error
 		if a.cost, err = parseAtLeast(args[4], 0, "cost"); err != nil {
@@ -132,7 +124,7 @@ func parseCost(c *Client, args [][]byte, name string, a *limiterArgs) bool {
 // cmdFWIncr answers FW.INCR key limit window [cost].
 func cmdFWIncr(c *Client, args [][]byte) {
 	a, ok := parseWindowArgs(c, args)
-	if !ok || !parseCost(c, args, "fw.incr", &a) {
+	if !ok || !parseCost(c, args, &a) {
 		return
 	}
 	l, err := engine.NewFixedWindow(a.count, a.period)
@@ -142,7 +134,7 @@ func cmdFWIncr(c *Client, args [][]byte) {
 // cmdSLIncr answers SL.INCR key limit window [cost].
 func cmdSLIncr(c *Client, args [][]byte) {
 	a, ok := parseWindowArgs(c, args)
-	if !ok || !parseCost(c, args, "sl.incr", &a) {
+	if !ok || !parseCost(c, args, &a) {
 		return
 	}
 	l, err := engine.NewSlidingLog(a.count, a.period)

@@ -18,7 +18,7 @@ func registerPolicy(t *Table) {
 		// RL.HIT and RL.HITALL declare no key positions: the keys they touch
 		// are derived, rl:<policy>:<key>, so a MULTI holding them locks every
 		// shard rather than the shards of the client keys.
-		&Command{Name: "rl.hit", Arity: -3, Flags: FlagWrite | FlagDenyOOM | FlagFast,
+		&Command{Name: "rl.hit", Arity: -3, MaxArgs: 4, Flags: FlagWrite | FlagDenyOOM | FlagFast,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1); sliding_log: O(1) amortized, memory O(limit) per key",
 			Summary: "Applies a named policy to a key: [limited, limit, remaining, retry_after, reset_after] in milliseconds.",
 			Syntax:  "policy key [cost]", Handler: cmdRLHit},
@@ -77,10 +77,6 @@ func (s *Server) StartRules() error {
 
 // cmdRLHit answers RL.HIT policy key [cost].
 func cmdRLHit(c *Client, args [][]byte) {
-	if len(args) > 4 {
-		c.Errf("wrong number of arguments for 'rl.hit' command")
-		return
-	}
 	cost := int64(1)
 	if len(args) == 4 {
 		var err error

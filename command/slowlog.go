@@ -22,7 +22,7 @@ func registerSlowlog(t *Table) {
 	t.register(&Command{Name: "slowlog", Arity: -2, Group: "server", Since: "0.1.0",
 		Complexity: "Depends on subcommand.", Summary: "Reads and resets the log of slow commands.", Syntax: "subcommand",
 		Subs: []*Command{
-			{Name: "slowlog|get", Arity: -2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+			{Name: "slowlog|get", Arity: -2, MaxArgs: 3, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of entries returned",
 				Summary:    "Returns the newest slow-log entries (10 by default, -1 for all): id, Unix time, microseconds, arguments, client address, client name.",
 				Syntax:     "[count]", Handler: cmdSlowlogGet},
@@ -176,10 +176,6 @@ func (l *slowLog) add(c *Client, args [][]byte, start time.Time, d time.Duration
 
 func cmdSlowlogGet(c *Client, args [][]byte) {
 	count := int64(10)
-	if len(args) > 3 {
-		c.Errf("wrong number of arguments for 'slowlog|get' command")
-		return
-	}
 	if len(args) == 3 {
 		n, err := ParseInt(args[2])
 		if err != nil || n < -1 {

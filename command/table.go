@@ -36,6 +36,7 @@ var flagNames = []struct {
 type Command struct {
 	Name       string // lower case; "parent|sub" for subcommands
 	Arity      int    // Redis convention: n exact, -n at least n (name included)
+	MaxArgs    int    // with Arity -n: the most arguments, name included (0: no bound)
 	Flags      Flag
 	FirstKey   int // key positions, 0 when the command takes no key
 	LastKey    int // -1: the last argument
@@ -183,7 +184,7 @@ func (cmd *Command) arityOK(n int) bool {
 	if cmd.Arity >= 0 {
 		return n == cmd.Arity
 	}
-	return n >= -cmd.Arity
+	return n >= -cmd.Arity && (cmd.MaxArgs == 0 || n <= cmd.MaxArgs)
 }
 
 // Arg is one argument in COMMAND DOCS, parsed from a command's Syntax.

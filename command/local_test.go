@@ -1,0 +1,69 @@
+package command
+
+import (
+	"io"
+	"log"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+)
+
+// newLocal returns a client with no socket on a new server whose engine
+// reads a fake clock.
+func newLocal(t *testing.T) (*LocalClient, *engine.FakeClock) {
+	t.Helper()
+	clock := engine.NewFakeClock(1_700_000_000e9)
+	s := New(config.Default(), engine.New(clock, 0), log.New(io.Discard, "", 0))
+	if err := s.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return s.NewLocalClient(), clock
+}
+
+// TestLocalClient runs commands with no socket, stepping the clock between
+// them: the same table, arity checks and replies as a connection.
+func TestLocalClient(t *testing.T) {
+	t.Parallel()
+	c, clock := newLocal(t)
+	steps := []struct {
+		advance time.Duration // before the command
+		args    []string
+		want    string
+	}{
+		{0, []string{"PING"}, "+PONG\r\n"},
+		{0, []string{"PING", "hi"}, "$2\r\nhi\r\n"},
+		{0, []string{"PING", "a", "b"}, "-ERR wrong number of arguments for 'ping' command\r\n"},
+		{0, []string{"CL.THROTTLE", "k", "1", "1", "60"}, "*5\r\n:0\r\n:2\r\n:1\r\n:-1\r\n:60\r\n"},
+		{0, []string{"CL.THROTTLE", "k", "1", "1", "60"}, "*5\r\n:0\r\n:2\r\n:0\r\n:-1\r\n:120\r\n"},
+		{0, []string{"CL.THROTTLE", "k", "1", "1", "60"}, "*5\r\n:1\r\n:2\r\n:0\r\n:60\r\n:120\r\n"},
+		{60 * time.Second, []string{"CL.THROTTLE", "k", "1", "1", "60"}, "*5\r\n:0\r\n:2\r\n:0\r\n:-1\r\n:120\r\n"},
+		{0, []string{"CL.THROTTLE", "k", "1", "1", "60", "1", "x"}, "-ERR wrong number of arguments for 'cl.throttle' command\r\n"},
+		{0, []string{"FW.INCR", "w", "2", "10s", "1", "x"}, "-ERR wrong number of arguments for 'fw.incr' command\r\n"},
+		{0, []string{"SLOWLOG", "GET", "1", "x"}, "-ERR wrong number of arguments for 'slowlog|get' command\r\n"},
+		{0, []string{"NOPE"}, "-ERR unknown command 'NOPE', with args beginning with: \r\n"},
+	}
+	for i, st := range steps {
+		clock.Advance(st.advance)
+		if got := string(c.DoString(st.args...)); got != st.want {
+			t.Errorf("step %d: %q = %q, want %q", i, st.args, got, st.want)
+		}
+	}
+}
+
+// TestServersShareNothing: two servers in one process keep their own
+// tables, statistics and keys.
+func TestServersShareNothing(t *testing.T) {
+	t.Parallel()
+	a, _ := newLocal(t)
+	b, _ := newLocal(t)
+	a.DoString("SET", "k", "a")
+	if got := string(b.DoString("GET", "k")); got != "$-1\r\n" {
+		t.Fatalf("GET on the other server: %q", got)
+	}
+	a.srv.Commands().register(&Command{Name: "only.a", Arity: 1, Handler: func(c *Client, _ [][]byte) { c.OK() }})
+	if got := string(b.DoString("ONLY.A")); got[0] != '-' {
+		t.Fatalf("a command added to one server's table answered on the other: %q", got)
+	}
+}
