@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +24,7 @@ func serve(t *testing.T) (addr string, clock *engine.FakeClock) {
 	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	srv := command.New(cfg, engine.New(clock, 0), nil)
+	srv := node.New(cfg, engine.New(clock, 0), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

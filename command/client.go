@@ -11,7 +11,6 @@ import (
 	"github.com/limitdb/limitdb/engine/gcra"
 	"github.com/limitdb/limitdb/engine/limit"
 	"github.com/limitdb/limitdb/resp"
-	"github.com/limitdb/limitdb/server"
 )
 
 // Client is one connection's state: identity, protocol version, and the
@@ -19,7 +18,7 @@ import (
 // goroutines read (CLIENT LIST, INFO) are atomics or behind mu.
 type Client struct {
 	srv  *Server
-	conn *server.Conn // nil for a client with no socket (Server.Run)
+	conn Conn // nil for a client with no socket (LocalClient)
 	w    *resp.Writer
 
 	ID      int64

@@ -127,29 +127,21 @@ func (s *Server) LoadSnapshot() (persistence.LoadStats, error) {
 	return st, err
 }
 
-// autoSave writes a snapshot every `save` seconds when anything changed.
-func (s *Server) autoSave() {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-t.C:
-		}
-		every := s.Config().Save
-		if every <= 0 || s.Dirty() == 0 {
-			continue
-		}
-		s.persist.statMu.Lock()
-		last := s.persist.lastSave
-		if last.IsZero() {
-			last = s.started
-		}
-		s.persist.statMu.Unlock()
-		if time.Since(last) >= time.Duration(every)*time.Second {
-			s.BGSave() // a save already running is fine
-		}
+// SaveIfDue starts a background snapshot when anything changed and the
+// last one is at least `save` seconds old; the node calls it every second.
+func (s *Server) SaveIfDue() {
+	every := s.Config().Save
+	if every <= 0 || s.Dirty() == 0 {
+		return
+	}
+	s.persist.statMu.Lock()
+	last := s.persist.lastSave
+	if last.IsZero() {
+		last = s.started
+	}
+	s.persist.statMu.Unlock()
+	if time.Since(last) >= time.Duration(every)*time.Second {
+		s.BGSave() // a save already running is fine
 	}
 }
 

@@ -63,16 +63,20 @@ func cmdShutdown(c *Client, args [][]byte) {
 	s := c.srv
 	s.logger.Printf("shutdown requested by client id=%d addr=%s", c.ID, c.Addr)
 	// As in Redis, a save that fails keeps the server running and says why.
-	if save && s.OnShutdown != nil {
+	if save && s.RequestShutdown != nil {
 		if err := s.Save(); err != nil {
 			c.Errf("Errors trying to SHUTDOWN. Check logs. (%v)", err)
 			return
 		}
 	}
 	// Then stop as SIGTERM does: every connection, this one included,
-	// finishes the commands it has read, and OnShutdown writes the final
-	// snapshot with their effects in it.
-	go s.Shutdown(save, ShutdownGrace)
+	// finishes the commands it has read, and the final snapshot has their
+	// effects in it.
+	if s.RequestShutdown == nil {
+		s.Close()
+		return
+	}
+	s.RequestShutdown(save)
 }
 
 // ---- INFO -----------------------------------------------------------------
@@ -160,13 +164,15 @@ func infoServer(s *Server, b *strings.Builder) {
 }
 
 func portOf(s *Server) string {
-	if a := s.Addr(); a != nil {
-		if i := strings.LastIndexByte(a.String(), ':'); i >= 0 {
-			return a.String()[i+1:]
-		}
+	if p := s.listenPort.Load(); p != 0 {
+		return strconv.FormatInt(p, 10)
 	}
 	return strconv.Itoa(s.Config().Port)
 }
+
+// SetListenPort records the port the server listens on, which INFO shows
+// (the configured one may be 0: any free port).
+func (s *Server) SetListenPort(port int) { s.listenPort.Store(int64(port)) }
 
 func infoClients(s *Server, b *strings.Builder) {
 	s.clientsMu.Lock()

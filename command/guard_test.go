@@ -1,13 +1,10 @@
 package command
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -37,74 +34,31 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// serveTest runs a server on a loopback port with a fake clock.
-func serveTest(t testing.TB) (*Server, string, *lockedBuffer) {
-	t.Helper()
-	return serveTestWith(t, nil)
-}
-
-// serveTestWith is serveTest, calling prepare (when not nil) on the server
-// before it serves: the table is fixed from then on.
-func serveTestWith(t testing.TB, prepare func(*Server)) (*Server, string, *lockedBuffer) {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Port, cfg.Dir = 0, t.TempDir()
-	logs := &lockedBuffer{}
-	s := New(cfg, engine.New(engine.NewFakeClock(1_700_000_000e9), 0), log.New(logs, "", 0))
-	if prepare != nil {
-		prepare(s)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	t.Cleanup(func() { s.Close() })
-	return s, ln.Addr().String(), logs
-}
-
-func roundTrip(t testing.TB, nc net.Conn, rd *bufio.Reader, send string) string {
-	t.Helper()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(nc, send); err != nil {
-		t.Fatal(err)
-	}
-	l, err := rd.ReadString('\n')
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	return strings.TrimRight(l, "\r\n")
-}
-
 // TestPanicRecovered adds a command that panics to one server's table:
 // its caller gets an error, the panic is logged with a stack, and that
-// connection and every other keep working.
+// client and every other keep working.
 func TestPanicRecovered(t *testing.T) {
 	t.Parallel()
-	_, addr, logs := serveTestWith(t, func(s *Server) {
-		s.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
-			Handler: func(c *Client, _ [][]byte) {
-				var m map[string]int
-				m["boom"]++ // assignment to a nil map
-			}})
-	})
-	a, err := net.Dial("tcp", addr)
-	if err != nil {
+	logs := &lockedBuffer{}
+	s := New(config.Default(), engine.New(engine.NewFakeClock(1_700_000_000e9), 0), log.New(logs, "", 0))
+	s.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
+		Handler: func(c *Client, _ [][]byte) {
+			var m map[string]int
+			m["boom"]++ // assignment to a nil map
+		}})
+	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := net.Dial("tcp", addr)
-	defer a.Close()
-	defer b.Close()
-	ra, rb := bufio.NewReader(a), bufio.NewReader(b)
+	a, b := s.NewLocalClient(), s.NewLocalClient()
 	for i := 0; i < 3; i++ {
-		if got := roundTrip(t, a, ra, "TEST.PANIC\r\n"); got != "-ERR internal error while running 'test.panic'" {
+		if got := string(a.DoString("TEST.PANIC")); got != "-ERR internal error while running 'test.panic'\r\n" {
 			t.Fatalf("panicking command answered %q", got)
 		}
-		if got := roundTrip(t, a, ra, "PING\r\n"); got != "+PONG" {
-			t.Fatalf("same connection after the panic: %q", got)
+		if got := string(a.DoString("PING")); got != "+PONG\r\n" {
+			t.Fatalf("same client after the panic: %q", got)
 		}
-		if got := roundTrip(t, b, rb, "PING\r\n"); got != "+PONG" {
-			t.Fatalf("other connection after the panic: %q", got)
+		if got := string(b.DoString("PING")); got != "+PONG\r\n" {
+			t.Fatalf("other client after the panic: %q", got)
 		}
 	}
 	if l := logs.String(); !strings.Contains(l, "panic in TEST.PANIC: assignment to entry in nil map") || !strings.Contains(l, "goroutine") {
@@ -113,46 +67,6 @@ func TestPanicRecovered(t *testing.T) {
 }
 
 // ---- fuzzing ------------------------------------------------------------
-
-// FuzzServerInput sends arbitrary bytes to a real server on one connection
-// and checks that a bystander connection is still answered, exactly, after
-// each input, and that nothing panicked.
-func FuzzServerInput(f *testing.F) {
-	for _, s := range seedFrames {
-		f.Add([]byte(s))
-	}
-	s, addr, logs := serveTest(f)
-	s.OnShutdown = func(bool) error { return nil } // SHUTDOWN in the input must not end the run
-	by, err := net.Dial("tcp", addr)
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer by.Close()
-	rby := bufio.NewReader(by)
-	n := 0
-	f.Fuzz(func(t *testing.T, b []byte) {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc.SetDeadline(time.Now().Add(2 * time.Second))
-		nc.Write(b)
-		nc.(*net.TCPConn).CloseWrite()
-		io.Copy(io.Discard, nc) // until the server answers everything and closes, or the deadline
-		nc.Close()
-		n++
-		if got := roundTrip(t, by, rby, "ECHO "+strconv.Itoa(n)+"\r\n"); got != "$"+strconv.Itoa(len(strconv.Itoa(n))) {
-			t.Fatalf("bystander: %q", got)
-		}
-		rby.ReadString('\n')
-		if strings.Contains(logs.String(), "panic") {
-			t.Fatalf("panic on %q:\n%s", b, logs.String())
-		}
-		if s.guard.acl.Load() == nil || !s.guard.acl.Load().open {
-			s.SetConfig([2]string{"requirepass", ""}) // CONFIG SET requirepass in the input locks the bystander out
-		}
-	})
-}
 
 // FuzzCommandArgs sends arbitrary arguments to every command of the table
 // through dispatch (gates included), and checks that each call answers
@@ -185,7 +99,7 @@ func FuzzCommandArgs(f *testing.F) {
 	clock := engine.NewFakeClock(1_700_000_000e9)
 	newServer := func() *Server {
 		s := New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
-		s.OnShutdown = func(bool) error { return nil }
+		s.RequestShutdown = func(bool) {} // a SHUTDOWN among the inputs must not end the run
 		if err := s.Prepare(); err != nil {
 			f.Fatal(err)
 		}
@@ -193,14 +107,6 @@ func FuzzCommandArgs(f *testing.F) {
 	}
 	s := newServer()
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if s.shutting.Load() { // a SHUTDOWN went through: wait for it, start afresh
-			select {
-			case <-s.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("SHUTDOWN did not finish")
-			}
-			s = newServer()
-		}
 		if len(in) == 0 {
 			return
 		}
@@ -282,24 +188,6 @@ func skipValue(b []byte) ([]byte, error) {
 		return rest, nil
 	}
 	return nil, fmt.Errorf("unknown type %q", b[0])
-}
-
-// seedFrames are real traffic and malformed frames: the corpus every fuzz
-// run starts from.
-var seedFrames = []string{
-	"PING\r\n",
-	"*1\r\n$4\r\nPING\r\n",
-	"*5\r\n$11\r\nCL.THROTTLE\r\n$7\r\nuser:42\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n",
-	"*3\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*1\r\n$4\r\nPING\r\n",
-	"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n",
-	"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n",
-	"*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n*1\r\n$4\r\nEXEC\r\n",
-	"*2\r\n$4\r\nPING\r\n$9223372036854775806\r\n",
-	"*99999999999999999999\r\n",
-	"*-1\r\n", "*0\r\n", "$5\r\nhello\r\n", "*1\r\n:4\r\n",
-	"*1\r\n$2\r\nPING\r\n", "*2\r\n$4\r\nECHO\r\n$-1\r\n",
-	"ECHO \"unbalanced\r\n", "\x00\x01\x02\xff\r\n", "\r\n\r\n",
-	"*1\r\n$4\r\nPI", "*3\r\n$3\r\nSET\r\n$1\r\nk",
 }
 
 var seedArgs = []string{

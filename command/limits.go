@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/config"
-	"github.com/limitdb/limitdb/resp"
-	"github.com/limitdb/limitdb/server"
 )
 
 func registerLimits(t *Table) {
@@ -50,24 +48,14 @@ type guard struct {
 	acl     atomic.Pointer[aclTable]
 	once    sync.Once // Prepare
 	prepErr error
-	shutErr atomic.Pointer[error]
 }
 
-// loadLimits makes l the limits of the command layer and the transport.
+// loadLimits makes l the limits of the command layer, and hands them to
+// OnLimits.
 func (s *Server) loadLimits(l config.Limits) {
 	s.guard.lim.Store(&l)
-	if s.net != nil {
-		s.net.SetLimits(transportLimits(l))
-	}
-}
-
-// transportLimits are the limits the transport enforces.
-func transportLimits(l config.Limits) server.Limits {
-	return server.Limits{
-		// The clamp keeps the reader's arithmetic far from overflow.
-		Frame:        resp.Limits{MaxArgs: l.MaxArgs, MaxBulk: min(l.MaxBulkLen, 1<<40), MaxQuery: l.QueryBufferLimit},
-		Timeout:      time.Duration(l.Timeout) * time.Second,
-		WriteTimeout: time.Duration(l.WriteTimeout) * time.Second,
+	if s.OnLimits != nil {
+		s.OnLimits(l)
 	}
 }
 
@@ -80,9 +68,9 @@ func (g *guard) limits() *config.Limits {
 	return g.lim.Load()
 }
 
-// Open admits a new connection (server.Handler): maxclients and protected
-// mode. It answers a refusal itself; the transport closes.
-func (s *Server) Open(conn *server.Conn) bool {
+// Open admits a new connection: maxclients and protected mode. It answers
+// a refusal itself; the transport closes.
+func (s *Server) Open(conn Conn) bool {
 	c := s.newClient(conn)
 	c.setAuthed(!s.authRequired())
 	if !c.authed {

@@ -21,6 +21,7 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/policy"
+	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/server"
 )
 
@@ -56,9 +57,15 @@ type Server struct {
 	// means no password is configured and every connection is authenticated.
 	Authenticate func(user, pass string) (string, bool)
 
-	// OnShutdown is called by SHUTDOWN (save is false for NOSAVE). When nil,
-	// SHUTDOWN just closes the server.
-	OnShutdown func(save bool) error
+	// RequestShutdown is called by SHUTDOWN, once its save (unless NOSAVE)
+	// has succeeded, to stop the server as SIGTERM does. When nil, SHUTDOWN
+	// just closes the command layer.
+	RequestShutdown func(save bool)
+
+	// OnLimits is called with the protocol and client limits whenever they
+	// are loaded: at Prepare and after CONFIG SET changes one. The node
+	// hands them to the transport.
+	OnLimits func(config.Limits)
 
 	policies *policy.Store        // named policies: cmd_policy.go
 	sections persistence.Sections // a snapshot's sections beside the keyspace
@@ -66,12 +73,11 @@ type Server struct {
 	slow     slowLog              // SLOWLOG: resp/slowlog.go
 	mem      memState             // maxmemory: resp/memory.go
 
-	shutting  atomic.Bool // Shutdown has begun
-	closeOnce sync.Once
-	done      chan struct{}
+	closeOnce  sync.Once
+	listenPort atomic.Int64 // INFO's tcp_port, once listening
+	done       chan struct{}
 
-	serveMu sync.Mutex // orders Serve's start against Close and Shutdown
-	guard   guard      // limits, users, shutdown draining (limits.go, auth.go, shutdown.go)
+	guard guard // limits, users, shutdown draining (limits.go, auth.go, shutdown.go)
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.
@@ -108,118 +114,19 @@ func (s *Server) Config() config.Config {
 	return s.cfg
 }
 
-// Listen opens the configured address.
-func (s *Server) Listen() (net.Listener, error) {
-	cfg := s.Config()
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, fmt.Sprint(cfg.Port)))
-	if err != nil {
-		return nil, err
-	}
-	tln, err := s.listenTLS()
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if tln != nil {
-		return server.JoinListeners(ln, tln), nil
-	}
-	return ln, nil
-}
-
-// ListenAndServe listens on the configured address and serves until Close.
-func (s *Server) ListenAndServe() error {
-	ln, err := s.Listen()
-	if err != nil {
-		return err
-	}
-	return s.Serve(ln)
-}
-
-// Serve serves connections from ln until Close.
-func (s *Server) Serve(ln net.Listener) error {
-	if err := s.Prepare(); err != nil {
-		ln.Close()
-		return err
-	}
-	s.serveMu.Lock()
-	select {
-	case <-s.done: // closed before it started
-		s.serveMu.Unlock()
-		ln.Close()
-		return nil
-	default:
-	}
-	s.ln = ln
-	s.net = server.New(s, transportLimits(*s.guard.limits()), s.Config().EventLoop)
-	s.serveMu.Unlock()
-	s.startBackground()
-	err := s.net.Serve(ln)
-	if s.net.Draining() { // Shutdown: wait for the final snapshot
-		<-s.done
-		return s.shutdownErr()
-	}
-	select {
-	case <-s.done:
-		return nil
-	default:
-		return err
-	}
-}
-
-// Addr is the address the server listens on (after Serve has started).
-func (s *Server) Addr() net.Addr {
-	s.serveMu.Lock()
-	defer s.serveMu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
-
-// Close stops accepting, closes every connection and stops background work.
+// Close stops the command layer's background work (the rules file's
+// watch). The node closes the connections.
 func (s *Server) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		s.serveMu.Lock()
-		defer s.serveMu.Unlock()
-		close(s.done)
-		if s.net != nil {
-			err = s.net.Close()
-		}
-	})
-	return err
+	s.closeOnce.Do(func() { close(s.done) })
+	return nil
 }
 
 // Done is closed when the server closes.
 func (s *Server) Done() <-chan struct{} { return s.done }
 
-// startBackground runs active expiry: ten cycles a second, each a bounded
-// sample of every shard, one shard lock at a time. A cycle is spread over
-// ten slices of a tenth of the shards, one every 10 ms: a whole cycle on
-// 100k keys took 0.5-1 ms, and on a server with one core every request in
-// flight waited for it, ten times a second, which is the p99 at pipeline 1
-// (bench/README.md, "Fourth session").
-func (s *Server) startBackground() {
-	go s.autoSave()
-	go func() {
-		const slices = 10
-		per := (s.eng.Shards() + slices - 1) / slices
-		t := time.NewTicker(100 * time.Millisecond / slices)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.done:
-				return
-			case <-t.C:
-				s.eng.ExpireShards(s.eng.Now(), 20, per)
-			}
-		}
-	}()
-}
-
 // newClient makes the state of a connection, or of a client with no
 // socket when conn is nil.
-func (s *Server) newClient(conn *server.Conn) *Client {
+func (s *Server) newClient(conn Conn) *Client {
 	now := time.Now()
 	c := &Client{srv: s, conn: conn, ID: s.nextID.Add(1), Created: now, proto: 2}
 	if conn != nil {
@@ -230,8 +137,22 @@ func (s *Server) newClient(conn *server.Conn) *Client {
 	return c
 }
 
-// Closed forgets a connection that has gone (server.Handler).
-func (s *Server) Closed(conn *server.Conn, _ error) {
+// Conn is what the command layer needs of a client's connection; the
+// transport's connections (server.Conn) are ones.
+type Conn interface {
+	Writer() *resp.Writer
+	Close() error // flush, close, run no more of the batch
+	Kill()        // close from another goroutine (CLIENT KILL)
+	RemoteAddr() string
+	LocalAddr() string
+	Loopback() bool
+	SetAuthenticated(bool) // lift the limits for unauthenticated clients
+	Context() any
+	SetContext(any)
+}
+
+// Closed forgets a connection that has gone.
+func (s *Server) Closed(conn Conn, _ error) {
 	c, _ := conn.Context().(*Client)
 	if c == nil {
 		return
@@ -241,15 +162,17 @@ func (s *Server) Closed(conn *server.Conn, _ error) {
 	s.clientsMu.Unlock()
 }
 
-// EndBatch publishes what a batch of commands counted (server.Handler).
-func (s *Server) EndBatch(conn *server.Conn) {
+// EndBatch publishes what a batch of commands counted; the transport
+// calls it before it flushes the batch's replies.
+func (s *Server) EndBatch(conn Conn) {
 	if c, ok := conn.Context().(*Client); ok {
 		c.endBatch()
 	}
 }
 
-// Command runs one command of a connection (server.Handler).
-func (s *Server) Command(conn *server.Conn, args [][]byte) {
+// Command runs one command of a connection. args alias the connection's
+// read buffer and are valid only until it returns.
+func (s *Server) Command(conn Conn, args [][]byte) {
 	c, _ := conn.Context().(*Client)
 	if c == nil {
 		return

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"time"
 )
 
 // Prepare loads the ACL users and the limits from the configuration. Serve
@@ -50,52 +49,4 @@ func bindIsLoopback(bind string) bool {
 		}
 	}
 	return true
-}
-
-// ShutdownGrace bounds how long SHUTDOWN and SIGTERM wait for in-flight
-// commands before closing the remaining connections.
-const ShutdownGrace = 5 * time.Second
-
-// Shutdown stops the server gracefully: it stops accepting, lets every
-// connection finish the commands it has already received and flush their
-// replies (waiting at most grace), then calls OnShutdown(save) - where the
-// final snapshot is written - and closes. Serve returns once it is done,
-// with OnShutdown's error if any.
-func (s *Server) Shutdown(save bool, grace time.Duration) error {
-	if err := s.Prepare(); err != nil {
-		return err
-	}
-	if !s.shutting.CompareAndSwap(false, true) {
-		<-s.done
-		return nil
-	}
-	s.logger.Printf("shutting down: no new connections, finishing in-flight commands")
-	s.serveMu.Lock()
-	net := s.net
-	s.serveMu.Unlock()
-	if net != nil {
-		deadline := time.Now().Add(grace)
-		net.Drain(func() bool {
-			time.Sleep(5 * time.Millisecond)
-			return time.Now().Before(deadline)
-		})
-	}
-	var err error
-	if s.OnShutdown != nil {
-		err = s.OnShutdown(save)
-		if err != nil {
-			s.logger.Printf("shutdown: %v", err)
-			s.guard.shutErr.Store(&err)
-		}
-	}
-	s.Close()
-	return err
-}
-
-// shutdownErr is what Serve returns after a Shutdown.
-func (s *Server) shutdownErr() error {
-	if p := s.guard.shutErr.Load(); p != nil {
-		return *p
-	}
-	return nil
 }

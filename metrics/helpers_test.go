@@ -7,28 +7,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
 // startWithMetrics runs a server on 127.0.0.1:0 with a fake clock and its
 // metrics endpoint on another free port; it returns the server, a client,
 // and the endpoint's address.
-func startWithMetrics(t *testing.T) (*command.Server, *redis.Client, net.Addr) {
+func startWithMetrics(t *testing.T) (*node.Node, *redis.Client, net.Addr) {
 	t.Helper()
 	eng := engine.New(engine.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()), 0)
 	cfg := config.Default()
 	cfg.Dir = t.TempDir()
-	srv := command.New(cfg, eng, log.New(io.Discard, "", 0))
+	srv := node.New(cfg, eng, log.New(io.Discard, "", 0))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	addr, err := Serve(srv, "127.0.0.1:0", nil)
+	addr, err := Serve(srv.Server, "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 )
 
 // startWith starts a server like startServer, with the configuration
@@ -31,7 +31,7 @@ func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testSe
 		mod(&cfg)
 	}
 	logs := &syncBuffer{}
-	srv := command.New(cfg, eng, log.New(logs, "", 0))
+	srv := node.New(cfg, eng, log.New(logs, "", 0))
 	if err := srv.Prepare(); err != nil {
 		t.Fatalf("prepare: %v", err)
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,7 +20,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
 // testServer is a limitdb server on a free loopback port with a fake clock.
 type testServer struct {
-	srv   *command.Server
+	srv   *node.Node
 	clock *engine.FakeClock
 	addr  string
 }
@@ -32,12 +32,12 @@ func startServer(t testing.TB) *testServer {
 	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	srv := command.New(cfg, eng, nil)
+	srv := node.New(cfg, eng, nil)
 	return serve(t, srv, clock)
 }
 
 // serve runs srv on a free loopback port until the test ends.
-func serve(t testing.TB, srv *command.Server, clock *engine.FakeClock) *testServer {
+func serve(t testing.TB, srv *node.Node, clock *engine.FakeClock) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

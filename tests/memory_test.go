@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,7 +18,7 @@ func startServerShards(t *testing.T, shards int) *testServer {
 	clock := engine.NewFakeClock(t0)
 	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Save = 0, t.TempDir(), 0
-	srv := command.New(cfg, engine.New(clock, shards), nil)
+	srv := node.New(cfg, engine.New(clock, shards), nil)
 	return serve(t, srv, clock)
 }
 

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -67,7 +67,7 @@ func serverFromDir(t *testing.T, clock *engine.FakeClock, dir string) *testServe
 	t.Helper()
 	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Save = 0, dir, 0
-	srv := command.New(cfg, engine.New(clock, 0), nil)
+	srv := node.New(cfg, engine.New(clock, 0), nil)
 	if _, err := srv.LoadSnapshot(); err != nil {
 		t.Fatalf("load: %v", err)
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +26,7 @@ func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
 	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
 	logs := &syncBuffer{}
-	srv := command.New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
+	srv := node.New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
 	if err := srv.StartRules(); err != nil {
 		t.Fatal(err)
 	}
@@ -372,14 +372,14 @@ func TestRulesFileBrokenAtStart(t *testing.T) {
 	writeRules(t, path, "policies:\n  - name: a\n    algorithm: gcra\n    limit: 0\n    period: 1s\n")
 	cfg := config.Default()
 	cfg.Rules = path
-	srv := command.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
+	srv := node.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv.Close()
 	err := srv.StartRules()
 	if err == nil || !strings.Contains(err.Error(), "limits.yaml:4: policies[0] (a): field limit: must be at least 1, got 0") {
 		t.Fatalf("StartRules = %v, want the line and field", err)
 	}
 	cfg.Rules = filepath.Join(t.TempDir(), "missing.yaml")
-	srv2 := command.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
+	srv2 := node.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv2.Close()
 	if err := srv2.StartRules(); err == nil {
 		t.Fatal("StartRules with a missing file succeeded")

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -258,14 +258,14 @@ func TestACLFileErrors(t *testing.T) {
 		path := writeACL(t, tc.text)
 		cfg := config.Default()
 		cfg.ACLFile = path
-		err := command.New(cfg, nil, nil).Prepare()
+		err := node.New(cfg, nil, nil).Prepare()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.text, err, tc.want)
 		}
 	}
 	cfg := config.Default()
 	cfg.ACLFile = filepath.Join(t.TempDir(), "missing.acl")
-	if err := command.New(cfg, nil, nil).Prepare(); err == nil {
+	if err := node.New(cfg, nil, nil).Prepare(); err == nil {
 		t.Error("a missing aclfile must stop start-up")
 	}
 }
@@ -319,7 +319,7 @@ func TestProtectedMode(t *testing.T) {
 	warn := func(mod func(*config.Config)) string {
 		cfg := config.Default()
 		mod(&cfg)
-		s := command.New(cfg, nil, nil)
+		s := node.New(cfg, nil, nil)
 		if err := s.Prepare(); err != nil {
 			t.Fatal(err)
 		}

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/node"
 	"github.com/limitdb/limitdb/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -114,7 +114,7 @@ func startTLS(t *testing.T, p *testPKI, auth string) (plain, secure string) {
 	}
 	cfg := config.Default()
 	mod(&cfg)
-	tc, err := command.New(cfg, nil, nil).TLSConfig()
+	tc, err := node.New(cfg, nil, nil).TLSConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,14 +215,14 @@ func TestTLSConfigErrors(t *testing.T) {
 		cfg := config.Default()
 		cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCACertFile = p.cert, p.key, p.ca
 		tc.mod(&cfg)
-		_, err := command.New(cfg, nil, nil).TLSConfig()
+		_, err := node.New(cfg, nil, nil).TLSConfig()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
 	}
 	cfg := config.Default()
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSAuthClients = p.cert, p.key, "no"
-	if _, err := command.New(cfg, nil, nil).TLSConfig(); err != nil {
+	if _, err := node.New(cfg, nil, nil).TLSConfig(); err != nil {
 		t.Errorf("tls-auth-clients no without a CA: %v", err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/metrics"
+	"github.com/limitdb/limitdb/node"
 )
 
 const usage = `limitdb %s: a rate-limiting datastore that speaks the Redis protocol.
@@ -94,7 +95,7 @@ func run(args []string, stderr io.Writer) int {
 
 	logger := log.New(stderr, "", log.LstdFlags)
 	eng := engine.New(engine.SystemClock{}, cfg.Shards)
-	srv := command.New(cfg, eng, logger)
+	srv := node.New(cfg, eng, logger)
 	if err := srv.Prepare(); err != nil {
 		logger.Printf("limitdb: %v", err)
 		return 1
@@ -117,7 +118,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", command.Version, ln.Addr(), os.Getpid(), eng.Shards())
 	if cfg.MetricsAddr != "" {
-		addr, err := metrics.Serve(srv, cfg.MetricsAddr, logger)
+		addr, err := metrics.Serve(srv.Server, cfg.MetricsAddr, logger)
 		if err != nil {
 			logger.Printf("limitdb: cannot serve metrics: %v", err)
 			return 1
@@ -147,7 +148,7 @@ func run(args []string, stderr io.Writer) int {
 			// Stop accepting, finish in-flight commands, then OnShutdown
 			// writes the final snapshot and closes.
 			logger.Printf("%v received, shutting down", sig)
-			srv.Shutdown(true, command.ShutdownGrace)
+			srv.Shutdown(true, node.ShutdownGrace)
 		case <-srv.Done():
 		}
 	}()
@@ -168,7 +169,7 @@ func run(args []string, stderr io.Writer) int {
 // loadSnapshot restores the snapshot before serving. A corrupt file stops
 // start-up unless --discard-corrupt-snapshot yes moves it aside; one whose
 // keys do not fit the shards stops it in any case.
-func loadSnapshot(srv *command.Server, cfg config.Config, logger *log.Logger) error {
+func loadSnapshot(srv *node.Node, cfg config.Config, logger *log.Logger) error {
 	path := srv.SnapshotPath()
 	st, err := srv.LoadSnapshot()
 	if err != nil {

@@ -1,4 +1,4 @@
-package command
+package node
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/benchcpu"
-	"github.com/limitdb/limitdb/server"
 	"github.com/tidwall/redcon"
 )
 
@@ -80,9 +79,11 @@ func serveStream(rd io.Reader, out io.Writer) error {
 }
 
 // streamTo is serveStream on an existing server.
-func streamTo(s *Server, rd io.Reader, out io.Writer) error {
-	s.Prepare()
-	return server.New(s, transportLimits(*s.guard.limits()), false).ServeStream(rd, out)
+func streamTo(n *Node, rd io.Reader, out io.Writer) error {
+	if err := n.Prepare(); err != nil {
+		return err
+	}
+	return n.net.ServeStream(rd, out)
 }
 
 // BenchmarkPipeline feeds pipelined RESP through the server's real

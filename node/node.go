@@ -1,0 +1,251 @@
+// Package node assembles a limitdb server: the engine, the command layer
+// (table, policies, snapshots), the transport, the listeners and the
+// background loops (active expiry, automatic snapshots), and the order in
+// which they start and stop. cmd/limitdb and the end-to-end tests use it.
+//
+// It is the one package that imports both the transport (server/) and the
+// command layer (command/); neither imports the other, and nothing imports
+// node but cmd/ and tests.
+package node
+
+import (
+	"crypto/tls"
+	"log"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/server"
+)
+
+// ShutdownGrace bounds how long SHUTDOWN and SIGTERM wait for in-flight
+// commands before closing the remaining connections.
+const ShutdownGrace = 5 * time.Second
+
+// Node is one limitdb server. The command layer's methods (Engine,
+// Config, SetConfig, Save, Policies, ...) are its own.
+type Node struct {
+	*command.Server
+	net    *server.Server
+	logger *log.Logger
+
+	// OnShutdown is called by Shutdown once every connection has finished
+	// (save is false for SHUTDOWN NOSAVE): where the final snapshot is
+	// written. When nil, Shutdown just closes.
+	OnShutdown func(save bool) error
+
+	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
+	ln        net.Listener
+	done      chan struct{}
+	closeOnce sync.Once
+	shutting  atomic.Bool
+	shutErr   atomic.Pointer[error]
+}
+
+// New returns a server of eng with configuration cfg; call Serve or
+// ListenAndServe to start it. A nil logger logs to the standard logger.
+func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
+	if logger == nil {
+		logger = log.Default()
+	}
+	cmds := command.New(cfg, eng, logger)
+	n := &Node{Server: cmds, logger: logger, done: make(chan struct{})}
+	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop)
+	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
+	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
+	return n
+}
+
+// transportLimits are the limits the transport enforces.
+func transportLimits(l config.Limits) server.Limits {
+	return server.Limits{
+		// The clamp keeps the reader's arithmetic far from overflow.
+		Frame:        resp.Limits{MaxArgs: l.MaxArgs, MaxBulk: min(l.MaxBulkLen, 1<<40), MaxQuery: l.QueryBufferLimit},
+		Timeout:      time.Duration(l.Timeout) * time.Second,
+		WriteTimeout: time.Duration(l.WriteTimeout) * time.Second,
+	}
+}
+
+// handler gives the transport the command layer, each connection as the
+// command.Conn it asks for.
+type handler struct{ s *command.Server }
+
+func (h handler) Open(c *server.Conn) bool              { return h.s.Open(c) }
+func (h handler) Command(c *server.Conn, args [][]byte) { h.s.Command(c, args) }
+func (h handler) EndBatch(c *server.Conn)               { h.s.EndBatch(c) }
+func (h handler) Closed(c *server.Conn, err error)      { h.s.Closed(c, err) }
+
+// Listen opens the configured address, and the TLS port if one is set.
+func (n *Node) Listen() (net.Listener, error) {
+	cfg := n.Config()
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.TLSPort == 0 {
+		return ln, nil
+	}
+	tc, err := n.TLSConfig()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	raw, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.TLSPort)))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	n.logger.Printf("TLS listening on %s (client certificates: %s)", raw.Addr(), cfg.TLSAuthClients)
+	return server.JoinListeners(ln, tls.NewListener(raw, tc)), nil
+}
+
+// TLSConfig builds the crypto/tls configuration of the tls-* directives.
+func (n *Node) TLSConfig() (*tls.Config, error) {
+	cfg := n.Config()
+	return server.TLSConfig(server.TLSFiles{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
+		CACertFile: cfg.TLSCACertFile, AuthClients: cfg.TLSAuthClients})
+}
+
+// ListenAndServe listens on the configured address and serves until Close.
+func (n *Node) ListenAndServe() error {
+	ln, err := n.Listen()
+	if err != nil {
+		return err
+	}
+	return n.Serve(ln)
+}
+
+// Serve serves connections from ln until Close or Shutdown, running the
+// background loops meanwhile.
+func (n *Node) Serve(ln net.Listener) error {
+	if err := n.Prepare(); err != nil {
+		ln.Close()
+		return err
+	}
+	n.serveMu.Lock()
+	select {
+	case <-n.done: // closed before it started
+		n.serveMu.Unlock()
+		ln.Close()
+		return nil
+	default:
+	}
+	n.ln = ln
+	n.serveMu.Unlock()
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		n.SetListenPort(a.Port)
+	}
+	go n.expire()
+	go n.autoSave()
+	err := n.net.Serve(ln)
+	if n.net.Draining() { // Shutdown: wait for the final snapshot
+		<-n.done
+		if p := n.shutErr.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
+	select {
+	case <-n.done:
+		return nil
+	default:
+		return err
+	}
+}
+
+// Addr is the address the server listens on, once Serve has started.
+func (n *Node) Addr() net.Addr {
+	n.serveMu.Lock()
+	defer n.serveMu.Unlock()
+	if n.ln == nil {
+		return nil
+	}
+	return n.ln.Addr()
+}
+
+// Close stops accepting, closes every connection and stops background work.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		n.serveMu.Lock()
+		defer n.serveMu.Unlock()
+		close(n.done)
+		n.Server.Close()
+		err = n.net.Close()
+	})
+	return err
+}
+
+// Done is closed when the server closes.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Shutdown stops the server gracefully: it stops accepting, lets every
+// connection finish the commands it has already received and flush their
+// replies (waiting at most grace), then calls OnShutdown(save), where the
+// final snapshot is written, and closes. Serve returns once it is done,
+// with OnShutdown's error if any.
+func (n *Node) Shutdown(save bool, grace time.Duration) error {
+	if err := n.Prepare(); err != nil {
+		return err
+	}
+	if !n.shutting.CompareAndSwap(false, true) {
+		<-n.done
+		return nil
+	}
+	n.logger.Printf("shutting down: no new connections, finishing in-flight commands")
+	deadline := time.Now().Add(grace)
+	n.net.Drain(func() bool {
+		time.Sleep(5 * time.Millisecond)
+		return time.Now().Before(deadline)
+	})
+	var err error
+	if n.OnShutdown != nil {
+		if err = n.OnShutdown(save); err != nil {
+			n.logger.Printf("shutdown: %v", err)
+			n.shutErr.Store(&err)
+		}
+	}
+	n.Close()
+	return err
+}
+
+// expire runs active expiry: ten cycles a second, each a bounded sample of
+// every shard, one shard lock at a time. A cycle is spread over ten slices
+// of a tenth of the shards, one every 10 ms: a whole cycle at once held up
+// every request in flight on a server with one core, ten times a second,
+// which showed as the p99 at pipeline 1 (bench/headline.sh at -P 1).
+func (n *Node) expire() {
+	eng := n.Engine()
+	const slices = 10
+	per := (eng.Shards() + slices - 1) / slices
+	t := time.NewTicker(100 * time.Millisecond / slices)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+			eng.ExpireShards(eng.Now(), 20, per)
+		}
+	}
+}
+
+// autoSave writes a snapshot every `save` seconds when anything changed.
+func (n *Node) autoSave() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-t.C:
+			n.SaveIfDue()
+		}
+	}
+}
