@@ -22,7 +22,6 @@ import (
 	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/resp"
-	"github.com/limitdb/limitdb/server"
 )
 
 // Version is limitdb's version, reported by INFO and HELLO.
@@ -39,7 +38,6 @@ type Server struct {
 	cfgMu      sync.RWMutex
 	eng        *engine.Engine
 	table      *Table
-	net        *server.Server // the transport, once Serve has started
 	ln         net.Listener
 	logger     *log.Logger
 
