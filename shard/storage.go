@@ -2,7 +2,6 @@ package shard
 
 import (
 	"reflect"
-	"sync"
 	"unsafe"
 )
 
@@ -23,17 +22,11 @@ import (
 // mmapMin is the size from which a pointer-free array leaves the heap.
 const mmapMin = 4 << 10
 
-var flatCache sync.Map // reflect.Type -> bool
-
-// flat reports whether T can live outside the Go heap.
+// flat reports whether T can live outside the Go heap. It walks T's type
+// each call: arrays are made when a table grows, never per request.
 func flat[T any]() bool {
 	t := reflect.TypeFor[T]()
-	if v, ok := flatCache.Load(t); ok {
-		return v.(bool)
-	}
-	ok := offHeap && t.Size() > 0 && t.Size() <= 4096 && pointerFree(t)
-	flatCache.Store(t, ok)
-	return ok
+	return offHeap && t.Size() > 0 && t.Size() <= 4096 && pointerFree(t)
 }
 
 func pointerFree(t reflect.Type) bool {
