@@ -1,0 +1,277 @@
+package archtest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/limitdb/limitdb/"
+
+// layers orders the project's packages: a package imports only packages of
+// lower layers, so imports flow one way. A new package must be placed here.
+var layers = [][]string{
+	// The wire format, the clock, pure helpers and the storage table.
+	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "bench/loadgen", "internal/archtest"},
+	// Pure algorithms; the configuration; the transport.
+	{"engine/gcra", "engine/bucket", "engine/window", "config", "server"},
+	// The keyspace.
+	{"engine"},
+	// What builds on the keyspace without the protocol.
+	{"persistence", "policy", "engine/enginetest", "httplimit"},
+	// The command layer.
+	{"command"},
+	// The assembly, and the exporters of the command layer's figures.
+	{"node", "metrics"},
+	// Programs and end-to-end tests.
+	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "tests"},
+}
+
+// only names, for the packages at the edges, every project package they
+// may import at all.
+var only = map[string][]string{
+	"resp":   {},
+	"clock":  {},
+	"acl":    {},
+	"server": {"resp", "clock"},
+}
+
+// pkg is one package's non-test files.
+type pkg struct {
+	dir   string
+	files map[string]*ast.File
+	fset  *token.FileSet
+}
+
+// load parses every package of the module under root, skipping test files.
+func load(t *testing.T) map[string]*pkg {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*pkg{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		p := out[rel]
+		if p == nil {
+			p = &pkg{dir: rel, files: map[string]*ast.File{}, fset: token.NewFileSet()}
+			out[rel] = p
+		}
+		f, err := parser.ParseFile(p.fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		p.files[filepath.Base(path)] = f
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tests/ holds only test files; it is a package all the same.
+	if _, err := os.Stat(filepath.Join(root, "tests")); err == nil && out["tests"] == nil {
+		out["tests"] = &pkg{dir: "tests", files: map[string]*ast.File{}, fset: token.NewFileSet()}
+	}
+	return out
+}
+
+func layerOf() map[string]int {
+	m := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l {
+			m[p] = i
+		}
+	}
+	return m
+}
+
+// TestImportsFlowOneWay: every package has a layer and imports only from
+// lower layers; the edge packages import only what they may.
+func TestImportsFlowOneWay(t *testing.T) {
+	layer := layerOf()
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		p := pkgs[dir]
+		mine, ok := layer[dir]
+		if !ok {
+			t.Errorf("package %s has no layer: place it in archtest's layers", dir)
+			continue
+		}
+		for _, imp := range projectImports(p) {
+			if allowed, edge := only[dir]; edge && !contains(allowed, imp) {
+				t.Errorf("%s imports %s; it may import only %v", dir, imp, allowed)
+			}
+			theirs, ok := layer[imp]
+			switch {
+			case !ok:
+				t.Errorf("%s imports %s, which has no layer", dir, imp)
+			case theirs >= mine:
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports must flow down", dir, mine, imp, theirs)
+			}
+		}
+	}
+}
+
+func projectImports(p *pkg) []string {
+	seen := map[string]bool{}
+	for _, f := range p.files {
+		for _, is := range f.Imports {
+			path, _ := strconv.Unquote(is.Path.Value)
+			if rest, ok := strings.CutPrefix(path, module); ok {
+				seen[rest] = true
+			}
+		}
+	}
+	return sorted(seen)
+}
+
+// TestNoInit: no package fills anything from init(); registries are values
+// built by constructors.
+func TestNoInit(t *testing.T) {
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		p := pkgs[dir]
+		for _, name := range sorted(p.files) {
+			for _, d := range p.files[name].Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == "init" {
+					t.Errorf("%s/%s:%d: func init", dir, name, p.fset.Position(fn.Pos()).Line)
+				}
+			}
+		}
+	}
+}
+
+// TestNoPackageState: a package-level variable is an error value or a
+// table nothing writes: never assigned, incremented, addressed or called
+// through a method, anywhere in its package. Two servers in one process
+// then share nothing, and tests may run in parallel.
+func TestNoPackageState(t *testing.T) {
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		p := pkgs[dir]
+		vars := map[string]token.Position{}
+		for _, f := range p.files {
+			for _, d := range f.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					for _, n := range spec.(*ast.ValueSpec).Names {
+						if n.Name != "_" && !isErrorName(n.Name) {
+							vars[n.Name] = p.fset.Position(n.Pos())
+						}
+					}
+				}
+			}
+		}
+		for _, f := range p.files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				for _, target := range written(n) {
+					id := root(target)
+					if id == nil {
+						continue
+					}
+					pos, ok := vars[id.Name]
+					// The parser resolves names within one file: another
+					// file's package-level variable is left unresolved,
+					// while a local of the same name is resolved.
+					if ok && (id.Obj == nil || isPackageLevel(id.Obj, f)) {
+						t.Errorf("%s: package-level %s is written at %s", pos, id.Name, p.fset.Position(n.Pos()))
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// written returns the expressions n writes to.
+func written(n ast.Node) []ast.Expr {
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		if n.Tok != token.DEFINE {
+			return n.Lhs
+		}
+	case *ast.IncDecStmt:
+		return []ast.Expr{n.X}
+	case *ast.UnaryExpr:
+		if n.Op == token.AND {
+			return []ast.Expr{n.X}
+		}
+	case *ast.CallExpr:
+		if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && (id.Obj == nil || id.Obj.Kind == ast.Var) {
+				return []ast.Expr{sel.X} // a method call may change its receiver
+			}
+		}
+	}
+	return nil
+}
+
+// root is the variable an expression such as x, x.f, x[i] or *x names.
+func root(e ast.Expr) *ast.Ident {
+	for {
+		switch x := e.(type) {
+		case *ast.Ident:
+			return x
+		case *ast.SelectorExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.ParenExpr:
+			e = x.X
+		default:
+			return nil
+		}
+	}
+}
+
+// isPackageLevel reports whether obj is declared at the top of f.
+func isPackageLevel(obj *ast.Object, f *ast.File) bool {
+	return f.Scope.Lookup(obj.Name) == obj
+}
+
+func isErrorName(name string) bool {
+	return strings.HasPrefix(name, "err") || strings.HasPrefix(name, "Err")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sorted[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
