@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseInt(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want int64
@@ -30,6 +31,7 @@ func TestParseInt(t *testing.T) {
 // the spelling's own table): the whole-seconds fast path and errors that
 // name the argument.
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want time.Duration
@@ -57,6 +59,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestGlobMatch(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pat, s string
 		want   bool
@@ -74,6 +77,7 @@ func TestGlobMatch(t *testing.T) {
 }
 
 func TestSyntaxToDocArgs(t *testing.T) {
+	t.Parallel()
 	cmd := &Command{Syntax: "key max_burst tokens_per_period period [TOKENS count]"}
 	args := cmd.Args()
 	if len(args) != 5 || args[0].Type != "key" || args[4].Token != "TOKENS" || !args[4].Optional || args[4].Type != "integer" {

@@ -9,6 +9,7 @@ import (
 var update = flag.Bool("update", false, "rewrite docs/commands.md from the command table")
 
 func TestCommandReference(t *testing.T) {
+	t.Parallel()
 	const path = "../docs/commands.md"
 	want := NewTable().Reference()
 	if *update {
@@ -26,6 +27,7 @@ func TestCommandReference(t *testing.T) {
 }
 
 func TestEveryCommandIsDocumented(t *testing.T) {
+	t.Parallel()
 	var check func(cmds []*Command)
 	check = func(cmds []*Command) {
 		for _, c := range cmds {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSplitArgs(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want []string
@@ -32,6 +33,7 @@ func TestSplitArgs(t *testing.T) {
 }
 
 func TestConfigFile(t *testing.T) {
+	t.Parallel()
 	file := `# a comment
 port 7000
 
@@ -84,6 +86,7 @@ func FuzzSplitArgs(f *testing.F) {
 // it names to the running value once, gains the directives that differ
 // from the defaults, and reads back as the running configuration.
 func TestRewriteConfigFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "limitdb.conf")
 	orig := `# limitdb test config
 port 7000
@@ -144,6 +147,7 @@ requirepass "a \"b\" \\c #d\tx"
 // Every directive's CONFIG GET value is one its Set (CONFIG SET, the
 // config file, CONFIG REWRITE's output) takes back unchanged.
 func TestDirectiveValuesRoundTrip(t *testing.T) {
+	t.Parallel()
 	cfg := Default()
 	for _, d := range Builtin().All() {
 		if d.Set == nil {

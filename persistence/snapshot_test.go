@@ -41,6 +41,7 @@ func dump(t *testing.T, e *engine.Engine) map[string]engine.Entry {
 }
 
 func TestSaveLoadRoundTrip(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewFakeClock(t0)
 	src := engine.New(clock, 8)
 	fill(src, 1000)
@@ -89,6 +90,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 }
 
 func TestLoadRefusesDamage(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewFakeClock(t0)
 	src := engine.New(clock, 4)
 	fill(src, 50)
@@ -141,6 +143,7 @@ func TestLoadRefusesDamage(t *testing.T) {
 }
 
 func TestSections(t *testing.T) {
+	t.Parallel()
 	var stored []byte
 	var with Sections
 	with.Add("test-section", func() ([]byte, error) { return []byte("policy data"), nil },
@@ -197,6 +200,7 @@ func BenchmarkSave(b *testing.B) {
 // shard can hold into a server with one shard: an error naming the cause,
 // not a panic at start-up.
 func TestLoadIntoTooFewShards(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("saves and loads 300 MiB of keys")
 	}

@@ -12,6 +12,7 @@ import (
 // a denial charges nothing, a peek writes nothing, RL.HITALL is all or
 // nothing, and shadow never denies.
 func TestEveryAlgorithmThroughPolicies(t *testing.T) {
+	t.Parallel()
 	for _, alg := range Algorithms {
 		t.Run(string(alg), func(t *testing.T) {
 			s, e, clock := newTest(t,
@@ -73,6 +74,7 @@ func mustLimiter(t *testing.T, s *Store, name string) engine.Limiter {
 // algorithm, as docs/policies.md states it. Each case uses 4 of 10 a
 // minute, changes the policy, and peeks at remaining.
 func TestChangeKeepsUsage(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		alg    Algorithm
 		change Policy // Name and Algorithm are filled in
@@ -106,6 +108,7 @@ func TestChangeKeepsUsage(t *testing.T) {
 }
 
 func TestAlgorithmChangeStartsFresh(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t, Policy{Name: "p", Algorithm: GCRA, Limit: 2, Period: time.Minute})
 	hit(t, s, e, clock, "p", "k", 2)
 	for _, alg := range Algorithms[1:] {
@@ -117,6 +120,7 @@ func TestAlgorithmChangeStartsFresh(t *testing.T) {
 }
 
 func TestLeakyQueueReplyHasDelay(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t, Policy{Name: "q", Algorithm: LeakyQueue, Limit: 10, Period: time.Second, Burst: 3})
 	var delays []int64
 	for i := 0; i < 4; i++ {

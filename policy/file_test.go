@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseRulesValid(t *testing.T) {
+	t.Parallel()
 	src := `policies:
   - name: api-per-user
     algorithm: gcra
@@ -41,6 +42,7 @@ func TestParseRulesValid(t *testing.T) {
 }
 
 func TestParseRulesNone(t *testing.T) {
+	t.Parallel()
 	for _, src := range []string{"policies: []\n", "policies:\n"} {
 		ps, err := ParseRules("f", []byte(src))
 		if err != nil || len(ps) != 0 {
@@ -51,6 +53,7 @@ func TestParseRulesNone(t *testing.T) {
 
 // Every error names the file, the line and (where there is one) the field.
 func TestParseRulesErrors(t *testing.T) {
+	t.Parallel()
 	head := "policies:\n  - name: a\n    algorithm: gcra\n"
 	cases := []struct {
 		name, src string
@@ -121,6 +124,7 @@ func TestParseRulesErrors(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	good := map[string]time.Duration{
 		"60": time.Minute, "250ms": 250 * time.Millisecond, "1.5s": 1500 * time.Millisecond,
 		"5m": 5 * time.Minute, "1h": time.Hour, "1d": 24 * time.Hour, "10us": 10 * time.Microsecond,

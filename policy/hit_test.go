@@ -49,6 +49,7 @@ func hit(t *testing.T, s *Store, e *engine.Engine, c *engine.FakeClock, name, ke
 }
 
 func TestHitGCRASteps(t *testing.T) {
+	t.Parallel()
 	// 10 per second: one every 100 ms, at most 10 at once.
 	s, e, clock := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 10, Period: time.Second})
 	steps := []struct {
@@ -78,6 +79,7 @@ func TestHitGCRASteps(t *testing.T) {
 }
 
 func TestHitBurst(t *testing.T) {
+	t.Parallel()
 	// 100 a minute (one every 600 ms), at most 20 at once.
 	s, e, clock := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 100, Period: time.Minute, Burst: 20})
 	if got, want := hit(t, s, e, clock, "api", "k", 20), [5]int64{0, 20, 0, -1, 12000}; got != want {
@@ -89,6 +91,7 @@ func TestHitBurst(t *testing.T) {
 }
 
 func TestHitUnknownPolicy(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t)
 	_, err := s.Hit(e, []byte("nope"), []byte("k"), clock.Now(), 1)
 	if !errors.Is(err, ErrUnknown) || err.Error() != "unknown policy 'nope'" {
@@ -97,6 +100,7 @@ func TestHitUnknownPolicy(t *testing.T) {
 }
 
 func TestPoliciesNeverShareState(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t,
 		Policy{Name: "a", Algorithm: GCRA, Limit: 1, Period: time.Minute},
 		Policy{Name: "b", Algorithm: GCRA, Limit: 1, Period: time.Minute})
@@ -124,6 +128,7 @@ func TestPoliciesNeverShareState(t *testing.T) {
 }
 
 func TestShadowNeverDenies(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t, Policy{Name: "trial", Algorithm: GCRA, Limit: 2, Period: time.Minute, Shadow: true})
 	for i := 0; i < 5; i++ {
 		if got := hit(t, s, e, clock, "trial", "k", 1); got[0] != 0 || got[3] != -1 {
@@ -144,6 +149,7 @@ func TestShadowNeverDenies(t *testing.T) {
 // Changing a GCRA policy's rate keeps each client's usage counted in
 // requests: 5 used of 10 a minute is 5 used of 20, and 5 used of 5.
 func TestGCRAChangeKeepsUsage(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 10, Period: time.Minute})
 	hit(t, s, e, clock, "api", "k", 5)
 	steps := []struct {
@@ -174,6 +180,7 @@ func TestGCRAChangeKeepsUsage(t *testing.T) {
 }
 
 func TestStringUnderPolicyKeyIsWrongType(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 1, Period: time.Minute})
 	e.Do([]byte("rl:a:k"), clock.Now(), func(engine.Entry) (engine.Entry, bool) {
 		return engine.Entry{Kind: engine.KindString, Ext: []byte("v")}, true
@@ -208,6 +215,7 @@ func hitAll(t *testing.T, s *Store, e *engine.Engine, c *engine.FakeClock, cost 
 }
 
 func TestHitAllAllOrNothing(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t,
 		Policy{Name: "per-second", Algorithm: GCRA, Limit: 2, Period: time.Second},
 		Policy{Name: "per-day", Algorithm: GCRA, Limit: 1, Period: 24 * time.Hour})
@@ -231,6 +239,7 @@ func TestHitAllAllOrNothing(t *testing.T) {
 }
 
 func TestHitAllSamePairTwiceChargesTwice(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 3, Period: time.Minute})
 	limited, rs := hitAll(t, s, e, clock, 1, "a", "k", "a", "k")
 	if limited || rs[0][2] != 2 || rs[1][2] != 1 {
@@ -246,6 +255,7 @@ func TestHitAllSamePairTwiceChargesTwice(t *testing.T) {
 }
 
 func TestHitAllPeekAndErrorsWriteNothing(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 3, Period: time.Minute})
 	if limited, rs := hitAll(t, s, e, clock, 0, "a", "k1", "a", "k2"); limited || rs[0][2] != 3 {
 		t.Fatalf("peek: %v %v", limited, rs)
@@ -259,6 +269,7 @@ func TestHitAllPeekAndErrorsWriteNothing(t *testing.T) {
 }
 
 func TestHitAllShadowPair(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t,
 		Policy{Name: "real", Algorithm: GCRA, Limit: 5, Period: time.Minute},
 		Policy{Name: "trial", Algorithm: GCRA, Limit: 1, Period: time.Minute, Shadow: true})
@@ -276,6 +287,7 @@ func TestHitAllShadowPair(t *testing.T) {
 // Under concurrent RL.HITALLs across shards no call is ever half applied:
 // every admitted call charged both keys, every denied call neither.
 func TestHitAllConcurrentAtomic(t *testing.T) {
+	t.Parallel()
 	s, e, clock := newTest(t,
 		Policy{Name: "wide", Algorithm: GCRA, Limit: 50, Period: time.Hour},
 		Policy{Name: "narrow", Algorithm: GCRA, Limit: 30, Period: time.Hour})
@@ -315,6 +327,7 @@ func TestHitAllConcurrentAtomic(t *testing.T) {
 }
 
 func TestFileWinsAndRuntimeLayer(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTest(t, Policy{Name: "b", Algorithm: GCRA, Limit: 7, Period: time.Second})
 	s.setFile([]Policy{{Name: "a", Algorithm: GCRA, Limit: 1, Period: time.Second}, {Name: "b", Algorithm: GCRA, Limit: 2, Period: time.Second}})
 	if err := s.Set(Policy{Name: "a", Algorithm: GCRA, Limit: 3, Period: time.Second}); !errors.Is(err, ErrFileOwned) {
@@ -342,6 +355,7 @@ func TestFileWinsAndRuntimeLayer(t *testing.T) {
 }
 
 func TestSetValidates(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTest(t)
 	bad := []struct {
 		p     Policy
@@ -369,6 +383,7 @@ func TestSetValidates(t *testing.T) {
 }
 
 func TestRuntimeRoundTrip(t *testing.T) {
+	t.Parallel()
 	a, _, _ := newTest(t,
 		Policy{Name: "x", Algorithm: GCRA, Limit: 3, Period: 1500 * time.Millisecond, Burst: 2, Shadow: true},
 		Policy{Name: "y", Algorithm: GCRA, Limit: 9, Period: time.Hour})
@@ -396,6 +411,7 @@ func TestRuntimeRoundTrip(t *testing.T) {
 // The watcher applies a good change, keeps the last good rules on a broken
 // one and logs why once. poll is called directly: no sleeping.
 func TestWatchPoll(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	s := NewStore(log.New(&logs, "", 0))
 	path := filepath.Join(t.TempDir(), "limits.yaml")
@@ -445,6 +461,7 @@ func TestWatchPoll(t *testing.T) {
 }
 
 func TestLoadRulesBrokenAtStart(t *testing.T) {
+	t.Parallel()
 	s, _, _ := newTest(t)
 	path := filepath.Join(t.TempDir(), "limits.yaml")
 	os.WriteFile(path, []byte("policies:\n  - name: a\n"), 0o644)

@@ -112,6 +112,7 @@ var readerCases = []string{
 // bytes, whole and in small chunks, and wants the same commands and the
 // same error.
 func TestReaderMatchesRedcon(t *testing.T) {
+	t.Parallel()
 	for i, in := range readerCases {
 		want := redconTranscript([]byte(in))
 		for _, size := range []int{1, 3, 7, 1 << 20} {
@@ -199,6 +200,7 @@ func FuzzReaderLimits(f *testing.F) {
 // TestReaderLimits: a command over a limit is refused as soon as its bytes
 // break it, with Redis's error, before the rest of it arrives.
 func TestReaderLimits(t *testing.T) {
+	t.Parallel()
 	lim := Limits{MaxArgs: 3, MaxBulk: 100, MaxQuery: 64}
 	cases := []struct {
 		name, in, want string
@@ -236,6 +238,7 @@ func (blockingReader) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF 
 // follows others in the same read is held back, and judged on the next
 // Read under the limits then.
 func TestReaderJudgesAfterEarlierCommands(t *testing.T) {
+	t.Parallel()
 	auth := "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n"
 	big := "*2\r\n$4\r\nECHO\r\n$20\r\n" + strings.Repeat("x", 20) + "\r\n"
 	rd := NewReader(strings.NewReader(auth + big))
@@ -259,6 +262,7 @@ func TestReaderJudgesAfterEarlierCommands(t *testing.T) {
 }
 
 func TestAppendInt(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int64{0, 1, -1, 9, 10, 99, 100, -100, 123456789, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
 		want := ":" + strconv.FormatInt(n, 10) + "\r\n"
 		if got := string(AppendInt([]byte("x"), n)); got != "x"+want {
@@ -268,6 +272,7 @@ func TestAppendInt(t *testing.T) {
 }
 
 func TestWriterRESP2AndRESP3(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		write      func(w *Writer)
