@@ -81,9 +81,7 @@ func (s *Server) Open(conn Conn) bool {
 		return false
 	}
 	max := s.guard.limits().MaxClients
-	s.clientsMu.Lock()
-	n := len(s.clients)
-	s.clientsMu.Unlock()
+	n := s.clients.count()
 	if n >= max {
 		s.rejectedConn.Add(1)
 		c.w.Error("ERR max number of clients reached")
@@ -91,9 +89,7 @@ func (s *Server) Open(conn Conn) bool {
 	}
 	c.lastActive.Store(time.Now().UnixNano())
 	conn.SetContext(c)
-	s.clientsMu.Lock()
-	s.clients[c] = struct{}{}
-	s.clientsMu.Unlock()
+	s.clients.add(c)
 	s.totalConns.Add(1)
 	return true
 }

@@ -175,9 +175,7 @@ func portOf(s *Server) string {
 func (s *Server) SetListenPort(port int) { s.listenPort.Store(int64(port)) }
 
 func infoClients(s *Server, b *strings.Builder) {
-	s.clientsMu.Lock()
-	n := len(s.clients)
-	s.clientsMu.Unlock()
+	n := s.clients.count()
 	infoLine(b, "connected_clients", n)
 	infoLine(b, "blocked_clients", 0)
 }

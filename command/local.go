@@ -23,9 +23,7 @@ func (s *Server) NewLocalClient() *LocalClient {
 	lc.w = resp.NewWriter(&lc.out)
 	lc.Addr, lc.LAddr = "local", "local"
 	lc.setAuthed(!s.authRequired())
-	s.clientsMu.Lock()
-	s.clients[lc.Client] = struct{}{}
-	s.clientsMu.Unlock()
+	s.clients.add(lc.Client)
 	return lc
 }
 
@@ -51,7 +49,5 @@ func (lc *LocalClient) DoString(args ...string) []byte {
 // Close forgets the client: CLIENT LIST no longer shows it.
 func (lc *LocalClient) Close() {
 	lc.closing = true
-	lc.srv.clientsMu.Lock()
-	delete(lc.srv.clients, lc.Client)
-	lc.srv.clientsMu.Unlock()
+	lc.srv.clients.remove(lc.Client)
 }

@@ -44,8 +44,7 @@ type Server struct {
 	started time.Time
 	nextID  atomic.Int64
 
-	clientsMu sync.Mutex
-	clients   map[*Client]struct{}
+	clients clientSet // every connected client, and LocalClients
 
 	totalConns   atomic.Int64
 	totalCmds    atomic.Int64
@@ -90,7 +89,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		directives: config.Builtin(),
 		logger:     logger,
 		started:    time.Now(),
-		clients:    map[*Client]struct{}{},
 		done:       make(chan struct{}),
 	}
 	s.policies = policy.NewStore(nil)
@@ -155,9 +153,7 @@ func (s *Server) Closed(conn Conn, _ error) {
 	if c == nil {
 		return
 	}
-	s.clientsMu.Lock()
-	delete(s.clients, c)
-	s.clientsMu.Unlock()
+	s.clients.remove(c)
 }
 
 // EndBatch publishes what a batch of commands counted; the transport
@@ -180,14 +176,7 @@ func (s *Server) Command(conn Conn, args [][]byte) {
 
 // Clients returns the connected clients, ordered by ID.
 func (s *Server) Clients() []*Client {
-	s.clientsMu.Lock()
-	out := make([]*Client, 0, len(s.clients))
-	for c := range s.clients {
-		out = append(out, c)
-	}
-	s.clientsMu.Unlock()
-	sortClients(out)
-	return out
+	return s.clients.list()
 }
 
 // handle dispatches one command. The transport calls it for each command

@@ -35,9 +35,7 @@ func (s *Server) Started() time.Time { return s.started }
 
 // ConnectedClients is the number of open connections.
 func (s *Server) ConnectedClients() int {
-	s.clientsMu.Lock()
-	defer s.clientsMu.Unlock()
-	return len(s.clients)
+	return s.clients.count()
 }
 
 // ConnectionsReceived and CommandsProcessed are INFO stats' totals.
