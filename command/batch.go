@@ -7,22 +7,20 @@ import (
 
 // A batch is what one read from a connection delivered: a pipeline, or part
 // of one. Per-command work that does not need to be per command is done
-// once per batch here; BenchmarkPipeline measured each of these:
+// once per batch here (go test -bench Pipeline ./node/ shows each):
 //
-//   - The clocks. A command used to read the wall clock three times (the
-//     engine's now and the two ends of its stats timing). Now the engine's
-//     clock is read once per batch and every command of the batch gets that
-//     instant from c.Now(), so commands of one pipeline are consistent with
-//     each other. A command that is not FlagFast may take a while, so the
-//     clock is read again after it. Stats timing reads the monotonic clock
-//     once per command: each command's duration runs from the end of the
-//     previous one.
-//   - The shared counters. Every command used to add to its Command's
-//     atomics (calls, usec, failed, latency bucket) and to the server's and
-//     client's: cache lines that every core's connections write. They are
-//     now summed per run of identical commands in the client and published
-//     when the command changes or the batch ends; INFO, CLIENT LIST and
-//     metrics lag by at most the batch being answered.
+//   - The clocks. The engine's clock is read once per batch and every
+//     command of the batch gets that instant from c.Now(), so commands of
+//     one pipeline are consistent with each other. A command that is not
+//     FlagFast may take a while, so the clock is read again after it.
+//     Stats timing reads the monotonic clock once per command: each
+//     command's duration runs from the end of the previous one.
+//   - The shared counters. A command's calls, time, failures and latency
+//     bucket are summed per run of identical commands in the client and
+//     published to its Command's atomics when the command changes or the
+//     batch ends, so that connections on different cores do not write the
+//     same cache lines per command; INFO, CLIENT LIST and metrics lag by at
+//     most the batch being answered.
 type batch struct {
 	open  bool
 	now   int64         // engine clock for the batch (valid when haveNow)

@@ -67,14 +67,14 @@ type Server struct {
 	policies *policy.Store        // named policies: cmd_policy.go
 	sections persistence.Sections // a snapshot's sections beside the keyspace
 	persist  persistState         // snapshots: cmd_persist.go
-	slow     slowLog              // SLOWLOG: resp/slowlog.go
-	mem      memState             // maxmemory: resp/memory.go
+	slow     slowLog              // SLOWLOG: slowlog.go
+	mem      memState             // maxmemory: memory.go
 
 	closeOnce  sync.Once
 	listenPort atomic.Int64 // INFO's tcp_port, once listening
 	done       chan struct{}
 
-	guard guard // limits, users, shutdown draining (limits.go, auth.go, shutdown.go)
+	guard guard // limits and users (admission.go, auth.go, prepare.go)
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.

@@ -154,7 +154,7 @@ func (w *Writer) header(prefix byte, n int) {
 
 // AppendInt appends a RESP integer, formatting the digits by hand: limiter
 // replies are small numbers, and strconv's general path shows in
-// BenchmarkPipeline's profile (go test -bench Pipeline ./command/).
+// BenchmarkPipeline's profile (go test -bench Pipeline ./node/).
 func AppendInt(b []byte, n int64) []byte {
 	var buf [24]byte
 	i := len(buf) - 2

@@ -21,19 +21,20 @@ import (
 // event loop does not: after answering, the goroutine reads again, gets
 // EAGAIN, parks, and is woken through the runtime's poller and scheduler
 // when the next request comes. At pipeline 1 that is a third of the
-// server's reads and a goroutine switch per request (strace and perf in
-// bench/README.md, "Third session"). A poller instead waits on one epoll
-// set for every connection it owns, reads each ready socket once, runs the
+// server's reads and a goroutine switch per request (strace and perf,
+// docs/performance-history.md). A poller instead waits on one epoll set
+// for every connection it owns, reads each ready socket once, runs the
 // commands it holds, and only then writes every reply of the round, so the
-// replies leave together as Redis's do (figures: "Fourth session").
+// replies leave together as Redis's do (bench/headline.sh, with
+// --event-loop yes and no).
 //
 // There is one poller per GOMAXPROCS, each on its own goroutine; a new
 // connection goes to the next one in turn. A connection's socket is taken
 // from Go's poller (duplicated, the original closed) and wrapped in an
 // fdConn, a net.Conn whose reads return errWouldBlock instead of waiting.
-// Everything above it is unchanged: the guard, the reader, the handlers.
+// Everything above it is the same either way: the reader, the handlers.
 // TLS connections, and every connection on other systems, keep a goroutine
-// each (conn.go).
+// each (server.go).
 
 // errWouldBlock is an fdConn's read with nothing to read: the connection
 // waits for its poller.
@@ -553,7 +554,7 @@ func unixOrZero(t time.Time) int64 {
 // takes the P from one it sees across two of its ticks and hands it to
 // another thread, and shortens its own sleep to catch the next one. On a
 // server pinned to one core that was thousands of thread switches a second
-// (bench/README.md, "Fourth session").
+// (perf, docs/performance-history.md).
 
 func rawRead(fd int, b []byte) (int, syscall.Errno)  { return rawIO(syscall.SYS_READ, fd, b) }
 func rawWrite(fd int, b []byte) (int, syscall.Errno) { return rawIO(syscall.SYS_WRITE, fd, b) }

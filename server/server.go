@@ -286,7 +286,7 @@ func (s *Server) loop(c *Conn) error {
 		// benchmarks): with several, connections already run in parallel,
 		// and a yielding goroutine goes to the global run queue where
 		// another P may take it, moving the connection to another core for
-		// every batch (go test -bench Pipeline -cpu 2 ./command/: about
+		// every batch (go test -bench Pipeline -cpu 2 ./node/: about
 		// 250 ns more per command; at -cpu 1 no cost).
 		if s.yield {
 			runtime.Gosched()

@@ -13,7 +13,7 @@ import (
 // go to w, through the same read-answer-flush loop as a socket's, until rd
 // ends; it returns the error that ended it (io.EOF at rd's end). It
 // measures parsing, dispatch and replies without the kernel
-// (BenchmarkPipeline in command/).
+// (BenchmarkPipeline in node/).
 func (s *Server) ServeStream(rd io.Reader, w io.Writer) error {
 	nc := &guardConn{Conn: streamConn{rd, w}, s: s}
 	c := &Conn{nc: nc, addr: "127.0.0.1:1", laddr: "127.0.0.1:0", wr: resp.NewWriter(nc), rd: resp.NewReader(nc)}
