@@ -1,10 +1,14 @@
-// Package resp is limitdb's protocol edge: the redcon server, the one
-// command table (name, arity, flags, keys, docs, handler), argument parsing,
-// reply writing in RESP2 and RESP3, and connection state.
+// Package command is limitdb's command layer: the command table as a value
+// (name, arity, flags, key positions, docs, handler), dispatch, the gates
+// (authentication, ACL, key length, MULTI queueing, maxmemory), MULTI and
+// WATCH, statistics, the slow log, INFO, and every family of commands. A
+// command runs the same way from a connection (Conn) or with no socket
+// (LocalClient).
 //
-// Data flows one way: connection -> command table -> engine (shard lock ->
-// algorithm) -> reply. resp may import engine and its algorithm packages;
-// nothing below resp knows about the protocol.
+// Data flows one way: connection -> table -> gates -> handler -> engine
+// (shard lock -> algorithm) -> reply. command imports the wire format
+// (resp), the configuration, the engine, persistence and policies; it never
+// imports the transport (server) or the assembly (node).
 package command
 
 import (
