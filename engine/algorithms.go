@@ -23,46 +23,47 @@ import (
 // extbox.go (and logbuf.go for the sliding log) for what that asks of
 // callers.
 
-func init() {
-	RegisterExt(KindSlidingWindow, ExtCodec{
-		Append: func(b []byte, e *Entry) ([]byte, error) {
-			st := extRead[window.SlidingState](e.Ext)
-			if st == nil {
-				return nil, fmt.Errorf("sliding window state is %T", e.Ext)
-			}
-			return st.AppendBinary(b), nil
-		},
-		Decode: func(b []byte, e *Entry) error {
-			st, err := window.DecodeSliding(b)
-			if err != nil {
-				return err
-			}
-			e.Ext = newExtBox[window.SlidingState](st)
-			return nil
-		},
-	})
-	RegisterExt(KindSlidingLog, ExtCodec{
-		// The serialised form is the ring's alone, A and B 0: the form
-		// of every version, though A, B and C now hold part of the ring.
-		Append: func(b []byte, e *Entry) ([]byte, error) {
-			var r window.Ring
-			if !loadRing(&r, e) {
-				return nil, fmt.Errorf("sliding log state is %T", e.Ext)
-			}
-			e.A, e.B, e.C = 0, 0, 0
-			return r.AppendBinary(b), nil
-		},
-		Decode: func(b []byte, e *Entry) error {
-			r, err := window.DecodeRing(b)
-			if err != nil {
-				return err
-			}
-			ext, buf := newLogBuf(len(r.Words()))
-			copy(buf, r.Words())
-			e.A, e.B, e.C, e.Ext = r.Seen, r.State(), r.Oldest, ext
-			return nil
-		},
-	})
+// slidingWindowExt keeps a sliding window's sub-window counts.
+var slidingWindowExt = ExtCodec{
+	Append: func(b []byte, e *Entry) ([]byte, error) {
+		st := extRead[window.SlidingState](e.Ext)
+		if st == nil {
+			return nil, fmt.Errorf("sliding window state is %T", e.Ext)
+		}
+		return st.AppendBinary(b), nil
+	},
+	Decode: func(b []byte, e *Entry) error {
+		st, err := window.DecodeSliding(b)
+		if err != nil {
+			return err
+		}
+		e.Ext = newExtBox[window.SlidingState](st)
+		return nil
+	},
+}
+
+// slidingLogExt keeps a sliding log's ring of stamps.
+var slidingLogExt = ExtCodec{
+	// The serialised form is the ring's alone, A and B 0: the form
+	// of every version, though A, B and C now hold part of the ring.
+	Append: func(b []byte, e *Entry) ([]byte, error) {
+		var r window.Ring
+		if !loadRing(&r, e) {
+			return nil, fmt.Errorf("sliding log state is %T", e.Ext)
+		}
+		e.A, e.B, e.C = 0, 0, 0
+		return r.AppendBinary(b), nil
+	},
+	Decode: func(b []byte, e *Entry) error {
+		r, err := window.DecodeRing(b)
+		if err != nil {
+			return err
+		}
+		ext, buf := newLogBuf(len(r.Words()))
+		copy(buf, r.Words())
+		e.A, e.B, e.C, e.Ext = r.Seen, r.State(), r.Oldest, ext
+		return nil
+	},
 }
 
 // result converts an algorithm's nanosecond durations to the reply's

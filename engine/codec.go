@@ -7,8 +7,8 @@ import (
 )
 
 // ExtCodec turns one kind's Ext state into bytes and back. Kinds whose state
-// fits in A and B need none; a kind with Ext state registers one from the
-// file that defines the state.
+// fits in A and B need none; a kind with Ext state defines its codec in the
+// file that defines the state, and extCodecOf names it.
 type ExtCodec struct {
 	// Append appends the bytes of e's Ext state to b. A kind that keeps
 	// part of that state in A and B may serialise it there too, and set
@@ -19,14 +19,18 @@ type ExtCodec struct {
 	Decode func(b []byte, e *Entry) error
 }
 
-var extCodecs [256]*ExtCodec
-
-// RegisterExt sets the codec for kind's Ext state; call it from init.
-func RegisterExt(kind Kind, c ExtCodec) {
-	if extCodecs[kind] != nil {
-		panic(fmt.Sprintf("engine: ext codec for %v registered twice", kind))
+// extCodecOf is the codec of kind's Ext state; false for kinds without
+// Ext state.
+func extCodecOf(kind Kind) (ExtCodec, bool) {
+	switch kind {
+	case KindString:
+		return stringExt, true
+	case KindSlidingWindow:
+		return slidingWindowExt, true
+	case KindSlidingLog:
+		return slidingLogExt, true
 	}
-	extCodecs[kind] = &c
+	return ExtCodec{}, false
 }
 
 // ErrCorrupt is returned when bytes do not decode to an entry.
@@ -38,8 +42,8 @@ var ErrCorrupt = errors.New("engine: corrupt entry")
 func (e Entry) AppendBinary(b []byte) ([]byte, error) {
 	var ext []byte
 	if e.Ext != nil {
-		c := extCodecs[e.Kind]
-		if c == nil {
+		c, ok := extCodecOf(e.Kind)
+		if !ok {
 			return nil, fmt.Errorf("engine: no codec for %v ext state", e.Kind)
 		}
 		var err error
@@ -81,8 +85,8 @@ func DecodeEntry(b []byte) (Entry, int, error) {
 	}
 	off += n
 	if l > 0 {
-		c := extCodecs[e.Kind]
-		if c == nil {
+		c, ok := extCodecOf(e.Kind)
+		if !ok {
 			return e, 0, fmt.Errorf("%w: %v has no ext codec", ErrCorrupt, e.Kind)
 		}
 		if err := c.Decode(b[off:off+int(l)], &e); err != nil {

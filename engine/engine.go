@@ -115,6 +115,7 @@ type Engine struct {
 	side  []sideState // per shard, guarded by the shard's lock
 
 	expireNext atomic.Uint64 // the shard ExpireShards starts at
+	evictNext  atomic.Uint64 // the shard EvictSoonest starts at
 }
 
 // stored is an Entry as the table keeps it: 24 bytes without pointers, so

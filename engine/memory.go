@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math/rand/v2"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/limitdb/limitdb/shard"
@@ -30,8 +29,6 @@ func (e *Engine) UsedBytes() int64 {
 	return n
 }
 
-var evictShard atomic.Uint64
-
 // EvictSoonest deletes one key among those closest to expiry, as Redis's
 // volatile-ttl does: it samples sample keys at random places of one shard
 // (shards taken in turn), deletes expired ones it meets, and evicts the sampled key
@@ -40,7 +37,7 @@ var evictShard atomic.Uint64
 // (evicted or reaped). It locks one shard at a time.
 func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 	n := e.tab.Count()
-	start := int(evictShard.Add(1))
+	start := int(e.evictNext.Add(1))
 	var best []byte
 	for k := 0; k < n; k++ {
 		i := (start + k) % n

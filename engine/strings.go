@@ -26,20 +26,19 @@ var (
 	ErrLimiterExpire = errors.New("limiter keys expire by themselves when their limit is fresh; DEL resets a limit")
 )
 
-func init() {
-	RegisterExt(KindString, ExtCodec{
-		Append: func(b []byte, e *Entry) ([]byte, error) {
-			v, ok := e.Ext.([]byte)
-			if !ok {
-				return nil, errors.New("string ext is not []byte")
-			}
-			return append(b, v...), nil
-		},
-		Decode: func(b []byte, e *Entry) error {
-			e.Ext = append([]byte(nil), b...)
-			return nil
-		},
-	})
+// stringExt keeps a string's bytes when they are not a canonical integer.
+var stringExt = ExtCodec{
+	Append: func(b []byte, e *Entry) ([]byte, error) {
+		v, ok := e.Ext.([]byte)
+		if !ok {
+			return nil, errors.New("string ext is not []byte")
+		}
+		return append(b, v...), nil
+	},
+	Decode: func(b []byte, e *Entry) error {
+		e.Ext = append([]byte(nil), b...)
+		return nil
+	},
 }
 
 // StringEntry is the entry for value (copied) expiring at expire.
