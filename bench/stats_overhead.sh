@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What INFO limits, the slow log, the MULTI gate and EXEC's re-entrant shard
-# locks cost a CL.THROTTLE: the same Go micro-benchmarks built twice, from
+# What INFO limits, the slow log, the MULTI gate and the transaction check
+# of the shard locks cost a CL.THROTTLE: the same Go micro-benchmarks built twice, from
 # this tree and from a copy with those four hunks removed, run interleaved
 # ROUNDS times and compared by CPU time per command (cpu-ns/op), the
 # median and the minimum. Wall time on a shared machine measures the
@@ -21,20 +21,23 @@ def cut(path, old, new=""):
     if old not in s:
         raise SystemExit(f"stats_overhead.sh: {path} no longer has the hunk to remove: {old!r}")
     open(path, "w").write(s.replace(old, new))
-cut("resp/client.go", "\tc.countLimit(r.Limited)\n")                       # INFO limits
-cut("resp/batch.go", "\tc.srv.logIfSlow(c, cmd, args, d)\n")                # SLOWLOG
-cut("resp/multi.go", '\tregisterGate(90, "multi", multiGate)\n')            # MULTI queueing
+cut("command/client.go", "\tc.countLimit(r.Limited)\n")                    # INFO limits
+cut("command/batch.go", "\tc.srv.logIfSlow(c, cmd, args, d)\n")             # SLOWLOG
+cut("command/multi.go", '\tt.registerGate(90, "multi", multiGate)\n')      # MULTI queueing
 cut("engine/engine.go", "\tif e.lockShard(i) {\n\t\tdefer s.Unlock()\n\t}\n\tvar ent Entry",
-    "\ts.Lock()\n\tdefer s.Unlock()\n\tvar ent Entry")                       # EXEC's re-entrant locks
+    "\ts.Lock()\n\tdefer s.Unlock()\n\tvar ent Entry")                       # the transaction check
 PY
 )
-(cd "$tmp/before" && go test -c -o "$tmp/before.test" ./resp)
-go test -c -o "$tmp/after.test" ./resp
+(cd "$tmp/before" && go test -c -o "$tmp/before-command.test" ./command && go test -c -o "$tmp/before-node.test" ./node)
+go test -c -o "$tmp/after-command.test" ./command
+go test -c -o "$tmp/after-node.test" ./node
 
 for ((r = 0; r < ROUNDS; r++)); do
   for v in before after; do
-    (cd resp && "$tmp/$v.test" -test.run '^$' -test.bench 'DispatchThrottle|Pipeline/CL.THROTTLE/P16/hot' \
-      -test.benchtime 300000x -test.cpu 1) | awk -v v=$v '/^Benchmark/ { for (i = 1; i <= NF; i++) if ($i == "cpu-ns/op") print v, $1, $(i-1) }'
+    for p in command:DispatchThrottle node:Pipeline/CL.THROTTLE/P16/hot; do
+      (cd "${p%%:*}" && "$tmp/$v-${p%%:*}.test" -test.run '^$' -test.bench "${p#*:}" \
+        -test.benchtime 300000x -test.cpu 1)
+    done | awk -v v=$v '/^Benchmark/ { for (i = 1; i <= NF; i++) if ($i == "cpu-ns/op") print v, $1, $(i-1) }'
   done
 done | sort -k2,2 -k1,1 -k3n | awk '
   { k = $2 " " $1; n[k]++; x[k, n[k]] = $3 }

@@ -44,10 +44,20 @@ type Client struct {
 	failed  bool   // the current command answered with an error
 	bt      batch  // per-batch clock and stats (batch.go)
 
-	multi *multiState // MULTI and WATCH (multi.go); nil until first used
+	multi *multiState    // MULTI and WATCH (multi.go); nil until first used
+	tx    *engine.Engine // the transaction's handle while EXEC runs; nil otherwise
 	// multiShown is what CLIENT LIST, on another connection's goroutine,
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32
+}
+
+// eng is the keyspace as the current command must reach it: through the
+// transaction's handle while EXEC runs its queue, the engine otherwise.
+func (c *Client) eng() *engine.Engine {
+	if c.tx != nil {
+		return c.tx
+	}
+	return c.srv.eng
 }
 
 // Name is the name set with CLIENT SETNAME.

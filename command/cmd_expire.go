@@ -73,7 +73,7 @@ func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte)
 			c.Err("ERR invalid expire time in '" + name + "' command")
 			return
 		}
-		set, err := c.srv.eng.SetExpire(args[1], now, at, cond)
+		set, err := c.eng().SetExpire(args[1], now, at, cond)
 		if err != nil {
 			c.Error(err)
 			return
@@ -100,7 +100,7 @@ func expireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
 
 func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
-		ent, ok := c.srv.eng.Get(args[1], c.Now())
+		ent, ok := c.eng().Get(args[1], c.Now())
 		switch {
 		case !ok:
 			c.Int(-2)
@@ -115,7 +115,7 @@ func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
 }
 
 func cmdPersist(c *Client, args [][]byte) {
-	done, err := c.srv.eng.Persist(args[1], c.Now())
+	done, err := c.eng().Persist(args[1], c.Now())
 	if err != nil {
 		c.Error(err)
 		return

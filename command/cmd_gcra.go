@@ -50,7 +50,7 @@ func cmdClThrottle(c *Client, args [][]byte) {
 		c.Error(limitError(err))
 		return
 	}
-	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), engine.CellLimiter{L: l}, quantity)
+	r, err := engine.Limit(c.eng(), args[1], c.Now(), engine.CellLimiter{L: l}, quantity)
 	if err != nil {
 		c.Error(limitError(err))
 		return
@@ -104,7 +104,7 @@ func cmdGCRA(c *Client, args [][]byte) {
 		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow")
 		return
 	}
-	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), engine.RedisGCRALimiter{L: l}, tokens)
+	r, err := engine.Limit(c.eng(), args[1], c.Now(), engine.RedisGCRALimiter{L: l}, tokens)
 	if errors.Is(err, gcra.ErrOverflow) {
 		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow")
 		return

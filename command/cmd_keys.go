@@ -45,7 +45,7 @@ func cmdDel(c *Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
-		if c.srv.eng.Delete(k, now) {
+		if c.eng().Delete(k, now) {
 			n++
 		}
 	}
@@ -56,7 +56,7 @@ func cmdExists(c *Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
-		if _, ok := c.srv.eng.Get(k, now); ok {
+		if _, ok := c.eng().Get(k, now); ok {
 			n++
 		}
 	}
@@ -64,14 +64,14 @@ func cmdExists(c *Client, args [][]byte) {
 }
 
 func cmdType(c *Client, args [][]byte) {
-	ent, _ := c.srv.eng.Get(args[1], c.Now())
+	ent, _ := c.eng().Get(args[1], c.Now())
 	c.Simple(ent.Kind.String())
 }
 
 func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
 		now := c.Now()
-		ent, ok := c.srv.eng.Get(args[1], now)
+		ent, ok := c.eng().Get(args[1], now)
 		switch {
 		case !ok:
 			c.Int(-2)
@@ -88,7 +88,7 @@ func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdDBSize(c *Client, _ [][]byte) { c.Int(int64(c.srv.eng.Len())) }
+func cmdDBSize(c *Client, _ [][]byte) { c.Int(int64(c.eng().Len())) }
 
 // cmdMemoryUsage answers MEMORY USAGE key [SAMPLES count]. Every key's
 // state is measured whole, so SAMPLES, which bounds Redis's sampling of
@@ -104,7 +104,7 @@ func cmdMemoryUsage(c *Client, args [][]byte) {
 		c.Err("ERR syntax error")
 		return
 	}
-	n, ok := c.srv.eng.KeyBytes(args[2], c.Now())
+	n, ok := c.eng().KeyBytes(args[2], c.Now())
 	if !ok {
 		c.Null()
 		return
@@ -149,7 +149,7 @@ func cmdScan(c *Client, args [][]byte) {
 			return
 		}
 	}
-	eng, now := c.srv.eng, c.Now()
+	eng, now := c.eng(), c.Now()
 	var keys []string
 	shard := int(cursor)
 	for ; shard < eng.Shards() && int64(len(keys)) < count; shard++ {
@@ -172,7 +172,7 @@ func cmdScan(c *Client, args [][]byte) {
 }
 
 func cmdKeys(c *Client, args [][]byte) {
-	eng, now, pattern := c.srv.eng, c.Now(), string(args[1])
+	eng, now, pattern := c.eng(), c.Now(), string(args[1])
 	var keys []string
 	for i := 0; i < eng.Shards(); i++ {
 		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
@@ -193,6 +193,6 @@ func cmdFlush(c *Client, args [][]byte) {
 		c.Error(errSyntax)
 		return
 	}
-	c.srv.eng.Flush()
+	c.eng().Flush()
 	c.OK()
 }

@@ -80,7 +80,7 @@ func limitReply[L engine.Limiter](c *Client, args [][]byte, l L, err error, cost
 		c.Error(err)
 		return
 	}
-	r, err := engine.Limit(c.srv.eng, args[1], c.Now(), l, cost)
+	r, err := engine.Limit(c.eng(), args[1], c.Now(), l, cost)
 	if err != nil {
 		c.Error(err)
 		return

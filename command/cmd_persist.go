@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
 )
 
@@ -189,7 +190,7 @@ func cmdLastSave(c *Client, _ [][]byte) {
 	c.Int(last.Unix())
 }
 
-func infoPersistence(s *Server, b *strings.Builder) {
+func infoPersistence(s *Server, eng *engine.Engine, b *strings.Builder) {
 	p := &s.persist
 	dirty := s.Dirty()
 	p.statMu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/limit"
 	"github.com/limitdb/limitdb/policy"
 )
@@ -49,7 +50,7 @@ func registerPolicy(t *Table) {
 					Complexity: "O(1)", Summary: "Lists the RL.POLICY subcommands.", Handler: helpFor("rl.policy")},
 			}},
 	)
-	t.registerLimitsInfo(func(s *Server, b *strings.Builder) { s.policies.AppendInfo(b) })
+	t.registerLimitsInfo(func(s *Server, eng *engine.Engine, b *strings.Builder) { s.policies.AppendInfo(b) })
 }
 
 // Policies is the named policies the server applies.
@@ -85,7 +86,7 @@ func cmdRLHit(c *Client, args [][]byte) {
 			return
 		}
 	}
-	r, err := c.srv.Policies().Hit(c.srv.eng, args[1], args[2], c.Now(), cost)
+	r, err := c.srv.Policies().Hit(c.eng(), args[1], args[2], c.Now(), cost)
 	if err != nil {
 		c.Error(policyError(err))
 		return
@@ -121,7 +122,7 @@ func cmdRLHitAll(c *Client, args [][]byte) {
 	for i := range pairs {
 		pairs[i] = policy.Pair{Policy: rest[2*i], Key: rest[2*i+1]}
 	}
-	limited, replies, err := c.srv.Policies().HitAll(c.srv.eng, pairs, c.Now(), cost)
+	limited, replies, err := c.srv.Policies().HitAll(c.eng(), pairs, c.Now(), cost)
 	if err != nil {
 		c.Error(policyError(err))
 		return

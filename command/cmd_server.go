@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
 )
 
 func registerServer(t *Table) {
@@ -86,11 +87,11 @@ func cmdShutdown(c *Client, args [][]byte) {
 type infoSection struct {
 	name   string
 	order  int
-	render func(s *Server, b *strings.Builder)
+	render func(s *Server, eng *engine.Engine, b *strings.Builder)
 }
 
 // registerInfo adds an INFO section; order places it among the default ones.
-func (t *Table) registerInfo(name string, order int, render func(s *Server, b *strings.Builder)) {
+func (t *Table) registerInfo(name string, order int, render func(s *Server, eng *engine.Engine, b *strings.Builder)) {
 	t.info = append(t.info, infoSection{name, order, render})
 	sort.SliceStable(t.info, func(i, j int) bool {
 		oi, oj := t.info[i].order, t.info[j].order
@@ -111,11 +112,15 @@ func registerServerInfo(t *Table) {
 }
 
 func cmdInfo(c *Client, args [][]byte) {
-	c.Verbatim(c.srv.Info(args[1:]...))
+	c.Verbatim(c.srv.info(c.eng(), args[1:]...))
 }
 
 // Info renders the INFO text for the given sections (none: the defaults).
-func (s *Server) Info(sections ...[]byte) string {
+func (s *Server) Info(sections ...[]byte) string { return s.info(s.eng, sections...) }
+
+// info renders INFO reading the keyspace through eng: inside EXEC, the
+// transaction's handle.
+func (s *Server) info(eng *engine.Engine, sections ...[]byte) string {
 	want := map[string]bool{}
 	for _, a := range sections {
 		want[strings.ToLower(string(a))] = true
@@ -135,7 +140,7 @@ func (s *Server) Info(sections ...[]byte) string {
 			title = "CPU" // as Redis spells it
 		}
 		b.WriteString("# " + title + "\r\n")
-		sec.render(s, &b)
+		sec.render(s, eng, &b)
 	}
 	return b.String()
 }
@@ -144,7 +149,7 @@ func infoLine(b *strings.Builder, key string, v any) {
 	fmt.Fprintf(b, "%s:%v\r\n", key, v)
 }
 
-func infoServer(s *Server, b *strings.Builder) {
+func infoServer(s *Server, eng *engine.Engine, b *strings.Builder) {
 	cfg := s.Config()
 	up := time.Since(s.started)
 	infoLine(b, "redis_version", redisVersion)
@@ -174,13 +179,13 @@ func portOf(s *Server) string {
 // (the configured one may be 0: any free port).
 func (s *Server) SetListenPort(port int) { s.listenPort.Store(int64(port)) }
 
-func infoClients(s *Server, b *strings.Builder) {
+func infoClients(s *Server, eng *engine.Engine, b *strings.Builder) {
 	n := s.clients.count()
 	infoLine(b, "connected_clients", n)
 	infoLine(b, "blocked_clients", 0)
 }
 
-func infoMemory(s *Server, b *strings.Builder) {
+func infoMemory(s *Server, eng *engine.Engine, b *strings.Builder) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	infoLine(b, "used_memory", ms.HeapAlloc)
@@ -190,7 +195,7 @@ func infoMemory(s *Server, b *strings.Builder) {
 	infoLine(b, "used_memory_sys", ms.Sys)
 	infoLine(b, "heap_objects", ms.HeapObjects)
 	infoLine(b, "gc_cycles", ms.NumGC)
-	infoMaxMemory(s, b)
+	infoMaxMemory(s, eng, b)
 }
 
 func humanBytes(n uint64) string {
@@ -205,8 +210,8 @@ func humanBytes(n uint64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-func infoStats(s *Server, b *strings.Builder) {
-	st := s.eng.Stats()
+func infoStats(s *Server, eng *engine.Engine, b *strings.Builder) {
+	st := eng.Stats()
 	infoLine(b, "total_connections_received", s.totalConns.Load())
 	infoLine(b, "total_commands_processed", s.totalCmds.Load())
 	infoLine(b, "rejected_connections", s.rejectedConn.Load())
@@ -216,7 +221,7 @@ func infoStats(s *Server, b *strings.Builder) {
 	infoLine(b, "keyspace_misses", st.KeyspaceMiss)
 }
 
-func infoCommandStats(s *Server, b *strings.Builder) {
+func infoCommandStats(s *Server, eng *engine.Engine, b *strings.Builder) {
 	var each func(cmds []*Command)
 	each = func(cmds []*Command) {
 		for _, cmd := range cmds {
@@ -235,8 +240,8 @@ func infoCommandStats(s *Server, b *strings.Builder) {
 	each(s.table.Sorted())
 }
 
-func infoKeyspace(s *Server, b *strings.Builder) {
-	if n := s.eng.Len(); n > 0 {
+func infoKeyspace(s *Server, eng *engine.Engine, b *strings.Builder) {
+	if n := eng.Len(); n > 0 {
 		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", n, n)
 	}
 }

@@ -38,7 +38,7 @@ func registerStrings(t *Table) {
 }
 
 func cmdGet(c *Client, args [][]byte) {
-	val, ok, err := c.srv.eng.GetString(args[1], c.Now(), c.scratch[:0])
+	val, ok, err := c.eng().GetString(args[1], c.Now(), c.scratch[:0])
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -52,7 +52,7 @@ func cmdGet(c *Client, args [][]byte) {
 
 // cmdStrlen answers STRLEN: redis-cli --bigkeys sizes strings with it.
 func cmdStrlen(c *Client, args [][]byte) {
-	val, _, err := c.srv.eng.GetString(args[1], c.Now(), c.scratch[:0])
+	val, _, err := c.eng().GetString(args[1], c.Now(), c.scratch[:0])
 	if err != nil {
 		c.Error(err)
 		return
@@ -120,7 +120,7 @@ func cmdSet(c *Client, args [][]byte) {
 			return
 		}
 	}
-	old, hadOld, done, err := c.srv.eng.SetString(args[1], now, args[2], o, c.scratch[:0])
+	old, hadOld, done, err := c.eng().SetString(args[1], now, args[2], o, c.scratch[:0])
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -143,7 +143,7 @@ func setExpiry(now, n, unit int64, abs bool, cmd string) (int64, error) {
 }
 
 func cmdSetNX(c *Client, args [][]byte) {
-	_, _, done, err := c.srv.eng.SetString(args[1], c.Now(), args[2], engine.SetOptions{NX: true}, nil)
+	_, _, done, err := c.eng().SetString(args[1], c.Now(), args[2], engine.SetOptions{NX: true}, nil)
 	if err != nil {
 		c.Error(err)
 		return
@@ -164,7 +164,7 @@ func cmdSetEx(unit int64, name string) func(c *Client, args [][]byte) {
 			c.Error(err)
 			return
 		}
-		if _, _, _, err := c.srv.eng.SetString(args[1], now, args[3], engine.SetOptions{Expire: at}, nil); err != nil {
+		if _, _, _, err := c.eng().SetString(args[1], now, args[3], engine.SetOptions{Expire: at}, nil); err != nil {
 			c.Error(err)
 			return
 		}
@@ -189,7 +189,7 @@ func cmdIncr(sign int64, withArg bool) func(c *Client, args [][]byte) {
 			}
 			delta = sign * n
 		}
-		n, err := c.srv.eng.IncrBy(args[1], c.Now(), delta)
+		n, err := c.eng().IncrBy(args[1], c.Now(), delta)
 		if err != nil {
 			c.Error(err)
 			return
@@ -202,7 +202,7 @@ func cmdMGet(c *Client, args [][]byte) {
 	keys := args[1:]
 	vals := make([][]byte, len(keys))
 	present := make([]bool, len(keys))
-	c.srv.eng.DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
+	c.eng().DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
 		for i := range keys {
 			ent := ents[firstKey(keys, i)]
 			if ent.Kind == engine.KindString {
@@ -242,7 +242,7 @@ func cmdMSet(nx bool) func(c *Client, args [][]byte) {
 		for i := 0; i < n; i++ {
 			keys[i], vals[i] = args[1+2*i], args[2+2*i]
 		}
-		done := c.srv.eng.SetStrings(keys, vals, c.Now(), nx)
+		done := c.eng().SetStrings(keys, vals, c.Now(), nx)
 		if nx {
 			c.Int(b2i(done))
 			return

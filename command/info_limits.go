@@ -3,6 +3,8 @@ package command
 import (
 	"fmt"
 	"strings"
+
+	"github.com/limitdb/limitdb/engine"
 )
 
 // The limits INFO section: how many requests each limiter command admitted
@@ -26,7 +28,7 @@ import (
 //
 // Lines are "name:value" or "name:k=v,k=v" ending in "\r\n", as in the rest
 // of INFO.
-func (t *Table) registerLimitsInfo(render func(s *Server, b *strings.Builder)) {
+func (t *Table) registerLimitsInfo(render func(s *Server, eng *engine.Engine, b *strings.Builder)) {
 	t.limitsInfo = append(t.limitsInfo, render)
 }
 
@@ -73,7 +75,7 @@ func eachCommand(t *Table, fn func(cmd *Command)) {
 	}
 }
 
-func infoLimits(s *Server, b *strings.Builder) {
+func infoLimits(s *Server, eng *engine.Engine, b *strings.Builder) {
 	stats := s.LimitStats()
 	var admitted, denied int64
 	for _, st := range stats {
@@ -86,6 +88,6 @@ func infoLimits(s *Server, b *strings.Builder) {
 		fmt.Fprintf(b, "limit_%s:admitted=%d,denied=%d\r\n", st.Command, st.Admitted, st.Denied)
 	}
 	for _, render := range s.table.limitsInfo {
-		render(s, b)
+		render(s, eng, b)
 	}
 }

@@ -1,8 +1,10 @@
 package command
 
 import (
+	"fmt"
 	"io"
 	"log"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,35 @@ func TestServersShareNothing(t *testing.T) {
 	a.srv.Commands().register(&Command{Name: "only.a", Arity: 1, Handler: func(c *Client, _ [][]byte) { c.OK() }})
 	if got := string(b.DoString("ONLY.A")); got[0] != '-' {
 		t.Fatalf("a command added to one server's table answered on the other: %q", got)
+	}
+}
+
+// TestExecRunsEveryQueuedCommandThroughTheTransaction: commands that reach
+// every shard (INFO, DBSIZE, KEYS, SCAN, FLUSHALL) queued in MULTI run
+// inside EXEC's transaction, which holds every shard, without waiting for
+// a lock it holds itself.
+func TestExecRunsEveryQueuedCommandThroughTheTransaction(t *testing.T) {
+	t.Parallel()
+	c, _ := newLocal(t)
+	c.DoString("SET", "k", "v")
+	done := make(chan string, 1)
+	go func() {
+		c.DoString("MULTI")
+		for _, cmd := range [][]string{{"INFO"}, {"DBSIZE"}, {"KEYS", "*"}, {"SCAN", "0"}, {"MEMORY", "USAGE", "k"},
+			{"CL.THROTTLE", "t", "1", "1", "60"}, {"FLUSHALL"}, {"DBSIZE"}} {
+			if got := string(c.DoString(cmd...)); got != "+QUEUED\r\n" {
+				done <- fmt.Sprintf("%q queued as %q", cmd, got)
+				return
+			}
+		}
+		done <- string(c.DoString("EXEC"))
+	}()
+	select {
+	case got := <-done:
+		if !strings.HasPrefix(got, "*8\r\n") || !strings.HasSuffix(got, ":0\r\n") {
+			t.Fatalf("EXEC answered %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("EXEC did not finish: a queued command waited for a shard its own transaction holds")
 	}
 }

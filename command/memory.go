@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/limitdb/limitdb/engine"
 )
 
 // maxmemory: the keyspace's accounted memory (engine.UsedBytes: every key's
@@ -96,10 +98,10 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 	return false
 }
 
-func infoMaxMemory(s *Server, b *strings.Builder) {
+func infoMaxMemory(s *Server, eng *engine.Engine, b *strings.Builder) {
 	cfg := s.Config()
-	total, _ := s.eng.MemoryBytes()
-	used := s.eng.UsedBytes()
+	total, _ := eng.MemoryBytes()
+	used := eng.UsedBytes()
 	infoLine(b, "used_memory_dataset", used)
 	infoLine(b, "used_memory_dataset_human", humanBytes(uint64(max(used, 0))))
 	infoLine(b, "used_memory_keyspace_allocated", total)

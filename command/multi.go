@@ -152,7 +152,7 @@ func cmdWatch(c *Client, args [][]byte) {
 	now := c.Now()
 	for _, k := range args[1:] {
 		key := append([]byte(nil), k...)
-		m.watched = append(m.watched, watchedKey{key, entryState(c.srv.eng, key, now)})
+		m.watched = append(m.watched, watchedKey{key, entryState(c.eng(), key, now)})
 	}
 	c.OK()
 }
@@ -193,10 +193,12 @@ func cmdExec(c *Client, _ [][]byte) {
 	keys, all := transactionKeys(queue, watched)
 	self := c.lastCmd.Load()
 	s := c.srv
-	s.eng.Exclusive(keys, all, func() {
+	s.eng.Exclusive(keys, all, func(tx *engine.Engine) {
+		c.tx = tx // the queued commands reach the keyspace through the transaction
+		defer func() { c.tx = nil }()
 		now := c.Now()
 		for _, w := range watched {
-			if !bytes.Equal(entryState(s.eng, w.key, now), w.state) {
+			if !bytes.Equal(entryState(tx, w.key, now), w.state) {
 				c.NullArray()
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
 )
 
 // What every command costs, observed after its handler (Client.leave in
@@ -99,7 +100,7 @@ func (st *LatencyStat) percentile(p float64) float64 {
 	return float64(LatencyBound(latencyBuckets - 2).Microseconds())
 }
 
-func infoLatencyStats(s *Server, b *strings.Builder) {
+func infoLatencyStats(s *Server, eng *engine.Engine, b *strings.Builder) {
 	for _, st := range s.LatencyStats() {
 		fmt.Fprintf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n",
 			st.Command, st.percentile(50), st.percentile(99), st.percentile(99.9))

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitdb/limitdb/engine"
 )
 
 // Read-only views of the server's counters for exporters (metrics/): the
@@ -12,7 +14,7 @@ import (
 func registerStats(t *Table) {
 	// Sections some clients and dashboards read: limitdb is always a
 	// standalone primary.
-	t.registerInfo("replication", 70, func(_ *Server, b *strings.Builder) {
+	t.registerInfo("replication", 70, func(_ *Server, _ *engine.Engine, b *strings.Builder) {
 		infoLine(b, "role", "master")
 		infoLine(b, "connected_slaves", 0)
 	})

@@ -2,7 +2,11 @@
 
 package command
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/limitdb/limitdb/engine"
+)
 
 // infoCPU has nothing to report where getrusage does not exist.
-func infoCPU(_ *Server, _ *strings.Builder) {}
+func infoCPU(_ *Server, _ *engine.Engine, _ *strings.Builder) {}

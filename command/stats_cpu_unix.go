@@ -5,9 +5,11 @@ package command
 import (
 	"strings"
 	"syscall"
+
+	"github.com/limitdb/limitdb/engine"
 )
 
-func infoCPU(_ *Server, b *strings.Builder) {
+func infoCPU(_ *Server, _ *engine.Engine, b *strings.Builder) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return

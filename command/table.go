@@ -3,6 +3,8 @@ package command
 import (
 	"sort"
 	"strings"
+
+	"github.com/limitdb/limitdb/engine"
 )
 
 // Flag describes a command's behaviour; COMMAND and ACL categories derive
@@ -107,7 +109,7 @@ type Table struct {
 	byName     map[string]*Command
 	gates      []gate
 	info       []infoSection
-	limitsInfo []func(s *Server, b *strings.Builder)
+	limitsInfo []func(s *Server, eng *engine.Engine, b *strings.Builder)
 }
 
 // NewTable returns the table of every built-in family of commands.

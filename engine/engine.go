@@ -107,8 +107,16 @@ func (c *FakeClock) Set(ns int64) { c.ns.Store(ns) }
 // Advance moves the clock by d.
 func (c *FakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// Engine is the keyspace.
+// Engine is the keyspace, or a transaction's handle on it (Exclusive):
+// the same keys, but a handle does not lock the shards its transaction
+// holds.
 type Engine struct {
+	*keyspace
+	held []bool // in a transaction's handle, the shards it holds; nil otherwise
+}
+
+// keyspace is the state an engine and its transactions' handles share.
+type keyspace struct {
 	clock Clock
 	tab   *shard.Table[stored]
 	stats []shardStats
@@ -170,8 +178,7 @@ type shardStats struct {
 	misses  atomic.Int64
 	changes atomic.Int64 // writes since start, for "changes since last save"
 	bytes   atomic.Int64 // estimated memory of the shard's keys (memory.go)
-	owner   atomic.Int64 // goroutine holding the shard in Exclusive (txn.go); 0: none
-	_       [32]byte
+	_       [40]byte
 }
 
 // New returns an empty keyspace of n shards (shard.DefaultShards if n <= 0).
@@ -183,7 +190,7 @@ func New(clock Clock, n int) *Engine {
 		clock = SystemClock{}
 	}
 	t := shard.New[stored](n)
-	return &Engine{clock: clock, tab: t, stats: make([]shardStats, t.Count()), side: make([]sideState, t.Count())}
+	return &Engine{keyspace: &keyspace{clock: clock, tab: t, stats: make([]shardStats, t.Count()), side: make([]sideState, t.Count())}}
 }
 
 // Now reads the engine's clock: once per command.

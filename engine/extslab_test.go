@@ -205,12 +205,12 @@ func TestExtSlotFollowsKey(t *testing.T) {
 			}
 		}, 3},
 		{"inside a transaction", func(t *testing.T, e *Engine) {
-			e.Exclusive(nil, true, func() {
-				hit(t, e, "a", t0, sl, 1)
-				hit(t, e, "b", t0, sl, 1)
-				e.Delete([]byte("a"), t0)
-				set(e, "b", "1")
-				hit(t, e, "c", t0, sl, 1)
+			e.Exclusive(nil, true, func(tx *Engine) {
+				hit(t, tx, "a", t0, sl, 1)
+				hit(t, tx, "b", t0, sl, 1)
+				tx.Delete([]byte("a"), t0)
+				set(tx, "b", "1")
+				hit(t, tx, "c", t0, sl, 1)
 			})
 		}, 1},
 	}
@@ -439,9 +439,9 @@ func randomOp(t *testing.T, rng *rand.Rand, evict bool) (mixOp, string) {
 	case p < 87:
 		return func(e *Engine, now int64) string {
 			var out string
-			e.Exclusive([][]byte{key, key2}, false, func() {
-				r, err := Limit(e, key, now, sl, 1)
-				out = fmt.Sprint(r, err, e.Delete(key2, now))
+			e.Exclusive([][]byte{key, key2}, false, func(tx *Engine) {
+				r, err := Limit(tx, key, now, sl, 1)
+				out = fmt.Sprint(r, err, tx.Delete(key2, now))
 			})
 			return out
 		}, "MULTI/EXEC"

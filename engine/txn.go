@@ -1,21 +1,21 @@
 package engine
 
 import (
-	"runtime"
 	"slices"
 )
 
 // Exclusive runs fn with the shards owning keys locked, in ascending order
 // (every shard when all is true), so that no other goroutine reads or
 // writes those keys until fn returns: the isolation of a MULTI/EXEC
-// transaction. fn runs whole commands, which call back into the engine; an
-// engine call from the goroutine running fn does not lock a shard that
-// Exclusive holds.
+// transaction. fn gets tx, the transaction's handle on the keyspace: calls
+// through tx do not lock the shards the transaction holds, so whole
+// commands run inside it. A call through e itself from fn on a held shard
+// waits for fn: a deadlock.
 //
 // fn must touch only the keys given (or all must be true): locking another
 // shard while holding these would break the ascending order that keeps
 // multi-key operations free of deadlock.
-func (e *Engine) Exclusive(keys [][]byte, all bool, fn func()) {
+func (e *Engine) Exclusive(keys [][]byte, all bool, fn func(tx *Engine)) {
 	var idx []int
 	if all {
 		idx = make([]int, e.tab.Count())
@@ -25,36 +25,29 @@ func (e *Engine) Exclusive(keys [][]byte, all bool, fn func()) {
 	} else {
 		idx = e.shardsOf(keys)
 	}
-	me := goroutineID()
+	tx := &Engine{keyspace: e.keyspace, held: make([]bool, e.tab.Count())}
 	locked := idx[:0]
 	defer func() {
 		for j := len(locked) - 1; j >= 0; j-- {
-			e.stats[locked[j]].owner.Store(0)
 			e.tab.Shard(locked[j]).Unlock()
 		}
 	}()
 	for _, i := range idx {
 		if e.lockShard(i) {
-			e.stats[i].owner.Store(me)
+			tx.held[i] = true
 			locked = append(locked, i)
 		}
 	}
-	fn()
+	fn(tx)
 }
 
 // lockShard locks shard i and reports true, or reports false without
-// locking when the calling goroutine already holds it in Exclusive. The
-// common, uncontended case costs what Lock costs; the goroutine's identity
-// is only read when the shard is busy and held by a transaction.
+// locking when e is a transaction's handle that holds it.
 func (e *Engine) lockShard(i int) bool {
-	s := e.tab.Shard(i)
-	if s.TryLock() {
-		return true
-	}
-	if o := e.stats[i].owner.Load(); o != 0 && o == goroutineID() {
+	if e.held != nil && e.held[i] {
 		return false
 	}
-	s.Lock()
+	e.tab.Shard(i).Lock()
 	return true
 }
 
@@ -81,25 +74,4 @@ func (e *Engine) shardsOf(keys [][]byte) []int {
 	}
 	slices.Sort(idx)
 	return slices.Compact(idx)
-}
-
-// goroutineID reads the calling goroutine's number from the first line of
-// its stack trace ("goroutine 42 [running]:"). Go hides goroutine identity
-// on purpose; it is needed only to let a transaction re-enter the shard
-// locks it holds, and only read on that rare path.
-func goroutineID() int64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	const prefix = "goroutine "
-	if len(b) < len(prefix) {
-		return -1
-	}
-	var id int64
-	for _, ch := range b[len(prefix):] {
-		if ch < '0' || ch > '9' {
-			break
-		}
-		id = id*10 + int64(ch-'0')
-	}
-	return id
 }

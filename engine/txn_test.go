@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestExclusiveIsolatesItsKeys(t *testing.T) {
@@ -29,9 +31,9 @@ func TestExclusiveIsolatesItsKeys(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 2000; i++ {
-		e.Exclusive([][]byte{b, a}, false, func() {
-			e.IncrBy(a, t0, 1)
-			e.IncrBy(b, t0, 1) // re-enters the held shard instead of deadlocking
+		e.Exclusive([][]byte{b, a}, false, func(tx *Engine) {
+			tx.IncrBy(a, t0, 1)
+			tx.IncrBy(b, t0, 1) // through the handle: the held shard is not locked again
 		})
 	}
 	close(stop)
@@ -49,19 +51,19 @@ func TestExclusiveAllShardsReentersEveryLock(t *testing.T) {
 	for _, k := range []string{"x", "y", "z"} {
 		e.IncrBy([]byte(k), t0, 1)
 	}
-	e.Exclusive(nil, true, func() {
-		if n := e.Len(); n != 3 {
+	e.Exclusive(nil, true, func(tx *Engine) {
+		if n := tx.Len(); n != 3 {
 			t.Errorf("Len inside = %d", n)
 		}
 		seen := 0
-		for i := 0; i < e.Shards(); i++ {
-			e.RangeShard(i, t0, func(string, *Entry) bool { seen++; return true })
+		for i := 0; i < tx.Shards(); i++ {
+			tx.RangeShard(i, t0, func(string, *Entry) bool { seen++; return true })
 		}
 		if seen != 3 {
 			t.Errorf("RangeShard inside saw %d keys", seen)
 		}
-		e.SetStrings([][]byte{[]byte("x"), []byte("w")}, [][]byte{[]byte("1"), []byte("2")}, t0, false)
-		e.Flush()
+		tx.SetStrings([][]byte{[]byte("x"), []byte("w")}, [][]byte{[]byte("1"), []byte("2")}, t0, false)
+		tx.Flush()
 	})
 	if n := e.Len(); n != 0 {
 		t.Errorf("after Flush inside: %d keys", n)
@@ -75,14 +77,39 @@ func TestExclusiveAllShardsReentersEveryLock(t *testing.T) {
 	}
 }
 
-func TestGoroutineIDsDiffer(t *testing.T) {
-	mine := goroutineID()
-	other := make(chan int64)
-	go func() { other <- goroutineID() }()
-	if o := <-other; mine <= 0 || o <= 0 || o == mine {
-		t.Errorf("goroutine ids %d and %d", mine, o)
+// TestHandleLocksWhatItDoesNotHold: a transaction's handle locks the
+// shards its transaction does not hold, and only the handle skips the held
+// ones: another goroutine's call on a held key waits until fn returns.
+func TestHandleLocksWhatItDoesNotHold(t *testing.T) {
+	e := New(nil, 8)
+	a := []byte("a")
+	var other []byte // a key in another shard than a's
+	for i := 0; other == nil; i++ {
+		if k := []byte(fmt.Sprint("k", i)); e.tab.Index(k) != e.tab.Index(a) {
+			other = k
+		}
 	}
-	if goroutineID() != mine {
-		t.Error("goroutine id not stable")
+	done := make(chan struct{})
+	e.Exclusive([][]byte{a}, false, func(tx *Engine) {
+		go func() {
+			e.IncrBy(a, t0, 10) // waits for the transaction
+			close(done)
+		}()
+		tx.IncrBy(other, t0, 1) // not held: the handle locks and unlocks it
+		if n, _ := e.IncrBy(other, t0, 1); n != 2 {
+			t.Errorf("other = %d through the engine, want 2", n)
+		}
+		select {
+		case <-done:
+			t.Error("a call on a held key ran inside the transaction")
+		case <-time.After(20 * time.Millisecond):
+		}
+		if n, _ := tx.IncrBy(a, t0, 1); n != 1 {
+			t.Errorf("a = %d inside, want 1", n)
+		}
+	})
+	<-done
+	if n, _ := e.IncrBy(a, t0, 0); n != 11 {
+		t.Errorf("a = %d after, want 11", n)
 	}
 }
