@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
@@ -18,20 +19,20 @@ import (
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
 // serve starts a limitdb server on a free loopback port with a fake clock.
-func serve(t *testing.T) (addr string, clock *engine.FakeClock) {
+func serve(t *testing.T) (addr string, clk *clock.Fake) {
 	t.Helper()
-	clock = engine.NewFakeClock(t0)
+	clk = clock.NewFake(t0)
 	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	srv := node.New(cfg, engine.New(clock, 0), nil)
+	srv := node.New(cfg, engine.New(clk, 0), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), clock
+	return ln.Addr().String(), clk
 }
 
 func connect(t *testing.T, addr string, protocol int) *client.Client {
@@ -50,10 +51,10 @@ type step struct {
 }
 
 // walk applies l to key at each step and compares the whole Result.
-func walk(t *testing.T, c *client.Client, clock *engine.FakeClock, key string, l client.Limit, steps []step) {
+func walk(t *testing.T, c *client.Client, clk *clock.Fake, key string, l client.Limit, steps []step) {
 	t.Helper()
 	for i, s := range steps {
-		clock.Advance(s.advance)
+		clk.Advance(s.advance)
 		got, err := c.Take(context.Background(), key, l, s.cost)
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
@@ -70,12 +71,12 @@ const (
 )
 
 func TestTypedCalls(t *testing.T) {
-	addr, clock := serve(t)
+	addr, clk := serve(t)
 	for _, proto := range []int{2, 3} {
 		c := connect(t, addr, proto)
 		t.Run(fmt.Sprint("CL.THROTTLE/resp", proto), func(t *testing.T) {
 			// redis-cell's README limit: burst 15, 30 per minute.
-			walk(t, c, clock, fmt.Sprint("throttle", proto), client.Throttle{MaxBurst: 15, Count: 30, Period: time.Minute}, []step{
+			walk(t, c, clk, fmt.Sprint("throttle", proto), client.Throttle{MaxBurst: 15, Count: 30, Period: time.Minute}, []step{
 				{0, 1, client.Result{Limit: 16, Remaining: 15, ResetAfter: 2 * s}},
 				{0, 0, client.Result{Limit: 16, Remaining: 15, ResetAfter: 2 * s}},
 				{0, 15, client.Result{Limit: 16, Remaining: 0, ResetAfter: 32 * s}},
@@ -86,7 +87,7 @@ func TestTypedCalls(t *testing.T) {
 		})
 		t.Run(fmt.Sprint("GCRA/resp", proto), func(t *testing.T) {
 			// Redis 8.8's GCRA: burst 2, 1 token per 0.5 s.
-			walk(t, c, clock, fmt.Sprint("gcra", proto), client.GCRA{MaxBurst: 2, TokensPerPeriod: 1, Period: 500 * time.Millisecond}, []step{
+			walk(t, c, clk, fmt.Sprint("gcra", proto), client.GCRA{MaxBurst: 2, TokensPerPeriod: 1, Period: 500 * time.Millisecond}, []step{
 				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: 1 * s}},
 				{0, 2, client.Result{Limit: 3, Remaining: 0, ResetAfter: 2 * s}},
 				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: 1 * s, ResetAfter: 2 * s}},
@@ -94,7 +95,7 @@ func TestTypedCalls(t *testing.T) {
 			})
 		})
 		t.Run(fmt.Sprint("TB.TAKE/resp", proto), func(t *testing.T) {
-			walk(t, c, clock, fmt.Sprint("tb", proto), client.TokenBucket{Capacity: 10, Refill: 1, Period: s}, []step{
+			walk(t, c, clk, fmt.Sprint("tb", proto), client.TokenBucket{Capacity: 10, Refill: 1, Period: s}, []step{
 				{0, 1, client.Result{Limit: 10, Remaining: 9, ResetAfter: s}},
 				{0, 9, client.Result{Limit: 10, Remaining: 0, ResetAfter: 10 * s}},
 				{0, 1, client.Result{Limited: true, Limit: 10, RetryAfter: s, ResetAfter: 10 * s}},
@@ -104,7 +105,7 @@ func TestTypedCalls(t *testing.T) {
 			})
 		})
 		t.Run(fmt.Sprint("LB.QUEUE/resp", proto), func(t *testing.T) {
-			walk(t, c, clock, fmt.Sprint("lb", proto), client.LeakyQueue{Capacity: 3, Rate: 10, Period: s}, []step{
+			walk(t, c, clk, fmt.Sprint("lb", proto), client.LeakyQueue{Capacity: 3, Rate: 10, Period: s}, []step{
 				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: 100 * ms}},
 				{0, 1, client.Result{Limit: 3, Remaining: 1, ResetAfter: 200 * ms, Delay: 100 * ms}},
 				{0, 1, client.Result{Limit: 3, Remaining: 0, ResetAfter: 300 * ms, Delay: 200 * ms}},
@@ -113,9 +114,9 @@ func TestTypedCalls(t *testing.T) {
 		})
 		// The fake clock may sit anywhere in a window: start each window
 		// test at a whole second.
-		clock.Set((clock.Now()/int64(s) + 1) * int64(s))
+		clk.Set((clk.Now()/int64(s) + 1) * int64(s))
 		t.Run(fmt.Sprint("FW.INCR/resp", proto), func(t *testing.T) {
-			walk(t, c, clock, fmt.Sprint("fw", proto), client.FixedWindow{Limit: 3, Window: s}, []step{
+			walk(t, c, clk, fmt.Sprint("fw", proto), client.FixedWindow{Limit: 3, Window: s}, []step{
 				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: s}},
 				{0, 2, client.Result{Limit: 3, Remaining: 0, ResetAfter: s}},
 				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: s, ResetAfter: s}},
@@ -123,23 +124,23 @@ func TestTypedCalls(t *testing.T) {
 				{ms, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: s}},
 			})
 		})
-		clock.Set((clock.Now()/int64(s) + 1) * int64(s))
+		clk.Set((clk.Now()/int64(s) + 1) * int64(s))
 		t.Run(fmt.Sprint("SW.INCR/resp", proto), func(t *testing.T) {
-			walk(t, c, clock, fmt.Sprint("sw", proto), client.SlidingWindow{Limit: 10, Window: s}, []step{
+			walk(t, c, clk, fmt.Sprint("sw", proto), client.SlidingWindow{Limit: 10, Window: s}, []step{
 				{0, 10, client.Result{Limit: 10, Remaining: 0, ResetAfter: 2 * s}},
 				{s, 1, client.Result{Limited: true, Limit: 10, RetryAfter: 100 * ms, ResetAfter: s}},
 				{100 * ms, 1, client.Result{Limit: 10, Remaining: 0, ResetAfter: 1900 * ms}},
 			})
 		})
-		clock.Set((clock.Now()/int64(s) + 1) * int64(s))
+		clk.Set((clk.Now()/int64(s) + 1) * int64(s))
 		t.Run(fmt.Sprint("SW.INCR PRECISION/resp", proto), func(t *testing.T) {
-			walk(t, c, clock, fmt.Sprint("swp", proto), client.SlidingWindow{Limit: 10, Window: s, Precision: 10}, []step{
+			walk(t, c, clk, fmt.Sprint("swp", proto), client.SlidingWindow{Limit: 10, Window: s, Precision: 10}, []step{
 				{0, 10, client.Result{Limit: 10, Remaining: 0, ResetAfter: 1100 * ms}},
 				{s, 1, client.Result{Limited: true, Limit: 10, RetryAfter: 10 * ms, ResetAfter: 100 * ms}},
 			})
 		})
 		t.Run(fmt.Sprint("SL.INCR/resp", proto), func(t *testing.T) {
-			walk(t, c, clock, fmt.Sprint("sl", proto), client.SlidingLog{Limit: 3, Window: s}, []step{
+			walk(t, c, clk, fmt.Sprint("sl", proto), client.SlidingLog{Limit: 3, Window: s}, []step{
 				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: s}},
 				{300 * ms, 1, client.Result{Limit: 3, Remaining: 1, ResetAfter: s}},
 				{300 * ms, 1, client.Result{Limit: 3, Remaining: 0, ResetAfter: s}},

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
@@ -14,8 +15,8 @@ import (
 // BenchmarkDispatchThrottle is one CL.THROTTLE through the command table,
 // gates, handler, limiter, reply and the statistics kept after it.
 func BenchmarkDispatchThrottle(b *testing.B) {
-	clock := engine.NewFakeClock(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clock, 0), log.New(io.Discard, "", 0))
+	clk := clock.NewFake(1_700_000_000e9)
+	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
 	c := s.NewLocalClient()
 	cmds := make([][][]byte, 1000)
 	for i := range cmds {
@@ -32,7 +33,7 @@ func BenchmarkDispatchThrottle(b *testing.B) {
 			c.w.Reset()
 		}
 		if i%len(cmds) == len(cmds)-1 {
-			clock.Advance(1e9) // half a token per key per round: keys stay, half are denied
+			clk.Advance(1e9) // half a token per key per round: keys stay, half are denied
 		}
 	}
 }

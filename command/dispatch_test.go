@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
@@ -40,7 +41,7 @@ func (l *lockedBuffer) String() string {
 func TestPanicRecovered(t *testing.T) {
 	t.Parallel()
 	logs := &lockedBuffer{}
-	s := New(config.Default(), engine.New(engine.NewFakeClock(1_700_000_000e9), 0), log.New(logs, "", 0))
+	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0))
 	s.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
 		Handler: func(c *Client, _ [][]byte) {
 			var m map[string]int
@@ -96,9 +97,9 @@ func FuzzCommandArgs(f *testing.F) {
 		}
 	})
 	cfg.Dir = dir
-	clock := engine.NewFakeClock(1_700_000_000e9)
+	clk := clock.NewFake(1_700_000_000e9)
 	newServer := func() *Server {
-		s := New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
+		s := New(cfg, engine.New(clk, 0), log.New(logs, "", 0))
 		s.RequestShutdown = func(bool) {} // a SHUTDOWN among the inputs must not end the run
 		if err := s.Prepare(); err != nil {
 			f.Fatal(err)
@@ -122,7 +123,7 @@ func FuzzCommandArgs(f *testing.F) {
 		out := bytes.Clone(c.Do(args...))
 		closed := c.closing
 		c.Close()
-		clock.Advance(time.Millisecond)
+		clk.Advance(time.Millisecond)
 		if strings.Contains(logs.String(), "panic") {
 			t.Fatalf("%q panicked:\n%s", args, logs.String())
 		}

@@ -8,27 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
 // newLocal returns a client with no socket on a new server whose engine
 // reads a fake clock.
-func newLocal(t *testing.T) (*LocalClient, *engine.FakeClock) {
+func newLocal(t *testing.T) (*LocalClient, *clock.Fake) {
 	t.Helper()
-	clock := engine.NewFakeClock(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clock, 0), log.New(io.Discard, "", 0))
+	clk := clock.NewFake(1_700_000_000e9)
+	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}
-	return s.NewLocalClient(), clock
+	return s.NewLocalClient(), clk
 }
 
 // TestLocalClient runs commands with no socket, stepping the clock between
 // them: the same table, arity checks and replies as a connection.
 func TestLocalClient(t *testing.T) {
 	t.Parallel()
-	c, clock := newLocal(t)
+	c, clk := newLocal(t)
 	steps := []struct {
 		advance time.Duration // before the command
 		args    []string
@@ -47,7 +48,7 @@ func TestLocalClient(t *testing.T) {
 		{0, []string{"NOPE"}, "-ERR unknown command 'NOPE', with args beginning with: \r\n"},
 	}
 	for i, st := range steps {
-		clock.Advance(st.advance)
+		clk.Advance(st.advance)
 		if got := string(c.DoString(st.args...)); got != st.want {
 			t.Errorf("step %d: %q = %q, want %q", i, st.args, got, st.want)
 		}

@@ -14,8 +14,8 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
-	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/shard"
 )
 
@@ -79,34 +79,6 @@ func (e *Entry) Live(now int64) bool {
 	return e.Kind != KindNone && (e.Expire == 0 || e.Expire > now)
 }
 
-// Clock gives the current wall-clock time as integer Unix nanoseconds.
-type Clock interface{ Now() int64 }
-
-// SystemClock reads the real clock.
-type SystemClock struct{}
-
-// Now is time.Now in Unix nanoseconds.
-func (SystemClock) Now() int64 { return time.Now().UnixNano() }
-
-// FakeClock is a clock tests set and step by hand; safe for concurrent use.
-type FakeClock struct{ ns atomic.Int64 }
-
-// NewFakeClock starts a fake clock at ns.
-func NewFakeClock(ns int64) *FakeClock {
-	c := &FakeClock{}
-	c.ns.Store(ns)
-	return c
-}
-
-// Now returns the clock's current reading.
-func (c *FakeClock) Now() int64 { return c.ns.Load() }
-
-// Set moves the clock to ns (backwards too).
-func (c *FakeClock) Set(ns int64) { c.ns.Store(ns) }
-
-// Advance moves the clock by d.
-func (c *FakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // Engine is the keyspace, or a transaction's handle on it (Exclusive):
 // the same keys, but a handle does not lock the shards its transaction
 // holds.
@@ -117,7 +89,7 @@ type Engine struct {
 
 // keyspace is the state an engine and its transactions' handles share.
 type keyspace struct {
-	clock Clock
+	clock clock.Clock
 	tab   *shard.Table[stored]
 	stats []shardStats
 	side  []sideState // per shard, guarded by the shard's lock
@@ -181,20 +153,25 @@ type shardStats struct {
 	_       [40]byte
 }
 
-// New returns an empty keyspace of n shards (shard.DefaultShards if n <= 0).
-func New(clock Clock, n int) *Engine {
+// New returns an empty keyspace of n shards (shard.DefaultShards if n <= 0)
+// reading clk (the system clock if nil).
+func New(clk clock.Clock, n int) *Engine {
 	if n <= 0 {
 		n = shard.DefaultShards
 	}
-	if clock == nil {
-		clock = SystemClock{}
+	if clk == nil {
+		clk = clock.Real()
 	}
 	t := shard.New[stored](n)
-	return &Engine{keyspace: &keyspace{clock: clock, tab: t, stats: make([]shardStats, t.Count()), side: make([]sideState, t.Count())}}
+	return &Engine{keyspace: &keyspace{clock: clk, tab: t, stats: make([]shardStats, t.Count()), side: make([]sideState, t.Count())}}
 }
 
 // Now reads the engine's clock: once per command.
 func (e *Engine) Now() int64 { return e.clock.Now() }
+
+// Clock is the clock the engine was made with, which everything that
+// serves the keyspace reads and waits on.
+func (e *Engine) Clock() clock.Clock { return e.clock }
 
 // Do runs fn on key's entry at now under the shard's lock. fn gets the live
 // entry (Kind == KindNone when the key is absent or expired) and returns the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/httplimit"
@@ -29,7 +30,7 @@ func serve(t *testing.T) string {
 	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	srv := node.New(cfg, engine.New(engine.NewFakeClock(t0.UnixNano()), 0), nil)
+	srv := node.New(cfg, engine.New(clock.NewFake(t0.UnixNano()), 0), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
@@ -18,7 +19,7 @@ import (
 // and the endpoint's address.
 func startWithMetrics(t *testing.T) (*node.Node, *redis.Client, net.Addr) {
 	t.Helper()
-	eng := engine.New(engine.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()), 0)
+	eng := engine.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()), 0)
 	cfg := config.Default()
 	cfg.Dir = t.TempDir()
 	srv := node.New(cfg, eng, log.New(io.Discard, "", 0))

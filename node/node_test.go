@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
@@ -47,7 +48,7 @@ func serveTestWith(t testing.TB, prepare func(*Node)) (*Node, string, *lockedBuf
 	cfg := config.Default()
 	cfg.Port, cfg.Dir = 0, t.TempDir()
 	logs := &lockedBuffer{}
-	s := New(cfg, engine.New(engine.NewFakeClock(1_700_000_000e9), 0), log.New(logs, "", 0))
+	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0))
 	if prepare != nil {
 		prepare(s)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -42,8 +43,8 @@ func dump(t *testing.T, e *engine.Engine) map[string]engine.Entry {
 
 func TestSaveLoadRoundTrip(t *testing.T) {
 	t.Parallel()
-	clock := engine.NewFakeClock(t0)
-	src := engine.New(clock, 8)
+	clk := clock.NewFake(t0)
+	src := engine.New(clk, 8)
 	fill(src, 1000)
 	path := filepath.Join(t.TempDir(), "dump.ldb")
 	st, err := Save(path, src, nil)
@@ -58,7 +59,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 
 	t.Run("same instant", func(t *testing.T) {
-		dst := engine.New(clock, 4) // another shard count: the format does not depend on it
+		dst := engine.New(clk, 4) // another shard count: the format does not depend on it
 		ls, err := Load(path, dst, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +78,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		}
 	})
 	t.Run("after the short keys expired", func(t *testing.T) {
-		later := engine.NewFakeClock(t0 + int64(2*time.Minute))
+		later := clock.NewFake(t0 + int64(2*time.Minute))
 		dst := engine.New(later, 4)
 		ls, err := Load(path, dst, nil)
 		if err != nil {
@@ -91,8 +92,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 
 func TestLoadRefusesDamage(t *testing.T) {
 	t.Parallel()
-	clock := engine.NewFakeClock(t0)
-	src := engine.New(clock, 4)
+	clk := clock.NewFake(t0)
+	src := engine.New(clk, 4)
 	fill(src, 50)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dump.ldb")
@@ -124,7 +125,7 @@ func TestLoadRefusesDamage(t *testing.T) {
 			if err := os.WriteFile(p, tc.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			dst := engine.New(clock, 4)
+			dst := engine.New(clk, 4)
 			_, err := Load(p, dst, nil)
 			if err == nil || !strings.HasPrefix(err.Error(), "snapshot: ") || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a 'snapshot: ...%s...' error", err, tc.want)
@@ -135,7 +136,7 @@ func TestLoadRefusesDamage(t *testing.T) {
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		_, err := Load(filepath.Join(dir, "nope.ldb"), engine.New(clock, 4), nil)
+		_, err := Load(filepath.Join(dir, "nope.ldb"), engine.New(clk, 4), nil)
 		if !errors.Is(err, ErrNotExist) {
 			t.Fatalf("err = %v, want ErrNotExist", err)
 		}
@@ -148,12 +149,12 @@ func TestSections(t *testing.T) {
 	var with Sections
 	with.Add("test-section", func() ([]byte, error) { return []byte("policy data"), nil },
 		func(b []byte) error { stored = bytes.Clone(b); return nil })
-	clock := engine.NewFakeClock(t0)
+	clk := clock.NewFake(t0)
 	path := filepath.Join(t.TempDir(), "dump.ldb")
-	if _, err := Save(path, engine.New(clock, 1), &with); err != nil {
+	if _, err := Save(path, engine.New(clk, 1), &with); err != nil {
 		t.Fatal(err)
 	}
-	st, err := Load(path, engine.New(clock, 1), &with)
+	st, err := Load(path, engine.New(clk, 1), &with)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,14 +162,14 @@ func TestSections(t *testing.T) {
 		t.Fatalf("sections %d, data %q", st.Sections, stored)
 	}
 
-	st, err = Load(path, engine.New(clock, 1), &Sections{})
+	st, err = Load(path, engine.New(clk, 1), &Sections{})
 	if err != nil || len(st.UnknownSections) != 1 || st.UnknownSections[0] != "test-section" {
 		t.Fatalf("unknown section: %v, %+v", err, st)
 	}
 	var failing Sections
 	failing.Add("test-section", func() ([]byte, error) { return nil, nil },
 		func([]byte) error { return errors.New("bad policy") })
-	if _, err := Load(path, engine.New(clock, 1), &failing); err == nil || !strings.Contains(err.Error(), "snapshot: section test-section: bad policy") {
+	if _, err := Load(path, engine.New(clk, 1), &failing); err == nil || !strings.Contains(err.Error(), "snapshot: section test-section: bad policy") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -179,7 +180,7 @@ func TestSections(t *testing.T) {
 // mostly measures the save's thread being descheduled while it holds a
 // lock; the mean is the work itself).
 func BenchmarkSave(b *testing.B) {
-	e := engine.New(engine.NewFakeClock(t0), 0)
+	e := engine.New(clock.NewFake(t0), 0)
 	fill(e, 1_000_000)
 	path := filepath.Join(b.TempDir(), "dump.ldb")
 	b.ResetTimer()
@@ -204,8 +205,8 @@ func TestLoadIntoTooFewShards(t *testing.T) {
 	if testing.Short() {
 		t.Skip("saves and loads 300 MiB of keys")
 	}
-	clock := engine.NewFakeClock(t0)
-	src := engine.New(clock, 4)
+	clk := clock.NewFake(t0)
+	src := engine.New(clk, 4)
 	key := make([]byte, 1<<20) // 300 keys of 1 MiB: more than a shard's 256 MiB
 	exp := t0 + int64(time.Hour)
 	for i := 0; i < 300; i++ {
@@ -219,14 +220,14 @@ func TestLoadIntoTooFewShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	src = nil
-	st, err := Load(path, engine.New(clock, 1), nil)
+	st, err := Load(path, engine.New(clk, 1), nil)
 	if !errors.Is(err, engine.ErrShardFull) || !strings.Contains(err.Error(), "--shards") {
 		t.Fatalf("Load into one shard: %v, want ErrShardFull and advice", err)
 	}
 	if st.Keys < 200 || st.Keys >= 300 {
 		t.Errorf("%d keys loaded before the shard filled, want 200-299", st.Keys)
 	}
-	if st, err := Load(path, engine.New(clock, 2), nil); err != nil || st.Keys != 300 {
+	if st, err := Load(path, engine.New(clk, 2), nil); err != nil || st.Keys != 300 {
 		t.Errorf("Load into two shards: %d keys, %v; want all 300", st.Keys, err)
 	}
 }

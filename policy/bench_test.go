@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -21,8 +22,8 @@ func BenchmarkHit(b *testing.B) {
 			if err := s.Set(Policy{Name: "api", Algorithm: alg, Limit: 1_000_000, Period: time.Hour}); err != nil {
 				b.Fatal(err)
 			}
-			clock := engine.NewFakeClock(t0)
-			e := engine.New(clock, 0)
+			clk := clock.NewFake(t0)
+			e := engine.New(clk, 0)
 			keys := make([][]byte, 1024)
 			for i := range keys {
 				keys[i] = []byte("user:" + strconv.Itoa(i))
@@ -31,7 +32,7 @@ func BenchmarkHit(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := s.Hit(e, name, keys[i&1023], clock.Now(), 1); err != nil {
+				if _, err := s.Hit(e, name, keys[i&1023], clk.Now(), 1); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -44,13 +45,13 @@ func BenchmarkHitAll(b *testing.B) {
 	s := NewStore(log.New(&bytes.Buffer{}, "", 0))
 	s.Set(Policy{Name: "sec", Algorithm: GCRA, Limit: 1000, Period: time.Second})
 	s.Set(Policy{Name: "day", Algorithm: FixedWindow, Limit: 1 << 40, Period: 24 * time.Hour})
-	clock := engine.NewFakeClock(t0)
-	e := engine.New(clock, 0)
+	clk := clock.NewFake(t0)
+	e := engine.New(clk, 0)
 	pairs := []Pair{{[]byte("sec"), []byte("user:1")}, {[]byte("day"), []byte("user:1")}}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		clock.Advance(time.Microsecond)
-		if _, _, err := s.HitAll(e, pairs, clock.Now(), 1); err != nil {
+		clk.Advance(time.Microsecond)
+		if _, _, err := s.HitAll(e, pairs, clk.Now(), 1); err != nil {
 			b.Fatal(err)
 		}
 	}

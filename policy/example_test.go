@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/policy"
 )
@@ -20,14 +21,14 @@ func ExampleParseRules() {
 }
 
 func ExampleStore_HitAll() {
-	clock := engine.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	eng := engine.New(clock, 0)
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	eng := engine.New(clk, 0)
 	s := policy.NewStore(nil)
 	s.Set(policy.Policy{Name: "per-second", Algorithm: policy.GCRA, Limit: 10, Period: time.Second})
 	s.Set(policy.Policy{Name: "per-day", Algorithm: policy.FixedWindow, Limit: 1, Period: 24 * time.Hour})
 	pairs := []policy.Pair{{Policy: []byte("per-second"), Key: []byte("user:42")}, {Policy: []byte("per-day"), Key: []byte("user:42")}}
 	for i := 0; i < 2; i++ {
-		limited, replies, _ := s.HitAll(eng, pairs, clock.Now(), 1)
+		limited, replies, _ := s.HitAll(eng, pairs, clk.Now(), 1)
 		fmt.Println(limited, replies[0].Remaining, replies[1].Remaining)
 	}
 	// Output:

@@ -12,22 +12,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/limit"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
-func newTest(t *testing.T, ps ...Policy) (*Store, *engine.Engine, *engine.FakeClock) {
+func newTest(t *testing.T, ps ...Policy) (*Store, *engine.Engine, *clock.Fake) {
 	t.Helper()
-	clock := engine.NewFakeClock(t0)
+	clk := clock.NewFake(t0)
 	s := NewStore(log.New(&bytes.Buffer{}, "", 0))
 	for _, p := range ps {
 		if err := s.Set(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return s, engine.New(clock, 8), clock
+	return s, engine.New(clk, 8), clk
 }
 
 // res is a reply as the wire shows it: [limited, limit, remaining, retry_after, reset_after].
@@ -39,7 +40,7 @@ func res(r limit.Result) [5]int64 {
 	return [5]int64{l, r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter}
 }
 
-func hit(t *testing.T, s *Store, e *engine.Engine, c *engine.FakeClock, name, key string, cost int64) [5]int64 {
+func hit(t *testing.T, s *Store, e *engine.Engine, c *clock.Fake, name, key string, cost int64) [5]int64 {
 	t.Helper()
 	r, err := s.Hit(e, []byte(name), []byte(key), c.Now(), cost)
 	if err != nil {
@@ -51,7 +52,7 @@ func hit(t *testing.T, s *Store, e *engine.Engine, c *engine.FakeClock, name, ke
 func TestHitGCRASteps(t *testing.T) {
 	t.Parallel()
 	// 10 per second: one every 100 ms, at most 10 at once.
-	s, e, clock := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 10, Period: time.Second})
+	s, e, clk := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 10, Period: time.Second})
 	steps := []struct {
 		advance time.Duration
 		cost    int64
@@ -67,8 +68,8 @@ func TestHitGCRASteps(t *testing.T) {
 		{time.Second, 0, [5]int64{0, 10, 10, -1, 0}},
 	}
 	for i, st := range steps {
-		clock.Advance(st.advance)
-		if got := hit(t, s, e, clock, "api", "bob", st.cost); got != st.want {
+		clk.Advance(st.advance)
+		if got := hit(t, s, e, clk, "api", "bob", st.cost); got != st.want {
 			t.Errorf("step %d: %v, want %v", i, got, st.want)
 		}
 	}
@@ -81,19 +82,19 @@ func TestHitGCRASteps(t *testing.T) {
 func TestHitBurst(t *testing.T) {
 	t.Parallel()
 	// 100 a minute (one every 600 ms), at most 20 at once.
-	s, e, clock := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 100, Period: time.Minute, Burst: 20})
-	if got, want := hit(t, s, e, clock, "api", "k", 20), [5]int64{0, 20, 0, -1, 12000}; got != want {
+	s, e, clk := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 100, Period: time.Minute, Burst: 20})
+	if got, want := hit(t, s, e, clk, "api", "k", 20), [5]int64{0, 20, 0, -1, 12000}; got != want {
 		t.Fatalf("burst of 20: %v, want %v", got, want)
 	}
-	if got, want := hit(t, s, e, clock, "api", "k", 1), [5]int64{1, 20, 0, 600, 12000}; got != want {
+	if got, want := hit(t, s, e, clk, "api", "k", 1), [5]int64{1, 20, 0, 600, 12000}; got != want {
 		t.Fatalf("21st: %v, want %v", got, want)
 	}
 }
 
 func TestHitUnknownPolicy(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t)
-	_, err := s.Hit(e, []byte("nope"), []byte("k"), clock.Now(), 1)
+	s, e, clk := newTest(t)
+	_, err := s.Hit(e, []byte("nope"), []byte("k"), clk.Now(), 1)
 	if !errors.Is(err, ErrUnknown) || err.Error() != "unknown policy 'nope'" {
 		t.Fatalf("err = %v, want unknown policy 'nope'", err)
 	}
@@ -101,37 +102,37 @@ func TestHitUnknownPolicy(t *testing.T) {
 
 func TestPoliciesNeverShareState(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t,
+	s, e, clk := newTest(t,
 		Policy{Name: "a", Algorithm: GCRA, Limit: 1, Period: time.Minute},
 		Policy{Name: "b", Algorithm: GCRA, Limit: 1, Period: time.Minute})
-	hit(t, s, e, clock, "a", "bob", 1)
-	if got := hit(t, s, e, clock, "a", "bob", 1); got[0] != 1 {
+	hit(t, s, e, clk, "a", "bob", 1)
+	if got := hit(t, s, e, clk, "a", "bob", 1); got[0] != 1 {
 		t.Fatalf("a twice: %v, want limited", got)
 	}
-	if got := hit(t, s, e, clock, "b", "bob", 1); got[0] != 0 {
+	if got := hit(t, s, e, clk, "b", "bob", 1); got[0] != 0 {
 		t.Fatalf("b after a: %v, want admitted", got)
 	}
 	// The state is an ordinary key per (policy, key); the client key itself is untouched.
 	for _, k := range []string{"rl:a:bob", "rl:b:bob"} {
-		if ent, ok := e.Get([]byte(k), clock.Now()); !ok || ent.Kind != engine.KindGCRA {
+		if ent, ok := e.Get([]byte(k), clk.Now()); !ok || ent.Kind != engine.KindGCRA {
 			t.Errorf("%s: %+v %v, want a gcra entry", k, ent, ok)
 		}
 	}
-	if _, ok := e.Get([]byte("bob"), clock.Now()); ok {
+	if _, ok := e.Get([]byte("bob"), clk.Now()); ok {
 		t.Error("the client key itself was created")
 	}
 	// Deleting the policy key resets that client under that policy only.
-	e.Delete([]byte("rl:a:bob"), clock.Now())
-	if got := hit(t, s, e, clock, "a", "bob", 1); got[0] != 0 {
+	e.Delete([]byte("rl:a:bob"), clk.Now())
+	if got := hit(t, s, e, clk, "a", "bob", 1); got[0] != 0 {
 		t.Fatalf("a after DEL: %v, want admitted", got)
 	}
 }
 
 func TestShadowNeverDenies(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t, Policy{Name: "trial", Algorithm: GCRA, Limit: 2, Period: time.Minute, Shadow: true})
+	s, e, clk := newTest(t, Policy{Name: "trial", Algorithm: GCRA, Limit: 2, Period: time.Minute, Shadow: true})
 	for i := 0; i < 5; i++ {
-		if got := hit(t, s, e, clock, "trial", "k", 1); got[0] != 0 || got[3] != -1 {
+		if got := hit(t, s, e, clk, "trial", "k", 1); got[0] != 0 || got[3] != -1 {
 			t.Fatalf("hit %d: %v, want admitted", i, got)
 		}
 	}
@@ -140,8 +141,8 @@ func TestShadowNeverDenies(t *testing.T) {
 		t.Errorf("counters admitted=%d denied=%d shadow=%d, want 5 0 3", in.Admitted, in.Denied, in.ShadowDenied)
 	}
 	// Would-be denials are not charged: the key is exactly at its limit.
-	clock.Advance(30 * time.Second)
-	if got := hit(t, s, e, clock, "trial", "k", 0); got[2] != 1 {
+	clk.Advance(30 * time.Second)
+	if got := hit(t, s, e, clk, "trial", "k", 0); got[2] != 1 {
 		t.Errorf("after half a period: %v, want remaining 1", got)
 	}
 }
@@ -150,8 +151,8 @@ func TestShadowNeverDenies(t *testing.T) {
 // requests: 5 used of 10 a minute is 5 used of 20, and 5 used of 5.
 func TestGCRAChangeKeepsUsage(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 10, Period: time.Minute})
-	hit(t, s, e, clock, "api", "k", 5)
+	s, e, clk := newTest(t, Policy{Name: "api", Algorithm: GCRA, Limit: 10, Period: time.Minute})
+	hit(t, s, e, clk, "api", "k", 5)
 	steps := []struct {
 		limit int64
 		want  [5]int64
@@ -164,31 +165,31 @@ func TestGCRAChangeKeepsUsage(t *testing.T) {
 		if err := s.Set(Policy{Name: "api", Algorithm: GCRA, Limit: st.limit, Period: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
-		if got := hit(t, s, e, clock, "api", "k", 0); got != st.want {
+		if got := hit(t, s, e, clk, "api", "k", 0); got != st.want {
 			t.Errorf("step %d (limit %d): %v, want %v", i, st.limit, got, st.want)
 		}
 	}
 	// Lowered to 5 with 5 used: denied until one request has drained at the new rate (12 s).
 	s.Set(Policy{Name: "api", Algorithm: GCRA, Limit: 5, Period: time.Minute})
-	if got := hit(t, s, e, clock, "api", "k", 1); got != [5]int64{1, 5, 0, 12000, 60000} {
+	if got := hit(t, s, e, clk, "api", "k", 1); got != [5]int64{1, 5, 0, 12000, 60000} {
 		t.Errorf("over the lowered limit: %v", got)
 	}
-	clock.Advance(12 * time.Second)
-	if got := hit(t, s, e, clock, "api", "k", 1); got[0] != 0 {
+	clk.Advance(12 * time.Second)
+	if got := hit(t, s, e, clk, "api", "k", 1); got[0] != 0 {
 		t.Errorf("after 12 s at the new rate: %v, want admitted", got)
 	}
 }
 
 func TestStringUnderPolicyKeyIsWrongType(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 1, Period: time.Minute})
-	e.Do([]byte("rl:a:k"), clock.Now(), func(engine.Entry) (engine.Entry, bool) {
+	s, e, clk := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 1, Period: time.Minute})
+	e.Do([]byte("rl:a:k"), clk.Now(), func(engine.Entry) (engine.Entry, bool) {
 		return engine.Entry{Kind: engine.KindString, Ext: []byte("v")}, true
 	})
-	if _, err := s.Hit(e, []byte("a"), []byte("k"), clock.Now(), 1); !errors.Is(err, engine.ErrWrongType) {
+	if _, err := s.Hit(e, []byte("a"), []byte("k"), clk.Now(), 1); !errors.Is(err, engine.ErrWrongType) {
 		t.Fatalf("err = %v, want WRONGTYPE", err)
 	}
-	if _, _, err := s.HitAll(e, []Pair{{[]byte("a"), []byte("k")}}, clock.Now(), 1); !errors.Is(err, engine.ErrWrongType) {
+	if _, _, err := s.HitAll(e, []Pair{{[]byte("a"), []byte("k")}}, clk.Now(), 1); !errors.Is(err, engine.ErrWrongType) {
 		t.Fatalf("HitAll err = %v, want WRONGTYPE", err)
 	}
 }
@@ -201,7 +202,7 @@ func pairs(kv ...string) []Pair {
 	return out
 }
 
-func hitAll(t *testing.T, s *Store, e *engine.Engine, c *engine.FakeClock, cost int64, kv ...string) (bool, [][5]int64) {
+func hitAll(t *testing.T, s *Store, e *engine.Engine, c *clock.Fake, cost int64, kv ...string) (bool, [][5]int64) {
 	t.Helper()
 	limited, rs, err := s.HitAll(e, pairs(kv...), c.Now(), cost)
 	if err != nil {
@@ -216,19 +217,19 @@ func hitAll(t *testing.T, s *Store, e *engine.Engine, c *engine.FakeClock, cost 
 
 func TestHitAllAllOrNothing(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t,
+	s, e, clk := newTest(t,
 		Policy{Name: "per-second", Algorithm: GCRA, Limit: 2, Period: time.Second},
 		Policy{Name: "per-day", Algorithm: GCRA, Limit: 1, Period: 24 * time.Hour})
-	limited, rs := hitAll(t, s, e, clock, 1, "per-second", "u1", "per-day", "u1")
+	limited, rs := hitAll(t, s, e, clk, 1, "per-second", "u1", "per-day", "u1")
 	if limited || rs[0] != [5]int64{0, 2, 1, -1, 500} || rs[1] != [5]int64{0, 1, 0, -1, 86400000} {
 		t.Fatalf("first: %v %v", limited, rs)
 	}
 	// per-day denies: per-second must not be charged, and answers its uncharged state.
-	limited, rs = hitAll(t, s, e, clock, 1, "per-second", "u1", "per-day", "u1")
+	limited, rs = hitAll(t, s, e, clk, 1, "per-second", "u1", "per-day", "u1")
 	if !limited || rs[0] != [5]int64{0, 2, 1, -1, 500} || rs[1] != [5]int64{1, 1, 0, 86400000, 86400000} {
 		t.Fatalf("second: %v %v", limited, rs)
 	}
-	if got := hit(t, s, e, clock, "per-second", "u1", 0); got[2] != 1 {
+	if got := hit(t, s, e, clk, "per-second", "u1", 0); got[2] != 1 {
 		t.Fatalf("per-second was charged by a denied HITALL: %v", got)
 	}
 	ps, _ := s.Get("per-second")
@@ -240,27 +241,27 @@ func TestHitAllAllOrNothing(t *testing.T) {
 
 func TestHitAllSamePairTwiceChargesTwice(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 3, Period: time.Minute})
-	limited, rs := hitAll(t, s, e, clock, 1, "a", "k", "a", "k")
+	s, e, clk := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 3, Period: time.Minute})
+	limited, rs := hitAll(t, s, e, clk, 1, "a", "k", "a", "k")
 	if limited || rs[0][2] != 2 || rs[1][2] != 1 {
 		t.Fatalf("%v %v: want remaining 2 then 1", limited, rs)
 	}
-	limited, rs = hitAll(t, s, e, clock, 1, "a", "k", "a", "k")
+	limited, rs = hitAll(t, s, e, clk, 1, "a", "k", "a", "k")
 	if !limited || rs[0] != [5]int64{0, 3, 1, -1, 40000} || rs[1][0] != 1 {
 		t.Fatalf("%v %v: want the second pair denied and nothing charged", limited, rs)
 	}
-	if got := hit(t, s, e, clock, "a", "k", 1); got[0] != 0 || got[2] != 0 {
+	if got := hit(t, s, e, clk, "a", "k", 1); got[0] != 0 || got[2] != 0 {
 		t.Fatalf("after the denied HITALL: %v, want one left", got)
 	}
 }
 
 func TestHitAllPeekAndErrorsWriteNothing(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 3, Period: time.Minute})
-	if limited, rs := hitAll(t, s, e, clock, 0, "a", "k1", "a", "k2"); limited || rs[0][2] != 3 {
+	s, e, clk := newTest(t, Policy{Name: "a", Algorithm: GCRA, Limit: 3, Period: time.Minute})
+	if limited, rs := hitAll(t, s, e, clk, 0, "a", "k1", "a", "k2"); limited || rs[0][2] != 3 {
 		t.Fatalf("peek: %v %v", limited, rs)
 	}
-	if _, _, err := s.HitAll(e, pairs("a", "k1", "nope", "k2"), clock.Now(), 1); !errors.Is(err, ErrUnknown) {
+	if _, _, err := s.HitAll(e, pairs("a", "k1", "nope", "k2"), clk.Now(), 1); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("err = %v, want unknown policy", err)
 	}
 	if n := e.Len(); n != 0 {
@@ -270,11 +271,11 @@ func TestHitAllPeekAndErrorsWriteNothing(t *testing.T) {
 
 func TestHitAllShadowPair(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t,
+	s, e, clk := newTest(t,
 		Policy{Name: "real", Algorithm: GCRA, Limit: 5, Period: time.Minute},
 		Policy{Name: "trial", Algorithm: GCRA, Limit: 1, Period: time.Minute, Shadow: true})
-	hitAll(t, s, e, clock, 1, "real", "k", "trial", "k")
-	limited, rs := hitAll(t, s, e, clock, 1, "real", "k", "trial", "k")
+	hitAll(t, s, e, clk, 1, "real", "k", "trial", "k")
+	limited, rs := hitAll(t, s, e, clk, 1, "real", "k", "trial", "k")
 	if limited || rs[0][2] != 3 || rs[1][0] != 0 {
 		t.Fatalf("%v %v: the shadow pair must not deny", limited, rs)
 	}
@@ -288,7 +289,7 @@ func TestHitAllShadowPair(t *testing.T) {
 // every admitted call charged both keys, every denied call neither.
 func TestHitAllConcurrentAtomic(t *testing.T) {
 	t.Parallel()
-	s, e, clock := newTest(t,
+	s, e, clk := newTest(t,
 		Policy{Name: "wide", Algorithm: GCRA, Limit: 50, Period: time.Hour},
 		Policy{Name: "narrow", Algorithm: GCRA, Limit: 30, Period: time.Hour})
 	var wg sync.WaitGroup
@@ -304,7 +305,7 @@ func TestHitAllConcurrentAtomic(t *testing.T) {
 				if (g+i)%2 == 1 {
 					kv = []string{"narrow", "y", "wide", "x"}
 				}
-				limited, _, err := s.HitAll(e, pairs(kv...), clock.Now(), 1)
+				limited, _, err := s.HitAll(e, pairs(kv...), clk.Now(), 1)
 				if err != nil {
 					t.Error(err)
 					return
@@ -321,7 +322,7 @@ func TestHitAllConcurrentAtomic(t *testing.T) {
 	if admitted != 30 {
 		t.Fatalf("%d calls admitted, want exactly 30", admitted)
 	}
-	if got := hit(t, s, e, clock, "wide", "x", 0); got[2] != 20 {
+	if got := hit(t, s, e, clk, "wide", "x", 0); got[2] != 20 {
 		t.Fatalf("wide remaining %d, want 20: a denied call charged it", got[2])
 	}
 }

@@ -19,7 +19,7 @@ func runSteps(t *testing.T, ts *testServer, proto int, cmd, key string, steps []
 	t.Helper()
 	c := ts.client(t, proto)
 	for i, s := range steps {
-		ts.clock.Advance(s.advance)
+		ts.clk.Advance(s.advance)
 		args := append([]any{cmd, key}, s.args...)
 		got := ints(t, c.Do(ctx, args...))
 		if !slices.Equal(got, s.want) {
@@ -128,11 +128,11 @@ func TestLimiterTypesAndExpiry(t *testing.T) {
 			if pttl := c.PTTL(ctx, "k").Val(); pttl != tc.expire {
 				t.Errorf("PTTL = %v, want %v", pttl, tc.expire)
 			}
-			ts.clock.Advance(tc.expire - 1)
+			ts.clk.Advance(tc.expire - 1)
 			if c.Exists(ctx, "k").Val() != 1 {
 				t.Error("gone before its state was fresh")
 			}
-			ts.clock.Advance(1)
+			ts.clk.Advance(1)
 			if c.Exists(ctx, "k").Val() != 0 {
 				t.Error("still there once fresh")
 			}

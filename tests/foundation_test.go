@@ -35,7 +35,7 @@ func TestClThrottleOverTheWire(t *testing.T) {
 				{0, []any{15, 30, 60, 17}, []int64{1, 16, 0, -1, 32}}, // can never fit
 			}
 			for i, s := range steps {
-				ts.clock.Advance(s.advance)
+				ts.clk.Advance(s.advance)
 				args := append([]any{"CL.THROTTLE", key}, s.args...)
 				got := ints(t, c.Do(ctx, args...))
 				if !slices.Equal(got, s.want) {
@@ -97,11 +97,11 @@ func TestKeyExpiresWhenFresh(t *testing.T) {
 	if ttl := c.TTL(ctx, "k").Val(); ttl != 10*time.Second {
 		t.Errorf("TTL = %v, want 10s", ttl)
 	}
-	ts.clock.Advance(10*time.Second - 1)
+	ts.clk.Advance(10*time.Second - 1)
 	if n := c.Exists(ctx, "k").Val(); n != 1 {
 		t.Error("key gone before its state was fresh")
 	}
-	ts.clock.Advance(1)
+	ts.clk.Advance(1)
 	if n := c.Exists(ctx, "k").Val(); n != 0 {
 		t.Error("key still there once fresh")
 	}

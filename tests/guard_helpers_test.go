@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
@@ -22,8 +23,8 @@ import (
 // returned log holds what the server logged.
 func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testServer, *syncBuffer) {
 	t.Helper()
-	clock := engine.NewFakeClock(t0)
-	eng := engine.New(clock, 0)
+	clk := clock.NewFake(t0)
+	eng := engine.New(clk, 0)
 	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
@@ -43,7 +44,7 @@ func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testSe
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}, logs
+	return &testServer{srv: srv, clk: clk, addr: ln.Addr().String()}, logs
 }
 
 // syncBuffer is a log destination safe for the server's goroutines.

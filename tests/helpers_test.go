@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
@@ -20,24 +21,24 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
 // testServer is a limitdb server on a free loopback port with a fake clock.
 type testServer struct {
-	srv   *node.Node
-	clock *engine.FakeClock
-	addr  string
+	srv  *node.Node
+	clk  *clock.Fake
+	addr string
 }
 
 func startServer(t testing.TB) *testServer {
 	t.Helper()
-	clock := engine.NewFakeClock(t0)
-	eng := engine.New(clock, 0)
+	clk := clock.NewFake(t0)
+	eng := engine.New(clk, 0)
 	cfg := config.Default()
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := node.New(cfg, eng, nil)
-	return serve(t, srv, clock)
+	return serve(t, srv, clk)
 }
 
 // serve runs srv on a free loopback port until the test ends.
-func serve(t testing.TB, srv *node.Node, clock *engine.FakeClock) *testServer {
+func serve(t testing.TB, srv *node.Node, clk *clock.Fake) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -45,7 +46,7 @@ func serve(t testing.TB, srv *node.Node, clock *engine.FakeClock) *testServer {
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return &testServer{srv: srv, clock: clock, addr: ln.Addr().String()}
+	return &testServer{srv: srv, clk: clk, addr: ln.Addr().String()}
 }
 
 // client opens a go-redis client; protocol 2 or 3.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
@@ -15,11 +16,11 @@ import (
 // startServerShards is startServer with a chosen shard count.
 func startServerShards(t *testing.T, shards int) *testServer {
 	t.Helper()
-	clock := engine.NewFakeClock(t0)
+	clk := clock.NewFake(t0)
 	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Save = 0, t.TempDir(), 0
-	srv := node.New(cfg, engine.New(clock, shards), nil)
-	return serve(t, srv, clock)
+	srv := node.New(cfg, engine.New(clk, shards), nil)
+	return serve(t, srv, clk)
 }
 
 func infoValue(t *testing.T, c *redis.Client, section, field string) string {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
@@ -63,15 +64,15 @@ var roundTrip = map[engine.Kind]struct {
 
 // serverFromDir starts an in-process server whose snapshots live in dir,
 // loading the snapshot there first.
-func serverFromDir(t *testing.T, clock *engine.FakeClock, dir string) *testServer {
+func serverFromDir(t *testing.T, clk *clock.Fake, dir string) *testServer {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Save = 0, dir, 0
-	srv := node.New(cfg, engine.New(clock, 0), nil)
+	srv := node.New(cfg, engine.New(clk, 0), nil)
 	if _, err := srv.LoadSnapshot(); err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	return serve(t, srv, clock)
+	return serve(t, srv, clk)
 }
 
 func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {
@@ -82,7 +83,7 @@ func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {
 				t.Fatalf("kind %v has no round-trip steps: add a row to roundTrip", k)
 			}
 			dir := t.TempDir()
-			a := serverFromDir(t, engine.NewFakeClock(t0), dir)
+			a := serverFromDir(t, clock.NewFake(t0), dir)
 			ca := a.client(t, 2)
 			for _, cmd := range steps.before {
 				if err := ca.Do(ctx, "COMMAND", "INFO", cmd[0]).Err(); err != nil {
@@ -93,7 +94,7 @@ func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {
 				}
 			}
 			for i, cmd := range steps.before {
-				a.clock.Advance(250 * time.Millisecond)
+				a.clk.Advance(250 * time.Millisecond)
 				if err := ca.Do(ctx, cmd...).Err(); err != nil {
 					t.Fatalf("before step %d %v: %v", i, cmd, err)
 				}
@@ -103,11 +104,11 @@ func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {
 			}
 			// The copy starts from the file at the same instant; both then
 			// live through the same steps and must answer alike.
-			b := serverFromDir(t, engine.NewFakeClock(a.clock.Now()), dir)
+			b := serverFromDir(t, clock.NewFake(a.clk.Now()), dir)
 			cb := b.client(t, 2)
 			for _, gap := range []time.Duration{0, 700 * time.Millisecond, 3 * time.Second} {
-				a.clock.Advance(gap)
-				b.clock.Advance(gap)
+				a.clk.Advance(gap)
+				b.clk.Advance(gap)
 				for i, cmd := range append(steps.after, []any{"PTTL", "{k}"}, []any{"TYPE", "{k}"}) {
 					ra, ea := ca.Do(ctx, cmd...).Result()
 					rb, eb := cb.Do(ctx, cmd...).Result()

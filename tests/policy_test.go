@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
@@ -22,15 +23,15 @@ import (
 // with its log captured.
 func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
 	t.Helper()
-	clock := engine.NewFakeClock(t0)
+	clk := clock.NewFake(t0)
 	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
 	logs := &syncBuffer{}
-	srv := node.New(cfg, engine.New(clock, 0), log.New(logs, "", 0))
+	srv := node.New(cfg, engine.New(clk, 0), log.New(logs, "", 0))
 	if err := srv.StartRules(); err != nil {
 		t.Fatal(err)
 	}
-	return serve(t, srv, clock), logs
+	return serve(t, srv, clk), logs
 }
 
 func writeRules(t *testing.T, path, src string) {
@@ -96,7 +97,7 @@ func TestRLHitOverTheWire(t *testing.T) {
 				{0, []any{11}, []int64{1, 10, 0, -1, 1000}},
 			}
 			for i, s := range steps {
-				ts.clock.Advance(s.advance)
+				ts.clk.Advance(s.advance)
 				got := ints(t, c.Do(ctx, append([]any{"RL.HIT", name, "bob"}, s.args...)...))
 				if !slices.Equal(got, s.want) {
 					t.Errorf("step %d: %v, want %v", i, got, s.want)
@@ -372,14 +373,14 @@ func TestRulesFileBrokenAtStart(t *testing.T) {
 	writeRules(t, path, "policies:\n  - name: a\n    algorithm: gcra\n    limit: 0\n    period: 1s\n")
 	cfg := config.Default()
 	cfg.Rules = path
-	srv := node.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
+	srv := node.New(cfg, engine.New(clock.NewFake(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv.Close()
 	err := srv.StartRules()
 	if err == nil || !strings.Contains(err.Error(), "limits.yaml:4: policies[0] (a): field limit: must be at least 1, got 0") {
 		t.Fatalf("StartRules = %v, want the line and field", err)
 	}
 	cfg.Rules = filepath.Join(t.TempDir(), "missing.yaml")
-	srv2 := node.New(cfg, engine.New(engine.NewFakeClock(t0), 0), log.New(&bytes.Buffer{}, "", 0))
+	srv2 := node.New(cfg, engine.New(clock.NewFake(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv2.Close()
 	if err := srv2.StartRules(); err == nil {
 		t.Fatal("StartRules with a missing file succeeded")
@@ -404,7 +405,7 @@ func TestExampleRulesFile(t *testing.T) {
 // state in ordinary keys: both come back after a restart.
 func TestRuntimePoliciesSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
-	a := serverFromDir(t, engine.NewFakeClock(t0), dir)
+	a := serverFromDir(t, clock.NewFake(t0), dir)
 	ca := a.client(t, 2)
 	setPolicy(t, ca, "restart-login", "sliding_log", 3, "1m", "SHADOW")
 	setPolicy(t, ca, "restart-api", "gcra", 10, "1m", "BURST", 5)
@@ -416,7 +417,7 @@ func TestRuntimePoliciesSurviveRestart(t *testing.T) {
 	for _, name := range []string{"restart-login", "restart-api"} {
 		ca.Do(ctx, "RL.POLICY", "DEL", name)
 	}
-	b := serverFromDir(t, engine.NewFakeClock(t0), dir)
+	b := serverFromDir(t, clock.NewFake(t0), dir)
 	cb := b.client(t, 3)
 	if v := policyField(t, cb, "restart-login", "algorithm"); v != "sliding_log" {
 		t.Fatalf("restored algorithm = %v", v)

@@ -100,11 +100,11 @@ func TestStringExpiry(t *testing.T) {
 	if got := do("GET", "counter"); got != "42" {
 		t.Errorf("GET counter = %v", got)
 	}
-	ts.clock.Advance(700*time.Millisecond - 1)
+	ts.clk.Advance(700*time.Millisecond - 1)
 	if do("EXISTS", "psetex") != int64(1) {
 		t.Error("psetex gone 1 ns early")
 	}
-	ts.clock.Advance(1)
+	ts.clk.Advance(1)
 	if do("EXISTS", "psetex") != int64(0) {
 		t.Error("psetex outlived its 700 ms")
 	}
@@ -112,19 +112,19 @@ func TestStringExpiry(t *testing.T) {
 		t.Errorf("PTTL px = %v, want 800", got)
 	}
 	do("PEXPIRE", "px", 100, "LT")
-	ts.clock.Advance(100 * time.Millisecond)
+	ts.clk.Advance(100 * time.Millisecond)
 	if do("GET", "px") != nil {
 		t.Error("PEXPIRE LT did not shorten px")
 	}
 	do("EXPIREAT", "ex", t0/sec+1)
-	ts.clock.Advance(300 * time.Millisecond)
+	ts.clk.Advance(300 * time.Millisecond)
 	if do("EXISTS", "ex") != int64(0) {
 		t.Error("EXPIREAT in the past kept the key")
 	}
 	if do("PERSIST", "keep") != int64(1) || do("TTL", "keep") != int64(-1) {
 		t.Error("PERSIST did not remove keep's expiry")
 	}
-	ts.clock.Advance(time.Hour)
+	ts.clk.Advance(time.Hour)
 	if do("GET", "keep") != "b" || do("GET", "drop") != "b" {
 		t.Error("persistent keys expired")
 	}
@@ -189,7 +189,7 @@ func TestFixedWindowCounterPattern(t *testing.T) {
 			}
 		}
 	}
-	ts.clock.Advance(time.Minute)
+	ts.clk.Advance(time.Minute)
 	if n := ts.client(t, 2).Exists(ctx, "fw:2", "fw:3").Val(); n != 0 {
 		t.Errorf("windows outlived their minute: %d keys", n)
 	}

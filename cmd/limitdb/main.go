@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
@@ -94,7 +95,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 
 	logger := log.New(stderr, "", log.LstdFlags)
-	eng := engine.New(engine.SystemClock{}, cfg.Shards)
+	eng := engine.New(clock.Real(), cfg.Shards)
 	srv := node.New(cfg, eng, logger)
 	if err := srv.Prepare(); err != nil {
 		logger.Printf("limitdb: %v", err)
