@@ -23,6 +23,7 @@ func serve(t *testing.T) (addr string, clk *clock.Fake) {
 	t.Helper()
 	clk = clock.NewFake(t0)
 	cfg := config.Default()
+	cfg.Save = 0 // the test steps the clock, which would run automatic snapshots
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := node.New(cfg, engine.New(clk, 0), nil)

@@ -27,7 +27,12 @@ type Clock interface {
 	NewTicker(d time.Duration) Ticker
 	// Sleep waits for d.
 	Sleep(d time.Duration)
+	// After sends the time on the channel it returns once d has passed.
+	After(d time.Duration) <-chan time.Time
 }
+
+// Time is c's Now as a time.Time.
+func Time(c Clock) time.Time { return time.Unix(0, c.Now()) }
 
 // Ticker is a Clock's ticker.
 type Ticker interface {
@@ -40,12 +45,13 @@ func Real() Clock { return realClock{start: time.Now()} }
 
 type realClock struct{ start time.Time }
 
-func (realClock) Now() int64                       { return time.Now().UnixNano() }
-func (c realClock) Mono() time.Duration            { return time.Since(c.start) }
-func (realClock) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
-func (realClock) Sleep(d time.Duration)            { time.Sleep(d) }
-func (t realTicker) C() <-chan time.Time           { return t.t.C }
-func (t realTicker) Stop()                         { t.t.Stop() }
+func (realClock) Now() int64                             { return time.Now().UnixNano() }
+func (c realClock) Mono() time.Duration                  { return time.Since(c.start) }
+func (realClock) NewTicker(d time.Duration) Ticker       { return realTicker{time.NewTicker(d)} }
+func (realClock) Sleep(d time.Duration)                  { time.Sleep(d) }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (t realTicker) C() <-chan time.Time                 { return t.t.C }
+func (t realTicker) Stop()                               { t.t.Stop() }
 
 type realTicker struct{ t *time.Ticker }
 
@@ -62,8 +68,9 @@ type Fake struct {
 }
 
 type sleeper struct {
-	until time.Duration // on mono
-	wake  chan struct{}
+	until time.Duration  // on mono
+	wake  chan struct{}  // closed when due (Sleep)
+	at    chan time.Time // sent the time when due (After)
 }
 
 // NewFake returns a fake clock reading ns.
@@ -123,7 +130,11 @@ func (f *Fake) Advance(d time.Duration) {
 	kept := f.sleeps[:0]
 	for _, s := range f.sleeps {
 		if s.until <= f.mono {
-			close(s.wake)
+			if s.at != nil {
+				s.at <- time.Unix(0, f.now.Load())
+			} else {
+				close(s.wake)
+			}
 		} else {
 			kept = append(kept, s)
 		}
@@ -157,6 +168,20 @@ func (f *Fake) Sleep(d time.Duration) {
 	f.notify()
 	f.mu.Unlock()
 	<-s.wake
+}
+
+// After sends the time once Advance has moved the clock by d.
+func (f *Fake) After(d time.Duration) <-chan time.Time {
+	at := make(chan time.Time, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d <= 0 {
+		at <- time.Unix(0, f.now.Load())
+		return at
+	}
+	f.sleeps = append(f.sleeps, sleeper{until: f.mono + d, at: at})
+	f.notify()
+	return at
 }
 
 // Waiters is the number of live tickers and sleepers.

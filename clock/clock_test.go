@@ -150,3 +150,27 @@ func TestRealClock(t *testing.T) {
 		t.Fatal("the real ticker never fired")
 	}
 }
+
+func TestFakeAfter(t *testing.T) {
+	t.Parallel()
+	f := NewFake(t0)
+	at := f.After(time.Second)
+	f.Advance(999 * time.Millisecond)
+	select {
+	case <-at:
+		t.Fatal("After fired early")
+	default:
+	}
+	f.Advance(time.Millisecond)
+	select {
+	case got := <-at:
+		if got.UnixNano() != t0+1e9 {
+			t.Errorf("After sent %d, want %d", got.UnixNano(), t0+1e9)
+		}
+	default:
+		t.Fatal("After did not fire when due")
+	}
+	if f.Waiters() != 0 {
+		t.Errorf("%d waiters left", f.Waiters())
+	}
+}

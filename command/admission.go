@@ -3,7 +3,6 @@ package command
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/limitdb/limitdb/config"
 )
@@ -87,7 +86,7 @@ func (s *Server) Open(conn Conn) bool {
 		c.w.Error("ERR max number of clients reached")
 		return false
 	}
-	c.lastActive.Store(time.Now().UnixNano())
+	c.lastActive.Store(s.clk.Now())
 	conn.SetContext(c)
 	s.clients.add(c)
 	s.totalConns.Add(1)

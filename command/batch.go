@@ -25,7 +25,7 @@ type batch struct {
 	open  bool
 	now   int64         // engine clock for the batch (valid when haveNow)
 	wall  int64         // wall clock at the batch start, Unix ns
-	mark  time.Duration // monotonic time the previous command ended, since epoch
+	mark  time.Duration // the clock's Mono when the previous command ended
 	total int64         // commands read, for total_commands_processed
 	ran   int64         // commands that passed the checks, for CLIENT LIST cmd count
 
@@ -44,16 +44,13 @@ type batch struct {
 	used             uint32 // bit i set: hist[i] > 0
 }
 
-// epoch anchors the monotonic clock used for stats timing.
-var epoch = time.Now()
-
 // begin opens the batch at its first command.
 func (c *Client) begin() {
-	t := time.Now()
+	clk := c.srv.clk
 	c.bt.open = true
 	c.bt.haveNow = false
-	c.bt.wall = t.UnixNano()
-	c.bt.mark = t.Sub(epoch)
+	c.bt.wall = clk.Now()
+	c.bt.mark = clk.Mono()
 	c.lastActive.Store(c.bt.wall)
 }
 
@@ -83,7 +80,7 @@ func (c *Client) enter(cmd *Command) {
 
 // leave accounts for cmd once its handler has returned.
 func (c *Client) leave(cmd *Command, args [][]byte) {
-	m := time.Since(epoch)
+	m := c.srv.clk.Mono()
 	d := m - c.bt.mark
 	c.bt.mark = m
 	c.bt.calls++

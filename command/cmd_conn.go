@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/limitdb/limitdb/clock"
 )
 
 func registerConn(t *Table) {
@@ -262,7 +264,7 @@ func cmdClientList(c *Client, args [][]byte) {
 // infoLine is the CLIENT LIST / CLIENT INFO line for the client, in Redis's
 // field order for the fields limitdb has.
 func (c *Client) infoLine() string {
-	now := time.Now()
+	now := clock.Time(c.srv.clk)
 	name, lib, ver, user, proto := func() (string, string, string, string, int) {
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -94,7 +94,7 @@ func (s *Server) BGSave() error {
 		return errBGRunning
 	}
 	p.bgRunning.Store(true)
-	p.bgStart.Store(time.Now().UnixNano())
+	p.bgStart.Store(s.clk.Now())
 	go func() {
 		defer p.mu.Unlock()
 		defer p.bgRunning.Store(false)
@@ -141,7 +141,7 @@ func (s *Server) SaveIfDue() {
 		last = s.started
 	}
 	s.persist.statMu.Unlock()
-	if time.Since(last) >= time.Duration(every)*time.Second {
+	if s.since(last) >= time.Duration(every)*time.Second {
 		s.BGSave() // a save already running is fine
 	}
 }
@@ -211,7 +211,7 @@ func infoPersistence(s *Server, eng *engine.Engine, b *strings.Builder) {
 	infoLine(b, "rdb_last_bgsave_time_sec", secondsOrMinus(p.saves, p.last.Duration))
 	cur := int64(-1)
 	if p.bgRunning.Load() {
-		cur = int64(time.Since(time.Unix(0, p.bgStart.Load())) / time.Second)
+		cur = int64(s.since(time.Unix(0, p.bgStart.Load())) / time.Second)
 	}
 	infoLine(b, "rdb_current_bgsave_time_sec", cur)
 	infoLine(b, "rdb_saves", p.saves)

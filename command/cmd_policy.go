@@ -70,7 +70,7 @@ func (s *Server) StartRules() error {
 		return fmt.Errorf("rules file not loaded: %w", err)
 	}
 	go func() {
-		ps.Watch(s.done, cfg.RulesPollOrDefault())
+		ps.Watch(s.done, cfg.RulesPollOrDefault(), s.clk)
 		ps.StopRules(cfg.Rules)
 	}()
 	return nil

@@ -151,7 +151,7 @@ func infoLine(b *strings.Builder, key string, v any) {
 
 func infoServer(s *Server, eng *engine.Engine, b *strings.Builder) {
 	cfg := s.Config()
-	up := time.Since(s.started)
+	up := s.since(s.started)
 	infoLine(b, "redis_version", redisVersion)
 	infoLine(b, "limitdb_version", Version)
 	infoLine(b, "redis_mode", "standalone")

@@ -2,7 +2,6 @@ package command
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/limitdb/limitdb/engine"
 )
@@ -165,7 +164,8 @@ func cmdUnwatch(c *Client, _ [][]byte) {
 }
 
 // entryState is key's serialised entry at now, nil when absent. State that
-// cannot be serialised compares as a fresh, never equal, marker.
+// cannot be serialised is a marker no other state equals: an empty,
+// non-nil slice of its own, which sameState never takes for equal.
 func entryState(eng *engine.Engine, key []byte, now int64) []byte {
 	ent, ok := eng.Get(key, now)
 	if !ok {
@@ -173,9 +173,17 @@ func entryState(eng *engine.Engine, key []byte, now int64) []byte {
 	}
 	b, err := ent.AppendBinary(nil)
 	if err != nil {
-		return []byte(err.Error() + time.Now().String())
+		return []byte{}
 	}
 	return b
+}
+
+// sameState reports whether a watched key's state is unchanged.
+func sameState(now, then []byte) bool {
+	if (now != nil && len(now) == 0) || (then != nil && len(then) == 0) {
+		return false // state that cannot be serialised: never the same
+	}
+	return bytes.Equal(now, then)
 }
 
 func cmdExec(c *Client, _ [][]byte) {
@@ -198,7 +206,7 @@ func cmdExec(c *Client, _ [][]byte) {
 		defer func() { c.tx = nil }()
 		now := c.Now()
 		for _, w := range watched {
-			if !bytes.Equal(entryState(tx, w.key, now), w.state) {
+			if !sameState(entryState(tx, w.key, now), w.state) {
 				c.NullArray()
 				return
 			}

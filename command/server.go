@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
@@ -45,6 +46,7 @@ type Server struct {
 	ln         net.Listener
 	logger     *log.Logger
 
+	clk     clock.Clock // the engine's: every time the command layer reads
 	started time.Time
 	nextID  atomic.Int64
 
@@ -86,13 +88,18 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
+	clk := clock.Real()
+	if eng != nil {
+		clk = eng.Clock()
+	}
 	s := &Server{
 		cfg:        cfg,
 		eng:        eng,
+		clk:        clk,
 		table:      NewTable(),
 		directives: config.Builtin(),
 		logger:     logger,
-		started:    time.Now(),
+		started:    clock.Time(clk),
 		done:       make(chan struct{}),
 	}
 	s.policies = policy.NewStore(nil)
@@ -121,13 +128,19 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// Clock is the clock the command layer reads and waits on: the engine's.
+func (s *Server) Clock() clock.Clock { return s.clk }
+
+// since is the time from t to now on the server's clock.
+func (s *Server) since(t time.Time) time.Duration { return time.Duration(s.clk.Now() - t.UnixNano()) }
+
 // Done is closed when the server closes.
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // newClient makes the state of a connection, or of a client with no
 // socket when conn is nil.
 func (s *Server) newClient(conn Conn) *Client {
-	now := time.Now()
+	now := clock.Time(s.clk)
 	c := &Client{srv: s, conn: conn, ID: s.nextID.Add(1), Created: now, proto: 2}
 	if conn != nil {
 		c.w = conn.Writer()

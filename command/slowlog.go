@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
@@ -111,7 +112,7 @@ func infoLatencyStats(s *Server, eng *engine.Engine, b *strings.Builder) {
 // threshold; commands read from a connection call it directly (batch.go).
 func (s *Server) logIfSlow(c *Client, cmd *Command, args [][]byte, d time.Duration) {
 	if t := s.slow.threshold.Load(); t >= 0 && d.Microseconds() >= t && cmd.Name != "exec" {
-		s.slow.add(c, args, time.Now().Add(-d), d)
+		s.slow.add(c, args, clock.Time(s.clk).Add(-d), d)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/clock"
 )
 
 // Limiter decides one request for a key.
@@ -74,7 +75,7 @@ type Options struct {
 	Cooldown time.Duration
 	// OnError, if set, sees every failure to reach limitdb (log it, count it).
 	OnError func(r *http.Request, err error)
-	// Now is the clock for Cooldown and X-RateLimit-Reset; time.Now when nil.
+	// Now is the clock for Cooldown and X-RateLimit-Reset; the system clock when nil.
 	Now func() time.Time
 }
 
@@ -106,10 +107,11 @@ func New(o Options) (*Middleware, error) {
 	if o.Cooldown == 0 {
 		o.Cooldown = DefaultCooldown
 	}
+	clk := clock.Real()
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = func() time.Time { return clock.Time(clk) }
 	}
-	return &Middleware{o: o, wait: sleep}, nil
+	return &Middleware{o: o, wait: func(ctx context.Context, d time.Duration) error { return sleep(ctx, clk, d) }}, nil
 }
 
 // Wrap returns next behind the limiter.
@@ -147,12 +149,10 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	})
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// sleep waits d on clk or until ctx is done.
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	select {
-	case <-t.C:
+	case <-clk.After(d):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

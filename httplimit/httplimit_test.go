@@ -28,6 +28,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func serve(t *testing.T) string {
 	t.Helper()
 	cfg := config.Default()
+	cfg.Save = 0 // the test steps the clock, which would run automatic snapshots
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := node.New(cfg, engine.New(clock.NewFake(t0.UnixNano()), 0), nil)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine/gcra"
 )
 
@@ -34,7 +35,8 @@ func NewLocal(r client.Rate) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Local{rate: l, burst: r.Burst, now: time.Now, tat: map[string]int64{}}, nil
+	clk := clock.Real()
+	return &Local{rate: l, burst: r.Burst, now: func() time.Time { return clock.Time(clk) }, tat: map[string]int64{}}, nil
 }
 
 // Take charges one unit to key.

@@ -21,6 +21,7 @@ func startWithMetrics(t *testing.T) (*node.Node, *redis.Client, net.Addr) {
 	t.Helper()
 	eng := engine.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()), 0)
 	cfg := config.Default()
+	cfg.Save = 0 // the test steps the clock, which would run automatic snapshots
 	cfg.Dir = t.TempDir()
 	srv := node.New(cfg, eng, log.New(io.Discard, "", 0))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

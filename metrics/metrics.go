@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -58,7 +59,9 @@ type Collector struct {
 }
 
 // NewCollector returns a collector for srv.
-func NewCollector(srv *command.Server) *Collector { return &Collector{srv: srv, now: time.Now} }
+func NewCollector(srv *command.Server) *Collector {
+	return &Collector{srv: srv, now: func() time.Time { return clock.Time(srv.Clock()) }}
+}
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {

@@ -56,7 +56,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	}
 	cmds := command.New(cfg, eng, logger)
 	n := &Node{Server: cmds, logger: logger, done: make(chan struct{})}
-	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop)
+	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
 	return n
@@ -199,11 +199,7 @@ func (n *Node) Shutdown(save bool, grace time.Duration) error {
 		return nil
 	}
 	n.logger.Printf("shutting down: no new connections, finishing in-flight commands")
-	deadline := time.Now().Add(grace)
-	n.net.Drain(func() bool {
-		time.Sleep(5 * time.Millisecond)
-		return time.Now().Before(deadline)
-	})
+	n.net.Drain(grace)
 	var err error
 	if n.OnShutdown != nil {
 		if err = n.OnShutdown(save); err != nil {
@@ -224,13 +220,13 @@ func (n *Node) expire() {
 	eng := n.Engine()
 	const slices = 10
 	per := (eng.Shards() + slices - 1) / slices
-	t := time.NewTicker(100 * time.Millisecond / slices)
+	t := eng.Clock().NewTicker(100 * time.Millisecond / slices)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.done:
 			return
-		case <-t.C:
+		case <-t.C():
 			eng.ExpireShards(eng.Now(), 20, per)
 		}
 	}
@@ -238,13 +234,13 @@ func (n *Node) expire() {
 
 // autoSave writes a snapshot every `save` seconds when anything changed.
 func (n *Node) autoSave() {
-	t := time.NewTicker(time.Second)
+	t := n.Engine().Clock().NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.done:
 			return
-		case <-t.C:
+		case <-t.C():
 			n.SaveIfDue()
 		}
 	}

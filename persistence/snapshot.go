@@ -46,9 +46,10 @@ type SaveStats struct {
 // every registered section, to path: through path+".tmp", fsynced, renamed
 // over path, directory fsynced. It locks one shard at a time (see doc.go).
 func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error) {
-	start := time.Now()
+	clk := eng.Clock()
+	start := clk.Mono()
 	now := eng.Now()
-	st := SaveStats{Started: start}
+	st := SaveStats{Started: time.Unix(0, now)}
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -95,7 +96,7 @@ func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error
 	for i := 0; i < eng.Shards(); i++ {
 		buf, keys, plains = buf[:0], keys[:0], plains[:0]
 		var encErr error
-		held := time.Now()
+		held := clk.Mono()
 		eng.RangeShardTransient(i, now, func(key string, ent *engine.Entry) bool {
 			if ent.Ext != nil {
 				encErr = record([]byte(key), ent)
@@ -105,7 +106,7 @@ func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error
 			plains = append(plains, plain{len(keys), *ent})
 			return true
 		})
-		h := time.Since(held)
+		h := clk.Mono() - held
 		st.MaxShardHold = max(st.MaxShardHold, h)
 		st.MeanShardHold += h / time.Duration(eng.Shards())
 		if encErr != nil {
@@ -161,7 +162,7 @@ func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error
 		return st, fmt.Errorf("snapshot: fsync directory: %w", err)
 	}
 	st.Bytes = w.n
-	st.Duration = time.Since(start)
+	st.Duration = clk.Mono() - start
 	return st, nil
 }
 
@@ -215,7 +216,7 @@ var ErrNotExist = os.ErrNotExist
 // keys that do not fit eng's shards (an error matching engine.ErrShardFull),
 // found only while storing them.
 func Load(path string, eng *engine.Engine, sections *Sections) (LoadStats, error) {
-	start := time.Now()
+	start := eng.Clock().Mono()
 	var st LoadStats
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -243,7 +244,7 @@ func Load(path string, eng *engine.Engine, sections *Sections) (LoadStats, error
 		}
 		st.Sections++
 	}
-	st.Duration = time.Since(start)
+	st.Duration = eng.Clock().Mono() - start
 	return st, nil
 }
 

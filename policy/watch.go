@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/limitdb/limitdb/clock"
 )
 
 // watchState is what the watcher remembers about the rules file between
@@ -77,22 +79,22 @@ func (s *Store) Reload() error {
 	return err
 }
 
-// Watch polls the rules file every interval (DefaultPoll if <= 0) until
+// Watch polls the rules file every interval (DefaultPoll if <= 0) of clk until
 // done is closed, applying each valid change and logging each broken one
 // once. It looks at the modification time and size, and reads and hashes
 // the contents when they change (and every few polls regardless), so
 // identical contents are never re-applied.
-func (s *Store) Watch(done <-chan struct{}, interval time.Duration) {
+func (s *Store) Watch(done <-chan struct{}, interval time.Duration, clk clock.Clock) {
 	if interval <= 0 {
 		interval = DefaultPoll
 	}
-	t := time.NewTicker(interval)
+	t := clk.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
-		case <-t.C:
+		case <-t.C():
 			s.poll()
 		}
 	}

@@ -181,7 +181,7 @@ func (p *poller) run() {
 			})
 		}
 		if err != 0 && err != syscall.EINTR {
-			time.Sleep(tick) // not expected: EBADF, EFAULT, EINVAL
+			p.s.clk.Sleep(tick) // not expected: EBADF, EFAULT, EINVAL
 		}
 		for _, ev := range events[:max(n, 0)] {
 			if ev.Fd == int32(p.wake[0]) {

@@ -4,8 +4,8 @@
 // and drains connections on shutdown. It hands every command to a Handler
 // and knows nothing of what a command does.
 //
-// It imports resp (the wire format) and nothing else of the project: never
-// the command layer or the engine.
+// It imports resp (the wire format) and clock, and nothing else of the
+// project: never the command layer or the engine.
 package server
 
 import (
@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/resp"
 )
 
@@ -60,6 +61,7 @@ const handshakeTimeout = 10 * time.Second
 // Server accepts connections and serves them with its Handler.
 type Server struct {
 	h   Handler
+	clk clock.Clock
 	lim atomic.Pointer[Limits]
 
 	mu    sync.Mutex
@@ -73,14 +75,15 @@ type Server struct {
 
 	draining atomic.Bool
 	drained  chan struct{} // closed once draining connections have gone
+	left     chan struct{} // a connection closed (Drain waits on it)
 }
 
 // New returns a server for h. With eventLoop, plain TCP connections on
 // Linux are served by event loops (poll_linux.go); otherwise each
-// connection has a goroutine.
-func New(h Handler, lim Limits, eventLoop bool) *Server {
-	s := &Server{h: h, conns: map[*Conn]struct{}{}, loops: eventLoop,
-		yield: runtime.GOMAXPROCS(0) == 1, drained: make(chan struct{})}
+// connection has a goroutine. clk times the drain's grace.
+func New(h Handler, lim Limits, eventLoop bool, clk clock.Clock) *Server {
+	s := &Server{h: h, clk: clk, conns: map[*Conn]struct{}{}, loops: eventLoop,
+		yield: runtime.GOMAXPROCS(0) == 1, drained: make(chan struct{}), left: make(chan struct{}, 1)}
 	s.SetLimits(lim)
 	return s
 }
@@ -205,10 +208,9 @@ func (s *Server) Conns() int {
 
 // Drain stops accepting and lets every connection finish the commands it
 // has already received and flush their replies, waiting until no
-// connection is left or wait reports the grace is over; wait is called
-// between checks and returns false when the caller's time is up. Serve
+// connection is left or grace has passed on the server's clock. Serve
 // returns after Close.
-func (s *Server) Drain(wait func() bool) {
+func (s *Server) Drain(grace time.Duration) {
 	if !s.draining.CompareAndSwap(false, true) {
 		return
 	}
@@ -227,7 +229,14 @@ func (s *Server) Drain(wait func() bool) {
 	for _, c := range conns {
 		c.nc.SetReadDeadline(time.Unix(1, 0))
 	}
-	for s.Conns() > 0 && wait() {
+	deadline := s.clk.Mono() + grace
+	tick := s.clk.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for s.Conns() > 0 && s.clk.Mono() < deadline {
+		select {
+		case <-s.left:
+		case <-tick.C():
+		}
 	}
 	close(s.drained)
 }
@@ -239,6 +248,10 @@ func (s *Server) forget(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	select {
+	case s.left <- struct{}{}:
+	default:
+	}
 }
 
 // serve runs one connection on its own goroutine: read a batch of

@@ -26,6 +26,7 @@ func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testSe
 	clk := clock.NewFake(t0)
 	eng := engine.New(clk, 0)
 	cfg := config.Default()
+	cfg.Save = 0 // the test steps the clock, which would run automatic snapshots
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	if mod != nil {

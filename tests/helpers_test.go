@@ -31,6 +31,7 @@ func startServer(t testing.TB) *testServer {
 	clk := clock.NewFake(t0)
 	eng := engine.New(clk, 0)
 	cfg := config.Default()
+	cfg.Save = 0 // the test steps the clock, which would run automatic snapshots
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
 	srv := node.New(cfg, eng, nil)

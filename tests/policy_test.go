@@ -25,6 +25,7 @@ func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	cfg := config.Default()
+	cfg.Save = 0 // the test steps the clock, which would run automatic snapshots
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
 	logs := &syncBuffer{}
 	srv := node.New(cfg, engine.New(clk, 0), log.New(logs, "", 0))
@@ -325,15 +326,17 @@ func TestRulesFileHotReload(t *testing.T) {
 		t.Fatalf("CONFIG GET rules* = %v", v)
 	}
 
-	// The watcher applies an edit by itself within a couple of seconds;
-	// bob keeps his usage (1 of 2 becomes 1 of 4).
+	// The watcher applies an edit by itself at its next poll, which the
+	// test's clock steps; bob keeps his usage (1 of 2 becomes 1 of 4).
 	writeRules(t, path, strings.Replace(rulesV1, "limit: 2", "limit: 4", 1))
-	deadline := time.Now().Add(5 * time.Second)
-	for policyField(t, c, "api", "limit") != int64(4) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the edit was not applied within 5 s; log:\n%s", logs.String())
+	if !ts.clk.WaitForWaiters(3, 5*time.Second) { // the watcher's ticker, expiry's and snapshots'
+		t.Fatal("the rules watcher is not waiting on the clock")
+	}
+	for i := 0; policyField(t, c, "api", "limit") != int64(4); i++ {
+		if i == 500 {
+			t.Fatalf("the edit was not applied after 500 polls; log:\n%s", logs.String())
 		}
-		time.Sleep(10 * time.Millisecond)
+		ts.clk.Advance(10 * time.Millisecond)
 	}
 	if got := ints(t, c.Do(ctx, "RL.HIT", "api", "bob", 0)); got[2] != 3 {
 		t.Fatalf("after the edit: %v, want remaining 3", got)

@@ -37,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/limitdb/limitdb/clock"
 )
 
 func main() {
@@ -110,9 +112,10 @@ func run(addr string, rate float64, conns int, d time.Duration, cmd []string, ke
 	errs, done := 0, 0
 	events := make([]syscall.EpollEvent, conns)
 	buf := make([]byte, 64<<10)
-	start := time.Now()
+	clk := clock.Real()
+	start := clk.Mono()
 	for done < conns*perConn {
-		now := time.Since(start)
+		now := (clk.Mono() - start)
 		if now > d+30*time.Second {
 			return nil, 0, 0, fmt.Errorf("%d of %d requests unanswered 30 s after the last was due", conns*perConn-done, conns*perConn)
 		}
@@ -150,7 +153,7 @@ func run(addr string, rate float64, conns int, d time.Duration, cmd []string, ke
 			if !c.inflight || size != len(c.in) {
 				return nil, 0, 0, fmt.Errorf("unexpected reply bytes %q", c.in)
 			}
-			lat = append(lat, int64(time.Since(start)-c.due(c.sent, interval)))
+			lat = append(lat, int64((clk.Mono()-start)-c.due(c.sent, interval)))
 			if isErr {
 				errs++
 			}
@@ -159,7 +162,7 @@ func run(addr string, rate float64, conns int, d time.Duration, cmd []string, ke
 			done++
 		}
 	}
-	return lat, errs, time.Since(start) - 10*time.Millisecond, nil
+	return lat, errs, (clk.Mono() - start) - 10*time.Millisecond, nil
 }
 
 // due is when the connection's i-th request falls due, from the start.

@@ -19,7 +19,7 @@ const module = "github.com/limitdb/limitdb/"
 // lower layers, so imports flow one way. A new package must be placed here.
 var layers = [][]string{
 	// The wire format, the clock, pure helpers and the storage table.
-	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "bench/loadgen", "internal/archtest"},
+	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "internal/archtest"},
 	// Pure algorithms; the configuration; the transport.
 	{"engine/gcra", "engine/bucket", "engine/window", "config", "server"},
 	// The keyspace.
@@ -31,7 +31,7 @@ var layers = [][]string{
 	// The assembly, and the exporters of the command layer's figures.
 	{"node", "metrics"},
 	// Programs and end-to-end tests.
-	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "tests"},
+	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "bench/loadgen", "tests"},
 }
 
 // only names, for the packages at the edges, every project package they
@@ -252,6 +252,80 @@ func root(e ast.Expr) *ast.Ident {
 // isPackageLevel reports whether obj is declared at the top of f.
 func isPackageLevel(obj *ast.Object, f *ast.File) bool {
 	return f.Scope.Lookup(obj.Name) == obj
+}
+
+// timeFuncs read the time or wait: only package clock calls them.
+var timeFuncs = map[string]bool{"Now": true, "Since": true, "Until": true, "NewTicker": true, "NewTimer": true,
+	"After": true, "AfterFunc": true, "Sleep": true, "Tick": true}
+
+// deadlineFiles enforce socket deadlines, which are wall-clock instants:
+// they may read the wall clock directly, with the reason.
+var deadlineFiles = map[string]string{
+	"server/poll_linux.go": "the event loop enforces the read, write and linger deadlines of the sockets it owns",
+}
+
+// TestOnlyTheClockReadsTheTime: no package but clock reads the time,
+// ticks, sleeps or waits on a timer; everything takes the clock.Clock it
+// is given. A socket deadline is the exception: time.Now() inside a
+// Set*Deadline call, and the files of deadlineFiles.
+func TestOnlyTheClockReadsTheTime(t *testing.T) {
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		if dir == "clock" {
+			continue
+		}
+		p := pkgs[dir]
+		for _, name := range sorted(p.files) {
+			if _, ok := deadlineFiles[dir+"/"+name]; ok {
+				continue
+			}
+			f := p.files[name]
+			timePkg := importName(f, "time")
+			if timePkg == "" {
+				continue
+			}
+			isTime := func(e ast.Expr) (string, bool) {
+				sel, ok := e.(*ast.SelectorExpr)
+				if !ok {
+					return "", false
+				}
+				id, ok := sel.X.(*ast.Ident)
+				return sel.Sel.Name, ok && id.Name == timePkg && id.Obj == nil && timeFuncs[sel.Sel.Name]
+			}
+			called := map[ast.Expr]bool{}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Set") && strings.HasSuffix(sel.Sel.Name, "Deadline") {
+						return false // a socket deadline may read the wall clock
+					}
+					if fn, ok := isTime(n.Fun); ok {
+						called[n.Fun] = true
+						t.Errorf("%s/%s:%d: time.%s: take a clock.Clock instead", dir, name, p.fset.Position(n.Pos()).Line, fn)
+					}
+				case *ast.SelectorExpr:
+					if fn, ok := isTime(n); ok && !called[n] {
+						t.Errorf("%s/%s:%d: time.%s as a value: take a clock.Clock instead", dir, name, p.fset.Position(n.Pos()).Line, fn)
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// importName is the name file f uses for the package at path, "" if it
+// does not import it.
+func importName(f *ast.File, path string) string {
+	for _, is := range f.Imports {
+		if p, _ := strconv.Unquote(is.Path.Value); p == path {
+			if is.Name != nil {
+				return is.Name.Name
+			}
+			return path[strings.LastIndex(path, "/")+1:]
+		}
+	}
+	return ""
 }
 
 func isErrorName(name string) bool {
