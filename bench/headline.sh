@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# headline.sh: the issue's headline ratio, with where the time went.
+# headline.sh: the headline ratio, with where the time went.
 #
-# Runs the exact pair of commands of bench/README.md's "Quiet-machine check"
-# in alternating rounds: limitdb's CL.THROTTLE on 100k random keys against
-# redis-server's INCR, 50 clients, pipeline 16, each server pinned to core
-# 0 and redis-benchmark to core 1. Besides req/s and their ratio it prints,
-# for each run, the CPU the server and redis-benchmark used (a share of one
-# core: a server under 100% was not the bottleneck) and the server's context
-# switches per 1000 requests (all its threads, from /proc), and the p99
-# latency redis-benchmark saw; "p99 redis/limitdb" at or above 1 means
-# limitdb's p99 was no worse than Redis's. At the end it prints each
-# ratio's median over the rounds with how far that median can be trusted
-# (a bootstrap 90% interval, and a sign test of the rounds above and below
-# 1), and each server's median req/s and p99.
+# Runs the pair of commands of the CL.THROTTLE-per-core goal
+# (bench/README.md) in alternating rounds: limitdb's CL.THROTTLE on 100k
+# random keys against redis-server's INCR, 50 clients, pipeline 16, each
+# server pinned to core 0 and redis-benchmark to core 1. Besides req/s and
+# their ratio it prints, for each run, the CPU the server and
+# redis-benchmark used (a share of one core: a server under 100% was not the
+# bottleneck) and the server's context switches per 1000 requests (all its
+# threads, from /proc), and the p99 latency redis-benchmark saw; "p99
+# redis/limitdb" at or above 1 means limitdb's p99 was no worse than
+# Redis's. At the end it prints each ratio's median over the rounds with how
+# far that median can be trusted (a bootstrap 90% interval, and a sign test
+# of the rounds above and below 1), and each server's median req/s and p99.
 #
 #   bench/headline.sh                   3 rounds of 2M requests
 #   ROUNDS=15 N=300000 bench/headline.sh   many short rounds: on a machine whose

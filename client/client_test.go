@@ -87,7 +87,7 @@ func TestTypedCalls(t *testing.T) {
 			})
 		})
 		t.Run(fmt.Sprint("GCRA/resp", proto), func(t *testing.T) {
-			// Redis 8.8's GCRA: burst 2, 1 token per 0.5 s.
+			// GCRA as Redis proposed it: burst 2, 1 token per 0.5 s.
 			walk(t, c, clk, fmt.Sprint("gcra", proto), client.GCRA{MaxBurst: 2, TokensPerPeriod: 1, Period: 500 * time.Millisecond}, []step{
 				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: 1 * s}},
 				{0, 2, client.Result{Limit: 3, Remaining: 0, ResetAfter: 2 * s}},

@@ -43,9 +43,11 @@ func (l Throttle) args(key string, cost int64) ([]any, error) {
 	return []any{"CL.THROTTLE", key, l.MaxBurst, l.Count, int64(l.Period / time.Second), cost}, nil
 }
 
-// GCRA is Redis 8.8's GCRA key max_burst tokens_per_period period [TOKENS n]:
-// the period may be fractional seconds (microsecond precision); the reply is
-// in seconds, rounded up. A cost below 1 is an error, as in Redis.
+// GCRA is GCRA key max_burst tokens_per_period period [TOKENS n], the
+// spelling Redis proposed (redis/redis PR #15191; in no released Redis or
+// Valkey): the period may be fractional seconds (microsecond precision); the
+// reply is in seconds, rounded up. A cost below 1 is an error, as in that
+// proposal.
 type GCRA struct {
 	MaxBurst, TokensPerPeriod int64
 	Period                    time.Duration

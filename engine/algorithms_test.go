@@ -58,7 +58,7 @@ func TestAdaptersKeepStateInEntry(t *testing.T) {
 // caches. TB.TAKE, SW.INCR and SL.INCR_1000per10s ask each key about once a
 // second against limits of 1000 per 10 s (the sliding log's keys hold up
 // to ten stamps). CL.THROTTLE and SL.INCR are the
-// wire's load (bench/README.md: 100 per minute, CL.THROTTLE with a burst of
+// wire's load (bench/compare.sh: 100 per minute, CL.THROTTLE with a burst of
 // 99): each key asked every 2.4 s, the keyspace warmed until every sliding
 // log holds its steady 25 stamps, then timed in that steady state.
 func BenchmarkLimit(b *testing.B) {

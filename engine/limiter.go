@@ -47,8 +47,10 @@ func (c CellLimiter) Apply(ent Entry, now, cost int64) (Entry, limit.Result, boo
 	return Entry{Kind: KindGCRA, A: tat, Expire: tat}, r, write, err
 }
 
-// RedisGCRALimiter is the GCRA command: Redis 8.8's microsecond arithmetic
-// on the same TAT as CL.THROTTLE, read and written at microsecond precision.
+// RedisGCRALimiter is the GCRA command: the microsecond arithmetic of the
+// GCRA Redis proposed (redis/redis PR #15191; in no released Redis or
+// Valkey) on the same TAT as CL.THROTTLE, read and written at microsecond
+// precision.
 type RedisGCRALimiter struct{ L gcra.Limit }
 
 // Kind implements Limiter.

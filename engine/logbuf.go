@@ -31,9 +31,10 @@ import (
 // re-placing the entry when the size differs. Apply on a staged entry
 // records on a copy. Get copies the buffer (cloneExt).
 //
-// On the wire, with 100k random keys, keeping the stamps in the entry
-// rather than behind an ext slot took SL.INCR from 0.72-0.78 of
-// CL.THROTTLE's throughput to 0.83-0.84 (bench/ab.sh, bench/README.md).
+// Why in the entry: on the wire, with 100k random keys, SL.INCR runs at
+// 0.83-0.84 of CL.THROTTLE's throughput with its stamps there, against
+// 0.72-0.78 with them behind an ext slot (ROUNDS=60 bench/ab.sh A B, with
+// and without GROW=1; docs/performance-history.md).
 
 // maxInlineWords is the largest buffer kept in the key's entry (and as an
 // array while it moves): 256 words, 2 KiB, a limit of 100 at its fullest

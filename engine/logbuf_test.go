@@ -63,9 +63,10 @@ func TestSlidingLogBufferAllocations(t *testing.T) {
 	}
 }
 
-// The serialised form of a sliding log is the one every version wrote,
-// though A and B now hold part of the ring: an entry written before
-// (5a15253) loads, answers as it did, and is written back byte for byte.
+// The serialised form of a sliding log is fixed (A and B 0, then the
+// ring's bytes) although in memory A and B hold part of the ring: this
+// entry, written by build 5a15253, loads, answers as it did, and is
+// written back byte for byte.
 func TestSlidingLogOldForm(t *testing.T) {
 	// SL.INCR k 5 10s at t0, t0+1s and t0+2s, costing 1, 2 and 1.
 	old, _ := hex.DecodeString("0680e0db96a0c0ce972f00001880d0fcd5d5bfce972f0380a8d6b907018094ebdc03020001")

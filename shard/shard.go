@@ -126,9 +126,10 @@ var ErrFull = errors.New("a keyspace shard is full (256 MiB of keys); use more s
 //     one) above 7 bits of the key's hash, its tag, so that a probe rarely
 //     touches a key it does not want. Offset and tag share one word so that
 //     a probe reads one cache line, not a control byte array and then a
-//     slot array, each a cache miss under random keys (BenchmarkGetRandom,
-//     BenchmarkThrottleChurn; bench/README.md). With 5 tag bits an insert,
-//     whose probe passes several full slots, compared too many keys; the 25
+//     slot array, each a cache miss under random keys (go test ./shard
+//     -bench GetRandom, go test ./engine -bench ThrottleChurn;
+//     docs/performance-history.md). 7 tag bits, not 5: with 5, an insert,
+//     whose probe passes several full slots, compares too many keys. The 25
 //     bits left for the offset bound a shard's arena to 256 MiB (ErrFull).
 //   - arena holds one entry per key, value and key side by side, so that
 //     finding the key brings its value into the cache with it (layout

@@ -11,7 +11,7 @@ import (
 // storage_unix.go), for two reasons: resident memory follows the keyspace
 // exactly (a freed array goes back to the OS at once, untouched capacity
 // costs nothing), and the garbage collector's heap goal, which is a multiple
-// of the live heap, no longer counts the keyspace, so per-request garbage
+// of the live heap, does not count the keyspace, so per-request garbage
 // elsewhere in the server is collected against a small heap instead of
 // growing resident memory by a fraction of the keyspace.
 //

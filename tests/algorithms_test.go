@@ -35,7 +35,7 @@ func TestLimiterCommands(t *testing.T) {
 		steps []step
 	}{
 		{"TB.TAKE", []step{ // 10 tokens, 1 per second
-			{0, []any{10, 1, "1s"}, []int64{0, 10, 9, -1, 1000}}, // the example
+			{0, []any{10, 1, "1s"}, []int64{0, 10, 9, -1, 1000}}, // docs/algorithms.md's example
 			{0, []any{10, 1, "1s", 9}, []int64{0, 10, 0, -1, 10000}},
 			{0, []any{10, 1, "1s"}, []int64{1, 10, 0, 1000, 10000}},
 			{500 * ms, []any{10, 1, "1s"}, []int64{1, 10, 0, 500, 9500}},
@@ -50,7 +50,7 @@ func TestLimiterCommands(t *testing.T) {
 			{3 * ms, []any{3, 3, "10ms"}, []int64{1, 3, 0, 1, 7}}, // 0.9 tokens: 1/3 ms short
 			{ms, []any{3, 3, "10ms"}, []int64{0, 3, 0, -1, 10}},   // 1.2 - 1 tokens: 9.33 ms short of full
 		}},
-		{"LB.QUEUE", []step{ // the example: capacity 3, 10 per second
+		{"LB.QUEUE", []step{ // docs/algorithms.md's example: capacity 3, 10 per second
 			{0, []any{3, 10, "1s"}, []int64{0, 3, 2, -1, 100, 0}},
 			{0, []any{3, 10, "1s"}, []int64{0, 3, 1, -1, 200, 100}},
 			{0, []any{3, 10, "1s"}, []int64{0, 3, 0, -1, 300, 200}},

@@ -91,7 +91,8 @@ func RedisLimit(maxBurst, tokensPerPeriod int64, periodSec float64) (Limit, erro
 
 // RedisGCRA answers the GCRA command for a key whose TAT is tat
 // (microseconds, 0 for a fresh key): durations are rounded up to whole
-// seconds and remaining is an integer division, as in Redis 8.8.
+// seconds and remaining is an integer division, as in the GCRA command
+// Redis proposed (redis/redis PR #15191).
 func RedisGCRA(tat, now int64, l Limit, tokens int64) (r Reply, newTAT int64, write bool, err error) {
 	d, err := Decide(tat, now, l, tokens)
 	if err != nil {

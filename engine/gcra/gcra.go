@@ -1,7 +1,8 @@
 // Package gcra implements the generic cell rate algorithm (GCRA) as pure
 // functions of (state, now, parameters). It owns the arithmetic behind
-// CL.THROTTLE (redis-cell), GCRA (Redis 8.8) and the leaky-bucket queue; it
-// never reads a clock, takes a lock or knows about keys.
+// CL.THROTTLE (redis-cell), GCRA (as Redis proposed it in redis/redis PR
+// #15191, which no released Redis or Valkey has) and the leaky-bucket
+// queue; it never reads a clock, takes a lock or knows about keys.
 //
 // GCRA in plain words: a limit of one request every emission interval T,
 // with a burst of B extra requests, is tracked by a single number, the
