@@ -15,7 +15,7 @@ func registerGcra(t *Table) {
 			Syntax:  "key max_burst count period [quantity]", Handler: cmdClThrottle},
 		&Command{Name: "gcra", Arity: -5, MaxArgs: 7, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
-			Summary: "GCRA with Redis 8.8's spelling: fractional period in seconds, replies rounded up to seconds.",
+			Summary: "GCRA as Redis proposed it (redis/redis PR #15191, in no release): fractional period in seconds, replies rounded up to seconds.",
 			Syntax:  "key max_burst tokens_per_period period [TOKENS count]", Handler: cmdGCRA},
 	)
 }
@@ -59,7 +59,8 @@ func cmdClThrottle(c *Client, args [][]byte) {
 }
 
 // cmdGCRA answers GCRA key max_burst tokens_per_period period [TOKENS n]
-// with Redis 8.8's argument rules and error texts.
+// with the argument rules and error texts of the GCRA command Redis
+// proposed (redis/redis PR #15191; in no released Redis or Valkey).
 func cmdGCRA(c *Client, args [][]byte) {
 	maxBurst, err := ParseInt(args[2])
 	if err != nil {
