@@ -44,6 +44,7 @@ type Node struct {
 	ln        net.Listener
 	done      chan struct{}
 	closeOnce sync.Once
+	startOnce sync.Once
 	shutting  atomic.Bool
 	shutErr   atomic.Pointer[error]
 }
@@ -141,8 +142,7 @@ func (n *Node) Serve(ln net.Listener) error {
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		n.SetListenPort(a.Port)
 	}
-	go n.expire()
-	go n.autoSave()
+	n.Start()
 	err := n.net.Serve(ln)
 	if n.net.Draining() { // Shutdown: wait for the final snapshot
 		<-n.done
@@ -209,6 +209,16 @@ func (n *Node) Shutdown(save bool, grace time.Duration) error {
 	}
 	n.Close()
 	return err
+}
+
+// Start runs the background loops, active expiry and automatic snapshots,
+// until Close; Serve calls it. A node serving only LocalClients calls it
+// itself. Calls after the first do nothing.
+func (n *Node) Start() {
+	n.startOnce.Do(func() {
+		go n.expire()
+		go n.autoSave()
+	})
 }
 
 // expire runs active expiry: ten cycles a second, each a bounded sample of

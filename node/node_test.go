@@ -3,9 +3,11 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"log"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,4 +132,67 @@ var seedFrames = []string{
 	"*1\r\n$2\r\nPING\r\n", "*2\r\n$4\r\nECHO\r\n$-1\r\n",
 	"ECHO \"unbalanced\r\n", "\x00\x01\x02\xff\r\n", "\r\n\r\n",
 	"*1\r\n$4\r\nPI", "*3\r\n$3\r\nSET\r\n$1\r\nk",
+}
+
+// TestBackgroundLoopsOnTheFakeClock runs commands with no socket on a node
+// whose clock is a fake: stepping it drives active expiry and automatic
+// snapshots, as time drives them in production, with no sleep.
+func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(1_700_000_000e9)
+	cfg := config.Default()
+	cfg.Dir, cfg.Save = t.TempDir(), 60
+	n := New(cfg, engine.New(clk, 0), log.New(io.Discard, "", 0))
+	if err := n.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	t.Cleanup(func() { n.Close() })
+	if !clk.WaitForWaiters(2, 5*time.Second) {
+		t.Fatal("the background loops are not waiting on the clock")
+	}
+	c := n.NewLocalClient()
+	for i := 0; i < 200; i++ {
+		if got := string(c.DoString("SET", fmt.Sprint("k", i), "v", "PX", "50")); got != "+OK\r\n" {
+			t.Fatalf("SET: %q", got)
+		}
+	}
+	if got := n.Engine().Len(); got != 200 {
+		t.Fatalf("%d keys stored, want 200", got)
+	}
+	// Steps of 10 ms: each is an expiry slice, a tenth of the shards, and
+	// the keys go without any command touching them. (A step the loop
+	// has not taken yet is dropped, as a real ticker drops ticks.)
+	steps := 0
+	for ; n.Engine().Len() > 0 && steps < 10_000; steps++ {
+		clk.Advance(10 * time.Millisecond)
+		time.Sleep(100 * time.Microsecond)
+	}
+	if got := n.Engine().Len(); got != 0 {
+		t.Fatalf("%d keys left after %d steps of active expiry", got, steps)
+	}
+	if !n.LastSave().IsZero() {
+		t.Fatal("a snapshot before any was due")
+	}
+	// A change, then a minute: the automatic snapshot falls due.
+	c.DoString("SET", "kept", "1")
+	for i := 0; i < 61; i++ {
+		clk.Advance(time.Second)
+	}
+	if !eventually(func() bool { return !n.LastSave().IsZero() }) {
+		t.Fatal("no automatic snapshot a minute after a change")
+	}
+}
+
+// eventually reports whether cond holds within a few seconds: for work a
+// background goroutine does once the clock has stepped.
+func eventually(cond func() bool) bool {
+	for i := 0; i < 500; i++ {
+		if cond() {
+			return true
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	return cond()
 }
