@@ -72,6 +72,7 @@ const (
 )
 
 func TestTypedCalls(t *testing.T) {
+	t.Parallel()
 	addr, clk := serve(t)
 	for _, proto := range []int{2, 3} {
 		c := connect(t, addr, proto)
@@ -153,6 +154,7 @@ func TestTypedCalls(t *testing.T) {
 }
 
 func TestServerErrorsPassThrough(t *testing.T) {
+	t.Parallel()
 	addr, _ := serve(t)
 	c := connect(t, addr, 3)
 	_, err := c.Take(context.Background(), "k", client.Throttle{MaxBurst: 1, Count: 0, Period: s}, 1)
@@ -166,6 +168,7 @@ func TestServerErrorsPassThrough(t *testing.T) {
 }
 
 func TestThrottleNeedsWholeSeconds(t *testing.T) {
+	t.Parallel()
 	c := client.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 	_, err := c.Take(context.Background(), "k", client.Throttle{MaxBurst: 1, Count: 1, Period: 1500 * time.Millisecond}, 1)
 	if err == nil || !strings.Contains(err.Error(), "not whole seconds") {
@@ -174,6 +177,7 @@ func TestThrottleNeedsWholeSeconds(t *testing.T) {
 }
 
 func TestApprox(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		l    client.Limit
 		want client.Rate

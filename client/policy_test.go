@@ -11,6 +11,7 @@ import (
 )
 
 func TestPolicies(t *testing.T) {
+	t.Parallel()
 	addr, clock := serve(t)
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {

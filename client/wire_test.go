@@ -7,6 +7,7 @@ import (
 )
 
 func TestFormatDuration(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		d    time.Duration
 		want string
@@ -28,6 +29,7 @@ func TestFormatDuration(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		wire []int64
 		unit time.Duration

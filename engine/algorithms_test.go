@@ -13,6 +13,7 @@ import (
 // TestAdaptersKeepStateInEntry checks where each algorithm's state lives:
 // in A and B (no allocation per request) unless it cannot fit.
 func TestAdaptersKeepStateInEntry(t *testing.T) {
+	t.Parallel()
 	tb, _ := NewTokenBucket(10, 1, int64(time.Second))
 	sw, _ := NewSlidingWindow(10, int64(time.Second), 1)
 	sw4, _ := NewSlidingWindow(10, int64(time.Second), 4)

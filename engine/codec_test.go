@@ -6,6 +6,7 @@ import (
 )
 
 func TestEntryRoundTrip(t *testing.T) {
+	t.Parallel()
 	cases := []Entry{
 		{Kind: KindGCRA, A: t0 + 5e9, Expire: t0 + 5e9},
 		{Kind: KindTokenBucket, A: -3, B: 1 << 60, Expire: 0},
@@ -23,6 +24,7 @@ func TestEntryRoundTrip(t *testing.T) {
 }
 
 func TestDecodeRejectsCorruption(t *testing.T) {
+	t.Parallel()
 	good, _ := Entry{Kind: KindGCRA, A: 1, Expire: 1}.AppendBinary(nil)
 	bad := [][]byte{nil, {0}, {200}, good[:2], append([]byte{byte(KindGCRA)}, 0, 0, 0, 5)}
 	for _, b := range bad {

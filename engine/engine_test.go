@@ -16,6 +16,7 @@ import (
 const t0 = int64(1_700_000_000) * int64(time.Second)
 
 func TestThrottleExpiresExactlyWhenFresh(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	l, _ := gcra.CellLimit(1, 1, 10) // one per 10 s, burst 1
 	key := []byte("k")
@@ -38,6 +39,7 @@ func TestThrottleExpiresExactlyWhenFresh(t *testing.T) {
 }
 
 func TestPeekAndDenialWriteNothing(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	l, _ := gcra.CellLimit(0, 1, 60)
 	key := []byte("k")
@@ -57,6 +59,7 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 }
 
 func TestWrongType(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	key := []byte("s")
 	e.Do(key, t0, func(Entry) (Entry, bool) { return Entry{Kind: KindString, Ext: []byte("x")}, true })
@@ -67,6 +70,7 @@ func TestWrongType(t *testing.T) {
 }
 
 func TestExpireCycleReapsOnlyExpired(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 8)
 	for i := 0; i < 2000; i++ {
 		exp := t0 + int64(time.Second)
@@ -99,6 +103,7 @@ func TestExpireCycleReapsOnlyExpired(t *testing.T) {
 // next shards in turn, visit every shard: as many slices as make a cycle
 // reap from every shard, and a slice reaps only from its own shards.
 func TestExpireShardsSpreadsACycle(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 8)
 	for i := 0; i < 800; i++ {
 		exp := t0 + int64(time.Second)
@@ -132,6 +137,7 @@ func TestExpireShardsSpreadsACycle(t *testing.T) {
 }
 
 func TestDoMultiIsAtomicAndDeduplicates(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a")}
 	var wg sync.WaitGroup
@@ -162,6 +168,7 @@ func TestDoMultiIsAtomicAndDeduplicates(t *testing.T) {
 }
 
 func TestConcurrentThrottleAdmitsExactlyTheLimit(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 16)
 	l, _ := gcra.CellLimit(99, 1, 3600) // limit 100 within an hour
 	var admitted sync.WaitGroup
@@ -262,6 +269,7 @@ func BenchmarkThrottleChurn(b *testing.B) {
 // active expiry reaped it, is written over its old entry (counted as
 // expired, accounted once); an expired key that is only read is reaped.
 func TestExpiredKeyComesBackInPlace(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 1)
 	l, _ := gcra.CellLimit(0, 1, 1) // burst 1, one a second: the key lives 1 s
 	k := []byte("user:1")
@@ -297,6 +305,7 @@ func TestExpiredKeyComesBackInPlace(t *testing.T) {
 // no trace of the small key. A multi-key write to keys already present
 // still goes through, in place.
 func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fills 256 MiB")
 	}
@@ -331,6 +340,7 @@ func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
 // room is counted in its own shard (locking sorts the shard indexes, and
 // the new key comes first so that they are sorted the other way).
 func TestDoMultiRoomPerShard(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fills 256 MiB")
 	}

@@ -80,6 +80,7 @@ func chain(t *testing.T, e *Engine, key []byte, l Limiter, now int64, n int, sto
 // A write that is dropped (RL.HITALL denied by another key) leaves the
 // stored state as it was, however many times it charged the key.
 func TestDroppedWritesLeaveExtStateAlone(t *testing.T) {
+	t.Parallel()
 	for _, c := range extLimiters(t) {
 		for n := 1; n <= 3; n++ {
 			t.Run(fmt.Sprintf("%s/%d charges", c.name, n), func(t *testing.T) {
@@ -106,6 +107,7 @@ func TestDroppedWritesLeaveExtStateAlone(t *testing.T) {
 // Charges stored together are all kept: committing a chain of staged
 // states ends where the same requests one by one end.
 func TestChainedWritesCommit(t *testing.T) {
+	t.Parallel()
 	for _, c := range extLimiters(t) {
 		t.Run(c.name, func(t *testing.T) {
 			e, want := New(nil, 1), New(nil, 1)
@@ -123,6 +125,7 @@ func TestChainedWritesCommit(t *testing.T) {
 // Get hands out a copy: writes after it do not change what it returned,
 // although the key's own state is written in place.
 func TestGetIsNotChangedByLaterWrites(t *testing.T) {
+	t.Parallel()
 	for _, c := range extLimiters(t) {
 		t.Run(c.name, func(t *testing.T) {
 			e := New(nil, 1)
@@ -151,6 +154,7 @@ func TestGetIsNotChangedByLaterWrites(t *testing.T) {
 // A key keeps its box for life: a write to an existing key allocates
 // nothing once its memory has grown to the traffic.
 func TestExtWritesAllocateNothing(t *testing.T) {
+	// Not parallel: AllocsPerRun counts the whole process's allocations.
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}

@@ -108,6 +108,7 @@ func remaining(t *testing.T, e *Engine, key string, now int64, l Limiter) int64 
 // Ext state and checks the slabs after each step: a step that forgets to
 // free a slot, or hands a live one out again, fails here.
 func TestExtSlotFollowsKey(t *testing.T) {
+	t.Parallel()
 	sec := int64(time.Second)
 	sl, _ := NewSlidingLog(3, sec)
 	big, _ := NewSlidingWindow(1<<40, sec, 1)
@@ -258,6 +259,7 @@ func restore(t *testing.T, e *Engine, snap map[string][]byte, now int64) {
 // A snapshot restores every key's state exactly, into an empty keyspace
 // and over the keys themselves, with one slot per key with Ext state.
 func TestExtSlabSnapshotRoundTrip(t *testing.T) {
+	t.Parallel()
 	sec := int64(time.Second)
 	sl, _ := NewSlidingLog(5, sec)
 	sw, _ := NewSlidingWindow(10, sec, 10)
@@ -320,6 +322,7 @@ type mixOp func(e *Engine, now int64) string
 // second run adds eviction (random, so checked against the invariants
 // only).
 func TestExtSlabRandomMix(t *testing.T) {
+	t.Parallel()
 	for _, evict := range []bool{false, true} {
 		t.Run(fmt.Sprintf("evict=%v", evict), func(t *testing.T) {
 			ops := 4000
@@ -469,6 +472,7 @@ func randomOp(t *testing.T, rng *rand.Rand, evict bool) (mixOp, string) {
 // A slab left mostly free by keys that went is compacted by active expiry:
 // it shrinks to the keys left, each of which keeps its own state.
 func TestExtSlabCompacts(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 1)
 	set := func(key string, n int) { // strings of 1 to 3 words, in the slab
 		e.SetString([]byte(key), t0, []byte(strings.Repeat("v", 8*n)), SetOptions{}, nil)

@@ -14,6 +14,7 @@ import (
 // A sliding log's buffer is one allocation (logbuf.go), when a key is new
 // and each time its ring moves, up to maxInlineWords; a larger one is two.
 func TestSlidingLogBufferAllocations(t *testing.T) {
+	// Not parallel: AllocsPerRun counts the whole process's allocations.
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
@@ -68,6 +69,7 @@ func TestSlidingLogBufferAllocations(t *testing.T) {
 // entry, written by build 5a15253, loads, answers as it did, and is
 // written back byte for byte.
 func TestSlidingLogOldForm(t *testing.T) {
+	t.Parallel()
 	// SL.INCR k 5 10s at t0, t0+1s and t0+2s, costing 1, 2 and 1.
 	old, _ := hex.DecodeString("0680e0db96a0c0ce972f00001880d0fcd5d5bfce972f0380a8d6b907018094ebdc03020001")
 	ent, n, err := DecodeEntry(old)
@@ -91,6 +93,7 @@ func TestSlidingLogOldForm(t *testing.T) {
 // buffer of its own: the first key's later writes, in place, leave the
 // second's stamps alone.
 func TestSlidingLogStateGivenToAnotherKey(t *testing.T) {
+	t.Parallel()
 	sl, _ := NewSlidingLog(5, 100)
 	e := New(nil, 1)
 	a, b := []byte("a"), []byte("b")
@@ -127,6 +130,7 @@ func mustGet(t *testing.T, e *Engine, key []byte, now int64) Entry {
 // step of random traffic on two keys, whose stamps slide out, move to new
 // buffers and widen, and whose slots the slab reuses as keys come and go.
 func TestSlidingLogThroughEngine(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	for round := range 50 {
 		win, limit := rng.Int64N(200)+1, rng.Int64N(40)+1
@@ -194,6 +198,7 @@ func where(t *testing.T, e *Engine, key []byte) string {
 // in the ext slab beyond, and moves between the two as its ring grows and
 // shrinks, deciding throughout as the same log kept whole.
 func TestSlidingLogEntryAndSlot(t *testing.T) {
+	t.Parallel()
 	sec := int64(time.Second)
 	sl, _ := NewSlidingLog(1000, sec)
 	e := New(nil, 1)
@@ -235,6 +240,7 @@ func TestSlidingLogEntryAndSlot(t *testing.T) {
 // shard's arena (new keys that make it grow): the key keeps the request
 // it admitted, and a key given another key's staged state gets a copy.
 func TestDoMultiWordsAcrossArenaMove(t *testing.T) {
+	t.Parallel()
 	sl, _ := NewSlidingLog(5, 100)
 	e := New(nil, 1)
 	for i := range 200 { // an arena of some pages, outside the Go heap
@@ -277,6 +283,7 @@ func TestDoMultiWordsAcrossArenaMove(t *testing.T) {
 // A write of a sliding log's entry as loaded (EXPIRE, PEXPIRE) keeps its
 // stamps where they are.
 func TestSlidingLogRewrittenAsLoaded(t *testing.T) {
+	t.Parallel()
 	sl, _ := NewSlidingLog(5, 100)
 	e := New(nil, 1)
 	key := []byte("k")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestUsedBytesFollowsKeys(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	put := func(key string, exp int64) {
 		e.Do([]byte(key), t0, func(Entry) (Entry, bool) { return Entry{Kind: KindGCRA, A: exp, Expire: exp}, true })
@@ -39,6 +40,7 @@ func TestUsedBytesFollowsKeys(t *testing.T) {
 }
 
 func TestEvictSoonestTakesEarliestExpiry(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 1) // one shard; 256 random index slots over 11 keys miss none
 	for i := 1; i <= 10; i++ {
 		exp := t0 + int64(i)*int64(time.Minute)
@@ -64,6 +66,7 @@ func TestEvictSoonestTakesEarliestExpiry(t *testing.T) {
 // KeyBytes counts a key's entry and, beyond it, its Ext state: a sliding
 // log's buffer as it grows, a string's bytes, a sliding window's counts.
 func TestKeyBytes(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	sec := int64(time.Second)
 	bytesOf := func(key string, now int64) int64 {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestStringValuesReadBackExactly(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"", "0", "42", "-7", "9223372036854775807", "-9223372036854775808",
 		"007", "-0", "+1", " 1", "1.5", "9223372036854775808", "hello", "\x00\xff"} {
 		ent := StringEntry([]byte(v), 0)
@@ -28,6 +29,7 @@ func TestStringValuesReadBackExactly(t *testing.T) {
 }
 
 func TestIncrBy(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	key := []byte("n")
 	steps := []struct {
@@ -50,6 +52,7 @@ func TestIncrBy(t *testing.T) {
 }
 
 func TestSetStringsLastValueWins(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 4)
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a")}
 	vals := [][]byte{[]byte("1"), []byte("2"), []byte("3")}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestExclusiveIsolatesItsKeys(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 8)
 	a, b := []byte("a"), []byte("b")
 	var wg sync.WaitGroup
@@ -47,6 +48,7 @@ func TestExclusiveIsolatesItsKeys(t *testing.T) {
 }
 
 func TestExclusiveAllShardsReentersEveryLock(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 8)
 	for _, k := range []string{"x", "y", "z"} {
 		e.IncrBy([]byte(k), t0, 1)
@@ -81,6 +83,7 @@ func TestExclusiveAllShardsReentersEveryLock(t *testing.T) {
 // shards its transaction does not hold, and only the handle skips the held
 // ones: another goroutine's call on a held key waits until fn returns.
 func TestHandleLocksWhatItDoesNotHold(t *testing.T) {
+	t.Parallel()
 	e := New(nil, 8)
 	a := []byte("a")
 	var other []byte // a key in another shard than a's

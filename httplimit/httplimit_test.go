@@ -95,6 +95,7 @@ func get(h http.Handler, apiKey string) *httptest.ResponseRecorder {
 }
 
 func TestHeadersAnd429(t *testing.T) {
+	t.Parallel()
 	h := newHandler(t, httplimit.Options{
 		Limiter: remote(t, serve(t), client.Throttle{MaxBurst: 1, Count: 1, Period: time.Minute}),
 		Prefix:  "api:",
@@ -128,6 +129,7 @@ func TestHeadersAnd429(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	local, err := httplimit.NewLocal(client.Rate{Burst: 0, Interval: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +187,7 @@ func (s *spy) Take(ctx context.Context, key string) (client.Result, error) {
 }
 
 func TestTimeoutIsApplied(t *testing.T) {
+	t.Parallel()
 	sp := &spy{}
 	const timeout = 30 * time.Millisecond
 	h := newHandler(t, httplimit.Options{Limiter: sp, Timeout: timeout, Cooldown: -1, OnError: func(*http.Request, error) {}})
@@ -202,6 +205,7 @@ func TestTimeoutIsApplied(t *testing.T) {
 }
 
 func TestCooldownSkipsLimitdb(t *testing.T) {
+	t.Parallel()
 	sp := &spy{}
 	now := t0
 	h := newHandler(t, httplimit.Options{Limiter: sp, Cooldown: time.Second, Policy: httplimit.FailClosed,
@@ -230,6 +234,7 @@ func TestCooldownSkipsLimitdb(t *testing.T) {
 // request still completes, through the policy, because the middleware's
 // timeout reaches go-redis' reads (client.Options enables that).
 func TestHungLimitdb(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -274,6 +279,7 @@ func TestHungLimitdb(t *testing.T) {
 }
 
 func TestLocal(t *testing.T) {
+	t.Parallel()
 	l, err := httplimit.NewLocal(client.Rate{Burst: 1, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -306,6 +312,7 @@ type fixed client.Result
 func (f fixed) Take(context.Context, string) (client.Result, error) { return client.Result(f), nil }
 
 func TestNeverFitsHasNoRetryAfter(t *testing.T) {
+	t.Parallel()
 	h := newHandler(t, httplimit.Options{Limiter: fixed{Limited: true, Limit: 5, RetryAfter: client.Never, ResetAfter: 1500 * time.Millisecond}})
 	w := get(h, "hank")
 	if w.Code != 429 || w.Header().Get("Retry-After") != "" || w.Header().Get("RateLimit-Reset") != "2" {
@@ -317,6 +324,7 @@ func TestNeverFitsHasNoRetryAfter(t *testing.T) {
 // Delay before the handler runs; a client that leaves while queued never
 // reaches it.
 func TestLeakyQueueDelaysTheHandler(t *testing.T) {
+	t.Parallel()
 	m, err := httplimit.New(httplimit.Options{
 		Limiter: remote(t, serve(t), client.LeakyQueue{Capacity: 3, Rate: 10, Period: time.Second}),
 		Key:     httplimit.ByHeader("X-Api-Key"), Timeout: 10 * time.Second,
@@ -356,6 +364,7 @@ func TestLeakyQueueDelaysTheHandler(t *testing.T) {
 }
 
 func TestNewRefusesIncompleteOptions(t *testing.T) {
+	t.Parallel()
 	for _, o := range []httplimit.Options{
 		{Key: httplimit.ByIP},
 		{Limiter: &spy{}},
@@ -368,6 +377,7 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	r := httptest.NewRequest("GET", "/", nil)
 	r.RemoteAddr = "192.0.2.7:5555"
 	if k, err := httplimit.ByIP(r); k != "ip:192.0.2.7" || err != nil {
@@ -385,6 +395,7 @@ func TestKeys(t *testing.T) {
 // TestConcurrentRequests: at one instant, a burst of 10 admits exactly 10 of
 // 40 concurrent requests, through limitdb and through the local limiter.
 func TestConcurrentRequests(t *testing.T) {
+	t.Parallel()
 	limit := client.Throttle{MaxBurst: 9, Count: 1, Period: time.Minute}
 	local, err := httplimit.NewLocal(limit.Approx())
 	if err != nil {
@@ -415,6 +426,7 @@ func TestConcurrentRequests(t *testing.T) {
 }
 
 func TestLocalForgetsFreshKeys(t *testing.T) {
+	t.Parallel()
 	l, err := httplimit.NewLocal(client.Rate{Burst: 0, Interval: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, c, addr := startWithMetrics(t)
 	c.ConfigResetStat(ctx) // command statistics are per process

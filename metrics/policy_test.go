@@ -9,6 +9,7 @@ import (
 )
 
 func TestPolicyMetrics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, c, addr := startWithMetrics(t)
 	for _, p := range [][]any{{"metrics-strict", "gcra", 1, "1m"}, {"metrics-trial", "sliding_log", 1, "1m", "SHADOW"}} {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestInsertGetDelete(t *testing.T) {
+	t.Parallel()
 	tab := New[int](4)
 	if tab.Count() != 4 {
 		t.Fatalf("count = %d", tab.Count())
@@ -53,6 +54,7 @@ func TestInsertGetDelete(t *testing.T) {
 }
 
 func TestLockKeysAscendingAndDistinct(t *testing.T) {
+	t.Parallel()
 	tab := New[int](8)
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a"), []byte("zz"), []byte("q")}
 	idx := tab.LockKeys(keys)
@@ -72,6 +74,7 @@ func TestLockKeysAscendingAndDistinct(t *testing.T) {
 }
 
 func TestConcurrentCounters(t *testing.T) {
+	t.Parallel()
 	tab := New[int](16)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -122,6 +125,7 @@ func BenchmarkLockGet(b *testing.B) {
 // from empty to over a kilobyte (multi-byte length fields, free lists
 // kept in a map).
 func TestAgainstMap(t *testing.T) {
+	t.Parallel()
 	t.Run("int64", func(t *testing.T) { againstMap(t, func(r uint64) int64 { return int64(r) }) })
 	t.Run("struct", func(t *testing.T) {
 		againstMap(t, func(r uint64) entry { return entry{int64(r), -int64(r), uint8(r)} })
@@ -230,6 +234,7 @@ func againstMap[V comparable](t *testing.T, val func(uint64) V) {
 // restarts the walk; it never lands inside an entry. Within one
 // generation a walk sees every key present throughout exactly once.
 func TestScanCursorAcrossCompaction(t *testing.T) {
+	t.Parallel()
 	s := New[int64](1).Shard(0)
 	for i := 0; i < 2000; i++ {
 		*s.Insert(fmt.Appendf(nil, "key:%d%s", i, make([]byte, i%50))) = int64(i)
@@ -297,6 +302,7 @@ func TestScanCursorAcrossCompaction(t *testing.T) {
 // TestSample: sampling every index slot in turn reaches every key, and
 // each sample is a whole key with its own value.
 func TestSample(t *testing.T) {
+	t.Parallel()
 	s := New[int64](1).Shard(0)
 	if s.Sample(0, func(string, *int64, byte) bool { return true }) {
 		t.Fatal("an empty shard gave a sample")
@@ -325,6 +331,7 @@ func TestSample(t *testing.T) {
 }
 
 func TestNewRefusesPointers(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Fatal("New[*int] did not panic")
@@ -340,6 +347,7 @@ func (s *Shard[V]) hashOf(key []byte) uint64 { return maphash.Bytes(s.seed, key)
 
 // TestFlatStorage checks which values leave the Go heap.
 func TestFlatStorage(t *testing.T) {
+	t.Parallel()
 	if !flat[entry]() || !flat[int64]() || !flat[byte]() {
 		t.Error("pointer-free types should be stored off the heap")
 	}
@@ -366,6 +374,7 @@ func TestFlatStorage(t *testing.T) {
 // they left, so the shard does not grow; Compact's reserve keeps
 // it from shrinking storage that is about to be needed again.
 func TestChurnReusesStorage(t *testing.T) {
+	t.Parallel()
 	s := New[int64](1).Shard(0)
 	keys := make([][]byte, 1000)
 	for i := range keys {
@@ -468,6 +477,7 @@ func BenchmarkGetRandom(b *testing.B) {
 // the keys before it are all there and the shard takes writes again once
 // keys go.
 func TestFull(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fills 256 MiB")
 	}
@@ -509,6 +519,7 @@ func TestFull(t *testing.T) {
 // reuse of free entries, Scan and Compact, beside keys that have none;
 // and a key's entry is the size EntrySizeWords says.
 func TestWordsAgainstMap(t *testing.T) {
+	t.Parallel()
 	tab := New[entry](1)
 	s := tab.Shard(0)
 	type want struct {

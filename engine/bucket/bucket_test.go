@@ -11,6 +11,7 @@ import (
 const ms = int64(time.Millisecond)
 
 func TestTokenBucketSteps(t *testing.T) {
+	t.Parallel()
 	b, err := New(10, 1, int64(time.Second)) // TB.TAKE tb 10 1 1s
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestTokenBucketSteps(t *testing.T) {
 }
 
 func TestLeakyQueueDelays(t *testing.T) {
+	t.Parallel()
 	// LB.QUEUE capacity 3, 10 per second: delays 0, 100, 200 ms, then denied.
 	b, _ := New(3, 10, int64(time.Second))
 	now := int64(1e18)
@@ -93,6 +95,7 @@ func ceilRat(r *big.Rat) int64 {
 // rational model with awkward rates (refill not dividing period) and checks
 // every field, including that retry_after is the exact nanosecond.
 func TestAgainstExactModel(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 200; round++ {
 		capacity, refill, period := rng.Int64N(6)+1, rng.Int64N(9)+1, rng.Int64N(40)+1
@@ -151,6 +154,7 @@ func TestAgainstExactModel(t *testing.T) {
 }
 
 func TestParameters(t *testing.T) {
+	t.Parallel()
 	bad := []struct {
 		name                     string
 		capacity, refill, period int64

@@ -79,6 +79,7 @@ var algorithms = []Algorithm{
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for _, a := range algorithms {
 		t.Run(a.Name, func(t *testing.T) { Run(t, a) })
 	}

@@ -8,6 +8,7 @@ import (
 // TestRedisCellVectors replays redis-cell's own test table (src/cell/mod.rs,
 // it_rate_limits): 1 request per second with max_burst 4, so limit 5.
 func TestRedisCellVectors(t *testing.T) {
+	t.Parallel()
 	l, err := CellLimit(4, 1, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,7 @@ func TestRedisCellVectors(t *testing.T) {
 }
 
 func TestThrottleRoundsToSeconds(t *testing.T) {
+	t.Parallel()
 	l, _ := CellLimit(4, 1, 1)
 	now := int64(1e18)
 	cases := []struct {
@@ -92,6 +94,7 @@ func TestThrottleRoundsToSeconds(t *testing.T) {
 }
 
 func TestThrottleWritesOnlyAdmittedNonPeek(t *testing.T) {
+	t.Parallel()
 	l, _ := CellLimit(0, 1, 10)
 	now := int64(5e18)
 	_, tat, write, _ := Throttle(0, now, l, 1)
@@ -107,6 +110,7 @@ func TestThrottleWritesOnlyAdmittedNonPeek(t *testing.T) {
 }
 
 func TestTimeGoingBackwardsAdmitsNothingExtra(t *testing.T) {
+	t.Parallel()
 	l, _ := CellLimit(2, 1, 1)
 	now := int64(1e18)
 	var tat int64
@@ -125,6 +129,7 @@ func TestTimeGoingBackwardsAdmitsNothingExtra(t *testing.T) {
 }
 
 func TestParameterErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name                    string
 		burst, count, periodSec int64
@@ -150,6 +155,7 @@ func TestParameterErrors(t *testing.T) {
 }
 
 func TestRedisGCRA(t *testing.T) {
+	t.Parallel()
 	// 10 tokens per 1.5 s with max_burst 2: interval 150 ms, limit 3.
 	l, err := RedisLimit(2, 10, 1.5)
 	if err != nil {

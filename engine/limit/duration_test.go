@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseAndFormatDuration(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want time.Duration

@@ -10,6 +10,7 @@ import (
 // estimate is never below the true count, so an admitted request never
 // takes the true count in the window above the limit.
 func TestSlidingNeverAboveUnderEvenTraffic(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 11))
 	const start = int64(1_700_000_000_000_000_000)
 	for i := 0; i < 20000; i++ {

@@ -33,6 +33,7 @@ func check(t *testing.T, i int, d Decision, s step) {
 }
 
 func TestFixedSteps(t *testing.T) {
+	t.Parallel()
 	f, _ := NewFixed(3, sec)
 	steps := []step{
 		{0, 2, false, 1, -1, 1000 * ms},
@@ -55,6 +56,7 @@ func TestFixedSteps(t *testing.T) {
 }
 
 func TestSlidingSteps(t *testing.T) {
+	t.Parallel()
 	w, _ := NewSliding(10, sec, 1)
 	steps := []step{
 		{0, 10, false, 0, -1, 2000 * ms},
@@ -80,6 +82,7 @@ func TestSlidingSteps(t *testing.T) {
 }
 
 func TestLogSteps(t *testing.T) {
+	t.Parallel()
 	l, _ := NewLog(3, sec)
 	steps := []step{
 		{0, 1, false, 2, -1, 1000 * ms},
@@ -134,6 +137,7 @@ func exactEstimate(s Sliding, log []request, now int64) *big.Rat {
 // definition, and checks every decision, remaining, reset, and that
 // retry_after is the first nanosecond at which the request fits.
 func TestSlidingAgainstDefinition(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for round := 0; round < 300; round++ {
 		precision := rng.Int64N(4) + 1
@@ -214,6 +218,7 @@ func ceilRat(r *big.Rat) int64 {
 // of admitted requests, every retry to the nanosecond, and that the ring
 // never holds more stamps than the limit.
 func TestLogAgainstDefinition(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for round := 0; round < 300; round++ {
 		window, limit := rng.Int64N(30)+1, rng.Int64N(12)+1
@@ -282,6 +287,7 @@ func TestLogAgainstDefinition(t *testing.T) {
 // TestRecordLeavesTheOldRingIntact is what lets a caller drop a recorded
 // state: the ring it came from still answers the same.
 func TestRecordLeavesTheOldRingIntact(t *testing.T) {
+	t.Parallel()
 	l, _ := NewLog(4, 100)
 	r := &Ring{}
 	now := int64(1000)
@@ -305,6 +311,7 @@ func TestRecordLeavesTheOldRingIntact(t *testing.T) {
 // and Take are Decide, Regrow and Add at once; and that a ring is narrow
 // whenever it moves with every stamp costing 1.
 func TestAdd(t *testing.T) {
+	t.Parallel()
 	l, _ := NewLog(40, 100)
 	r := &Ring{}
 	now := int64(1000)
@@ -367,6 +374,7 @@ func TestAdd(t *testing.T) {
 }
 
 func TestCodecs(t *testing.T) {
+	t.Parallel()
 	l, _ := NewLog(5, 100)
 	r := &Ring{}
 	for now := int64(1000); now < 1300; now += 17 {
@@ -408,6 +416,7 @@ func TestCodecs(t *testing.T) {
 }
 
 func TestParameters(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		err  error
