@@ -8,39 +8,21 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/testlog"
 )
-
-// lockedBuffer is a log destination safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestPanicRecovered adds a command that panics to one server's table:
 // its caller gets an error, the panic is logged with a stack, and that
 // client and every other keep working.
 func TestPanicRecovered(t *testing.T) {
 	t.Parallel()
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0))
 	s.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
 		Handler: func(c *Client, _ [][]byte) {
@@ -83,7 +65,7 @@ func FuzzCommandArgs(f *testing.F) {
 	for _, s := range seedArgs {
 		f.Add([]byte(s))
 	}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	cfg := config.Default()
 	// Not f.TempDir: a SAVE, BGSAVE or SHUTDOWN among the inputs may still
 	// be writing there when the test ends, and TempDir's cleanup fails then.

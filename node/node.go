@@ -211,47 +211,36 @@ func (n *Node) Shutdown(save bool, grace time.Duration) error {
 	return err
 }
 
-// Start runs the background loops, active expiry and automatic snapshots,
-// until Close; Serve calls it. A node serving only LocalClients calls it
-// itself. Calls after the first do nothing.
+// Start runs the background loops until Close; Serve calls it. A node
+// serving only LocalClients calls it itself. Calls after the first do
+// nothing.
+//
+// Active expiry runs ten cycles a second, each a bounded sample of every
+// shard, one shard lock at a time, spread over ten slices of a tenth of
+// the shards, one every 10 ms: a whole cycle at once held up every request
+// in flight on a server with one core, ten times a second, which showed as
+// the p99 at pipeline 1 (PIPELINE=1 bench/headline.sh). The automatic
+// snapshot is checked every second (SaveIfDue).
 func (n *Node) Start() {
 	n.startOnce.Do(func() {
-		go n.expire()
-		go n.autoSave()
+		eng := n.Engine()
+		const slices = 10
+		per := (eng.Shards() + slices - 1) / slices
+		go n.every(100*time.Millisecond/slices, func() { eng.ExpireShards(eng.Now(), 20, per) })
+		go n.every(time.Second, n.SaveIfDue)
 	})
 }
 
-// expire runs active expiry: ten cycles a second, each a bounded sample of
-// every shard, one shard lock at a time. A cycle is spread over ten slices
-// of a tenth of the shards, one every 10 ms: a whole cycle at once held up
-// every request in flight on a server with one core, ten times a second,
-// which showed as the p99 at pipeline 1 (bench/headline.sh at -P 1).
-func (n *Node) expire() {
-	eng := n.Engine()
-	const slices = 10
-	per := (eng.Shards() + slices - 1) / slices
-	t := eng.Clock().NewTicker(100 * time.Millisecond / slices)
+// every runs fn every d of the engine's clock until Close.
+func (n *Node) every(d time.Duration, fn func()) {
+	t := n.Engine().Clock().NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.done:
 			return
 		case <-t.C():
-			eng.ExpireShards(eng.Now(), 20, per)
-		}
-	}
-}
-
-// autoSave writes a snapshot every `save` seconds when anything changed.
-func (n *Node) autoSave() {
-	t := n.Engine().Clock().NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.done:
-			return
-		case <-t.C():
-			n.SaveIfDue()
+			fn()
 		}
 	}
 }

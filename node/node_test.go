@@ -2,7 +2,6 @@ package node
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -10,46 +9,28 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/testlog"
 )
 
-// lockedBuffer is a log destination safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serveTest runs a server on a loopback port with a fake clock.
-func serveTest(t testing.TB) (*Node, string, *lockedBuffer) {
+func serveTest(t testing.TB) (*Node, string, *testlog.Buffer) {
 	t.Helper()
 	return serveTestWith(t, nil)
 }
 
 // serveTestWith is serveTest, calling prepare (when not nil) on the server
 // before it serves: the table is fixed from then on.
-func serveTestWith(t testing.TB, prepare func(*Node)) (*Node, string, *lockedBuffer) {
+func serveTestWith(t testing.TB, prepare func(*Node)) (*Node, string, *testlog.Buffer) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Port, cfg.Dir = 0, t.TempDir()
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0))
 	if prepare != nil {
 		prepare(s)

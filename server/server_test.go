@@ -57,6 +57,24 @@ func (h *echo) EndBatch(*Conn) {
 
 func (h *echo) Closed(*Conn, error) {}
 
+// serveOne serves s on a loopback port until the test ends, and dials it.
+func serveOne(t *testing.T, s *Server) (net.Listener, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { s.Serve(ln); close(served) }()
+	t.Cleanup(func() { s.Close(); <-served })
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return ln, nc
+}
+
 func limits() Limits {
 	return Limits{Frame: resp.Limits{MaxArgs: 1 << 20, MaxBulk: 512 << 20, MaxQuery: 1 << 30}}
 }
@@ -103,18 +121,7 @@ func TestServeStream(t *testing.T) {
 // and is closed.
 func TestRefusedConnection(t *testing.T) {
 	t.Parallel()
-	s := New(&echo{refuse: true}, limits(), false, clock.Real())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	_, nc := serveOne(t, New(&echo{refuse: true}, limits(), false, clock.Real()))
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
 	got, _ := io.ReadAll(nc)
 	if string(got) != "-ERR go away\r\n" {
@@ -130,17 +137,7 @@ func TestDrainWaitsForTheGraceOnItsClock(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(1_700_000_000e9)
 	s := New(&echo{authed: true}, limits(), false, clk)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { s.Serve(ln); close(served) }()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	ln, nc := serveOne(t, s)
 	rd := bufio.NewReader(nc)
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
 	io.WriteString(nc, "PING\r\n")
@@ -159,8 +156,6 @@ func TestDrainWaitsForTheGraceOnItsClock(t *testing.T) {
 	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
 		t.Error("a new connection was accepted while draining")
 	}
-	s.Close()
-	<-served
 }
 
 func TestDrainGivesUpAfterItsGrace(t *testing.T) {
@@ -169,17 +164,7 @@ func TestDrainGivesUpAfterItsGrace(t *testing.T) {
 	h := &echo{authed: true, slow: make(chan struct{})}
 	defer close(h.slow)
 	s := New(h, limits(), false, clk)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	_, nc := serveOne(t, s)
 	io.WriteString(nc, "SLOW\r\n")
 	for i := 0; s.Conns() == 0 || len(h.snapshot()) == 0; i++ {
 		if i == 5000 {

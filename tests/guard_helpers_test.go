@@ -2,26 +2,25 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"log"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/testlog"
 	"github.com/limitdb/limitdb/node"
 )
 
 // startWith starts a server like startServer, with the configuration
 // changed by mod and listening on ln (nil: a fresh loopback port). The
 // returned log holds what the server logged.
-func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testServer, *syncBuffer) {
+func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testServer, *testlog.Buffer) {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	eng := engine.New(clk, 0)
@@ -32,7 +31,7 @@ func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testSe
 	if mod != nil {
 		mod(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	srv := node.New(cfg, eng, log.New(logs, "", 0))
 	if err := srv.Prepare(); err != nil {
 		t.Fatalf("prepare: %v", err)
@@ -46,24 +45,6 @@ func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testSe
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return &testServer{srv: srv, clk: clk, addr: ln.Addr().String()}, logs
-}
-
-// syncBuffer is a log destination safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // raw is a bare TCP connection for sending exact bytes and reading replies

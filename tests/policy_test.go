@@ -15,19 +15,20 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/testlog"
 	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 )
 
 // startRulesServer starts a server watching the rules file path every 10 ms,
 // with its log captured.
-func startRulesServer(t *testing.T, path string) (*testServer, *syncBuffer) {
+func startRulesServer(t *testing.T, path string) (*testServer, *testlog.Buffer) {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	cfg := config.Default()
 	cfg.Save = 0 // the test steps the clock, which would run automatic snapshots
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	srv := node.New(cfg, engine.New(clk, 0), log.New(logs, "", 0))
 	if err := srv.StartRules(); err != nil {
 		t.Fatal(err)
