@@ -129,10 +129,7 @@ func (e *Engine) load(i int, st *stored, tag byte) Entry {
 		x := &e.side[i].ext.slots[st.B]
 		ent.Ext, ent.B, ent.C = x.ext, x.b, x.c
 	case ent.Kind == KindSlidingLog:
-		if w := e.tab.Shard(i).Words(st); w != nil {
-			l := asInline(w)
-			ent.Ext, ent.C = l, l.c
-		}
+		e.loadLog(i, st, &ent) // logbuf.go
 	}
 	return ent
 }
@@ -231,20 +228,7 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 	write := fn(ents)
 	if write {
 		e.roomFor(keys, at, ents)
-		// Settle, before any write can move a shard's arena, which
-		// sliding logs' words are already in place (logbuf.go).
-		for k, key := range keys {
-			if !at[k].dup && ents[k].Kind == KindSlidingLog {
-				s := e.tab.Shard(at[k].i)
-				var have []int64
-				if cur, _ := s.GetTagged(key, at[k].h); cur != nil {
-					have = s.Words(cur)
-				}
-				if _, home := inlinePlan(have, &ents[k]); home {
-					ents[k].Ext = inlineHome{}
-				}
-			}
-		}
+		e.settleLogs(keys, at, ents) // logbuf.go
 	}
 	for k, key := range keys {
 		if at[k].dup {
@@ -354,45 +338,18 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 		}
 		return
 	}
-	var have []int64 // cur's words: only a sliding log's entry has any
-	if cur != nil && (ent.Kind == KindSlidingLog || Kind(*tag&^tagExt) == KindSlidingLog) {
-		have = s.Words(cur)
-	}
-	words, home := inlinePlan(have, &ent)
-	if cur != nil && len(have) != words {
-		// The entry has room for other words than ent keeps in it: ent
-		// goes in an entry of its own (the key's memory accounting, which
-		// counts the key and not its state, is unchanged). Refused before
-		// the old entry goes, at capacity: the key keeps its state.
-		if !s.Fits(shard.EntrySizeWords[stored](len(key), words)) {
-			panic(ErrShardFull)
-		}
-		e.dropExt(i, *cur, *tag)
-		s.DeleteHashed(key, h)
-		cur, tag = s.InsertWords(key, h, words)
-		have = s.Words(cur)
+	if ent.Kind == KindSlidingLog || (cur != nil && Kind(*tag&^tagExt) == KindSlidingLog) {
+		e.storeLog(i, s, key, h, cur, tag, ent) // an entry with words (logbuf.go)
+		return
 	}
 	if cur == nil {
-		cur, tag = s.InsertWords(key, h, words)
+		cur, tag = s.InsertWords(key, h, 0)
 		e.stats[i].bytes.Add(keyCost(key))
-		have = s.Words(cur)
 	}
 	old, hadExt := *cur, *tag&tagExt != 0
 	*cur = stored{Expire: ent.Expire, A: ent.A, B: ent.B}
 	*tag = byte(ent.Kind)
 	switch {
-	case words > 0:
-		// A sliding log in the entry's words (logbuf.go).
-		l := asInline(have)
-		if !home {
-			// A buffer that moved, or the key is new: copy it in.
-			l.size = int64(words - inlineHeader)
-			copy(l.words(), ent.Ext.(logWords).words())
-		}
-		l.c = ent.C
-		if hadExt {
-			e.side[i].ext.drop(old.B)
-		}
 	case ent.Ext != nil:
 		*tag |= tagExt
 		cur.B = e.storeExt(i, old.B, hadExt, &ent)

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"github.com/limitdb/limitdb/engine/window"
+	"github.com/limitdb/limitdb/shard"
 )
 
 // A sliding log's state, kept apart.
@@ -221,4 +222,83 @@ func newLogBuf(words int) (ext any, buf []int64) {
 	}
 	x := newLogRings[class]()
 	return x, x.words()
+}
+
+// loadLog sets ent's sliding log from the words of st's entry in shard i,
+// when the log lives there.
+func (e *Engine) loadLog(i int, st *stored, ent *Entry) {
+	if w := e.tab.Shard(i).Words(st); w != nil {
+		l := asInline(w)
+		ent.Ext, ent.C = l, l.c
+	}
+}
+
+// settleLogs marks, before any of DoMulti's writes can move a shard's
+// arena, which of its sliding logs' words are already in place.
+func (e *Engine) settleLogs(keys [][]byte, at []keyAt, ents []Entry) {
+	for k, key := range keys {
+		if at[k].dup || ents[k].Kind != KindSlidingLog {
+			continue
+		}
+		s := e.tab.Shard(at[k].i)
+		var have []int64
+		if cur, _ := s.GetTagged(key, at[k].h); cur != nil {
+			have = s.Words(cur)
+		}
+		if _, home := inlinePlan(have, &ents[k]); home {
+			ents[k].Ext = inlineHome{}
+		}
+	}
+}
+
+// storeLog is store for a key whose new or current entry is a sliding log:
+// an entry that keeps words after its key. ent goes in an entry with room
+// for exactly its words, the log's buffer copied in unless it is already
+// there.
+func (e *Engine) storeLog(i int, s *shard.Shard[stored], key []byte, h uint64, cur *stored, tag *byte, ent Entry) {
+	var have []int64 // cur's words: only a sliding log's entry has any
+	if cur != nil && (ent.Kind == KindSlidingLog || Kind(*tag&^tagExt) == KindSlidingLog) {
+		have = s.Words(cur)
+	}
+	words, home := inlinePlan(have, &ent)
+	if cur != nil && len(have) != words {
+		// The entry has room for other words than ent keeps in it: ent
+		// goes in an entry of its own (the key's memory accounting, which
+		// counts the key and not its state, is unchanged). Refused before
+		// the old entry goes, at capacity: the key keeps its state.
+		if !s.Fits(shard.EntrySizeWords[stored](len(key), words)) {
+			panic(ErrShardFull)
+		}
+		e.dropExt(i, *cur, *tag)
+		s.DeleteHashed(key, h)
+		cur, tag = s.InsertWords(key, h, words)
+		have = s.Words(cur)
+	}
+	if cur == nil {
+		cur, tag = s.InsertWords(key, h, words)
+		e.stats[i].bytes.Add(keyCost(key))
+		have = s.Words(cur)
+	}
+	old, hadExt := *cur, *tag&tagExt != 0
+	*cur = stored{Expire: ent.Expire, A: ent.A, B: ent.B}
+	*tag = byte(ent.Kind)
+	switch {
+	case words > 0:
+		// The sliding log in the entry's words.
+		l := asInline(have)
+		if !home {
+			// A buffer that moved, or the key is new: copy it in.
+			l.size = int64(words - inlineHeader)
+			copy(l.words(), ent.Ext.(logWords).words())
+		}
+		l.c = ent.C
+		if hadExt {
+			e.side[i].ext.drop(old.B)
+		}
+	case ent.Ext != nil:
+		*tag |= tagExt
+		cur.B = e.storeExt(i, old.B, hadExt, &ent)
+	case hadExt:
+		e.side[i].ext.drop(old.B)
+	}
 }
