@@ -32,7 +32,7 @@ func registerKeys(t *Table) {
 		&Command{Name: "scan", Arity: -2, Flags: FlagReadonly, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1) per call, O(N) for a full iteration", Summary: "Iterates over the keys; the cursor is a shard number.",
 			Syntax: "cursor [MATCH pattern] [COUNT count] [TYPE type]", Handler: cmdScan},
-		&Command{Name: "keys", Arity: 2, Flags: FlagReadonly, Group: "generic", Since: "0.1.0",
+		&Command{Name: "keys", Arity: 2, Flags: FlagReadonly | FlagDangerous, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N)", Summary: "Lists the keys matching a glob pattern.", Syntax: "pattern", Handler: cmdKeys},
 		&Command{Name: "flushall", Arity: -1, Flags: FlagWrite | FlagDangerous, Group: "server", Since: "0.1.0",
 			Complexity: "O(N)", Summary: "Deletes every key.", Syntax: "[ASYNC|SYNC]", Handler: cmdFlush},

@@ -2,81 +2,87 @@ package command
 
 // globMatch reports whether s matches a Redis glob pattern: * any run,
 // ? one byte, [abc] [^a-z] classes, and \ escapes, as KEYS and SCAN use.
+//
+// It takes time proportional to len(pattern) * len(s) at worst: on a
+// mismatch it goes back only to the last * seen, since a later * can match
+// anything an earlier one could. (Trying every split of every *, as a
+// naive matcher does, is exponential in the number of *s: Redis bounds it
+// since CVE-2022-36021.)
 func globMatch(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for len(pattern) > 1 && pattern[1] == '*' {
-				pattern = pattern[1:]
-			}
-			if len(pattern) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if globMatch(pattern[1:], s[i:]) {
-					return true
+	px, sx := 0, 0
+	star, starS := -1, 0 // the last * seen, and where its match now ends
+	for sx < len(s) {
+		if px < len(pattern) {
+			switch c := pattern[px]; c {
+			case '*':
+				star, starS = px, sx
+				px++
+				continue
+			case '?':
+				px, sx = px+1, sx+1
+				continue
+			case '[':
+				if n, ok := matchClass(pattern[px:], s[sx]); ok {
+					px, sx = px+n, sx+1
+					continue
+				}
+			case '\\':
+				lit, n := byte('\\'), 1 // a trailing \ is itself
+				if px+1 < len(pattern) {
+					lit, n = pattern[px+1], 2
+				}
+				if lit == s[sx] {
+					px, sx = px+n, sx+1
+					continue
+				}
+			default:
+				if c == s[sx] {
+					px, sx = px+1, sx+1
+					continue
 				}
 			}
+		}
+		if star < 0 {
 			return false
-		case '?':
-			if len(s) == 0 {
-				return false
+		}
+		starS++ // the last * takes one more byte
+		px, sx = star+1, starS
+	}
+	for px < len(pattern) && pattern[px] == '*' {
+		px++
+	}
+	return px == len(pattern)
+}
+
+// matchClass matches b against the class at the start of p ("[...]"),
+// returning the class's length (its closing ] included, when there is
+// one) and whether b is in it.
+func matchClass(p string, b byte) (int, bool) {
+	i := 1
+	not := i < len(p) && p[i] == '^'
+	if not {
+		i++
+	}
+	match := false
+	for i < len(p) && p[i] != ']' {
+		switch {
+		case p[i] == '\\' && i+1 < len(p):
+			match = match || p[i+1] == b
+			i += 2
+		case i+2 < len(p) && p[i+1] == '-' && p[i+2] != ']':
+			lo, hi := p[i], p[i+2]
+			if lo > hi {
+				lo, hi = hi, lo
 			}
-			s = s[1:]
-			pattern = pattern[1:]
-		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			p := pattern[1:]
-			not := len(p) > 0 && p[0] == '^'
-			if not {
-				p = p[1:]
-			}
-			match := false
-			for len(p) > 0 && p[0] != ']' {
-				switch {
-				case p[0] == '\\' && len(p) >= 2:
-					if p[1] == s[0] {
-						match = true
-					}
-					p = p[2:]
-				case len(p) >= 3 && p[1] == '-' && p[2] != ']':
-					lo, hi := p[0], p[2]
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					if s[0] >= lo && s[0] <= hi {
-						match = true
-					}
-					p = p[3:]
-				default:
-					if p[0] == s[0] {
-						match = true
-					}
-					p = p[1:]
-				}
-			}
-			if len(p) > 0 {
-				p = p[1:] // the closing ]
-			}
-			if match == not {
-				return false
-			}
-			s = s[1:]
-			pattern = p
-		case '\\':
-			if len(pattern) >= 2 {
-				pattern = pattern[1:]
-			}
-			fallthrough
+			match = match || (b >= lo && b <= hi)
+			i += 3
 		default:
-			if len(s) == 0 || s[0] != pattern[0] {
-				return false
-			}
-			s = s[1:]
-			pattern = pattern[1:]
+			match = match || p[i] == b
+			i++
 		}
 	}
-	return len(s) == 0
+	if i < len(p) {
+		i++ // the closing ]
+	}
+	return i, match != not
 }
