@@ -202,9 +202,10 @@ func cmdMGet(c *Client, args [][]byte) {
 	keys := args[1:]
 	vals := make([][]byte, len(keys))
 	present := make([]bool, len(keys))
+	first := engine.FirstPlaces(keys)
 	c.eng().DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
 		for i := range keys {
-			ent := ents[firstKey(keys, i)]
+			ent := ents[first[i]]
 			if ent.Kind == engine.KindString {
 				vals[i], present[i] = engine.AppendString(nil, ent), true
 			}
@@ -219,16 +220,6 @@ func cmdMGet(c *Client, args [][]byte) {
 			c.Null()
 		}
 	}
-}
-
-// firstKey is where DoMulti puts the entry of keys[i]: its first place.
-func firstKey(keys [][]byte, i int) int {
-	for j := 0; j < i; j++ {
-		if string(keys[j]) == string(keys[i]) {
-			return j
-		}
-	}
-	return i
 }
 
 func cmdMSet(nx bool) func(c *Client, args [][]byte) {

@@ -205,13 +205,12 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 	// Each key is hashed once, for its shard and for both lookups.
 	at := make([]keyAt, len(keys))
 	idx := make([]int, len(keys)) // for lockShards, which sorts it
+	first := FirstPlaces(keys)
 	for k, key := range keys {
 		at[k].h = e.tab.Hash(key)
 		at[k].i = e.tab.IndexOf(at[k].h)
+		at[k].dup = first[k] != k
 		idx[k] = at[k].i
-		for j := 0; j < k && !at[k].dup; j++ {
-			at[k].dup = string(keys[j]) == string(key)
-		}
 	}
 	locked := e.lockShards(idx)
 	defer e.tab.UnlockIndexes(locked)
@@ -248,12 +247,87 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 	}
 }
 
+// smallMulti is the most keys a multi-key call handles with loops over
+// pairs of keys, which allocate nothing; past it they take maps, so that a
+// call's time grows with its keys, not with their square (MGET or MSET of
+// tens of thousands of keys).
+const smallMulti = 16
+
+// FirstPlaces returns, for each key, the index of its first place in keys:
+// where DoMulti puts the entry of a key named more than once.
+func FirstPlaces(keys [][]byte) []int {
+	first := make([]int, len(keys))
+	if len(keys) <= smallMulti {
+		for k := range keys {
+			first[k] = k
+			for j := 0; j < k; j++ {
+				if string(keys[j]) == string(keys[k]) {
+					first[k] = j
+					break
+				}
+			}
+		}
+		return first
+	}
+	seen := make(map[string]int, len(keys))
+	for k, key := range keys {
+		if j, ok := seen[string(key)]; ok {
+			first[k] = j
+			continue
+		}
+		seen[string(key)] = k
+		first[k] = k
+	}
+	return first
+}
+
+// roomForMany is roomFor in one pass over the keys, for many keys: the
+// size of every shard's entries, and, only for shards where that does not
+// fit, of those that need a new place.
+func (e *Engine) roomForMany(keys [][]byte, at []keyAt, ents []Entry) {
+	all := map[int]int{}
+	for j, key := range keys {
+		if !at[j].dup {
+			all[at[j].i] += shard.EntrySizeWords[stored](len(key), entryWords(&ents[j]))
+		}
+	}
+	var fresh map[int]int
+	for i, size := range all {
+		if !e.tab.Shard(i).Fits(size) {
+			fresh = map[int]int{}
+			break
+		}
+	}
+	if fresh == nil {
+		return
+	}
+	for j, key := range keys {
+		i := at[j].i
+		if at[j].dup || e.tab.Shard(i).Fits(all[i]) {
+			continue
+		}
+		s, words := e.tab.Shard(i), entryWords(&ents[j])
+		if cur, _ := s.GetTagged(key, at[j].h); cur == nil || len(s.Words(cur)) != words {
+			fresh[i] += shard.EntrySizeWords[stored](len(key), words)
+		}
+	}
+	for i, size := range all {
+		if s := e.tab.Shard(i); !s.Fits(size) && !s.Fits(fresh[i]) {
+			panic(ErrShardFull)
+		}
+	}
+}
+
 // roomFor panics with ErrShardFull, before DoMulti writes anything, when
 // its new keys would take a shard past its capacity: a write of several
 // keys is all or nothing at capacity too, where storing them one by one
 // would keep the first and refuse the second. Far from the bound (every
 // key counted as new still fits) it looks nothing up.
 func (e *Engine) roomFor(keys [][]byte, at []keyAt, ents []Entry) {
+	if len(keys) > smallMulti {
+		e.roomForMany(keys, at, ents)
+		return
+	}
 	// need is what shard i's keys take: all of them (exact false) or
 	// only those that need a new entry (an entry present with room for the
 	// same words is written in place).

@@ -321,16 +321,31 @@ func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
 	if n < 200 || n == 1000 {
 		t.Fatalf("shard full after %d keys of 1 MiB", n)
 	}
-	small := []byte("small")
-	if !refusedFull(func() { e.DoMulti([][]byte{small, big}, t0, putHour) }) {
-		t.Fatal("a write of a new small key and a new 1 MiB key into a full shard was not refused")
-	}
-	if e.Do(small, t0, func(Entry) (Entry, bool) { return Entry{}, false }) {
-		t.Error("the refused write stored its first key")
+	// With few keys and with many (past smallMulti, where the room is
+	// counted in one pass), duplicates among them.
+	for _, pad := range []int{0, 2 * smallMulti} {
+		keys := [][]byte{[]byte("small")}
+		for j := 0; j < pad; j++ {
+			keys = append(keys, []byte(fmt.Sprint("small", j%(pad/2+1))))
+		}
+		if !refusedFull(func() { e.DoMulti(append(keys, big), t0, putHour) }) {
+			t.Fatalf("%d keys: a write of new small keys and a new 1 MiB key into a full shard was not refused", len(keys)+1)
+		}
+		for _, k := range keys {
+			if e.Do(k, t0, func(Entry) (Entry, bool) { return Entry{}, false }) {
+				t.Fatalf("%d keys: the refused write stored %q", len(keys)+1, k)
+			}
+		}
 	}
 	binary.BigEndian.PutUint32(big, 0)
-	if refusedFull(func() { e.DoMulti([][]byte{big}, t0, putHour) }) {
-		t.Error("a write to a key already present was refused at capacity")
+	for _, copies := range []int{1, 2 * smallMulti} {
+		keys := make([][]byte, copies)
+		for j := range keys {
+			keys[j] = big
+		}
+		if refusedFull(func() { e.DoMulti(keys, t0, putHour) }) {
+			t.Errorf("a write to a key already present, named %d times, was refused at capacity", copies)
+		}
 	}
 }
 
@@ -366,8 +381,38 @@ func TestDoMultiRoomPerShard(t *testing.T) {
 		present = k
 	}
 	fresh := bigKey(&n, 1)
-	if refusedFull(func() { e.DoMulti([][]byte{fresh, present}, t0, putHour) }) {
+	keys := [][]byte{fresh, present}
+	if refusedFull(func() { e.DoMulti(keys, t0, putHour) }) {
 		t.Fatal("a new key of an empty shard and a present key of a full one were refused together")
+	}
+	for len(keys) <= 2*smallMulti { // many keys: the room counted in one pass
+		keys = append(keys, present)
+	}
+	if refusedFull(func() { e.DoMulti(keys, t0, putHour) }) {
+		t.Fatalf("%d keys, a present key of a full shard named %d times, were refused", len(keys), len(keys)-1)
+	}
+}
+
+func TestFirstPlaces(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 5, smallMulti, smallMulti + 1, 200} {
+		keys := make([][]byte, n)
+		for i := range keys {
+			keys[i] = []byte(fmt.Sprint("k", (i*7)%(n/3+1)))
+		}
+		first := FirstPlaces(keys)
+		for i := range keys {
+			want := i
+			for j := 0; j < i; j++ {
+				if string(keys[j]) == string(keys[i]) {
+					want = j
+					break
+				}
+			}
+			if first[i] != want {
+				t.Fatalf("%d keys: first place of %d (%q) = %d, want %d", n, i, keys[i], first[i], want)
+			}
+		}
 	}
 }
 

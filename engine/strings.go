@@ -145,6 +145,7 @@ func (e *Engine) SetString(key []byte, now int64, value []byte, o SetOptions, ds
 // with nx it stores none unless every key is absent. It reports whether it
 // stored them.
 func (e *Engine) SetStrings(keys, values [][]byte, now int64, nx bool) (done bool) {
+	first := FirstPlaces(keys)
 	e.DoMulti(keys, now, func(ents []Entry) bool {
 		if nx {
 			for _, ent := range ents {
@@ -156,22 +157,12 @@ func (e *Engine) SetStrings(keys, values [][]byte, now int64, nx bool) (done boo
 		// DoMulti stores a key named twice from its first place; the last
 		// value given wins, as in Redis.
 		for i := range keys {
-			ents[firstOf(keys, i)] = StringEntry(values[i], 0)
+			ents[first[i]] = StringEntry(values[i], 0)
 		}
 		done = true
 		return true
 	})
 	return done
-}
-
-// firstOf is the first index at which keys names keys[i].
-func firstOf(keys [][]byte, i int) int {
-	for j := 0; j < i; j++ {
-		if string(keys[j]) == string(keys[i]) {
-			return j
-		}
-	}
-	return i
 }
 
 // IncrBy adds delta to the integer at key (0 when absent), keeping its

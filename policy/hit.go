@@ -64,16 +64,7 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 	}
 	// owner[i] is the first pair with the same key: its entry carries the
 	// state for every repeat.
-	owner := make([]int, len(pairs))
-	for i := range keys {
-		owner[i] = i
-		for j := 0; j < i; j++ {
-			if string(keys[j]) == string(keys[i]) {
-				owner[i] = j
-				break
-			}
-		}
-	}
+	owner := engine.FirstPlaces(keys)
 	rs := make([]limit.Result, len(pairs))
 	refused := make([]bool, len(pairs))   // this pair's policy denied
 	wouldDeny := make([]bool, len(pairs)) // ... or would have, were it not shadow
