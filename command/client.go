@@ -30,6 +30,7 @@ type Client struct {
 	authed  bool
 	user    string
 	closing bool
+	killed  atomic.Bool // by CLIENT KILL: run no more commands
 
 	mu      sync.Mutex
 	name    string

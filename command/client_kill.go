@@ -4,11 +4,15 @@ package command
 // CLIENT KILL ip:port, answers OK or "No such client"; the filter form
 // (ID, ADDR, LADDR, USER, SKIPME) answers how many connections it closed.
 // Other connections are closed under their reader, which then cleans up;
-// the calling connection, when it matches, is closed after the reply.
+// the calling connection, when it matches, is closed after the reply. A
+// victim is marked killed before the reply is written, so it runs no
+// command the killer sends after reading the reply (as in Redis, where
+// the kill and every later command are serial).
 func cmdClientKill(c *Client, args [][]byte) {
 	if len(args) == 3 {
 		for _, cl := range c.srv.Clients() {
 			if cl.Addr == string(args[2]) {
+				cl.killed.Store(true)
 				c.OK()
 				kill(c, cl)
 				return
@@ -60,6 +64,9 @@ func cmdClientKill(c *Client, args [][]byte) {
 			continue
 		}
 		victims = append(victims, cl)
+	}
+	for _, cl := range victims {
+		cl.killed.Store(true)
 	}
 	c.Int(int64(len(victims)))
 	for _, cl := range victims {

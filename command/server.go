@@ -202,6 +202,10 @@ func (s *Server) handle(c *Client, args [][]byte) {
 	if c.closing {
 		return
 	}
+	if c.killed.Load() { // CLIENT KILL from another connection
+		c.Close()
+		return
+	}
 	if !c.bt.open {
 		c.begin()
 	}
