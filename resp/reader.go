@@ -211,6 +211,9 @@ func (r *Reader) slice(b []byte) error {
 		i++
 	}
 	count, _ := parseLen(b[1:i])
+	if count <= 0 {
+		return nil // *0 or *-n: no command
+	}
 	i += 2
 	first := len(r.args)
 	for ; count > 0; count-- {
@@ -316,8 +319,11 @@ func (sc *scanner) scan(b []byte, lim Limits) (end int, bad string) {
 				return -1, "invalid bulk length"
 			}
 		case scanCountLF:
-			if ch != '\n' || sc.neg || sc.num == 0 {
+			if ch != '\n' {
 				return -1, "invalid multibulk length"
+			}
+			if sc.neg || sc.num == 0 {
+				return i + 1, "" // *0 and *-n: an empty command, ignored as Redis does
 			}
 			sc.args = sc.num
 			sc.state = scanDollar

@@ -92,8 +92,6 @@ var readerCases = []string{
 	"   \r\nPING\r\n",
 	"ping \"unbalanced\r\n",
 	"PING\r\nping \"unbalanced\r\n",
-	"*0\r\n",
-	"*-1\r\n",
 	"*x\r\n",
 	"*1\n",
 	"*1\r\n+PING\r\n",
@@ -131,8 +129,9 @@ func TestReaderMatchesRedcon(t *testing.T) {
 var longNumber = regexp.MustCompile(`[0-9]{4}`)
 
 // emptyLength matches a count or length with no digits, which redcon reads
-// as 0 and Redis and limitdb refuse.
-var emptyLength = regexp.MustCompile(`[*$]-?\r`)
+// as 0 and Redis and limitdb refuse, and a count of 0 or less, which redcon
+// refuses and Redis and limitdb ignore (TestReaderIgnoresEmptyCommands).
+var emptyLength = regexp.MustCompile(`[*$]-?\r|\*(0|-[0-9])`)
 
 func FuzzReaderMatchesRedcon(f *testing.F) {
 	f.Add([]byte("*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n"), 3)
@@ -195,6 +194,26 @@ func FuzzReaderLimits(f *testing.F) {
 			t.Errorf("input %q in chunks of %d:\n%s\nwhole:\n%s", in, size, got, whole)
 		}
 	})
+}
+
+// TestReaderIgnoresEmptyCommands: *0 and *-n make no command and no
+// error, as in Redis (redis-server 7.0 answers "*0 PING *-1 PING" with two
+// PONGs); a count with no digits is still an error.
+func TestReaderIgnoresEmptyCommands(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, want string }{
+		{"*0\r\nPING\r\n*-1\r\nPING\r\n*-5\r\nECHO a\r\n", "raw \"*1\\r\\n$4\\r\\nPING\\r\\n\" args [\"PING\"]\n" +
+			"raw \"*1\\r\\n$4\\r\\nPING\\r\\n\" args [\"PING\"]\nraw \"*2\\r\\n$4\\r\\nECHO\\r\\n$1\\r\\na\\r\\n\" args [\"ECHO\" \"a\"]\nerror \"EOF\"\n"},
+		{"*0\r\n*1\r\n$4\r\nPING\r\n", "raw \"*1\\r\\n$4\\r\\nPING\\r\\n\" args [\"PING\"]\nerror \"EOF\"\n"},
+		{"*-\r\nPING\r\n", "error \"Protocol error: invalid multibulk length\"\n"},
+	}
+	for _, tc := range cases {
+		for _, size := range []int{1, 4, 1 << 20} {
+			if got := readerTranscript([]byte(tc.in), size, Unlimited()); got != tc.want {
+				t.Errorf("%q in chunks of %d:\n%s\nwant:\n%s", tc.in, size, got, tc.want)
+			}
+		}
+	}
 }
 
 // TestReaderLimits: a command over a limit is refused as soon as its bytes
