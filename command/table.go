@@ -94,7 +94,14 @@ func (cmd *Command) Categories() []string {
 	case "generic":
 		out = append(out, "@keyspace")
 	case "rate_limit":
-		out = append(out, "@rate_limit")
+		// Changing policies is administration: RL.POLICY SET, DEL and
+		// RELOAD are in a category of their own, so that an application
+		// user (+@rate_limit) can hit limits but not switch them off.
+		if cmd.Flags&FlagAdmin != 0 {
+			out = append(out, "@rate_limit_admin")
+		} else {
+			out = append(out, "@rate_limit")
+		}
 	case "connection", "string", "transactions":
 		out = append(out, "@"+cmd.Group)
 	}

@@ -98,6 +98,7 @@ user app on >apppw +@all -@dangerous -@admin
 user peek on >peekpw nocommands +@read +@connection +acl|whoami +info
 user old on #%s +@all -flushall
 user gone off >gonepw +@all
+user limiter on >limiterpw nocommands +@rate_limit +@connection
 `
 
 func writeACL(t *testing.T, text string) string {
@@ -123,10 +124,11 @@ func TestACLUsers(t *testing.T) {
 		return c
 	}
 	clients := map[string]*redis.Client{
-		"admin": login("admin", "adminpw"),
-		"app":   login("app", "apppw"),
-		"peek":  login("peek", "peekpw"),
-		"old":   login("old", "oldpw"),
+		"admin":   login("admin", "adminpw"),
+		"app":     login("app", "apppw"),
+		"peek":    login("peek", "peekpw"),
+		"old":     login("old", "oldpw"),
+		"limiter": login("limiter", "limiterpw"),
 	}
 	type step struct {
 		user string
@@ -159,6 +161,17 @@ func TestACLUsers(t *testing.T) {
 		{"peek", []any{"FLUSHALL"}, noperm("peek", "flushall")},
 		{"peek", []any{"CONFIG", "SET", "timeout", "1"}, noperm("peek", "config|set")},
 		{"peek", []any{"SHUTDOWN"}, noperm("peek", "shutdown")},
+		{"limiter", []any{"CL.THROTTLE", "lim", 5, 10, 60}, ""},
+		{"limiter", []any{"SW.INCR", "lim:sw", 5, "1s"}, ""},
+		{"limiter", []any{"RL.POLICY", "LIST"}, ""},
+		{"limiter", []any{"RL.POLICY", "GET", "api"}, ""},
+		{"limiter", []any{"RL.POLICY", "SET", "api", "gcra", 1000000000, "1s"}, noperm("limiter", "rl.policy|set")},
+		{"limiter", []any{"RL.POLICY", "DEL", "api"}, noperm("limiter", "rl.policy|del")},
+		{"limiter", []any{"RL.POLICY", "RELOAD"}, noperm("limiter", "rl.policy|reload")},
+		{"limiter", []any{"DEL", "lim"}, noperm("limiter", "del")},
+		{"limiter", []any{"FLUSHALL"}, noperm("limiter", "flushall")},
+		{"admin", []any{"RL.POLICY", "SET", "api", "gcra", 10, "1s"}, ""},
+		{"limiter", []any{"RL.HIT", "api", "user:1"}, ""},
 		{"old", []any{"PTTL", "k"}, ""},
 		{"old", []any{"FLUSHALL"}, noperm("old", "flushall")},
 	}
@@ -208,11 +221,11 @@ func TestACLUsers(t *testing.T) {
 		t.Errorf("ACL LIST lacks %q:\n%s", wantPeek, joined)
 	}
 	users, _ := clients["admin"].Do(ctx, "ACL", "USERS").StringSlice()
-	if !slices.Equal(users, []string{"admin", "app", "default", "gone", "old", "peek"}) {
+	if !slices.Equal(users, []string{"admin", "app", "default", "gone", "limiter", "old", "peek"}) {
 		t.Errorf("ACL USERS = %v", users)
 	}
 	cats, _ := clients["admin"].Do(ctx, "ACL", "CAT").StringSlice()
-	for _, c := range []string{"read", "write", "admin", "dangerous", "rate_limit", "connection", "keyspace", "fast", "slow"} {
+	for _, c := range []string{"read", "write", "admin", "dangerous", "rate_limit", "rate_limit_admin", "connection", "keyspace", "fast", "slow"} {
 		if !slices.Contains(cats, c) {
 			t.Errorf("ACL CAT lacks %s: %v", c, cats)
 		}
