@@ -63,10 +63,27 @@ func persistence() []*Directive {
 				c.DBFilename = v
 				return nil
 			}},
+		shutdownOn("shutdown-on-sigterm", "what SIGTERM does: default or save (final snapshot), nosave, force (exit even if the snapshot fails), now",
+			func(c *Config) *string { return &c.ShutdownOnSigterm }),
+		shutdownOn("shutdown-on-sigint", "what SIGINT does, as shutdown-on-sigterm",
+			func(c *Config) *string { return &c.ShutdownOnSigint }),
 		Bool("discard-corrupt-snapshot",
 			"start empty when the snapshot is corrupt, moving it aside to <file>.corrupt (default: refuse to start)", false,
 			func(c *Config) *bool { return &c.DiscardCorrupt }),
 	}
+}
+
+// shutdownOn is a shutdown-on-* directive.
+func shutdownOn(name, help string, field func(c *Config) *string) *Directive {
+	return &Directive{Name: name, Help: help, Mutable: true,
+		Get: func(c *Config) string { return *field(c) },
+		Set: func(c *Config, v string) error {
+			if _, err := ParseShutdownMode(v); err != nil {
+				return err
+			}
+			*field(c) = strings.ToLower(strings.Join(strings.Fields(v), " "))
+			return nil
+		}}
 }
 
 func limits() []*Directive {

@@ -9,7 +9,11 @@
 // package of the project but engine/limit (durations).
 package config
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Config is the server's configuration. Every field is reachable through a
 // Directive.
@@ -28,11 +32,13 @@ type Config struct {
 	ConfigFile string
 
 	// Persistence and memory.
-	Save            int    // seconds between automatic snapshots when anything changed; 0: never
-	DBFilename      string // snapshot file name inside Dir
-	DiscardCorrupt  bool   // start empty (moving the file aside) when the snapshot is corrupt
-	MaxMemory       int64  // dataset bytes before the policy applies; 0: no limit
-	MaxMemoryPolicy string // noeviction or volatile-ttl
+	Save              int    // seconds between automatic snapshots when anything changed; 0: never
+	DBFilename        string // snapshot file name inside Dir
+	DiscardCorrupt    bool   // start empty (moving the file aside) when the snapshot is corrupt
+	ShutdownOnSigterm string // shutdown-on-sigterm: default, save, nosave, force, now (ShutdownMode)
+	ShutdownOnSigint  string // shutdown-on-sigint: the same for SIGINT
+	MaxMemory         int64  // dataset bytes before the policy applies; 0: no limit
+	MaxMemoryPolicy   string // noeviction or volatile-ttl
 
 	// Observability.
 	SlowlogLogSlowerThan int64  // microseconds; 0 logs every command, negative none
@@ -49,6 +55,7 @@ type Config struct {
 func Default() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
+		ShutdownOnSigterm: "default", ShutdownOnSigint: "default",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
 		EventLoop: true, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
 }
@@ -92,6 +99,39 @@ func DefaultLimits() Limits {
 		MaxKeyLen:        64 << 10,
 		WriteTimeout:     60,
 	}
+}
+
+// ShutdownMode is what a signal's shutdown does, from the words of
+// shutdown-on-sigterm or shutdown-on-sigint, as in Redis 7: "default" and
+// "save" write the final snapshot (limitdb snapshots on shutdown by
+// default, --save 0 or not), "nosave" does not, "force" exits even when
+// the snapshot fails, "now" is accepted (there are no replicas to wait
+// for).
+type ShutdownMode struct {
+	Save, Force bool
+}
+
+// ParseShutdownMode reads the words of a shutdown-on-* directive.
+func ParseShutdownMode(v string) (ShutdownMode, error) {
+	m := ShutdownMode{Save: true}
+	var save, nosave bool
+	for _, w := range strings.Fields(strings.ToLower(v)) {
+		switch w {
+		case "default", "now":
+		case "save":
+			save = true
+		case "nosave":
+			nosave, m.Save = true, false
+		case "force":
+			m.Force = true
+		default:
+			return m, fmt.Errorf("argument must be one or more of default, save, nosave, now, force")
+		}
+	}
+	if save && nosave {
+		return m, fmt.Errorf("save and nosave are contradictory")
+	}
+	return m, nil
 }
 
 // PolicyRules is the configuration of named policies.

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,5 +74,60 @@ func TestGracefulShutdown(t *testing.T) {
 	q.cmd.Process.Signal(syscall.SIGTERM)
 	if code := q.wait(t); code != 0 {
 		t.Errorf("second run exit code %d", code)
+	}
+}
+
+// TestSignalWithAFailingSnapshot: as in Redis 7, SIGTERM whose snapshot
+// cannot be written leaves the server running and says why; once the
+// cause is gone, SIGTERM stops it with its snapshot. With
+// shutdown-on-sigterm force it exits regardless; with nosave it writes
+// none.
+func TestSignalWithAFailingSnapshot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := mustStart(t, dir, "--save", "0")
+	c := p.client(t)
+	if err := c.Incr(ctx, "n").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A directory where the snapshot goes: renaming the file over it fails.
+	blocker := filepath.Join(dir, "dump.ldb")
+	if err := os.Mkdir(blocker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	for i := 0; !strings.Contains(p.log.String(), "not exiting"); i++ {
+		if i == 500 {
+			t.Fatalf("no refusal logged:\n%s", p.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, err := c.Incr(ctx, "n").Result(); err != nil || n != 2 {
+		t.Fatalf("after the refused SIGTERM: INCR = %d, %v; want 2 from a server still running", n, err)
+	}
+	os.Remove(blocker)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d once the snapshot could be written:\n%s", code, p.log)
+	}
+	if _, err := os.Stat(blocker); err != nil {
+		t.Fatalf("no snapshot written at the second SIGTERM: %v", err)
+	}
+
+	for _, mode := range []string{"force", "nosave"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			p := mustStart(t, dir, "--save", "0", "--shutdown-on-sigterm", mode)
+			if err := os.Mkdir(filepath.Join(dir, "dump.ldb"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p.cmd.Process.Signal(syscall.SIGTERM)
+			if code := p.wait(t); code != 0 {
+				t.Fatalf("exit code %d:\n%s", code, p.log)
+			}
+			if strings.Contains(p.log.String(), "not exiting") {
+				t.Fatalf("refused to exit with shutdown-on-sigterm %s:\n%s", mode, p.log)
+			}
+		})
 	}
 }

@@ -144,13 +144,15 @@ func run(args []string, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
-		select {
-		case sig := <-sigs:
-			// Stop accepting, finish in-flight commands, then OnShutdown
-			// writes the final snapshot and closes.
-			logger.Printf("%v received, shutting down", sig)
-			srv.Shutdown(true, node.ShutdownGrace)
-		case <-srv.Done():
+		for {
+			select {
+			case sig := <-sigs:
+				if shutdownOnSignal(srv, sig, logger) {
+					return
+				}
+			case <-srv.Done():
+				return
+			}
 		}
 	}()
 	if err := srv.Serve(ln); err != nil {
@@ -165,6 +167,39 @@ func run(args []string, stderr io.Writer) int {
 	}
 	logger.Printf("limitdb stopped")
 	return 0
+}
+
+// shutdownOnSignal stops the server for sig as shutdown-on-sigterm or
+// shutdown-on-sigint says, and reports whether it did. As in Redis 7, a
+// snapshot that cannot be written keeps the server running, saying why,
+// unless the mode says force: exiting then would lose every limit since
+// the last good snapshot. The snapshot is tried while serving; once it is
+// written, connections finish what they have sent and OnShutdown writes
+// the final one, with their effects.
+func shutdownOnSignal(srv *node.Node, sig os.Signal, logger *log.Logger) bool {
+	cfg := srv.Config()
+	words := cfg.ShutdownOnSigterm
+	if sig == syscall.SIGINT {
+		words = cfg.ShutdownOnSigint
+	}
+	mode, err := config.ParseShutdownMode(words)
+	if err != nil { // the directive refuses bad words: not expected
+		mode = config.ShutdownMode{Save: true}
+	}
+	if mode.Save {
+		if err := srv.Save(); err != nil {
+			if !mode.Force {
+				logger.Printf("%v received, but the snapshot cannot be written (%v): not exiting, so that no limit is lost. "+
+					"Fix the cause and signal again, or use SHUTDOWN NOSAVE, or shutdown-on-sigterm force", sig, err)
+				return false
+			}
+			logger.Printf("%v received; the snapshot cannot be written (%v), exiting all the same (force)", sig, err)
+			mode.Save = false
+		}
+	}
+	logger.Printf("%v received, shutting down", sig)
+	srv.Shutdown(mode.Save, node.ShutdownGrace)
+	return true
 }
 
 // loadSnapshot restores the snapshot before serving. A corrupt file stops
