@@ -27,13 +27,16 @@ func registerPersist(t *Table) {
 			Handler: cmdLastSave},
 	)
 	t.registerInfo("persistence", 40, infoPersistence)
+	t.registerGate(25, "stop writes on snapshot error", misconfGate)
 }
 
 // persistState is the server's snapshot bookkeeping.
 type persistState struct {
-	mu        sync.Mutex  // held while a snapshot is written: one at a time
-	bgRunning atomic.Bool // a BGSAVE is under way
-	bgStart   atomic.Int64
+	mu         sync.Mutex  // held while a snapshot is written: one at a time
+	bgRunning  atomic.Bool // a BGSAVE is under way
+	failing    atomic.Bool // the last snapshot failed
+	stopWrites atomic.Bool // stop-writes-on-bgsave-error
+	bgStart    atomic.Int64
 
 	statMu        sync.Mutex
 	lastSave      time.Time // last successful save (start-up time before any)
@@ -43,6 +46,26 @@ type persistState struct {
 	saves         int64
 	changesAtSave int64 // engine.Changes() when the last successful save began
 	loaded        persistence.LoadStats
+}
+
+// SnapshotFailing reports whether the last snapshot failed (INFO's
+// rdb_last_bgsave_status:err, the metrics' limitdb_snapshot_failing).
+func (s *Server) SnapshotFailing() bool { return s.persist.failing.Load() }
+
+// errMisconf is Redis's refusal of a write while snapshots fail.
+var errMisconf = wireError("MISCONF limitdb is configured to save snapshots, but it is currently unable to persist to disk. " +
+	"Commands that may modify the data set are disabled, because this instance is configured to report errors during writes " +
+	"if snapshotting fails (stop-writes-on-bgsave-error option). Please check the limitdb logs for details about the error.")
+
+// misconfGate refuses write commands, and PING as Redis does, while the
+// last snapshot failed and stop-writes-on-bgsave-error is yes.
+func misconfGate(c *Client, cmd *Command, _ [][]byte) bool {
+	p := &c.srv.persist
+	if !p.failing.Load() || !p.stopWrites.Load() || (cmd.Flags&FlagWrite == 0 && cmd.Name != "ping") {
+		return true
+	}
+	c.Error(errMisconf)
+	return false
 }
 
 // SnapshotPath is where snapshots are written and read.
@@ -73,10 +96,15 @@ func (s *Server) saveLocked() error {
 	defer p.statMu.Unlock()
 	if err != nil {
 		p.lastStatus, p.lastErr = "err", err
+		p.failing.Store(true)
 		s.logger.Printf("snapshot failed: %v", err)
+		if p.stopWrites.Load() {
+			s.logger.Printf("writes refused (MISCONF) until a snapshot succeeds: stop-writes-on-bgsave-error is yes")
+		}
 		return err
 	}
 	p.lastStatus, p.lastErr = "ok", nil
+	p.failing.Store(false)
 	p.lastSave, p.last, p.changesAtSave = st.Started, st, changes
 	p.saves++
 	s.logger.Printf("snapshot saved to %s: %d keys, %d bytes in %v (longest shard hold %v)",

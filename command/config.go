@@ -53,6 +53,8 @@ func (s *Server) reload(r config.Reload) error {
 		s.mem.load(s)
 	case config.ReloadSlowlog:
 		s.slow.configure(s.Config())
+	case config.ReloadPersistence:
+		s.persist.stopWrites.Store(s.Config().StopWritesOnBGSaveError)
 	}
 	return nil
 }

@@ -105,6 +105,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	s.policies = policy.NewStore(nil)
 	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)
+	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
 	return s
 }
 

@@ -67,6 +67,8 @@ func persistence() []*Directive {
 			func(c *Config) *string { return &c.ShutdownOnSigterm }),
 		shutdownOn("shutdown-on-sigint", "what SIGINT does, as shutdown-on-sigterm",
 			func(c *Config) *string { return &c.ShutdownOnSigint }),
+		Bool("stop-writes-on-bgsave-error", "refuse writes with MISCONF while the last snapshot failed (default no: limits keep working; see docs/operations.md)", true,
+			func(c *Config) *bool { return &c.StopWritesOnBGSaveError }).with(ReloadPersistence),
 		Bool("discard-corrupt-snapshot",
 			"start empty when the snapshot is corrupt, moving it aside to <file>.corrupt (default: refuse to start)", false,
 			func(c *Config) *bool { return &c.DiscardCorrupt }),

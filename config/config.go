@@ -32,13 +32,14 @@ type Config struct {
 	ConfigFile string
 
 	// Persistence and memory.
-	Save              int    // seconds between automatic snapshots when anything changed; 0: never
-	DBFilename        string // snapshot file name inside Dir
-	DiscardCorrupt    bool   // start empty (moving the file aside) when the snapshot is corrupt
-	ShutdownOnSigterm string // shutdown-on-sigterm: default, save, nosave, force, now (ShutdownMode)
-	ShutdownOnSigint  string // shutdown-on-sigint: the same for SIGINT
-	MaxMemory         int64  // dataset bytes before the policy applies; 0: no limit
-	MaxMemoryPolicy   string // noeviction or volatile-ttl
+	Save                    int    // seconds between automatic snapshots when anything changed; 0: never
+	DBFilename              string // snapshot file name inside Dir
+	DiscardCorrupt          bool   // start empty (moving the file aside) when the snapshot is corrupt
+	StopWritesOnBGSaveError bool   // stop-writes-on-bgsave-error: refuse writes (MISCONF) while the last snapshot failed
+	ShutdownOnSigterm       string // shutdown-on-sigterm: default, save, nosave, force, now (ShutdownMode)
+	ShutdownOnSigint        string // shutdown-on-sigint: the same for SIGINT
+	MaxMemory               int64  // dataset bytes before the policy applies; 0: no limit
+	MaxMemoryPolicy         string // noeviction or volatile-ttl
 
 	// Observability.
 	SlowlogLogSlowerThan int64  // microseconds; 0 logs every command, negative none

@@ -12,11 +12,12 @@ import (
 type Reload uint8
 
 const (
-	ReloadNone    Reload = iota // read where it is used: nothing to redo
-	ReloadACL                   // rebuild the users from requirepass and aclfile
-	ReloadLimits                // hand the protocol and client limits to the transport
-	ReloadMemory                // reread maxmemory and its policy
-	ReloadSlowlog               // resize and re-threshold the slow log
+	ReloadNone        Reload = iota // read where it is used: nothing to redo
+	ReloadACL                       // rebuild the users from requirepass and aclfile
+	ReloadLimits                    // hand the protocol and client limits to the transport
+	ReloadMemory                    // reread maxmemory and its policy
+	ReloadSlowlog                   // resize and re-threshold the slow log
+	ReloadPersistence               // reread what a failed snapshot refuses
 )
 
 // Directive is one configuration parameter, named as in Redis. The one

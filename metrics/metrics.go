@@ -48,6 +48,8 @@ var (
 		"Client connections accepted since start.", nil, nil)
 	descLastSave = prometheus.NewDesc("limitdb_last_save_timestamp_seconds",
 		"Unix time of the last successful snapshot; 0 when none since start.", nil, nil)
+	descSnapFailing = prometheus.NewDesc("limitdb_snapshot_failing",
+		"1 while the last snapshot failed (INFO persistence rdb_last_bgsave_status:err), else 0.", nil, nil)
 	descSnapAge = prometheus.NewDesc("limitdb_snapshot_age_seconds",
 		"Seconds since the last successful snapshot (since start when none).", nil, nil)
 )
@@ -66,7 +68,7 @@ func NewCollector(srv *command.Server) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRequests, descFailed, descAdmitted, descDenied, descLatency,
-		descKeys, descExpired, descMemory, descClients, descConns, descLastSave, descSnapAge} {
+		descKeys, descExpired, descMemory, descClients, descConns, descLastSave, descSnapAge, descSnapFailing} {
 		ch <- d
 	}
 }
@@ -106,6 +108,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descLastSave, prometheus.GaugeValue, lastUnix)
 	ch <- prometheus.MustNewConstMetric(descSnapAge, prometheus.GaugeValue, c.now().Sub(last).Seconds())
+	failing := 0.0
+	if s.SnapshotFailing() {
+		failing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descSnapFailing, prometheus.GaugeValue, failing)
 }
 
 // Handler serves srv's metrics, with the Go runtime's and the process's, in
