@@ -101,6 +101,10 @@ func (r *Reader) Read(lim Limits) ([]Command, error) {
 	}
 }
 
+// Partial reports whether part of a command has arrived and the rest has
+// not.
+func (r *Reader) Partial() bool { return r.start < r.end && !r.again && r.err == nil }
+
 // Buffered reports whether the next Read has something to return without
 // reading: a command held back by Read, or a read error. An event loop
 // that waits for the socket to be readable must call Read again first.

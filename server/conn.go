@@ -23,6 +23,7 @@ type Conn struct {
 	ctx    any
 	closed bool
 	authed bool // the client may send commands of the full limits
+	served bool // the last read gave commands (the idle timeout restarts)
 
 	fc    *fdConn // the socket, when a poller owns the connection
 	dirty bool    // has replies for the poller to flush this round

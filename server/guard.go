@@ -8,7 +8,7 @@ import (
 )
 
 // guardConn is the socket as the reader and writer use it: it completes
-// the TLS handshake under a deadline before the first read, sets the idle
+// the TLS handshake under a deadline before the first read, keeps the idle
 // and write deadlines from the limits of now, and ends reads once the
 // server drains.
 type guardConn struct {
@@ -55,17 +55,26 @@ func (g *guardConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	if t := g.s.limits().Timeout; t > 0 {
-		g.Conn.SetReadDeadline(time.Now().Add(t))
-		g.timed = true
-	} else if g.timed {
-		g.Conn.SetReadDeadline(time.Time{})
-		g.timed = false
-	}
-	if g.s.draining.Load() { // checked again after setting the deadline; see Server.Drain
+	if g.s.draining.Load() { // checked again after armIdle set the deadline; see Server.Drain
 		return 0, errDraining
 	}
 	return g.Conn.Read(p)
+}
+
+// armIdle starts the idle timeout unless partial: the client then has
+// timeout to send a whole command. The caller says partial while a command
+// is arriving and none has been served since the timeout started, so a
+// client that trickles a byte a second is closed like an idle one.
+func (g *guardConn) armIdle(partial bool) {
+	t := g.s.limits().Timeout
+	switch {
+	case t > 0 && !partial:
+		g.Conn.SetReadDeadline(time.Now().Add(t))
+		g.timed = true
+	case t == 0 && g.timed:
+		g.Conn.SetReadDeadline(time.Time{})
+		g.timed = false
+	}
 }
 
 func (g *guardConn) Write(p []byte) (int, error) {

@@ -313,7 +313,11 @@ func (s *Server) loop(c *Conn) error {
 // step reads the next batch of commands and answers each in order, leaving
 // the replies in c's writer for the caller to flush.
 func (s *Server) step(c *Conn) error {
+	// The idle timeout runs from the last command served: bytes of an
+	// unfinished command do not restart it.
+	c.nc.armIdle(c.rd.Partial() && !c.served)
 	cmds, err := c.rd.Read(c.frameLimits())
+	c.served = len(cmds) > 0
 	if err != nil {
 		var pe resp.ProtocolError
 		if errors.As(err, &pe) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/config"
 )
 
 // TestClientKillIsDoneWhenAnswered: once CLIENT KILL has answered, the
@@ -47,5 +49,48 @@ func TestClientKillIsDoneWhenAnswered(t *testing.T) {
 	io.WriteString(killer, "GET served\r\n")
 	if got := line(kr); got != "$-1" {
 		t.Fatalf("GET served = %q: a killed client's INCR ran", got)
+	}
+}
+
+// TestTimeoutClosesATrickle: with timeout 1, a client that sends one byte
+// of a command every 200 ms is closed about a second after its last whole
+// command, on the event loop and on a goroutine per connection alike,
+// while a client that keeps sending whole commands stays.
+func TestTimeoutClosesATrickle(t *testing.T) {
+	t.Parallel()
+	for _, loop := range []bool{true, false} {
+		t.Run(fmt.Sprint("event-loop=", loop), func(t *testing.T) {
+			t.Parallel()
+			ts, _ := startWith(t, func(c *config.Config) { c.Timeout, c.EventLoop = 1, loop }, nil)
+			busy := dialRaw(t, ts.addr)
+			slow := dialRaw(t, ts.addr)
+			slow.send(cmd("PING"))
+			if got := slow.mustLine(); got != "+PONG" {
+				t.Fatal(got)
+			}
+			trickle := cmd("ECHO", strings.Repeat("x", 100))
+			start := time.Now()
+			closedAfter := time.Duration(0)
+			for i := 0; i < len(trickle) && closedAfter == 0; i++ {
+				if _, err := slow.nc.Write([]byte{trickle[i]}); err != nil {
+					closedAfter = time.Since(start)
+					break
+				}
+				busy.send(cmd("PING"))
+				if got := busy.mustLine(); got != "+PONG" {
+					t.Fatalf("the busy client after %v: %q", time.Since(start), got)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if time.Since(start) > 5*time.Second {
+					break
+				}
+			}
+			if closedAfter == 0 && !slow.closed() {
+				t.Fatalf("a client trickling a byte every 200 ms was not closed in %v", time.Since(start))
+			}
+			if el := time.Since(start); el > 4*time.Second {
+				t.Errorf("closed after %v, want about 1 s", el)
+			}
+		})
 	}
 }

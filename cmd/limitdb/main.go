@@ -94,6 +94,12 @@ func run(args []string, stderr io.Writer) int {
 		return 0
 	}
 
+	// Signals are caught from here on, before the port opens: a SIGTERM
+	// that arrives as soon as the server is listening is a clean shutdown,
+	// not the default action that kills the process.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	logger := log.New(stderr, "", log.LstdFlags)
 	eng := engine.New(clock.Real(), cfg.Shards)
 	srv := node.New(cfg, eng, logger)
@@ -140,9 +146,6 @@ func run(args []string, stderr io.Writer) int {
 		srv.Close()
 		return nil
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	go func() {
 		for {
 			select {
