@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/limitdb/limitdb/acl"
 	"github.com/limitdb/limitdb/config"
 )
 
@@ -44,7 +45,7 @@ func max1(n int) int {
 // load.
 type guard struct {
 	lim     atomic.Pointer[config.Limits]
-	acl     atomic.Pointer[aclTable]
+	acl     atomic.Pointer[acl.Users]
 	once    sync.Once // Prepare
 	prepErr error
 }

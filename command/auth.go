@@ -1,17 +1,12 @@
 package command
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"sort"
+	"slices"
 	"strings"
-)
 
-// Security holds who may connect and what they may run.
+	"github.com/limitdb/limitdb/acl"
+)
 
 func registerAuth(t *Table) {
 
@@ -41,211 +36,34 @@ func registerAuth(t *Table) {
 	t.registerGate(10, "auth", authGate)
 }
 
-// aclUser is one user: whether it may log in, its passwords (SHA-256, so
-// the plain text is never kept) and the commands it may run.
-type aclUser struct {
-	tab    *Table // the commands its rules name
-	name   string
-	on     bool
-	nopass bool
-	hashes [][32]byte
-	rules  []string          // as written, for ACL LIST
-	allow  map[*Command]bool // every command and subcommand, after the rules
-	all    bool              // allow holds every command
-}
-
-// aclTable is the set of users; it is replaced whole on reload.
-type aclTable struct {
-	tab   *Table
-	users map[string]*aclUser
-	open  bool // the default user is on, needs no password and may run everything
-}
-
 // authRequired reports whether a new connection starts unauthenticated.
 func (s *Server) authRequired() bool {
 	if s.Authenticate != nil {
 		return true
 	}
-	t := s.guard.acl.Load()
-	if t == nil {
-		return false
-	}
-	d := t.users["default"]
-	return d == nil || !d.on || !d.nopass
+	us := s.guard.acl.Load()
+	return us != nil && us.AuthRequired()
 }
 
-// loadACL builds the user table from requirepass and the aclfile and
-// installs it, all or nothing.
+// loadACL builds the users from requirepass and the aclfile and installs
+// them, all or nothing.
 func (s *Server) loadACL() error {
 	cfg := s.Config()
-	t, err := buildACL(s.table, cfg.RequirePass, cfg.ACLFile)
+	us, err := acl.Build(s.table.aclCommands(), cfg.RequirePass, cfg.ACLFile)
 	if err != nil {
 		return err
 	}
-	s.guard.acl.Store(t)
+	s.guard.acl.Store(us)
 	return nil
 }
 
-func buildACL(tab *Table, requirepass, file string) (*aclTable, error) {
-	def := &aclUser{tab: tab, name: "default", on: true, nopass: true}
-	if err := def.apply("+@all"); err != nil {
-		return nil, err
-	}
-	t := &aclTable{tab: tab, users: map[string]*aclUser{"default": def}}
-	if requirepass != "" {
-		def.apply(">" + requirepass)
-	}
-	if file != "" {
-		if err := t.loadFile(file); err != nil {
-			return nil, err
-		}
-	}
-	for _, u := range t.users {
-		u.compile()
-	}
-	t.open = def.on && def.nopass && def.all
-	return t, nil
-}
-
-// loadFile reads an aclfile: one "user NAME rule ..." per line, '#'
-// comments and blank lines ignored. A user named twice is an error, as in Redis.
-func (t *aclTable) loadFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("aclfile: %w", err)
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		if fields[0] != "user" || len(fields) < 2 {
-			return fmt.Errorf("aclfile %s:%d: lines must read 'user NAME rule ...'", path, line)
-		}
-		name := fields[1]
-		if seen[name] {
-			return fmt.Errorf("aclfile %s:%d: user '%s' is defined twice", path, line, name)
-		}
-		seen[name] = true
-		u := &aclUser{tab: t.tab, name: name}
-		if name == "default" {
-			u = t.users["default"]
-			// "user default ..." starts from Redis's reset state, like every other user.
-			*u = aclUser{tab: t.tab, name: name}
-		}
-		for _, r := range fields[2:] {
-			if err := u.apply(r); err != nil {
-				return fmt.Errorf("aclfile %s:%d: %v", path, line, err)
-			}
-		}
-		t.users[name] = u
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("aclfile: %w", err)
-	}
-	return nil
-}
-
-// apply adds one rule. Key and channel rules other than "everything" are
-// refused: limitdb does not restrict by key pattern.
-func (u *aclUser) apply(r string) error {
-	switch {
-	case r == "on":
-		u.on = true
-	case r == "off":
-		u.on = false
-	case r == "nopass":
-		u.nopass, u.hashes = true, nil
-	case r == "resetpass":
-		u.nopass, u.hashes = false, nil
-	case strings.HasPrefix(r, ">"):
-		u.nopass = false
-		u.hashes = append(u.hashes, sha256.Sum256([]byte(r[1:])))
-	case strings.HasPrefix(r, "#"):
-		b, err := hex.DecodeString(r[1:])
-		if err != nil || len(b) != 32 {
-			return fmt.Errorf("'%s' is not a SHA-256 hex password hash", r)
-		}
-		u.nopass = false
-		u.hashes = append(u.hashes, [32]byte(b))
-	case r == "~*" || r == "allkeys" || r == "&*" || r == "allchannels" || r == "resetchannels" || r == "reset":
-		// every key is allowed; channels do not exist here
-	case strings.HasPrefix(r, "~") || strings.HasPrefix(r, "%") || strings.HasPrefix(r, "&"):
-		return fmt.Errorf("'%s': key patterns are not supported, only ~* (every key)", r)
-	case r == "allcommands" || r == "nocommands" || strings.HasPrefix(r, "+") || strings.HasPrefix(r, "-"):
-		if err := u.tab.checkCommandRule(r); err != nil {
-			return err
-		}
-		u.rules = append(u.rules, r)
-	default:
-		return fmt.Errorf("unknown rule '%s'", r)
-	}
-	return nil
-}
-
-// checkCommandRule refuses rules that name no category or command, so a
-// typo never silently grants or withholds nothing.
-func (t *Table) checkCommandRule(r string) error {
-	if r == "allcommands" || r == "nocommands" {
-		return nil
-	}
-	name := strings.ToLower(r[1:])
-	if cat, ok := strings.CutPrefix(name, "@"); ok {
-		if cat == "all" || t.categorySet()[cat] {
-			return nil
-		}
-		return fmt.Errorf("unknown command category '%s'", cat)
-	}
-	if t.lookupName(name) == nil {
-		return fmt.Errorf("unknown command '%s'", name)
-	}
-	return nil
-}
-
-// compile evaluates the rules, in order, for every command: the last rule
-// that names the command, a parent of it, or one of its categories decides.
-func (u *aclUser) compile() {
-	u.allow = map[*Command]bool{}
-	u.all = true
-	u.tab.eachRunnable(func(cmd *Command) {
-		ok := false
-		for _, r := range u.rules {
-			if allowed, hit := ruleMatches(r, cmd); hit {
-				ok = allowed
-			}
-		}
-		u.allow[cmd] = ok
-		if !ok {
-			u.all = false
-		}
+// aclCommands is every runnable command as ACL rules see it.
+func (t *Table) aclCommands() []acl.Command {
+	var out []acl.Command
+	t.eachRunnable(func(cmd *Command) {
+		out = append(out, acl.Command{Name: cmd.Name, Categories: cmd.Categories()})
 	})
-}
-
-func ruleMatches(r string, cmd *Command) (allowed, hit bool) {
-	switch r {
-	case "allcommands":
-		return true, true
-	case "nocommands":
-		return false, true
-	}
-	allowed = r[0] == '+'
-	name := strings.ToLower(r[1:])
-	if cat, ok := strings.CutPrefix(name, "@"); ok {
-		if cat == "all" {
-			return allowed, true
-		}
-		for _, c := range cmd.Categories() {
-			if c == "@"+cat {
-				return allowed, true
-			}
-		}
-		return false, false
-	}
-	parent, _, _ := strings.Cut(cmd.Name, "|")
-	return allowed, name == cmd.Name || name == parent
+	return out
 }
 
 // eachRunnable visits every runnable command: top-level ones and subcommands.
@@ -260,68 +78,6 @@ func (t *Table) eachRunnable(fn func(*Command)) {
 	}
 }
 
-// lookupName finds "name" or "parent|sub".
-func (t *Table) lookupName(name string) *Command {
-	parent, sub, hasSub := strings.Cut(name, "|")
-	cmd := t.byName[parent]
-	if cmd == nil || !hasSub {
-		return cmd
-	}
-	return cmd.sub([]byte(sub))
-}
-
-// categorySet lists every category some command belongs to, without '@'.
-func (t *Table) categorySet() map[string]bool {
-	out := map[string]bool{}
-	t.eachRunnable(func(cmd *Command) {
-		for _, c := range cmd.Categories() {
-			out[c[1:]] = true
-		}
-	})
-	return out
-}
-
-// check finds the user whose password this is. Every stored hash of the
-// user is compared in constant time, and a missing user costs the same
-// hashing, so timing reveals neither the password nor how close a guess was.
-func (t *aclTable) check(user, pass string) (*aclUser, bool) {
-	sum := sha256.Sum256([]byte(pass))
-	u := t.users[user]
-	if u == nil {
-		subtle.ConstantTimeCompare(sum[:], make([]byte, 32))
-		return nil, false
-	}
-	match := 0
-	for i := range u.hashes {
-		match |= subtle.ConstantTimeCompare(sum[:], u.hashes[i][:])
-	}
-	if !u.on || (match == 0 && !u.nopass) {
-		return nil, false
-	}
-	return u, true
-}
-
-// String renders the user as ACL LIST does.
-func (u *aclUser) String() string {
-	parts := []string{"user", u.name}
-	if u.on {
-		parts = append(parts, "on")
-	} else {
-		parts = append(parts, "off")
-	}
-	if u.nopass {
-		parts = append(parts, "nopass")
-	}
-	for _, h := range u.hashes {
-		parts = append(parts, "#"+hex.EncodeToString(h[:]))
-	}
-	parts = append(parts, "~*", "&*")
-	if len(u.rules) == 0 {
-		parts = append(parts, "-@all")
-	}
-	return strings.Join(append(parts, u.rules...), " ")
-}
-
 // ---- the gate and commands ------------------------------------------------
 
 // authGate answers NOAUTH before authentication (commands flagged no_auth
@@ -334,19 +90,19 @@ func authGate(c *Client, cmd *Command, _ [][]byte) bool {
 		c.Err("NOAUTH Authentication required.")
 		return false
 	}
-	t := c.srv.guard.acl.Load()
-	if t == nil || t.open && c.user == "" || cmd.Flags&FlagNoAuth != 0 {
+	us := c.srv.guard.acl.Load()
+	if us == nil || us.Open() && c.user == "" || cmd.Flags&FlagNoAuth != 0 {
 		return true
 	}
 	name := c.user
 	if name == "" {
 		name = "default"
 	}
-	u := t.users[name]
+	u := us.Get(name)
 	if u == nil && c.srv.Authenticate != nil {
 		return true // a user of the embedder's own Authenticate hook
 	}
-	if u != nil && u.on && (u.all || u.allow[cmd]) {
+	if u != nil && u.Allowed(cmd.Name) {
 		return true
 	}
 	c.Err(fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", name, cmd.Name))
@@ -378,17 +134,12 @@ func cmdACLWhoami(c *Client, _ [][]byte) {
 	c.BulkString(c.user)
 }
 
-func (s *Server) aclUsers() []*aclUser {
-	t := s.guard.acl.Load()
-	if t == nil {
-		t, _ = buildACL(s.table, "", "")
+func (s *Server) aclUsers() []*acl.User {
+	us := s.guard.acl.Load()
+	if us == nil {
+		us, _ = acl.Build(s.table.aclCommands(), "", "")
 	}
-	out := make([]*aclUser, 0, len(t.users))
-	for _, u := range t.users {
-		out = append(out, u)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
+	return us.List()
 }
 
 func cmdACLList(c *Client, _ [][]byte) {
@@ -403,26 +154,21 @@ func cmdACLUsers(c *Client, _ [][]byte) {
 	users := c.srv.aclUsers()
 	c.Array(len(users))
 	for _, u := range users {
-		c.BulkString(u.name)
+		c.BulkString(u.Name())
 	}
 }
 
 func cmdACLCat(c *Client, args [][]byte) {
+	cats := acl.Categories(c.srv.table.aclCommands())
 	if len(args) == 2 {
-		cats := c.srv.table.categorySet()
-		names := make([]string, 0, len(cats))
-		for n := range cats {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		c.Array(len(names))
-		for _, n := range names {
+		c.Array(len(cats))
+		for _, n := range cats {
 			c.BulkString(n)
 		}
 		return
 	}
 	want := strings.ToLower(string(args[2]))
-	if !c.srv.table.categorySet()[want] {
+	if !slices.Contains(cats, want) {
 		c.Errf("Unknown category '%s'", clip(args[2]))
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitdb/limitdb/acl"
 	"github.com/limitdb/limitdb/clock"
 )
 
@@ -163,10 +164,10 @@ func (c *Client) authenticate(user, pass []byte) bool {
 	name, ok := "", false
 	if c.srv.Authenticate != nil {
 		name, ok = c.srv.Authenticate(string(user), string(pass))
-	} else if t := c.srv.guard.acl.Load(); t != nil {
-		var u *aclUser
-		if u, ok = t.check(string(user), string(pass)); ok {
-			name = u.name
+	} else if us := c.srv.guard.acl.Load(); us != nil {
+		var u *acl.User
+		if u, ok = us.Check(string(user), string(pass)); ok {
+			name = u.Name()
 		}
 	}
 	if !ok {
