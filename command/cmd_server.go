@@ -275,12 +275,28 @@ func cmdConfigSet(c *Client, args [][]byte) {
 	pairs := make([][2]string, 0, len(args)/2)
 	for i := 2; i < len(args); i += 2 {
 		pairs = append(pairs, [2]string{string(args[i]), string(args[i+1])})
+		if d := c.srv.directives.Lookup(string(args[i])); d != nil && d.Protected && !c.mayChangeProtected() {
+			c.Errf("CONFIG SET failed (possibly related to argument '%s') - can't set protected config", d.Name)
+			return
+		}
 	}
 	if err := c.srv.SetConfig(pairs...); err != nil {
 		c.Error(err)
 		return
 	}
 	c.OK()
+}
+
+// mayChangeProtected reports whether enable-protected-configs lets this
+// client change a protected directive.
+func (c *Client) mayChangeProtected() bool {
+	switch c.srv.Config().EnableProtectedConfigs {
+	case "yes":
+		return true
+	case "local":
+		return c.conn == nil || c.conn.Loopback()
+	}
+	return false
 }
 
 func cmdConfigRewrite(c *Client, _ [][]byte) {

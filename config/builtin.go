@@ -54,7 +54,7 @@ func persistence() []*Directive {
 	return []*Directive{
 		Int("save", "seconds between automatic snapshots when anything changed (0: never)", true, 0,
 			func(c *Config) *int { return &c.Save }),
-		{Name: "dbfilename", Help: "snapshot file name inside --dir", Mutable: true,
+		(&Directive{Name: "dbfilename", Help: "snapshot file name inside --dir (CONFIG SET only with enable-protected-configs)", Mutable: true,
 			Get: func(c *Config) string { return c.DBFilename },
 			Set: func(c *Config, v string) error {
 				if v == "" || strings.ContainsRune(v, '/') || v == "." || v == ".." {
@@ -62,6 +62,16 @@ func persistence() []*Directive {
 				}
 				c.DBFilename = v
 				return nil
+			}}).protected(),
+		{Name: "enable-protected-configs", Help: "whether CONFIG SET may change protected directives (dbfilename): no, yes, or local (loopback clients)",
+			Get: func(c *Config) string { return c.EnableProtectedConfigs },
+			Set: func(c *Config, v string) error {
+				switch v = strings.ToLower(v); v {
+				case "no", "yes", "local":
+					c.EnableProtectedConfigs = v
+					return nil
+				}
+				return fmt.Errorf("argument must be 'no', 'yes' or 'local'")
 			}},
 		shutdownOn("shutdown-on-sigterm", "what SIGTERM does: default or save (final snapshot), nosave, force (exit even if the snapshot fails), now",
 			func(c *Config) *string { return &c.ShutdownOnSigterm }),

@@ -31,6 +31,11 @@ type Config struct {
 	// It is not a directive.
 	ConfigFile string
 
+	// EnableProtectedConfigs is enable-protected-configs: whether CONFIG
+	// SET may change protected directives (dbfilename): no, yes, or local
+	// (from loopback clients only).
+	EnableProtectedConfigs string
+
 	// Persistence and memory.
 	Save                    int    // seconds between automatic snapshots when anything changed; 0: never
 	DBFilename              string // snapshot file name inside Dir
@@ -56,7 +61,7 @@ type Config struct {
 func Default() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
-		ShutdownOnSigterm: "default", ShutdownOnSigint: "default",
+		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
 		EventLoop: true, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
 }

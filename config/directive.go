@@ -31,6 +31,10 @@ type Directive struct {
 	Get     func(c *Config) string          // current value, as CONFIG GET shows it
 	Set     func(c *Config, v string) error // parse and store; nil: read-only, not a flag
 	Reload  Reload                          // what a CONFIG SET of it makes the server redo
+	// Protected directives name files the server writes: CONFIG SET may
+	// change them only as enable-protected-configs allows, as in Redis 7
+	// (else a client could point SAVE at the aclfile and overwrite it).
+	Protected bool
 }
 
 // Directives is a set of directives by name.
@@ -155,6 +159,12 @@ func ParseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("argument must be a memory value")
 	}
 	return n * mul, nil
+}
+
+// protected marks d as a protected directive.
+func (d *Directive) protected() *Directive {
+	d.Protected = true
+	return d
 }
 
 // with sets what a CONFIG SET of d makes the server redo.

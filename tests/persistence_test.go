@@ -444,8 +444,31 @@ func TestPersistenceCommandsAndInfo(t *testing.T) {
 	if err := c.Do(ctx, "BGSAVE", "NOW").Err(); err == nil || !strings.Contains(err.Error(), "syntax error") {
 		t.Fatalf("BGSAVE NOW: %v", err)
 	}
+	// dbfilename is protected, as in Redis 7: CONFIG SET could otherwise
+	// make SAVE overwrite the aclfile or the config file.
+	if err := c.ConfigSet(ctx, "dbfilename", "users.acl").Err(); err == nil || !strings.Contains(err.Error(), "can't set protected config") {
+		t.Fatalf("CONFIG SET dbfilename without enable-protected-configs: %v", err)
+	}
+}
+
+func TestProtectedConfigs(t *testing.T) {
+	dir := t.TempDir()
+	p := mustStart(t, dir, "--save", "0", "--enable-protected-configs", "local")
+	c := p.client(t)
 	if err := c.ConfigSet(ctx, "dbfilename", "../x").Err(); err == nil {
 		t.Fatal("dbfilename accepted a path")
+	}
+	if err := c.ConfigSet(ctx, "dbfilename", "other.ldb").Err(); err != nil {
+		t.Fatalf("CONFIG SET dbfilename from loopback with enable-protected-configs local: %v", err)
+	}
+	if err := c.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other.ldb")); err != nil {
+		t.Fatalf("SAVE after CONFIG SET dbfilename: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "enable-protected-configs", "yes").Err(); err == nil {
+		t.Fatal("enable-protected-configs changed at run time")
 	}
 }
 
