@@ -252,6 +252,12 @@ func Load(path string, eng *engine.Engine, sections *Sections) (LoadStats, error
 // because a shard of eng is full (a snapshot of a server with more shards,
 // loaded into one with fewer), are an error wrapping engine.ErrShardFull,
 // not a crash; eng then holds the keys before it.
+// maxLimiterSpan is the longest a limiter's state can stay before it is
+// fresh again: every algorithm refuses parameters past 2^62 ns (about 146
+// years; engine/bucket's maxFill, and less for the others). A loaded state
+// beyond it was not written by limitdb.
+const maxLimiterSpan = 1 << 62
+
 func restore(eng *engine.Engine, keys []keyRec, st *LoadStats) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -268,6 +274,10 @@ func restore(eng *engine.Engine, keys []keyRec, st *LoadStats) (err error) {
 		if !r.ent.Live(now) {
 			st.Expired++
 			continue
+		}
+		if r.ent.Kind != engine.KindString && r.ent.Expire-now > maxLimiterSpan {
+			return fmt.Errorf("snapshot: key %q: a %v state fresh again only in %d years: no limit spans that long; the file is corrupt",
+				r.key, r.ent.Kind, (r.ent.Expire-now)/(365*24*int64(time.Hour)))
 		}
 		ent := r.ent
 		eng.Do(r.key, now, func(engine.Entry) (engine.Entry, bool) { return ent, true })

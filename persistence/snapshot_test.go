@@ -231,3 +231,37 @@ func TestLoadIntoTooFewShards(t *testing.T) {
 		t.Errorf("Load into two shards: %d keys, %v; want all 300", st.Keys, err)
 	}
 }
+
+// TestLoadRefusesAbsurdTimestamps: a limiter state fresh again only after
+// longer than any limit spans was not written by limitdb: the load fails
+// naming the key, as for a corrupt file. A string may expire that late.
+func TestLoadRefusesAbsurdTimestamps(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	cases := []struct {
+		name string
+		ent  engine.Entry
+		ok   bool
+	}{
+		{"GCRA a year ahead", engine.Entry{Kind: engine.KindGCRA, A: t0 + 365*24*int64(time.Hour), Expire: t0 + 365*24*int64(time.Hour)}, true},
+		{"GCRA 235 years ahead", engine.Entry{Kind: engine.KindGCRA, A: t0 + 235*365*24*int64(time.Hour), Expire: t0 + 235*365*24*int64(time.Hour)}, false},
+		{"a string 235 years ahead", engine.Entry{Kind: engine.KindString, A: 7, B: 1, Expire: t0 + 235*365*24*int64(time.Hour)}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := engine.New(clk, 1)
+			src.Do([]byte("k"), t0, func(engine.Entry) (engine.Entry, bool) { return tc.ent, true })
+			path := filepath.Join(t.TempDir(), "dump.ldb")
+			if _, err := Save(path, src, nil); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path, engine.New(clk, 1), nil)
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("Load: %v", err)
+			case !tc.ok && (err == nil || !strings.Contains(err.Error(), `key "k"`) || !strings.Contains(err.Error(), "corrupt")):
+				t.Fatalf("Load = %v, want a refusal naming the key", err)
+			}
+		})
+	}
+}
