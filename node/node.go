@@ -58,6 +58,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	cmds := command.New(cfg, eng, logger)
 	n := &Node{Server: cmds, logger: logger, done: make(chan struct{})}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
+	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
 	return n

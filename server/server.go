@@ -73,6 +73,14 @@ type Server struct {
 	loops bool // serve TCP connections from pollers (poll_linux.go)
 	next  int  // the poller the next connection goes to
 
+	// Logf, when set, logs what the transport has to say (accept errors).
+	Logf func(format string, args ...any)
+
+	backoff   time.Duration // after an accept error; 0 after a success
+	warned    bool          // accept errors have been logged
+	lastWarn  time.Duration // on clk's Mono, when they were last logged
+	acceptErr int           // accept errors since then
+
 	draining atomic.Bool
 	drained  chan struct{} // closed once draining connections have gone
 	left     chan struct{} // a connection closed (Drain waits on it)
@@ -130,8 +138,10 @@ func (s *Server) Serve(ln net.Listener) error {
 			if done || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
+			s.acceptFailed(err)
 			continue
 		}
+		s.backoff = 0
 		nc := &guardConn{Conn: raw, s: s}
 		var fc *fdConn
 		if len(ps) > 0 {
@@ -176,6 +186,22 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		go s.serve(c)
 	}
+}
+
+// acceptFailed waits after a failed accept, from 5 ms doubling up to 1 s,
+// as net/http does: out of file descriptors (EMFILE), accept fails at once
+// on every call while connections wait, and retrying at once would spin a
+// core. It logs the error at most once a minute, with how often it
+// happened.
+func (s *Server) acceptFailed(err error) {
+	s.acceptErr++
+	if now := s.clk.Mono(); s.Logf != nil && (!s.warned || now-s.lastWarn >= time.Minute) {
+		s.Logf("accepting a connection failed (%d times since the last report): %v; "+
+			"out of file descriptors? raise ulimit -n or lower maxclients", s.acceptErr, err)
+		s.warned, s.lastWarn, s.acceptErr = true, now, 0
+	}
+	s.backoff = min(max(2*s.backoff, 5*time.Millisecond), time.Second)
+	s.clk.Sleep(s.backoff)
 }
 
 // Addr is the address Serve listens on, or nil before it starts.

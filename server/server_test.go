@@ -3,10 +3,12 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -195,4 +197,59 @@ func (h *echo) snapshot() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.calls...)
+}
+
+// failingListener fails Accept with EMFILE a number of times, then as
+// closed.
+type failingListener struct {
+	net.Listener
+	left int
+	mu   sync.Mutex
+}
+
+func (l *failingListener) Close() error   { return nil }
+func (l *failingListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.left == 0 {
+		return nil, net.ErrClosed
+	}
+	l.left--
+	return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+}
+
+// TestAcceptErrorsBackOff: out of file descriptors, accept fails at once
+// on every call; the server waits between tries on its clock, doubling up
+// to a second, and says so in its log, once.
+func TestAcceptErrorsBackOff(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(1_700_000_000e9)
+	s := New(&echo{}, limits(), false, clk)
+	logs := make(chan string, 10)
+	s.Logf = func(format string, args ...any) { logs <- fmt.Sprintf(format, args...) }
+	done := make(chan struct{})
+	go func() { s.Serve(&failingListener{left: 3}); close(done) }()
+	for _, wait := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
+		if !clk.WaitForWaiters(1, 5*time.Second) {
+			t.Fatal("no back-off after a failed accept")
+		}
+		clk.Advance(wait - time.Millisecond)
+		if clk.Waiters() != 1 {
+			t.Fatalf("the back-off of %v ended early", wait)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if got := len(logs); got != 1 {
+		t.Fatalf("%d log lines for three failures in a minute, want 1", got)
+	}
+	if l := <-logs; !strings.Contains(l, "too many open files") {
+		t.Errorf("log line %q does not name the error", l)
+	}
 }

@@ -101,6 +101,7 @@ func run(args []string, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	logger := log.New(stderr, "", log.LstdFlags)
+	adjustOpenFiles(&cfg, logger)
 	eng := engine.New(clock.Real(), cfg.Shards)
 	srv := node.New(cfg, eng, logger)
 	if err := srv.Prepare(); err != nil {

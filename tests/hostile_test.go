@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/internal/testlog"
 )
 
 // TestClientKillIsDoneWhenAnswered: once CLIENT KILL has answered, the
@@ -92,5 +94,42 @@ func TestTimeoutClosesATrickle(t *testing.T) {
 				t.Errorf("closed after %v, want about 1 s", el)
 			}
 		})
+	}
+}
+
+// TestFewFileDescriptors: started with ulimit -n 100, the server lowers
+// maxclients to what fits (100 less the 32 it keeps for itself) and says
+// so, as Redis does, instead of failing accepts at maxclients.
+func TestFewFileDescriptors(t *testing.T) {
+	t.Parallel()
+	bin := limitdbBinary(t)
+	proc := exec.Command("sh", "-c", `ulimit -n 100 && exec "$0" "$@"`, bin, "--port", "0", "--dir", t.TempDir(), "--save", "0")
+	var out testlog.Buffer
+	proc.Stderr = &out
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { proc.Process.Kill(); proc.Wait() }()
+	var addr string
+	for i := 0; addr == ""; i++ {
+		if i == 2000 {
+			t.Fatalf("did not start:\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+		if m := listenRE.FindStringSubmatch(out.String()); m != nil {
+			addr = m[1]
+		}
+	}
+	if !strings.Contains(out.String(), "only 100 open files allowed") {
+		t.Errorf("no warning about the file limit:\n%s", out.String())
+	}
+	r := dialRaw(t, addr)
+	r.send(cmd("CONFIG", "GET", "maxclients"))
+	var lines []string
+	for i := 0; i < 5; i++ { // *2, $10, maxclients, $2, 68
+		lines = append(lines, r.mustLine())
+	}
+	if got := lines[4]; got != "68" {
+		t.Errorf("maxclients = %q, want 68", got)
 	}
 }
