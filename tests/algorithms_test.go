@@ -29,6 +29,7 @@ func runSteps(t *testing.T, ts *testServer, proto int, cmd, key string, steps []
 }
 
 func TestLimiterCommands(t *testing.T) {
+	t.Parallel()
 	const ms = time.Millisecond
 	cases := []struct {
 		cmd   string
@@ -105,6 +106,7 @@ func TestLimiterCommands(t *testing.T) {
 }
 
 func TestLimiterTypesAndExpiry(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args   []any
 		typ    string
@@ -141,6 +143,7 @@ func TestLimiterTypesAndExpiry(t *testing.T) {
 }
 
 func TestLimiterPeekCreatesNoKey(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	for _, args := range [][]any{
@@ -163,6 +166,7 @@ func TestLimiterPeekCreatesNoKey(t *testing.T) {
 }
 
 func TestLimiterErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.Do(ctx, "FW.INCR", "fw", 10, "1s")
@@ -216,6 +220,7 @@ func TestLimiterErrors(t *testing.T) {
 // TestLimiterHugeCosts sends the largest costs and limits the protocol
 // carries: answers, never overflows.
 func TestLimiterHugeCosts(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	const max = "9223372036854775807"

@@ -71,6 +71,7 @@ func nodeDir(t *testing.T) string {
 }
 
 func TestNodeClients(t *testing.T) {
+	t.Parallel()
 	dir := nodeDir(t)
 	ts := startServer(t)
 	out := run(t, dir, []string{"LIMITDB_PORT=" + ts.port()}, "node", "--test", "--test-reporter=tap", "clients.test.mjs")
@@ -103,6 +104,7 @@ func python(t *testing.T) string {
 }
 
 func TestRedisPy(t *testing.T) {
+	t.Parallel()
 	py := python(t)
 	ts := startServer(t)
 	out := run(t, "clients/python", []string{"LIMITDB_PORT=" + ts.port(), "PYTHONDONTWRITEBYTECODE=1"}, py, "-m", "unittest", "-v", "test_clients")
@@ -116,6 +118,7 @@ func TestRedisPy(t *testing.T) {
 // against limitdb: rate-limiter-flexible's Redis store without Lua (MULTI
 // with GET, PTTL, SET EX, PEXPIRE, INCRBY, DEL).
 func TestRateLimiterFlexible(t *testing.T) {
+	t.Parallel()
 	dir := nodeDir(t)
 	ts := startServer(t)
 	c := ts.client(t, 2)

@@ -16,6 +16,7 @@ import (
 // file sets what flags do not, flags win where both do, CONFIG GET shows
 // the result and CONFIG SET changes the runtime directives.
 func TestConfigFileAndFlags(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "limitdb.conf")
 	os.WriteFile(conf, []byte(`# test configuration
@@ -61,6 +62,7 @@ metrics-addr 127.0.0.1:0
 }
 
 func TestConfigFileErrorsStopStartUp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, text := range map[string]string{
 		"unknown": "port 0\nno-such-directive 1\n",
@@ -81,6 +83,7 @@ func TestConfigFileErrorsStopStartUp(t *testing.T) {
 // TestExampleConfig: examples/limitdb.conf applies cleanly and mentions
 // every directive, so it stays the documentation of all of them.
 func TestExampleConfig(t *testing.T) {
+	t.Parallel()
 	const path = "../examples/limitdb.conf"
 	cfg := config.Default()
 	if err := config.LoadFile(path, &cfg); err != nil {
@@ -104,6 +107,7 @@ func TestExampleConfig(t *testing.T) {
 // CONFIG REWRITE writes the running configuration into the file the server
 // started with, keeping its comments; without a file it says so.
 func TestConfigRewrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "limitdb.conf")
 	os.WriteFile(conf, []byte("# my settings\nslowlog-max-len 7\n# end\n"), 0o600)

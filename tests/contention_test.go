@@ -13,6 +13,7 @@ import (
 // instant through every algorithm: exactly the limit is admitted, never one
 // more or one less, and every denial says so. Run it with -race.
 func TestExactUnderContention(t *testing.T) {
+	t.Parallel()
 	const clients, callsEach = 40, 5 // 200 calls for a limit of 100
 	cases := []struct {
 		cmd   string

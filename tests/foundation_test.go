@@ -16,6 +16,7 @@ import (
 var ctx = context.Background()
 
 func TestClThrottleOverTheWire(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("resp", proto), func(t *testing.T) {
@@ -47,6 +48,7 @@ func TestClThrottleOverTheWire(t *testing.T) {
 }
 
 func TestClThrottleErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	cases := []errCase{
@@ -69,6 +71,7 @@ func TestClThrottleErrors(t *testing.T) {
 }
 
 func TestGCRACommand(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 3)
 	want := [][]int64{{0, 3, 2, -1, 1}, {0, 3, 1, -1, 1}, {0, 3, 0, -1, 1}, {1, 3, 0, 1, 1}}
@@ -85,6 +88,7 @@ func TestGCRACommand(t *testing.T) {
 }
 
 func TestKeyExpiresWhenFresh(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.Do(ctx, "CL.THROTTLE", "k", 0, 1, 10)
@@ -111,6 +115,7 @@ func TestKeyExpiresWhenFresh(t *testing.T) {
 }
 
 func TestKeyspaceCommands(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	for i := 0; i < 50; i++ {
@@ -159,6 +164,7 @@ func TestKeyspaceCommands(t *testing.T) {
 }
 
 func TestConnectionCommands(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 3)
 	if v := c.Echo(ctx, "hi").Val(); v != "hi" {
@@ -212,6 +218,7 @@ func TestConnectionCommands(t *testing.T) {
 }
 
 func TestCommandIntrospection(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	n := c.Do(ctx, "COMMAND", "COUNT").Val().(int64)
@@ -243,6 +250,7 @@ func TestCommandIntrospection(t *testing.T) {
 }
 
 func TestPipelineAnswersInOrder(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	pipe := c.Pipeline()
@@ -271,6 +279,7 @@ func TestPipelineAnswersInOrder(t *testing.T) {
 }
 
 func TestRacingClientsAdmitExactlyTheLimit(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	const limit = 100
 	var wg sync.WaitGroup

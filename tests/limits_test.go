@@ -15,6 +15,7 @@ import (
 // gets a Redis-style error or a clean close, the commands before it in the
 // same write still run, and the bystander's replies stay exact throughout.
 func TestMalformedFrames(t *testing.T) {
+	t.Parallel()
 	ts, logs := startWith(t, func(c *config.Config) {
 		c.MaxBulkLen = 1 << 20
 		c.MaxArgs = 1000
@@ -108,6 +109,7 @@ func TestMalformedFrames(t *testing.T) {
 // TestClientLimits drives each client limit through its directive: the
 // limit's error or close, and the server still serving afterwards.
 func TestClientLimits(t *testing.T) {
+	t.Parallel()
 	t.Run("maxclients", func(t *testing.T) {
 		ts, _ := startWith(t, func(c *config.Config) { c.MaxClients = 2 }, nil)
 		a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)

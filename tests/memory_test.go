@@ -35,6 +35,7 @@ func infoValue(t *testing.T, c *redis.Client, section, field string) string {
 }
 
 func TestMaxmemoryNoeviction(t *testing.T) {
+	t.Parallel()
 	ts := startServerShards(t, 4)
 	c := ts.client(t, 2)
 	if err := c.ConfigSet(ctx, "maxmemory", "16kb").Err(); err != nil {
@@ -87,6 +88,7 @@ func TestMaxmemoryNoeviction(t *testing.T) {
 }
 
 func TestMaxmemoryVolatileTTLEvictsSoonestToExpire(t *testing.T) {
+	t.Parallel()
 	ts := startServerShards(t, 4)
 	c := ts.client(t, 2)
 	fill := func(prefix string, n, period int) {
@@ -141,6 +143,7 @@ func mustInt(t *testing.T, s string) int64 {
 // MEMORY USAGE answers as Redis's does: bytes for a key, nil for an absent
 // one, SAMPLES accepted; a sliding log's grows with its stamps.
 func TestMemoryUsage(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	if err := c.Do(ctx, "CL.THROTTLE", "g", 9, 10, 60).Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 // TestMultiMatchesRedis runs the same transactions, queue-time errors and
 // all, on one connection to redis-server and one to limitdb.
 func TestMultiMatchesRedis(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ours := ts.client(t, 2).Conn()
 	theirs := startRedis(t).Conn()
@@ -44,6 +45,7 @@ func TestMultiMatchesRedis(t *testing.T) {
 // TestMultiWithClients: what rate-limiter-flexible's non-Lua mode sends,
 // through go-redis's transaction API, in both protocols.
 func TestMultiWithClients(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	for _, proto := range []int{2, 3} {
 		c := ts.client(t, proto)
@@ -75,6 +77,7 @@ func TestMultiWithClients(t *testing.T) {
 // TestExecIsAtomic: while transactions move a unit from one key to
 // another, no reader ever sees the sum other than constant.
 func TestExecIsAtomic(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	setup := ts.client(t, 2)
 	setup.MSet(ctx, "from", 1000, "to", 0)
@@ -130,6 +133,7 @@ func TestExecIsAtomic(t *testing.T) {
 }
 
 func TestMultiRefusesNoMultiAndKeylessCommandsWork(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2).Conn()
 	t.Cleanup(func() { c.Close() })
@@ -160,6 +164,7 @@ func TestMultiRefusesNoMultiAndKeylessCommandsWork(t *testing.T) {
 // TestWatchOptimisticLocking: go-redis's Watch retries a read-modify-write
 // when another client changed the key between WATCH and EXEC.
 func TestWatchOptimisticLocking(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	other := ts.client(t, 3)
@@ -199,6 +204,7 @@ func TestWatchOptimisticLocking(t *testing.T) {
 // shard held; its writer must wait for EXEC, not deadlock it. (SAVE is
 // no_multi, as in Redis.)
 func TestSnapshotInsideMulti(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.Set(ctx, "a", 1, 0)
@@ -237,6 +243,7 @@ func TestSnapshotInsideMulti(t *testing.T) {
 // CLIENT LIST shows a client inside MULTI as Redis does, flag x and the
 // number of commands queued, and outside it flag N and multi=-1.
 func TestClientListShowsMulti(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	tx := c.Conn()

@@ -20,6 +20,7 @@ func infoField(info, name string) (string, bool) {
 }
 
 func TestInfoLimitsCountsDecisions(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.ConfigResetStat(ctx)   // command statistics are per process, shared by every test server
@@ -68,6 +69,7 @@ func TestInfoLimitsCountsDecisions(t *testing.T) {
 }
 
 func TestSlowlog(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.Do(ctx, "CLIENT", "SETNAME", "slowpoke")
@@ -116,6 +118,7 @@ func TestSlowlog(t *testing.T) {
 }
 
 func TestLatencyStats(t *testing.T) {
+	// Not parallel: it measures command latencies.
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.ConfigResetStat(ctx)
@@ -142,6 +145,7 @@ func TestLatencyStats(t *testing.T) {
 }
 
 func TestClientKill(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	admin := ts.client(t, 2)
 	victim := ts.client(t, 2)
@@ -187,6 +191,7 @@ func waitClients(t *testing.T, c *redis.Client, n int) {
 }
 
 func TestInfoSections(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 3)
 	all := c.Info(ctx, "all").Val()

@@ -76,6 +76,7 @@ func serverFromDir(t *testing.T, clk *clock.Fake, dir string) *testServer {
 }
 
 func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {
+	t.Parallel()
 	for k := engine.Kind(1); k.String() != "unknown"; k++ {
 		t.Run(k.String(), func(t *testing.T) {
 			steps, ok := roundTrip[k]
@@ -286,6 +287,7 @@ func dbsize(t *testing.T, c *redis.Client) int64 {
 }
 
 func TestKill9AfterSaveLosesNothingSaved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "0")
 	c := p.client(t)
@@ -313,6 +315,7 @@ func TestKill9AfterSaveLosesNothingSaved(t *testing.T) {
 }
 
 func TestKill9DuringBGSaveKeepsPreviousSnapshot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "0")
 	c := p.client(t)
@@ -336,6 +339,7 @@ func TestKill9DuringBGSaveKeepsPreviousSnapshot(t *testing.T) {
 }
 
 func TestSIGTERMAndShutdownSave(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		stop  func(t *testing.T, p *proc, c *redis.Client)
@@ -368,6 +372,7 @@ func TestSIGTERMAndShutdownSave(t *testing.T) {
 }
 
 func TestDamagedSnapshotIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "0")
 	c := p.client(t)
@@ -416,6 +421,7 @@ func TestDamagedSnapshotIsRefused(t *testing.T) {
 }
 
 func TestPersistenceCommandsAndInfo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "0")
 	c := p.client(t)
@@ -452,6 +458,7 @@ func TestPersistenceCommandsAndInfo(t *testing.T) {
 }
 
 func TestProtectedConfigs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "0", "--enable-protected-configs", "local")
 	c := p.client(t)
@@ -473,6 +480,7 @@ func TestProtectedConfigs(t *testing.T) {
 }
 
 func TestAutomaticSave(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "1")
 	c := p.client(t)

@@ -80,6 +80,7 @@ func policyField(t *testing.T, c *redis.Client, name, field string) any {
 }
 
 func TestRLHitOverTheWire(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("resp", proto), func(t *testing.T) {
@@ -113,6 +114,7 @@ func TestRLHitOverTheWire(t *testing.T) {
 }
 
 func TestPolicyStateIsAKeyOfItsOwn(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	setPolicy(t, c, "a", "gcra", 1, "1m")
@@ -171,6 +173,7 @@ func hitAllReply(t *testing.T, cmd *redis.Cmd) (int64, [][]int64) {
 }
 
 func TestRLHitAllOverTheWire(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprint("resp", proto), func(t *testing.T) {
@@ -209,6 +212,7 @@ func TestRLHitAllOverTheWire(t *testing.T) {
 }
 
 func TestPolicyErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	setPolicy(t, c, "a", "gcra", 1, "1s")
@@ -241,6 +245,7 @@ func TestPolicyErrors(t *testing.T) {
 }
 
 func TestRLPolicyCommands(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 3)
 	setPolicy(t, c, "login", "GCRA", 5, "1m", "BURST", 2, "SHADOW")
@@ -307,6 +312,7 @@ const rulesV1 = `policies:
 `
 
 func TestRulesFileHotReload(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "limits.yaml")
 	writeRules(t, path, rulesV1)
 	ts, logs := startRulesServer(t, path)
@@ -373,6 +379,7 @@ func TestRulesFileHotReload(t *testing.T) {
 }
 
 func TestRulesFileBrokenAtStart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "limits.yaml")
 	writeRules(t, path, "policies:\n  - name: a\n    algorithm: gcra\n    limit: 0\n    period: 1s\n")
 	cfg := config.Default()
@@ -393,6 +400,7 @@ func TestRulesFileBrokenAtStart(t *testing.T) {
 
 // The example file the README uses loads as it is.
 func TestExampleRulesFile(t *testing.T) {
+	t.Parallel()
 	ts, _ := startRulesServer(t, "../examples/limits.yaml")
 	c := ts.client(t, 2)
 	names, _ := c.Do(ctx, "RL.POLICY", "LIST").StringSlice()
@@ -408,6 +416,7 @@ func TestExampleRulesFile(t *testing.T) {
 // Runtime policies live in the snapshot's "policies" section and their
 // state in ordinary keys: both come back after a restart.
 func TestRuntimePoliciesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := serverFromDir(t, clock.NewFake(t0), dir)
 	ca := a.client(t, 2)
@@ -438,6 +447,7 @@ func TestRuntimePoliciesSurviveRestart(t *testing.T) {
 // every shard around RL.HIT and RL.HITALL, and concurrent clients never
 // deadlock against it.
 func TestPoliciesInsideMulti(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	setPolicy(t, c, "multi-a", "gcra", 100, "1m")

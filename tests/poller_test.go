@@ -33,6 +33,7 @@ func eachLoop(t *testing.T, test func(t *testing.T, ts *testServer)) {
 // rest and writes it as room appears, and every reply arrives once, in
 // order, with nothing lost or doubled.
 func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
+	t.Parallel()
 	eachLoop(t, testSlowReaderGetsEveryReplyInOrder)
 }
 
@@ -79,6 +80,7 @@ func testSlowReaderGetsEveryReplyInOrder(t *testing.T, ts *testServer) {
 // TestHalfClosedClientGetsItsReplies sends a pipeline, closes its write
 // side, and still reads every reply before the server closes.
 func TestHalfClosedClientGetsItsReplies(t *testing.T) {
+	t.Parallel()
 	eachLoop(t, testHalfClosedClientGetsItsReplies)
 }
 

@@ -17,6 +17,7 @@ func (ts *testServer) cli(t *testing.T, args ...string) string {
 }
 
 func TestRedisCLIOneShot(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	cases := []struct {
 		name string
@@ -107,6 +108,7 @@ func (tm *tmux) waitFor(want string) string {
 }
 
 func TestRedisCLIInteractive(t *testing.T) {
+	t.Parallel()
 	need(t, "redis-cli")
 	ts := startServer(t)
 	// capture-pane drops trailing blanks: a prompt at the end of a line
@@ -152,6 +154,7 @@ func TestRedisCLIInteractive(t *testing.T) {
 }
 
 func TestRedisBenchmark(t *testing.T) {
+	// Not parallel: redis-benchmark drives both cores.
 	bench := need(t, "redis-benchmark")
 	ts := startServer(t)
 	base := []string{"-h", "127.0.0.1", "-p", ts.port(), "-n", "2000", "-c", "4", "-P", "4"}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestRequirePass(t *testing.T) {
+	t.Parallel()
 	ts, _ := startWith(t, func(c *config.Config) { c.RequirePass = "s3cret" }, nil)
 	r := dialRaw(t, ts.addr)
 	steps := []struct{ send, want string }{
@@ -78,6 +79,7 @@ func TestRequirePass(t *testing.T) {
 }
 
 func TestAuthWithoutPassword(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	r := dialRaw(t, ts.addr)
 	r.send(cmd("AUTH", "x"))
@@ -116,6 +118,7 @@ func aclText() string {
 }
 
 func TestACLUsers(t *testing.T) {
+	t.Parallel()
 	path := writeACL(t, aclText())
 	ts, _ := startWith(t, func(c *config.Config) { c.ACLFile = path }, nil)
 	login := func(user, pass string) *redis.Client {
@@ -258,6 +261,7 @@ func TestACLUsers(t *testing.T) {
 }
 
 func TestACLFileErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ text, want string }{
 		{"user a on >x +@nosuch\n", ":1: unknown command category 'nosuch'"},
 		{"\nuser a on >x +nosuchcmd\n", ":2: unknown command 'nosuchcmd'"},
@@ -301,6 +305,7 @@ func (spoofConn) RemoteAddr() net.Addr {
 }
 
 func TestProtectedMode(t *testing.T) {
+	t.Parallel()
 	listen := func() net.Listener {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -356,6 +361,7 @@ func TestProtectedMode(t *testing.T) {
 // log in again, and MULTI, WATCH, its name and RESP3 are gone. Inside
 // MULTI it runs at once.
 func TestReset(t *testing.T) {
+	t.Parallel()
 	ts, _ := startWith(t, func(c *config.Config) { c.RequirePass = "s3cret" }, nil)
 	other := redis.NewClient(&redis.Options{Addr: ts.addr, Password: "s3cret"})
 	defer other.Close()

@@ -20,6 +20,7 @@ import (
 // replies the client received: no executed command lost its reply, and no
 // answered command lost its effect.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := mustStart(t, dir)
 	nc, err := net.Dial("tcp", p.addr)

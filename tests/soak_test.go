@@ -26,6 +26,7 @@ var soakScale = flag.Int("soak.scale", 1, "multiplier for TestSoak's connections
 // well-behaved clients keep exact counts. Afterwards every count is exact,
 // and the server's goroutines and heap are back to their baseline.
 func TestSoak(t *testing.T) {
+	// Not parallel: it measures the server's memory and must run alone.
 	if testing.Short() {
 		t.Skip("soak test skipped in -short mode")
 	}

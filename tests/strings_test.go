@@ -13,6 +13,7 @@ import (
 // limitdb and wants the same replies, errors included. Only commands whose
 // replies do not depend on the clock are here (limitdb runs a fake one).
 func TestStringsMatchRedis(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	ours := ts.client(t, 2)
 	theirs := startRedis(t)
@@ -62,6 +63,7 @@ func reply(v any, err error) string {
 
 // TestStringExpiry walks the fake clock through expiries.
 func TestStringExpiry(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 3)
 	do := func(args ...any) any {
@@ -135,6 +137,7 @@ func TestStringExpiry(t *testing.T) {
 
 // TestStringsAndLimiterKeys: strings and limiters share one keyspace.
 func TestStringsAndLimiterKeys(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
 	c.Do(ctx, "CL.THROTTLE", "lim", 5, 1, 60)
@@ -172,6 +175,7 @@ func TestStringsAndLimiterKeys(t *testing.T) {
 // TestFixedWindowCounterPattern is what fixed-window limiter libraries send:
 // INCR, then EXPIRE NX on the first hit of a window.
 func TestFixedWindowCounterPattern(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t)
 	for _, proto := range []int{2, 3} {
 		c := ts.client(t, proto)

@@ -131,6 +131,7 @@ func startTLS(t *testing.T, p *testPKI, auth string) (plain, secure string) {
 }
 
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	clientPair, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
 	if err != nil {
@@ -200,6 +201,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestTLSConfigErrors(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	cases := []struct {
 		name string
@@ -230,6 +232,7 @@ func TestTLSConfigErrors(t *testing.T) {
 // TestTLSBinary starts the real binary with --tls-port: one process serves
 // the plain and the TLS port, and redis-cli --tls reaches it.
 func TestTLSBinary(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("redis-cli not installed")
 	}
