@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // These tests drive real clients and tools (Node.js clients, redis-py,
@@ -61,9 +63,7 @@ func nodeDir(t *testing.T) string {
 	t.Helper()
 	need(t, "node")
 	dir, err := filepath.Abs("clients/node")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ioredis")); err != nil {
 		missing(t, "node modules are not installed: run `npm ci` in tests/clients/node")
 	}
@@ -122,9 +122,7 @@ func TestRateLimiterFlexible(t *testing.T) {
 	dir := nodeDir(t)
 	ts := startServer(t)
 	c := ts.client(t, 2)
-	if err := c.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.ConfigResetStat(ctx).Err())
 	out := run(t, dir, []string{"LIMITDB_PORT=" + ts.port()}, "node", "--test", "--test-reporter=tap", "ratelimiter.test.mjs")
 	if !strings.Contains(out, "# fail 0") || strings.Contains(out, "# pass 0\n") {
 		t.Fatalf("rate-limiter-flexible tests did not all pass:\n%s", out)

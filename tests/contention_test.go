@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // TestExactUnderContention has many clients hit one key at the same frozen
@@ -35,9 +36,7 @@ func TestExactUnderContention(t *testing.T) {
 	ts := startServer(t)
 	admin := ts.client(t, 2)
 	for name, algo := range map[string]string{"contention-sliding-log": "sliding_log", "contention-token-bucket": "token_bucket", "contention-gcra": "gcra"} {
-		if err := admin.Do(ctx, "RL.POLICY", "SET", name, algo, 100, "1h").Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, admin.Do(ctx, "RL.POLICY", "SET", name, algo, 100, "1h").Err())
 		t.Cleanup(func() { admin.Do(ctx, "RL.POLICY", "DEL", name) })
 	}
 	conns := make([]*redis.Client, clients)

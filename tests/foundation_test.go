@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 var ctx = context.Background()
@@ -134,9 +135,7 @@ func TestKeyspaceCommands(t *testing.T) {
 	var cursor uint64
 	for {
 		ks, next, err := c.Scan(ctx, cursor, "user:*", 7).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		all = append(all, ks...)
 		if cursor = next; cursor == 0 {
 			break
@@ -155,9 +154,7 @@ func TestKeyspaceCommands(t *testing.T) {
 	if n := c.Exists(ctx, "user:02", "user:02", "user:00").Val(); n != 2 {
 		t.Errorf("EXISTS = %d, want 2", n)
 	}
-	if err := c.FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.FlushAll(ctx).Err())
 	if n := c.DBSize(ctx).Val(); n != 0 {
 		t.Errorf("after FLUSHALL DBSIZE = %d", n)
 	}
@@ -170,9 +167,7 @@ func TestConnectionCommands(t *testing.T) {
 	if v := c.Echo(ctx, "hi").Val(); v != "hi" {
 		t.Errorf("ECHO = %q", v)
 	}
-	if err := c.Do(ctx, "CLIENT", "SETNAME", "api-1").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "CLIENT", "SETNAME", "api-1").Err())
 	if v := c.Do(ctx, "CLIENT", "GETNAME").Val(); v != "api-1" {
 		t.Errorf("GETNAME = %v", v)
 	}
@@ -227,9 +222,7 @@ func TestCommandIntrospection(t *testing.T) {
 		t.Errorf("COMMAND has %d entries, COUNT says %d", len(all), n)
 	}
 	info, err := c.Command(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cl := info["cl.throttle"]
 	if cl == nil || cl.Arity != -5 || cl.FirstKeyPos != 1 || !slices.Contains(cl.Flags, "write") {
 		t.Errorf("COMMAND INFO cl.throttle = %+v", cl)
@@ -260,9 +253,7 @@ func TestPipelineAnswersInOrder(t *testing.T) {
 		pipe.Echo(ctx, fmt.Sprint(i))
 	}
 	res, err := pipe.Exec(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := 0; i < 100; i++ {
 		got := ints(t, cmds[i])
 		wantLimited := int64(0)

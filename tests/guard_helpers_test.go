@@ -15,6 +15,7 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/testlog"
 	"github.com/limitdb/limitdb/node"
+	"github.com/stretchr/testify/require"
 )
 
 // startWith starts a server like startServer, with the configuration
@@ -58,9 +59,7 @@ type raw struct {
 func dialRaw(t testing.TB, addr string) *raw {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { nc.Close() })
 	return &raw{t: t, nc: nc, rd: bufio.NewReader(nc)}
 }

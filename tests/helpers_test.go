@@ -14,6 +14,7 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // t0 is the fake clock's starting instant.
@@ -42,9 +43,7 @@ func startServer(t testing.TB) *testServer {
 func serve(t testing.TB, srv *node.Node, clk *clock.Fake) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return &testServer{srv: srv, clk: clk, addr: ln.Addr().String()}
@@ -100,9 +99,7 @@ func expectErrors(t *testing.T, c *redis.Client, cases []errCase, keys int64) {
 			t.Errorf("%v: err = %v, want prefix %q", tc.args, err, tc.want)
 		}
 	}
-	if err := c.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Ping(ctx).Err())
 	if n := c.DBSize(ctx).Val(); n != keys {
 		t.Errorf("errors left %d keys, want %d", n, keys)
 	}

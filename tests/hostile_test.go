@@ -12,6 +12,7 @@ import (
 
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/internal/testlog"
+	"github.com/stretchr/testify/require"
 )
 
 // TestClientKillIsDoneWhenAnswered: once CLIENT KILL has answered, the
@@ -22,9 +23,7 @@ func TestClientKillIsDoneWhenAnswered(t *testing.T) {
 	ts := startServer(t)
 	dial := func() (net.Conn, *bufio.Reader) {
 		nc, err := net.Dial("tcp", ts.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		nc.SetDeadline(time.Now().Add(10 * time.Second))
 		return nc, bufio.NewReader(nc)
 	}
@@ -106,9 +105,7 @@ func TestFewFileDescriptors(t *testing.T) {
 	proc := exec.Command("sh", "-c", `ulimit -n 100 && exec "$0" "$@"`, bin, "--port", "0", "--dir", t.TempDir(), "--save", "0")
 	var out testlog.Buffer
 	proc.Stderr = &out
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, proc.Start())
 	defer func() { proc.Process.Kill(); proc.Wait() }()
 	var addr string
 	for i := 0; addr == ""; i++ {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/config"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMalformedFrames sends hostile frames, each on its own connection,
@@ -94,9 +95,7 @@ func TestMalformedFrames(t *testing.T) {
 	pipeline := cmd("CL.THROTTLE", "trunc", "5", "10", "60") + cmd("ECHO", "abc") + "PING\r\n"
 	for cut := 1; cut < len(pipeline); cut++ {
 		nc, err := net.Dial("tcp", ts.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		nc.Write([]byte(pipeline[:cut]))
 		nc.Close()
 	}
@@ -201,9 +200,7 @@ func TestClientLimits(t *testing.T) {
 	t.Run("client-write-timeout", func(t *testing.T) {
 		ts, _ := startWith(t, func(c *config.Config) { c.WriteTimeout = 1 }, nil)
 		nc, err := net.Dial("tcp", ts.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer nc.Close()
 		nc.(*net.TCPConn).SetReadBuffer(4096)
 		big := strings.Repeat("z", 64<<10)

@@ -11,6 +11,7 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // startServerShards is startServer with a chosen shard count.
@@ -38,9 +39,7 @@ func TestMaxmemoryNoeviction(t *testing.T) {
 	t.Parallel()
 	ts := startServerShards(t, 4)
 	c := ts.client(t, 2)
-	if err := c.ConfigSet(ctx, "maxmemory", "16kb").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "16kb").Err())
 	if got := infoValue(t, c, "memory", "maxmemory_policy"); got != "noeviction" {
 		t.Fatalf("default policy %q", got)
 	}
@@ -67,15 +66,11 @@ func TestMaxmemoryNoeviction(t *testing.T) {
 	if err := c.Do(ctx, "CL.THROTTLE", "fresh", 9, 10, 60).Err(); err == nil {
 		t.Fatal("a new key was admitted over maxmemory")
 	}
-	if err := c.Del(ctx, "user:1", "user:2").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Del(ctx, "user:1", "user:2").Err())
 	if err := c.Do(ctx, "CL.THROTTLE", "fresh", 9, 10, 60).Err(); err != nil {
 		t.Fatalf("new key after DEL freed room: %v", err)
 	}
-	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
 	if err := c.Do(ctx, "CL.THROTTLE", "fresh2", 9, 10, 60).Err(); err != nil {
 		t.Fatalf("maxmemory 0 still refuses: %v", err)
 	}
@@ -101,12 +96,8 @@ func TestMaxmemoryVolatileTTLEvictsSoonestToExpire(t *testing.T) {
 	}
 	fill("long:", 200, 3600)
 	fill("short:", 200, 60)
-	if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(ts.srv.Engine().UsedBytes())).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ConfigSet(ctx, "maxmemory-policy", "volatile-ttl").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", fmt.Sprint(ts.srv.Engine().UsedBytes())).Err())
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory-policy", "volatile-ttl").Err())
 	fill("new:", 200, 1800) // never refused: room is made
 	count := func(prefix string) int {
 		n := 0
@@ -134,9 +125,7 @@ func TestMaxmemoryVolatileTTLEvictsSoonestToExpire(t *testing.T) {
 func mustInt(t *testing.T, s string) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }
 
@@ -146,9 +135,7 @@ func TestMemoryUsage(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
 	c := ts.client(t, 2)
-	if err := c.Do(ctx, "CL.THROTTLE", "g", 9, 10, 60).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "CL.THROTTLE", "g", 9, 10, 60).Err())
 	gcra, err := c.MemoryUsage(ctx, "g").Result()
 	if err != nil || gcra <= 0 || gcra > 100 {
 		t.Errorf("MEMORY USAGE of a GCRA key = %d, %v", gcra, err)
@@ -160,9 +147,7 @@ func TestMemoryUsage(t *testing.T) {
 		t.Errorf("absent key: %v, want nil", err)
 	}
 	for range 50 {
-		if err := c.Do(ctx, "SL.INCR", "s", 100, 60).Err(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, c.Do(ctx, "SL.INCR", "s", 100, 60).Err())
 	}
 	if n, err := c.MemoryUsage(ctx, "s").Result(); err != nil || n < gcra+50*8 {
 		t.Errorf("a sliding log of 50 stamps: %d, %v; want over %d", n, err, gcra+50*8)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMultiMatchesRedis runs the same transactions, queue-time errors and
@@ -61,9 +62,7 @@ func TestMultiWithClients(t *testing.T) {
 				thr = p.Do(ctx, "CL.THROTTLE", key+":cell", 1, 1, 60)
 				return nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if incr.Val() != i || pttl.Val() != 10*time.Second {
 				t.Errorf("resp%d hit %d: INCRBY %d, PTTL %v", proto, i, incr.Val(), pttl.Val())
 			}
@@ -153,9 +152,7 @@ func TestMultiRefusesNoMultiAndKeylessCommandsWork(t *testing.T) {
 	c.Do(ctx, "FLUSHALL")
 	c.Do(ctx, "DBSIZE")
 	v, err := c.Do(ctx, "EXEC").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if got := fmt.Sprint(v); got != "[1 [x] 2 OK 0]" {
 		t.Errorf("EXEC = %s", got)
 	}
@@ -220,9 +217,7 @@ func TestSnapshotInsideMulti(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("EXEC with BGSAVE never answered")
 	}
@@ -248,9 +243,7 @@ func TestClientListShowsMulti(t *testing.T) {
 	c := ts.client(t, 2)
 	tx := c.Conn()
 	defer tx.Close()
-	if err := tx.Do(ctx, "CLIENT", "SETNAME", "tx").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, tx.Do(ctx, "CLIENT", "SETNAME", "tx").Err())
 	shows := func(when string, want ...string) {
 		t.Helper()
 		for _, line := range strings.Split(c.ClientList(ctx).Val(), "\n") {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // infoField finds "name:value" in INFO text.
@@ -83,9 +84,7 @@ func TestSlowlog(t *testing.T) {
 	c.Do(ctx, "PING")
 	c.Do(ctx, "GET", "k")
 	entries, err := c.SlowLogGet(ctx, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(entries) != 3 {
 		t.Fatalf("SLOWLOG GET -1 returned %d entries", len(entries))
 	}
@@ -173,9 +172,7 @@ func TestClientKill(t *testing.T) {
 			t.Errorf("CLIENT KILL %v accepted", args)
 		}
 	}
-	if err := admin.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, admin.Ping(ctx).Err())
 }
 
 // waitClients waits (bounded) until CLIENT LIST shows n connections.

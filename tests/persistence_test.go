@@ -21,6 +21,7 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // ---- every kind's state round-trips exactly (in process, fake clock) ------
@@ -87,9 +88,7 @@ func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {
 			a := serverFromDir(t, clock.NewFake(t0), dir)
 			ca := a.client(t, 2)
 			for _, cmd := range steps.before {
-				if err := ca.Do(ctx, "COMMAND", "INFO", cmd[0]).Err(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, ca.Do(ctx, "COMMAND", "INFO", cmd[0]).Err())
 				if info := ca.Do(ctx, "COMMAND", "INFO", cmd[0]).Val(); info == nil || reflect.DeepEqual(info, []any{nil}) {
 					t.Skipf("%s is not in this build yet", cmd[0])
 				}
@@ -100,9 +99,7 @@ func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {
 					t.Fatalf("before step %d %v: %v", i, cmd, err)
 				}
 			}
-			if err := ca.Do(ctx, "SAVE").Err(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, ca.Do(ctx, "SAVE").Err())
 			// The copy starts from the file at the same instant; both then
 			// live through the same steps and must answer alike.
 			b := serverFromDir(t, clock.NewFake(a.clk.Now()), dir)
@@ -175,12 +172,8 @@ func startProc(t *testing.T, dir string, extra ...string) (*proc, error) {
 	args := append([]string{"--port", "0", "--dir", dir}, extra...)
 	cmd := exec.Command(limitdbBinary(t), args...)
 	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	p := &proc{cmd: cmd, log: &logBuffer{}, done: make(chan error, 1)}
 	addr := make(chan string, 1)
 	go func() {
@@ -221,9 +214,7 @@ func startProc(t *testing.T, dir string, extra ...string) (*proc, error) {
 func mustStart(t *testing.T, dir string, extra ...string) *proc {
 	t.Helper()
 	p, err := startProc(t, dir, extra...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return p
 }
 
@@ -243,9 +234,7 @@ func (p *proc) wait(t *testing.T) int {
 		if errors.As(err, &ee) {
 			return ee.ExitCode()
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return 0
 	case <-time.After(30 * time.Second):
 		t.Fatalf("limitdb did not exit:\n%s", p.log)
@@ -280,9 +269,7 @@ func fillKeys(t *testing.T, c *redis.Client, prefix string, n int) {
 func dbsize(t *testing.T, c *redis.Client) int64 {
 	t.Helper()
 	n, err := c.DBSize(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return n
 }
 
@@ -295,9 +282,7 @@ func TestKill9AfterSaveLosesNothingSaved(t *testing.T) {
 	if got := throttle(t, c, "user", 30); got != 70 {
 		t.Fatalf("remaining %d, want 70", got)
 	}
-	if err := c.Do(ctx, "SAVE").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "SAVE").Err())
 	throttle(t, c, "after-save", 1) // not saved: lost by the crash, as documented
 	p.kill9(t)
 
@@ -320,9 +305,7 @@ func TestKill9DuringBGSaveKeepsPreviousSnapshot(t *testing.T) {
 	p := mustStart(t, dir, "--save", "0")
 	c := p.client(t)
 	fillKeys(t, c, "a", 20000)
-	if err := c.Do(ctx, "SAVE").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "SAVE").Err())
 	fillKeys(t, c, "b", 60000)
 	if s, err := c.Do(ctx, "BGSAVE").Text(); err != nil || s != "Background saving started" {
 		t.Fatalf("BGSAVE: %q, %v", s, err)
@@ -377,15 +360,11 @@ func TestDamagedSnapshotIsRefused(t *testing.T) {
 	p := mustStart(t, dir, "--save", "0")
 	c := p.client(t)
 	fillKeys(t, c, "k", 300)
-	if err := c.Do(ctx, "SAVE").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "SAVE").Err())
 	p.kill9(t)
 	path := filepath.Join(dir, "dump.ldb")
 	good, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	flipped := append([]byte(nil), good...)
 	flipped[len(flipped)/3] ^= 1
 	for _, tc := range []struct {
@@ -398,9 +377,7 @@ func TestDamagedSnapshotIsRefused(t *testing.T) {
 		{"foreign", []byte("REDIS0011\xfa\x09redis-ver"), "snapshot: not a limitdb snapshot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(path, tc.data, 0o644))
 			_, err := startProc(t, dir)
 			if err == nil {
 				t.Fatal("limitdb started on a damaged snapshot")
@@ -431,9 +408,7 @@ func TestPersistenceCommandsAndInfo(t *testing.T) {
 		t.Fatalf("INFO persistence before save:\n%s", info)
 	}
 	before := time.Now().Unix()
-	if err := c.Do(ctx, "SAVE").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "SAVE").Err())
 	last, err := c.Do(ctx, "LASTSAVE").Int64()
 	if err != nil || last < before-1 {
 		t.Fatalf("LASTSAVE %d (%v), want >= %d", last, err, before)
@@ -468,9 +443,7 @@ func TestProtectedConfigs(t *testing.T) {
 	if err := c.ConfigSet(ctx, "dbfilename", "other.ldb").Err(); err != nil {
 		t.Fatalf("CONFIG SET dbfilename from loopback with enable-protected-configs local: %v", err)
 	}
-	if err := c.Save(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Save(ctx).Err())
 	if _, err := os.Stat(filepath.Join(dir, "other.ldb")); err != nil {
 		t.Fatalf("SAVE after CONFIG SET dbfilename: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/limitdb/limitdb/internal/testlog"
 	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // startRulesServer starts a server watching the rules file path every 10 ms,
@@ -30,9 +31,7 @@ func startRulesServer(t *testing.T, path string) (*testServer, *testlog.Buffer) 
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
 	logs := &testlog.Buffer{}
 	srv := node.New(cfg, engine.New(clk, 0), log.New(logs, "", 0))
-	if err := srv.StartRules(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.StartRules())
 	return serve(t, srv, clk), logs
 }
 
@@ -41,12 +40,8 @@ func writeRules(t *testing.T, path, src string) {
 	// Write a new file and rename it over the old one, as editors and
 	// config management do: the watcher never sees a half-written file.
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(tmp, []byte(src), 0o644))
+	require.NoError(t, os.Rename(tmp, path))
 }
 
 // setPolicy defines a runtime policy for the test and deletes it after:
@@ -251,9 +246,7 @@ func TestRLPolicyCommands(t *testing.T) {
 	setPolicy(t, c, "login", "GCRA", 5, "1m", "BURST", 2, "SHADOW")
 	setPolicy(t, c, "api", "gcra", 100, "60")
 	got, err := c.Do(ctx, "RL.POLICY", "GET", "login").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := map[any]any{"name": "login", "algorithm": "gcra", "limit": int64(5), "period": "1m", "burst": int64(2),
 		"shadow": int64(1), "source": "runtime", "admitted": int64(0), "denied": int64(0), "shadow_denied": int64(0)}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -287,9 +280,7 @@ func TestRLPolicyCommands(t *testing.T) {
 	if !strings.Contains(info, "policy_login:algorithm=gcra,limit=5,period=1m,burst=2,shadow=1,source=runtime,admitted=4,denied=0,shadow_denied=2") {
 		t.Fatalf("INFO limits lacks the policy line:\n%s", info)
 	}
-	if err := c.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.ConfigResetStat(ctx).Err())
 	if info := c.Info(ctx, "limits").Val(); !strings.Contains(info, "source=runtime,admitted=0,denied=0,shadow_denied=0") {
 		t.Fatalf("CONFIG RESETSTAT left the policy's counters:\n%s", info)
 	}
@@ -367,9 +358,7 @@ func TestRulesFileHotReload(t *testing.T) {
 
 	// A fixed file that drops a policy and adds one: RELOAD applies it at once.
 	writeRules(t, path, "policies:\n  - name: fresh\n    algorithm: gcra\n    limit: 1\n    period: 1s\n")
-	if err := c.Do(ctx, "RL.POLICY", "RELOAD").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Do(ctx, "RL.POLICY", "RELOAD").Err())
 	if names, _ := c.Do(ctx, "RL.POLICY", "LIST").StringSlice(); !slices.Contains(names, "fresh") || slices.Contains(names, "trial") {
 		t.Fatalf("LIST after RELOAD = %v", names)
 	}
@@ -423,9 +412,7 @@ func TestRuntimePoliciesSurviveRestart(t *testing.T) {
 	setPolicy(t, ca, "restart-login", "sliding_log", 3, "1m", "SHADOW")
 	setPolicy(t, ca, "restart-api", "gcra", 10, "1m", "BURST", 5)
 	ints(t, ca.Do(ctx, "RL.HIT", "restart-api", "bob", 2))
-	if err := ca.Do(ctx, "SAVE").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, ca.Do(ctx, "SAVE").Err())
 	// Policies are per process: forget them, as a restarted process would.
 	for _, name := range []string{"restart-login", "restart-api"} {
 		ca.Do(ctx, "RL.POLICY", "DEL", name)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/config"
+	"github.com/stretchr/testify/require"
 )
 
 // The tests in this file are about how connections are driven: on Linux a
@@ -72,9 +73,7 @@ func testSlowReaderGetsEveryReplyInOrder(t *testing.T, ts *testServer) {
 			t.Fatalf("reply %d to ECHO: %q", i, clipStr(got))
 		}
 	}
-	if err := <-sent; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, <-sent)
 }
 
 // TestHalfClosedClientGetsItsReplies sends a pipeline, closes its write
@@ -96,9 +95,7 @@ func testHalfClosedClientGetsItsReplies(t *testing.T, ts *testServer) {
 	nc.(*net.TCPConn).CloseWrite()
 	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	all, err := io.ReadAll(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSuffix(string(all), "\r\n"), "\r\n")
 	if len(lines) != 500 || lines[499] != ":500" {
 		t.Fatalf("%d replies, last %q; want 500 ending in :500", len(lines), lines[len(lines)-1])
@@ -114,9 +111,7 @@ func testKillClientWaitingToWrite(t *testing.T, ts *testServer) {
 	stuck.(*net.TCPConn).SetReadBuffer(4096)
 	io.WriteString(stuck, cmd("CLIENT", "ID"))
 	idLine, err := bufio.NewReader(stuck).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	id := strings.TrimSpace(strings.TrimPrefix(idLine, ":"))
 	big := strings.Repeat("k", 64<<10)
 	go func() { // megabytes of replies the client does not read

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // startRedis runs a real redis-server on a Unix socket in a temporary
@@ -21,9 +22,7 @@ func startRedis(t testing.TB) *redis.Client {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "redis.sock")
 	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, Protocol: 2})
 	t.Cleanup(func() { c.Close() })

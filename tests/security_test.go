@@ -14,6 +14,7 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRequirePass(t *testing.T) {
@@ -64,9 +65,7 @@ func TestRequirePass(t *testing.T) {
 	// authenticated connection stays authenticated.
 	c := redis.NewClient(&redis.Options{Addr: ts.addr, Password: "s3cret", MaxRetries: -1})
 	defer c.Close()
-	if err := c.ConfigSet(ctx, "requirepass", "other").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.ConfigSet(ctx, "requirepass", "other").Err())
 	r.send(cmd("PING"))
 	if got := r.mustLine(); got != "+PONG" {
 		t.Errorf("after CONFIG SET requirepass, logged-in connection: %q", got)
@@ -106,9 +105,7 @@ user limiter on >limiterpw nocommands +@rate_limit +@connection
 func writeACL(t *testing.T, text string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "users.acl")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
 	return path
 }
 
@@ -209,9 +206,7 @@ func TestACLUsers(t *testing.T) {
 	}
 
 	list, err := clients["admin"].Do(ctx, "ACL", "LIST").StringSlice()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	joined := strings.Join(list, "\n")
 	for _, secret := range []string{"adminpw", "apppw", "peekpw", "oldpw"} {
 		if strings.Contains(joined, secret) {
@@ -242,9 +237,7 @@ func TestACLUsers(t *testing.T) {
 
 	// ACL LOAD rereads the file; a bad file changes nothing.
 	os.WriteFile(path, []byte("user admin on >adminpw +@all\nuser peek on >newpw +@read\n"), 0o600)
-	if err := clients["admin"].Do(ctx, "ACL", "LOAD").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, clients["admin"].Do(ctx, "ACL", "LOAD").Err())
 	if err := login("peek", "newpw").Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
 		t.Errorf("peek without +@connection after reload: ping err = %v, want NOPERM", err)
 	}
@@ -308,9 +301,7 @@ func TestProtectedMode(t *testing.T) {
 	t.Parallel()
 	listen := func() net.Listener {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return spoofListener{ln}
 	}
 	cases := []struct {
@@ -338,9 +329,7 @@ func TestProtectedMode(t *testing.T) {
 		cfg := config.Default()
 		mod(&cfg)
 		s := node.New(cfg, nil, nil)
-		if err := s.Prepare(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Prepare())
 		return strings.Join(s.SecurityWarnings(), "\n")
 	}
 	if w := warn(func(c *config.Config) {}); w != "" {
@@ -395,9 +384,7 @@ func TestReset(t *testing.T) {
 	step(cmd("CLIENT", "GETNAME"), "$-1") // no name, and RESP2's null again
 	// A WATCH is forgotten: a key changed since does not abort a later EXEC.
 	step(cmd("WATCH", "n"), "+OK")
-	if err := other.Incr(ctx, "n").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, other.Incr(ctx, "n").Err())
 	step(cmd("RESET"), "+RESET")
 	step(cmd("AUTH", "s3cret"), "+OK")
 	step(cmd("MULTI"), "+OK")

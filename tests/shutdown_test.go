@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestGracefulShutdown sends SIGTERM to the real binary while a client
@@ -24,9 +26,7 @@ func TestGracefulShutdown(t *testing.T) {
 	dir := t.TempDir()
 	p := mustStart(t, dir)
 	nc, err := net.Dial("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer nc.Close()
 	const n = 50000
 	go func() {
@@ -88,14 +88,10 @@ func TestSignalWithAFailingSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "0")
 	c := p.client(t)
-	if err := c.Incr(ctx, "n").Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Incr(ctx, "n").Err())
 	// A directory where the snapshot goes: renaming the file over it fails.
 	blocker := filepath.Join(dir, "dump.ldb")
-	if err := os.Mkdir(blocker, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(blocker, 0o755))
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	for i := 0; !strings.Contains(p.log.String(), "not exiting"); i++ {
 		if i == 500 {
@@ -119,9 +115,7 @@ func TestSignalWithAFailingSnapshot(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			p := mustStart(t, dir, "--save", "0", "--shutdown-on-sigterm", mode)
-			if err := os.Mkdir(filepath.Join(dir, "dump.ldb"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "dump.ldb"), 0o755))
 			p.cmd.Process.Signal(syscall.SIGTERM)
 			if code := p.wait(t); code != 0 {
 				t.Fatalf("exit code %d:\n%s", code, p.log)

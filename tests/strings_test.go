@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // TestStringsMatchRedis sends the same commands to redis-server and to
@@ -160,9 +161,7 @@ func TestStringsAndLimiterKeys(t *testing.T) {
 		t.Errorf("MGET of a limiter key = %v, want [nil]", got)
 	}
 	// SET replaces whatever the key held, as in Redis.
-	if err := c.Set(ctx, "lim", "now a string", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.Set(ctx, "lim", "now a string", 0).Err())
 	if typ := c.Type(ctx, "lim").Val(); typ != "string" {
 		t.Errorf("TYPE after SET = %q", typ)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/limitdb/limitdb/node"
 	"github.com/limitdb/limitdb/server"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 and a client
@@ -58,9 +59,7 @@ func newPKI(t *testing.T) *testPKI {
 func mkCert(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, isCA bool) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
@@ -81,9 +80,7 @@ func mkCert(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.
 		signer, signKey = tmpl, key
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cert, _ := x509.ParseCertificate(der)
 	return key, cert, der
 }
@@ -91,18 +88,14 @@ func mkCert(t *testing.T, cn string, parent *x509.Certificate, parentKey *ecdsa.
 func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
 	return path
 }
 
 func writeKey(t *testing.T, dir, name string, k *ecdsa.PrivateKey) string {
 	t.Helper()
 	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return writePEM(t, dir, name, "EC PRIVATE KEY", der)
 }
 
@@ -115,17 +108,11 @@ func startTLS(t *testing.T, p *testPKI, auth string) (plain, secure string) {
 	cfg := config.Default()
 	mod(&cfg)
 	tc, err := node.New(cfg, nil, nil).TLSConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ts, _ := startWith(t, mod, server.JoinListeners(pln, tls.NewListener(raw, tc)))
 	return ts.addr, raw.Addr().String()
 }
@@ -134,9 +121,7 @@ func TestTLS(t *testing.T) {
 	t.Parallel()
 	p := newPKI(t)
 	clientPair, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	otherPair, _ := tls.LoadX509KeyPair(p.other, p.otherKey)
 
 	t.Run("go-redis with a client certificate", func(t *testing.T) {
@@ -238,9 +223,7 @@ func TestTLSBinary(t *testing.T) {
 	}
 	p := newPKI(t)
 	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, tlsPort, _ := net.SplitHostPort(free.Addr().String())
 	free.Close()
 	proc := mustStart(t, t.TempDir(), "--tls-port", tlsPort,
