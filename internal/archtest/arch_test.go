@@ -43,6 +43,17 @@ var only = map[string][]string{
 	"server": {"resp", "clock"},
 }
 
+// never names, for packages whose layer alone would allow it, project
+// packages they must not import: the command layer knows the connection
+// it needs (command.Conn), never the transport that provides it.
+var never = map[string][]string{
+	"command":   {"server", "node"},
+	"engine":    {"server", "resp", "config"},
+	"policy":    {"server", "resp"},
+	"metrics":   {"server", "node"},
+	"httplimit": {"server", "resp", "command", "node"},
+}
+
 // pkg is one package's non-test files.
 type pkg struct {
 	dir   string
@@ -120,6 +131,9 @@ func TestImportsFlowOneWay(t *testing.T) {
 		for _, imp := range projectImports(p) {
 			if allowed, edge := only[dir]; edge && !contains(allowed, imp) {
 				t.Errorf("%s imports %s; it may import only %v", dir, imp, allowed)
+			}
+			if contains(never[dir], imp) {
+				t.Errorf("%s imports %s, which it must never import", dir, imp)
 			}
 			theirs, ok := layer[imp]
 			switch {
