@@ -279,13 +279,17 @@ func (c *Client) infoLine() string {
 		user = "default"
 	}
 	idle := now.Sub(time.Unix(0, c.lastActive.Load())) / time.Second
+	var omem, totMem int64
+	if c.conn != nil {
+		omem, totMem = c.conn.OutputMemory(), c.conn.Memory()
+	}
 	// Inside MULTI: flag x and the commands queued; outside, N and -1.
 	flags, multi := "N", c.multiShown.Load()-1
 	if multi >= 0 {
 		flags = "x"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
-		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, multi, cmd, user, proto, lib, ver)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, multi, omem, totMem, cmd, user, proto, lib, ver)
 }
 
 // helpFor answers PARENT HELP from the subcommand table.

@@ -182,7 +182,21 @@ func (s *Server) SetListenPort(port int) { s.listenPort.Store(int64(port)) }
 func infoClients(s *Server, eng *engine.Engine, b *strings.Builder) {
 	n := s.clients.count()
 	infoLine(b, "connected_clients", n)
+	_, maxOut := s.clientMemory()
+	infoLine(b, "client_recent_max_output_buffer", maxOut)
 	infoLine(b, "blocked_clients", 0)
+}
+
+// clientMemory is what the connections hold (replies not sent, read
+// buffers) and the largest unsent replies of one.
+func (s *Server) clientMemory() (total, maxOut int64) {
+	for _, c := range s.clients.list() {
+		if c.conn != nil {
+			total += c.conn.Memory()
+			maxOut = max(maxOut, c.conn.OutputMemory())
+		}
+	}
+	return total, maxOut
 }
 
 func infoMemory(s *Server, eng *engine.Engine, b *strings.Builder) {
@@ -195,6 +209,8 @@ func infoMemory(s *Server, eng *engine.Engine, b *strings.Builder) {
 	infoLine(b, "used_memory_sys", ms.Sys)
 	infoLine(b, "heap_objects", ms.HeapObjects)
 	infoLine(b, "gc_cycles", ms.NumGC)
+	clients, _ := s.clientMemory()
+	infoLine(b, "mem_clients_normal", clients)
 	infoMaxMemory(s, eng, b)
 }
 

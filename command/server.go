@@ -161,6 +161,8 @@ type Conn interface {
 	LocalAddr() string
 	Loopback() bool
 	SetAuthenticated(bool) // lift the limits for unauthenticated clients
+	OutputMemory() int64   // replies not sent yet, bytes; from any goroutine
+	Memory() int64         // what the connection holds, replies and read buffer
 	Context() any
 	SetContext(any)
 }

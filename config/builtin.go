@@ -85,6 +85,54 @@ func persistence() []*Directive {
 	}
 }
 
+// outputBufferLimit is client-output-buffer-limit in Redis's syntax: one
+// or more "class hard soft soft-seconds", the sizes in bytes or with a
+// unit; a class not named keeps its limits.
+func outputBufferLimit() *Directive {
+	return (&Directive{Name: "client-output-buffer-limit", Mutable: true,
+		Help: "close a client whose unread replies pass hard bytes, or soft bytes for soft-seconds: 'normal|replica|pubsub hard soft soft-seconds ...' (0: no bound)",
+		Get: func(c *Config) string {
+			var parts []string
+			for i, l := range c.OutputBuffer {
+				parts = append(parts, ClassNames[i], strconv.FormatInt(l.Hard, 10), strconv.FormatInt(l.Soft, 10), strconv.Itoa(l.SoftSeconds))
+			}
+			return strings.Join(parts, " ")
+		},
+		Set: func(c *Config, v string) error {
+			f := strings.Fields(v)
+			if len(f) == 0 || len(f)%4 != 0 {
+				return errors.New("wrong number of arguments: 'class hard soft soft-seconds', repeated")
+			}
+			next := c.OutputBuffer
+			for i := 0; i < len(f); i += 4 {
+				class := -1
+				for k, name := range ClassNames {
+					if strings.EqualFold(f[i], name) || (k == ClassReplica && strings.EqualFold(f[i], "slave")) {
+						class = k
+					}
+				}
+				if class < 0 {
+					return fmt.Errorf("invalid client class '%s' (normal, replica, pubsub)", f[i])
+				}
+				hard, err := ParseSize(f[i+1])
+				if err != nil {
+					return err
+				}
+				soft, err := ParseSize(f[i+2])
+				if err != nil {
+					return err
+				}
+				secs, err := strconv.Atoi(f[i+3])
+				if err != nil || secs < 0 {
+					return fmt.Errorf("soft-seconds must be a whole number of seconds, got '%s'", f[i+3])
+				}
+				next[class] = OutputLimit{Hard: hard, Soft: soft, SoftSeconds: secs}
+			}
+			c.OutputBuffer = next
+			return nil
+		}}).with(ReloadLimits)
+}
+
 // shutdownOn is a shutdown-on-* directive.
 func shutdownOn(name, help string, field func(c *Config) *string) *Directive {
 	return &Directive{Name: name, Help: help, Mutable: true,
@@ -112,6 +160,7 @@ func limits() []*Directive {
 			func(c *Config) *int { return &c.Timeout }).with(ReloadLimits),
 		Int("max-key-len", "longest key a command may name (bytes)", true, 1,
 			func(c *Config) *int { return &c.MaxKeyLen }).with(ReloadLimits),
+		outputBufferLimit(),
 		Int("client-write-timeout", "close a client whose replies wait this many seconds unread (0: never)", true, 0,
 			func(c *Config) *int { return &c.WriteTimeout }).with(ReloadLimits),
 	}

@@ -93,6 +93,28 @@ type Limits struct {
 	Timeout          int   // timeout: seconds a client may stay idle (0: forever)
 	MaxKeyLen        int   // max-key-len: longest key, bytes
 	WriteTimeout     int   // client-write-timeout: seconds a reply may wait on a client that does not read (0: forever)
+
+	// OutputBuffer is client-output-buffer-limit, per class of client.
+	OutputBuffer [ClientClasses]OutputLimit
+}
+
+// The classes of client-output-buffer-limit, as in Redis.
+const (
+	ClassNormal = iota
+	ClassReplica
+	ClassPubSub
+	ClientClasses
+)
+
+// ClassNames are the classes' names in client-output-buffer-limit.
+var ClassNames = [ClientClasses]string{"normal", "replica", "pubsub"}
+
+// OutputLimit bounds the replies a client has not read: over Hard bytes
+// it is closed at once, over Soft bytes for SoftSeconds it is closed too
+// (0 turns a bound off).
+type OutputLimit struct {
+	Hard, Soft  int64
+	SoftSeconds int
 }
 
 // DefaultLimits are Redis's defaults, and limitdb's for what Redis lacks.
@@ -104,6 +126,12 @@ func DefaultLimits() Limits {
 		MaxClients:       10000,
 		MaxKeyLen:        64 << 10,
 		WriteTimeout:     60,
+		// Redis's defaults.
+		OutputBuffer: [ClientClasses]OutputLimit{
+			ClassNormal:  {},
+			ClassReplica: {Hard: 256 << 20, Soft: 64 << 20, SoftSeconds: 60},
+			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
+		},
 	}
 }
 

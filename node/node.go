@@ -66,7 +66,12 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 
 // transportLimits are the limits the transport enforces.
 func transportLimits(l config.Limits) server.Limits {
+	var out [server.Classes]server.OutputLimit
+	for i, o := range l.OutputBuffer {
+		out[i] = server.OutputLimit{Hard: o.Hard, Soft: o.Soft, SoftFor: time.Duration(o.SoftSeconds) * time.Second}
+	}
 	return server.Limits{
+		Output: out,
 		// The clamp keeps the reader's arithmetic far from overflow.
 		Frame:        resp.Limits{MaxArgs: l.MaxArgs, MaxBulk: min(l.MaxBulkLen, 1<<40), MaxQuery: l.QueryBufferLimit},
 		Timeout:      time.Duration(l.Timeout) * time.Second,

@@ -101,6 +101,9 @@ func (r *Reader) Read(lim Limits) ([]Command, error) {
 	}
 }
 
+// Size is the read buffer's size, bytes.
+func (r *Reader) Size() int { return len(r.buf) }
+
 // Partial reports whether part of a command has arrived and the rest has
 // not.
 func (r *Reader) Partial() bool { return r.start < r.end && !r.again && r.err == nil }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"net"
+	"sync/atomic"
+	"time"
 
 	"github.com/limitdb/limitdb/resp"
 )
@@ -23,7 +25,12 @@ type Conn struct {
 	ctx    any
 	closed bool
 	authed bool // the client may send commands of the full limits
-	served bool // the last read gave commands (the idle timeout restarts)
+	class  int  // for the output buffer limit: ClassNormal unless the handler says
+
+	omem      atomic.Int64  // replies not yet sent, bytes (CLIENT LIST's omem)
+	rmem      atomic.Int64  // the read buffer's size
+	softSince time.Duration // on the clock's Mono, since the soft output limit is passed
+	served    bool          // the last read gave commands (the idle timeout restarts)
 
 	fc    *fdConn // the socket, when a poller owns the connection
 	dirty bool    // has replies for the poller to flush this round
@@ -59,6 +66,25 @@ func (c *Conn) LocalAddr() string { return c.laddr }
 // SetAuthenticated lifts the limits for clients that have not
 // authenticated (a password is required and AUTH has not succeeded).
 func (c *Conn) SetAuthenticated(ok bool) { c.authed = ok }
+
+// SetClass sets which of Limits.Output applies to the client.
+func (c *Conn) SetClass(class int) { c.class = class }
+
+// OutputMemory is the bytes of replies the client has not been sent yet;
+// safe from any goroutine.
+func (c *Conn) OutputMemory() int64 { return c.omem.Load() }
+
+// Memory is what the connection holds: its unsent replies and its read
+// buffer. Safe from any goroutine, as of the end of its last batch.
+func (c *Conn) Memory() int64 { return c.omem.Load() + c.rmem.Load() }
+
+// unsent is the replies a poller's socket has not taken yet.
+func (c *Conn) unsent() int64 {
+	if c.fc == nil {
+		return 0
+	}
+	return int64(len(c.fc.out))
+}
 
 // Loopback reports whether the client is on this machine.
 func (c *Conn) Loopback() bool {

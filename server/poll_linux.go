@@ -259,6 +259,7 @@ func (p *poller) ready(c *Conn, events uint32) {
 			p.finish(c, err)
 			return
 		}
+		c.omem.Store(c.unsent())
 		if len(fc.out) == 0 {
 			p.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
 		}
@@ -318,6 +319,7 @@ func (p *poller) flush() {
 			p.finish(c, err)
 			continue
 		}
+		c.omem.Store(c.unsent())
 		if len(c.fc.out) > 0 && !c.fc.waiting {
 			p.watch(c, syscall.EPOLLOUT)
 		}
@@ -352,6 +354,8 @@ func (p *poller) expire(now time.Time) {
 		case len(fc.out) > 0:
 			if d := fc.wdeadline.Load(); d != 0 && t >= d {
 				p.finish(c, errTimeout)
+			} else if err := p.s.checkOutput(c); err != nil {
+				p.finish(c, err)
 			}
 		default:
 			if d := fc.rdeadline.Load(); d != 0 && t >= d {

@@ -45,6 +45,23 @@ type Limits struct {
 	Frame        resp.Limits   // for an authenticated client
 	Timeout      time.Duration // a client idle this long is closed (0: never)
 	WriteTimeout time.Duration // a reply unread this long closes the client (0: never)
+	Output       [Classes]OutputLimit
+}
+
+// The classes of client Limits.Output bounds, as Redis's
+// client-output-buffer-limit names them.
+const (
+	ClassNormal = iota
+	ClassReplica
+	ClassPubSub
+	Classes
+)
+
+// OutputLimit bounds the replies a client has not read: over Hard bytes
+// it is closed, over Soft bytes for SoftFor it is closed too (0: no bound).
+type OutputLimit struct {
+	Hard, Soft int64
+	SoftFor    time.Duration
 }
 
 // Limits for clients that have not authenticated yet, when a password is
@@ -333,6 +350,7 @@ func (s *Server) loop(c *Conn) error {
 		if err := c.wr.Flush(); err != nil {
 			return err
 		}
+		c.omem.Store(0) // the socket took every byte: Write returned
 	}
 }
 
@@ -359,5 +377,44 @@ func (s *Server) step(c *Conn) error {
 		s.h.Command(c, cmds[i].Args)
 	}
 	s.h.EndBatch(c)
-	return nil
+	return s.checkOutput(c)
+}
+
+// errOutputLimit closes a client over its output buffer limit.
+var errOutputLimit = errors.New("output buffer limit reached")
+
+// checkOutput measures the replies c has not been sent yet and closes it,
+// dropping them, when they pass its class's limit: the hard bound at once,
+// the soft one after SoftFor. The event loop also checks the soft bound
+// while a client's replies wait (poller.expire).
+func (s *Server) checkOutput(c *Conn) error {
+	c.rmem.Store(int64(c.rd.Size()))
+	size := int64(c.wr.Buffered()) + c.unsent()
+	c.omem.Store(size)
+	lim := s.limits().Output[c.class]
+	switch {
+	case lim.Hard > 0 && size > lim.Hard:
+	case lim.Soft > 0 && size > lim.Soft:
+		now := s.clk.Mono()
+		if c.softSince == 0 {
+			c.softSince = now
+			return nil
+		}
+		if now-c.softSince < lim.SoftFor {
+			return nil
+		}
+	default:
+		c.softSince = 0
+		return nil
+	}
+	if s.Logf != nil {
+		s.Logf("client addr=%s closed for overcoming of output buffer limits (%d bytes of replies unread)", c.addr, size)
+	}
+	c.wr.Reset()
+	if c.fc != nil {
+		c.fc.out = nil // dropped, not sent
+	}
+	c.closed = true
+	c.omem.Store(0)
+	return errOutputLimit
 }

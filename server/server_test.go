@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -42,6 +43,10 @@ func (h *echo) Command(c *Conn, args [][]byte) {
 	h.mu.Unlock()
 	if string(args[0]) == "SLOW" {
 		<-h.slow
+	}
+	if string(args[0]) == "BIG" {
+		c.Writer().BulkString(strings.Repeat("x", 1000))
+		return
 	}
 	if string(args[0]) == "QUIT" {
 		c.Writer().Simple("OK")
@@ -251,5 +256,44 @@ func TestAcceptErrorsBackOff(t *testing.T) {
 	}
 	if l := <-logs; !strings.Contains(l, "too many open files") {
 		t.Errorf("log line %q does not name the error", l)
+	}
+}
+
+// TestOutputBufferLimit: a batch whose replies pass the class's hard
+// limit closes the client, its replies dropped, and says so; under the
+// limit, replies go out.
+func TestOutputBufferLimit(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		in      string
+		hard    int64
+		replies int // BIG replies the client gets
+		closed  bool
+	}{
+		{"under the limit", strings.Repeat("BIG\r\n", 3), 4000, 3, false},
+		{"over it", strings.Repeat("BIG\r\n", 5), 4000, 0, true},
+		{"no limit", strings.Repeat("BIG\r\n", 5), 0, 5, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			lim := limits()
+			lim.Output[ClassNormal] = OutputLimit{Hard: tc.hard}
+			s := New(&echo{authed: true}, lim, false, clock.Real())
+			var logs []string
+			s.Logf = func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }
+			var out bytes.Buffer
+			err := s.ServeStream(strings.NewReader(tc.in), &out)
+			if got := strings.Count(out.String(), "$1000\r\n"); got != tc.replies {
+				t.Errorf("%d replies sent, want %d", got, tc.replies)
+			}
+			if closed := errors.Is(err, errOutputLimit); closed != tc.closed {
+				t.Errorf("ServeStream = %v, closed for the limit: %v, want %v", err, closed, tc.closed)
+			}
+			if tc.closed && (len(logs) != 1 || !strings.Contains(logs[0], "output buffer limits")) {
+				t.Errorf("log %q", logs)
+			}
+		})
 	}
 }

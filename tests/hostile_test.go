@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +131,99 @@ func TestFewFileDescriptors(t *testing.T) {
 	}
 	if got := lines[4]; got != "68" {
 		t.Errorf("maxclients = %q, want 68", got)
+	}
+}
+
+// TestClientOutputBufferLimit: with client-output-buffer-limit normal
+// 64kb, a KEYS reply of about 400 KB closes the client that asked, as
+// Redis does, with a log line; CLIENT LIST reports omem and tot-mem, and
+// CONFIG GET shows the limits in Redis's form.
+func TestClientOutputBufferLimit(t *testing.T) {
+	t.Parallel()
+	ts, logs := startWith(t, nil, nil)
+	c := ts.client(t, 2)
+	require.NoError(t, c.ConfigSet(ctx, "client-output-buffer-limit", "normal 64kb 0 0").Err())
+	got, err := c.ConfigGet(ctx, "client-output-buffer-limit").Result()
+	require.NoError(t, err)
+	require.Equal(t, "normal 65536 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60", got["client-output-buffer-limit"])
+	for i := 0; i < 400; i++ {
+		keys := make([]any, 0, 100)
+		for j := 0; j < 50; j++ {
+			keys = append(keys, fmt.Sprintf("key:%03d:%02d:%s", i, j, strings.Repeat("k", 8)), "v")
+		}
+		require.NoError(t, c.MSet(ctx, keys...).Err())
+	}
+	r := dialRaw(t, ts.addr)
+	r.send(cmd("KEYS", "*"))
+	if !r.closed() {
+		t.Fatal("a 400 KB reply over a 64 KB limit did not close the client")
+	}
+	if !strings.Contains(logs.String(), "closed for overcoming of output buffer limits") {
+		t.Errorf("no log line:\n%s", logs.String())
+	}
+	list, err := c.ClientList(ctx).Result()
+	require.NoError(t, err)
+	require.Regexp(t, `omem=0 tot-mem=\d+ `, list)
+	require.NoError(t, c.ConfigSet(ctx, "client-output-buffer-limit", "normal 0 0 0").Err())
+	n, err := c.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Len(t, n, 20000, "KEYS under no limit")
+}
+
+// TestFloodingClientIsBounded: a client that pipelines CL.THROTTLE as
+// fast as it can and never reads makes the server stop reading it once
+// its replies wait: the server's memory stays within 64 MiB of where it
+// started, and a bystander's PING is answered within 500 ms throughout.
+// (-soak.scale runs it longer.)
+func TestFloodingClientIsBounded(t *testing.T) {
+	// Not parallel: the flood takes a core, and it measures latency.
+	p := mustStart(t, t.TempDir(), "--save", "0")
+	rss := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+		require.NoError(t, err)
+		m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
+		require.NotNil(t, m)
+		kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		return kb << 10
+	}
+	start := rss()
+	flood, err := net.Dial("tcp", p.addr)
+	require.NoError(t, err)
+	defer flood.Close()
+	stop := make(chan struct{})
+	sent := make(chan int64, 1)
+	go func() {
+		batch := []byte(strings.Repeat(cmd("CL.THROTTLE", "k", "9", "1", "60"), 1000))
+		var n int64
+		defer func() { sent <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			flood.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			m, _ := flood.Write(batch)
+			n += int64(m)
+		}
+	}()
+	by := dialRaw(t, p.addr)
+	worst, peak := time.Duration(0), start
+	for end := time.Now().Add(time.Duration(*soakScale) * 5 * time.Second); time.Now().Before(end); {
+		t0 := time.Now()
+		by.send(cmd("PING"))
+		require.Equal(t, "+PONG", by.mustLine())
+		worst = max(worst, time.Since(t0))
+		peak = max(peak, rss())
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	t.Logf("the flooding client sent %d MB; server RSS %d MiB at start, %d MiB at most; bystander's worst PING %v",
+		<-sent>>20, start>>20, peak>>20, worst)
+	if peak-start > 64<<20 {
+		t.Errorf("server RSS grew by %d MiB under a client that never reads", (peak-start)>>20)
+	}
+	if worst > 500*time.Millisecond {
+		t.Errorf("a bystander waited %v for PING", worst)
 	}
 }
