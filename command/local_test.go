@@ -149,3 +149,37 @@ func TestStopWritesOnSnapshotError(t *testing.T) {
 		t.Fatalf("SET after a good snapshot: %q", got)
 	}
 }
+
+// TestMaxmemoryCountsClients: what the connections hold counts against
+// maxmemory beside the keyspace, as in Redis: with the clients holding
+// more than the limit, a new key is refused with OOM, while commands on
+// existing keys and reads go on.
+func TestMaxmemoryCountsClients(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.MaxMemory = 1 << 20
+	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	held := int64(0)
+	s.ClientMemory = func() int64 { return held }
+	if err := s.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	c := s.NewLocalClient()
+	steps := []struct {
+		clients int64
+		args    []string
+		want    string
+	}{
+		{0, []string{"SET", "a", "1"}, "+OK\r\n"},
+		{2 << 20, []string{"SET", "b", "1"}, "-OOM command not allowed when used memory > 'maxmemory'.\r\n"},
+		{2 << 20, []string{"SET", "a", "2"}, "+OK\r\n"},
+		{2 << 20, []string{"GET", "a"}, "$1\r\n2\r\n"},
+		{0, []string{"SET", "b", "1"}, "+OK\r\n"},
+	}
+	for i, st := range steps {
+		held = st.clients
+		if got := string(c.DoString(st.args...)); got != st.want {
+			t.Errorf("step %d, clients holding %d: %q = %q, want %q", i, st.clients, st.args, got, st.want)
+		}
+	}
+}

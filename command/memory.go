@@ -58,6 +58,9 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 		return true
 	}
 	eng := s.eng
+	if s.ClientMemory != nil {
+		max -= s.ClientMemory() // what the clients hold is not the keyspace's to use
+	}
 	if eng.UsedBytes() <= max {
 		return true
 	}

@@ -65,6 +65,11 @@ type Server struct {
 	// just closes the command layer.
 	RequestShutdown func(save bool)
 
+	// ClientMemory, when set, is what the connections hold (unsent replies,
+	// read buffers): maxmemory counts it beside the keyspace, as Redis
+	// counts its clients' buffers. The node sets it to the transport's.
+	ClientMemory func() int64
+
 	// OnLimits is called with the protocol and client limits whenever they
 	// are loaded: at Prepare and after CONFIG SET changes one. The node
 	// hands them to the transport.

@@ -60,6 +60,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
+	cmds.ClientMemory = n.net.ClientMemory
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
 	return n
 }

@@ -78,6 +78,11 @@ func (c *Conn) OutputMemory() int64 { return c.omem.Load() }
 // buffer. Safe from any goroutine, as of the end of its last batch.
 func (c *Conn) Memory() int64 { return c.omem.Load() + c.rmem.Load() }
 
+// setOmem and setRmem record what the connection holds, and keep the
+// server's total (Server.ClientMemory) in step.
+func (c *Conn) setOmem(v int64) { c.nc.s.clientMem.Add(v - c.omem.Swap(v)) }
+func (c *Conn) setRmem(v int64) { c.nc.s.clientMem.Add(v - c.rmem.Swap(v)) }
+
 // unsent is the replies a poller's socket has not taken yet.
 func (c *Conn) unsent() int64 {
 	if c.fc == nil {

@@ -259,7 +259,7 @@ func (p *poller) ready(c *Conn, events uint32) {
 			p.finish(c, err)
 			return
 		}
-		c.omem.Store(c.unsent())
+		c.setOmem(c.unsent())
 		if len(fc.out) == 0 {
 			p.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
 		}
@@ -319,7 +319,7 @@ func (p *poller) flush() {
 			p.finish(c, err)
 			continue
 		}
-		c.omem.Store(c.unsent())
+		c.setOmem(c.unsent())
 		if len(c.fc.out) > 0 && !c.fc.waiting {
 			p.watch(c, syscall.EPOLLOUT)
 		}

@@ -98,6 +98,8 @@ type Server struct {
 	lastWarn  time.Duration // on clk's Mono, when they were last logged
 	acceptErr int           // accept errors since then
 
+	clientMem atomic.Int64 // what every connection holds: unsent replies and read buffers
+
 	draining atomic.Bool
 	drained  chan struct{} // closed once draining connections have gone
 	left     chan struct{} // a connection closed (Drain waits on it)
@@ -311,8 +313,15 @@ func (s *Server) serve(c *Conn) {
 	s.gone(c, err)
 }
 
+// ClientMemory is what the connections hold, replies not yet sent and
+// read buffers, as of the end of each one's last batch: maxmemory counts
+// it, as Redis counts its clients' buffers.
+func (s *Server) ClientMemory() int64 { return s.clientMem.Load() }
+
 // gone forgets a closed connection and reports it to the handler.
 func (s *Server) gone(c *Conn, err error) {
+	c.setOmem(0)
+	c.setRmem(0)
 	s.forget(c)
 	if err == io.EOF {
 		err = nil
@@ -350,7 +359,7 @@ func (s *Server) loop(c *Conn) error {
 		if err := c.wr.Flush(); err != nil {
 			return err
 		}
-		c.omem.Store(0) // the socket took every byte: Write returned
+		c.setOmem(0) // the socket took every byte: Write returned
 	}
 }
 
@@ -388,9 +397,9 @@ var errOutputLimit = errors.New("output buffer limit reached")
 // the soft one after SoftFor. The event loop also checks the soft bound
 // while a client's replies wait (poller.expire).
 func (s *Server) checkOutput(c *Conn) error {
-	c.rmem.Store(int64(c.rd.Size()))
+	c.setRmem(int64(c.rd.Size()))
 	size := int64(c.wr.Buffered()) + c.unsent()
-	c.omem.Store(size)
+	c.setOmem(size)
 	lim := s.limits().Output[c.class]
 	switch {
 	case lim.Hard > 0 && size > lim.Hard:
@@ -415,6 +424,6 @@ func (s *Server) checkOutput(c *Conn) error {
 		c.fc.out = nil // dropped, not sent
 	}
 	c.closed = true
-	c.omem.Store(0)
+	c.setOmem(0)
 	return errOutputLimit
 }

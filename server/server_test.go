@@ -294,6 +294,9 @@ func TestOutputBufferLimit(t *testing.T) {
 			if tc.closed && (len(logs) != 1 || !strings.Contains(logs[0], "output buffer limits")) {
 				t.Errorf("log %q", logs)
 			}
+			if m := s.ClientMemory(); m != 0 {
+				t.Errorf("ClientMemory = %d once the connection has gone, want 0", m)
+			}
 		})
 	}
 }

@@ -23,6 +23,8 @@ func (s *Server) ServeStream(rd io.Reader, w io.Writer) error {
 		return errors.New("server: connection refused")
 	}
 	err := s.loop(c)
+	c.setOmem(0)
+	c.setRmem(0)
 	s.h.Closed(c, err)
 	return err
 }
