@@ -56,7 +56,8 @@ func cmdClientKill(c *Client, args [][]byte) {
 	var victims []*Client
 	for _, cl := range c.srv.Clients() {
 		switch {
-		case id != 0 && cl.ID != id,
+		case cl.killed.Load(), // killed already, going
+			id != 0 && cl.ID != id,
 			addr != "" && cl.Addr != addr,
 			laddr != "" && cl.LAddr != laddr,
 			user != "" && cl.userName() != user,

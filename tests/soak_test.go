@@ -22,9 +22,11 @@ var soakScale = flag.Int("soak.scale", 1, "multiplier for TestSoak's connections
 
 // TestSoak runs, all at once against one server: thousands of connections
 // opening and closing, pipelined bursts, slow readers that never read their
-// replies, and clients killed in the middle of a command. Meanwhile
-// well-behaved clients keep exact counts. Afterwards every count is exact,
-// and the server's goroutines and heap are back to their baseline.
+// replies, clients killed in the middle of a command, and clients killed at
+// random by CLIENT KILL. Meanwhile well-behaved clients keep exact counts
+// and a bystander is served. Afterwards every count is exact, and the
+// server's goroutines, file descriptors and heap are back to their
+// baseline.
 func TestSoak(t *testing.T) {
 	// Not parallel: it measures the server's memory and must run alone.
 	if testing.Short() {
@@ -158,7 +160,96 @@ func TestSoak(t *testing.T) {
 		nc.Close()
 	})
 
+	// Victims: named connections that PING until a killer closes them
+	// with CLIENT KILL ID, picked at random from CLIENT LIST.
+	run(200*scale, func(i int) {
+		nc, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer nc.Close()
+		rd := bufio.NewReader(nc)
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		io.WriteString(nc, cmd("CLIENT", "SETNAME", "victim"))
+		if l, _ := rd.ReadString('\n'); l != "+OK\r\n" {
+			fail(fmt.Errorf("victim SETNAME: %q", l))
+			return
+		}
+		for {
+			if _, err := io.WriteString(nc, cmd("PING")); err != nil {
+				return
+			}
+			l, err := rd.ReadString('\n')
+			if err != nil {
+				return // killed
+			}
+			if l != "+PONG\r\n" {
+				fail(fmt.Errorf("victim PING: %q", l))
+				return
+			}
+		}
+	})
+	killed := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c := ts.client(t, 2)
+		defer c.Close()
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end) || killed < 200*scale; {
+			if time.Now().After(end.Add(20 * time.Second)) {
+				fail(fmt.Errorf("only %d of %d victims killed", killed, 200*scale))
+				return
+			}
+			list, err := c.ClientList(ctx).Result()
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, line := range strings.Split(list, "\n") {
+				if !strings.Contains(line, " name=victim ") {
+					continue
+				}
+				id := strings.TrimPrefix(strings.Fields(line)[0], "id=")
+				if n, err := c.Do(ctx, "CLIENT", "KILL", "ID", id).Int(); err == nil && n == 1 {
+					killed++
+				}
+				break
+			}
+		}
+	}()
+
+	// A bystander, served throughout.
+	stopBy := make(chan struct{})
+	worstBy := make(chan time.Duration, 1)
+	go func() {
+		by := dialRaw(t, ts.addr)
+		worst := time.Duration(0)
+		defer func() { by.nc.Close(); worstBy <- worst }()
+		for {
+			select {
+			case <-stopBy:
+				return
+			default:
+			}
+			t0 := time.Now()
+			by.send(cmd("PING"))
+			if l, err := by.line(); err != nil || l != "+PONG" {
+				fail(fmt.Errorf("bystander: %q %v", l, err))
+				return
+			}
+			worst = max(worst, time.Since(t0))
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+
 	wg.Wait()
+	close(stopBy)
+	if w := <-worstBy; w > 2*time.Second {
+		t.Errorf("the bystander waited %v for a PING", w)
+	} else {
+		t.Logf("the bystander's worst PING: %v; %d victims killed", w, killed)
+	}
 	close(errs)
 	for err := range errs {
 		t.Error(err)
