@@ -265,3 +265,48 @@ func TestLoadRefusesAbsurdTimestamps(t *testing.T) {
 		})
 	}
 }
+
+// TestSaveToAFullDisk: the snapshot's writes fail (its temporary file is
+// /dev/full, whose every write is ENOSPC): Save reports it, the previous
+// snapshot survives whole and loads, and no half-written file is left.
+func TestSaveToAFullDisk(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	clk := clock.NewFake(t0)
+	e := engine.New(clk, 4)
+	exp := t0 + int64(time.Hour)
+	put := func(n int) {
+		for i := 0; i < n; i++ {
+			e.Do([]byte(fmt.Sprint("k", i)), t0, func(engine.Entry) (engine.Entry, bool) {
+				return engine.Entry{Kind: engine.KindGCRA, A: exp, Expire: exp}, true
+			})
+		}
+	}
+	put(100)
+	path := filepath.Join(t.TempDir(), "dump.ldb")
+	if _, err := Save(path, e, nil); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(5000) // more than a buffer's worth, so the writes reach the file
+	if err := os.Symlink("/dev/full", path+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Save(path, e, nil); err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Save onto a full disk = %v, want ENOSPC", err)
+	}
+	if now, err := os.ReadFile(path); err != nil || !bytes.Equal(now, good) {
+		t.Fatalf("the previous snapshot changed (%v)", err)
+	}
+	if st, err := Load(path, engine.New(clk, 4), nil); err != nil || st.Keys != 100 {
+		t.Fatalf("the previous snapshot loads %d keys, %v; want 100", st.Keys, err)
+	}
+	if _, err := os.Lstat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("the temporary file is left behind: %v", err)
+	}
+}
