@@ -192,7 +192,7 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 	case write:
 		e.store(i, s, key, h, at, next, now)
 	case at.cur != nil && !at.live: // expired and not written again
-		e.reap(i, s, key, h, *at.cur, *at.tag)
+		e.reap(i, s, key, h, at.cur, *at.tag)
 	}
 	return at.live
 }
@@ -220,7 +220,9 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 			continue
 		}
 		i := at[k].i
-		if f := e.find(i, e.tab.Shard(i), key, at[k].h, now); f.live {
+		f := e.find(i, e.tab.Shard(i), key, at[k].h, now)
+		at[k].payload = f.payload
+		if f.live {
 			ents[k] = e.load(i, f.cur, *f.tag)
 		}
 	}
@@ -237,12 +239,12 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		h, i := at[k].h, at[k].i
 		s := e.tab.Shard(i)
 		cur, tag := s.GetTagged(key, h)
-		f := found{cur: cur, tag: tag, live: cur != nil && cur.live(now)}
+		f := found{cur: cur, tag: tag, live: cur != nil && cur.live(now), payload: at[k].payload}
 		switch {
 		case write:
 			e.store(i, s, key, h, f, ents[k], now)
 		case cur != nil && !f.live:
-			e.reap(i, s, key, h, *cur, *tag)
+			e.reap(i, s, key, h, cur, *tag)
 		}
 	}
 }
@@ -360,17 +362,19 @@ func (e *Engine) roomFor(keys [][]byte, at []keyAt, ents []Entry) {
 // keyAt is one key of DoMulti: its hash, its shard, and whether it was
 // named before.
 type keyAt struct {
-	h   uint64
-	i   int
-	dup bool // named earlier in keys
+	h       uint64
+	i       int
+	dup     bool  // named earlier in keys
+	payload int64 // found.payload of the first lookup
 }
 
 // found is where a key's entry sits in its shard: cur and tag are nil when
 // the key is absent; live is false when it is absent or expired.
 type found struct {
-	cur  *stored
-	tag  *byte
-	live bool
+	cur     *stored
+	tag     *byte
+	live    bool
+	payload int64 // what cur held beyond keyCost when found, before any change in place
 }
 
 // find looks key (of hash h) up in shard i at now. An expired entry is
@@ -387,18 +391,43 @@ func (e *Engine) find(i int, s *shard.Shard[stored], key []byte, h uint64, now i
 	case !cur.live(now):
 		e.stats[i].expired.Add(1)
 		e.stats[i].misses.Add(1)
-		return found{cur: cur, tag: tag}
+		return found{cur: cur, tag: tag, payload: e.payload(i, s, len(key), cur, *tag)}
 	}
 	e.stats[i].hits.Add(1)
-	return found{cur: cur, tag: tag, live: true}
+	// The payload is measured now: a limiter may grow its Ext state in
+	// place before the write that stores it (a sliding window's second
+	// set of counts, a big log's buffer).
+	return found{cur: cur, tag: tag, live: true, payload: e.payload(i, s, len(key), cur, *tag)}
 }
 
-// reap deletes key (of hash h, stored entry st and tag byte tag) from
+// reap deletes key (of hash h, stored entry cur and tag byte tag) from
 // shard i.
-func (e *Engine) reap(i int, s *shard.Shard[stored], key []byte, h uint64, st stored, tag byte) {
-	e.dropExt(i, st, tag)
+func (e *Engine) reap(i int, s *shard.Shard[stored], key []byte, h uint64, cur *stored, tag byte) {
+	e.stats[i].bytes.Add(-keyCost(key) - e.payload(i, s, len(key), cur, tag))
+	e.dropExt(i, *cur, tag)
 	s.DeleteHashed(key, h)
-	e.stats[i].bytes.Add(-keyCost(key))
+}
+
+// payload is what the entry cur (of tag byte tag) of a key of keyLen bytes
+// in shard i holds beyond keyCost: a sliding log's words in the entry, or
+// the slot and heap memory of its Ext state. UsedBytes, and so maxmemory,
+// counts it with the key, as MEMORY USAGE does (KeyBytes).
+func (e *Engine) payload(i int, s *shard.Shard[stored], keyLen int, cur *stored, tag byte) int64 {
+	if tag&tagExt != 0 {
+		switch x := e.side[i].ext.slots[cur.B].ext.(type) {
+		case []byte:
+			return extSlotBytes + 24 + int64(cap(x))
+		case sizedExt:
+			return extSlotBytes + x.extBytes()
+		}
+		return extSlotBytes
+	}
+	if Kind(tag) == KindSlidingLog {
+		if w := s.Words(cur); len(w) > 0 {
+			return int64(shard.EntrySizeWords[stored](keyLen, len(w)) - shard.EntrySize[stored](keyLen))
+		}
+	}
+	return 0
 }
 
 // store writes ent for key at at: it inserts an absent key, overwrites a
@@ -408,12 +437,12 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 	cur, tag := at.cur, at.tag
 	if !ent.Live(now) {
 		if cur != nil {
-			e.reap(i, s, key, h, *cur, *tag)
+			e.reap(i, s, key, h, cur, *tag)
 		}
 		return
 	}
 	if ent.Kind == KindSlidingLog || (cur != nil && Kind(*tag&^tagExt) == KindSlidingLog) {
-		e.storeLog(i, s, key, h, cur, tag, ent) // an entry with words (logbuf.go)
+		e.storeLog(i, s, key, h, cur, tag, ent, at.payload) // an entry with words (logbuf.go)
 		return
 	}
 	if cur == nil {
@@ -429,6 +458,9 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 		cur.B = e.storeExt(i, old.B, hadExt, &ent)
 	case hadExt:
 		e.side[i].ext.drop(old.B)
+	}
+	if hadExt || ent.Ext != nil {
+		e.stats[i].bytes.Add(e.payload(i, s, len(key), cur, *tag) - at.payload)
 	}
 }
 
@@ -588,7 +620,7 @@ func (e *Engine) expireShard(i int, now int64, sample int) int {
 			seen++
 			if !v.live(now) {
 				kb = append(kb[:0], k...)
-				e.reap(i, s, kb, e.tab.Hash(kb), *v, tag)
+				e.reap(i, s, kb, e.tab.Hash(kb), v, tag)
 				gone++
 			}
 			return true

@@ -255,7 +255,9 @@ func (e *Engine) settleLogs(keys [][]byte, at []keyAt, ents []Entry) {
 // an entry that keeps words after its key. ent goes in an entry with room
 // for exactly its words, the log's buffer copied in unless it is already
 // there.
-func (e *Engine) storeLog(i int, s *shard.Shard[stored], key []byte, h uint64, cur *stored, tag *byte, ent Entry) {
+// before is what cur held beyond keyCost when it was found (found.payload).
+func (e *Engine) storeLog(i int, s *shard.Shard[stored], key []byte, h uint64, cur *stored, tag *byte, ent Entry, before int64) {
+	defer func() { e.stats[i].bytes.Add(e.payload(i, s, len(key), cur, *tag) - before) }()
 	var have []int64 // cur's words: only a sliding log's entry has any
 	if cur != nil && (ent.Kind == KindSlidingLog || Kind(*tag&^tagExt) == KindSlidingLog) {
 		have = s.Words(cur)

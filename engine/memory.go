@@ -11,16 +11,18 @@ import (
 // shard.Shard's layout).
 const indexBytes = 6
 
-// keyCost is the memory accounted to one key: its entry in the shard's
-// arena (stored value, tag, length, key bytes, padding) and its share of
-// the index. Ext state (sliding logs, string values) is not counted:
-// maxmemory bounds the number and size of keys, which is what grows with
-// traffic.
+// keyCost is the memory accounted to one key for itself: its entry in the
+// shard's arena (stored value, tag, length, key bytes, padding) and its
+// share of the index. What the key holds beyond that (a sliding log's
+// stamps, a string's bytes: payload) is accounted beside it, so UsedBytes
+// grows when a log grows on an existing key.
 func keyCost(key []byte) int64 { return int64(shard.EntrySize[stored](len(key))) + indexBytes }
 
 // UsedBytes is the keyspace's accounted memory: the sum over live and
-// not-yet-reaped keys of keyCost, kept per shard as keys come and go, so
-// reading it locks nothing. maxmemory compares it with its limit.
+// not-yet-reaped keys of keyCost and payload, kept per shard as keys come,
+// change and go, so reading it locks nothing. maxmemory compares it with
+// its limit (TestUsedBytesCountsPayloads: it equals the sum of MEMORY
+// USAGE over the keys).
 func (e *Engine) UsedBytes() int64 {
 	var n int64
 	for i := range e.stats {
@@ -44,18 +46,16 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 		s := e.tab.Shard(i)
 		locked := e.lockShard(i)
 		bestExp := int64(0)
-		var bestTag byte
-		var bestSt stored
 		var gone int
 		var kb []byte
 		visit := func(key string, v *stored, tag byte) bool {
 			switch {
 			case !v.live(now):
 				kb = append(kb[:0], key...)
-				e.reap(i, s, kb, e.tab.Hash(kb), *v, tag)
+				e.reap(i, s, kb, e.tab.Hash(kb), v, tag)
 				gone++
 			case v.Expire != 0 && (bestExp == 0 || v.Expire < bestExp):
-				bestExp, bestTag, bestSt = v.Expire, tag, *v
+				bestExp = v.Expire
 				best = append(best[:0], key...)
 			}
 			return true
@@ -69,8 +69,11 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 			}
 		}
 		if bestExp != 0 {
-			e.reap(i, s, best, e.tab.Hash(best), bestSt, bestTag)
-			e.stats[i].changes.Add(1)
+			h := e.tab.Hash(best)
+			if cur, tag := s.GetTagged(best, h); cur != nil {
+				e.reap(i, s, best, h, cur, *tag)
+				e.stats[i].changes.Add(1)
+			}
 		}
 		if locked {
 			s.Unlock()
