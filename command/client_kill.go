@@ -1,5 +1,7 @@
 package command
 
+import "strings"
+
 // cmdClientKill is CLIENT KILL in both of Redis's forms: the old one,
 // CLIENT KILL ip:port, answers OK or "No such client"; the filter form
 // (ID, ADDR, LADDR, USER, SKIPME) answers how many connections it closed.
@@ -23,6 +25,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 	}
 	var id int64
 	var addr, laddr, user string
+	noneOfType := false
 	skipMe := true
 	if len(args)%2 != 0 {
 		c.Error(errSyntax)
@@ -44,6 +47,17 @@ func cmdClientKill(c *Client, args [][]byte) {
 			laddr = string(v)
 		case equalFold(args[i], "user"):
 			user = string(v)
+		case equalFold(args[i], "type"):
+			// Every limitdb client is a normal one: no replica or pub/sub
+			// connections exist yet. A type no client has matches none.
+			switch strings.ToLower(string(v)) {
+			case "normal":
+			case "master", "replica", "slave", "pubsub":
+				noneOfType = true
+			default:
+				c.Errf("Unknown client type '%s'", clip(v))
+				return
+			}
 		case equalFold(args[i], "skipme") && equalFold(v, "yes"):
 			skipMe = true
 		case equalFold(args[i], "skipme") && equalFold(v, "no"):
@@ -56,7 +70,8 @@ func cmdClientKill(c *Client, args [][]byte) {
 	var victims []*Client
 	for _, cl := range c.srv.Clients() {
 		switch {
-		case cl.killed.Load(), // killed already, going
+		case noneOfType,
+			cl.killed.Load(), // killed already, going
 			id != 0 && cl.ID != id,
 			addr != "" && cl.Addr != addr,
 			laddr != "" && cl.LAddr != laddr,

@@ -159,6 +159,7 @@ func infoServer(s *Server, eng *engine.Engine, b *strings.Builder) {
 	infoLine(b, "arch_bits", strconv.IntSize)
 	infoLine(b, "go_version", runtime.Version())
 	infoLine(b, "process_id", os.Getpid())
+	infoLine(b, "run_id", s.runID)
 	infoLine(b, "tcp_port", portOf(s))
 	infoLine(b, "uptime_in_seconds", int64(up/time.Second))
 	infoLine(b, "uptime_in_days", int64(up/(24*time.Hour)))

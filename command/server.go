@@ -47,6 +47,8 @@ type Server struct {
 	logger     *log.Logger
 
 	clk     clock.Clock // the engine's: every time the command layer reads
+	runID   string      // this run's identity (INFO server run_id)
+	replID  string      // the replication ID (INFO replication master_replid)
 	started time.Time
 	nextID  atomic.Int64
 
@@ -105,6 +107,8 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		directives: config.Builtin(),
 		logger:     logger,
 		started:    clock.Time(clk),
+		runID:      newRunID(),
+		replID:     newRunID(),
 		done:       make(chan struct{}),
 	}
 	s.policies = policy.NewStore(nil)

@@ -2,22 +2,13 @@ package command
 
 import (
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/limitdb/limitdb/engine"
 )
 
 // Read-only views of the server's counters for exporters (metrics/): the
 // same figures INFO renders.
 
 func registerStats(t *Table) {
-	// Sections some clients and dashboards read: limitdb is always a
-	// standalone primary.
-	t.registerInfo("replication", 70, func(_ *Server, _ *engine.Engine, b *strings.Builder) {
-		infoLine(b, "role", "master")
-		infoLine(b, "connected_slaves", 0)
-	})
 	t.registerInfo("cpu", 80, infoCPU)
 }
 

@@ -36,6 +36,14 @@ func Builtin() *Directives {
 	ds.Add(observability()...)
 	ds.Add(tls()...)
 	ds.Add(policies()...)
+	ds.Add(
+		Int("replica-priority", "Sentinel promotes the replica with the lowest priority first; 0: never", true, 0,
+			func(c *Config) *int { return &c.ReplicaPriority }),
+		String("replica-announce-ip", "the address a replica gives its primary, as Sentinel should reach it (empty: the connection's)", true,
+			func(c *Config) *string { return &c.ReplicaAnnounceIP }),
+		Int("replica-announce-port", "the port a replica gives its primary (0: the listening port)", true, 0,
+			func(c *Config) *int { return &c.ReplicaAnnouncePort }),
+	)
 	return ds
 }
 

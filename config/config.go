@@ -51,6 +51,7 @@ type Config struct {
 	SlowlogMaxLen        int    // entries the slow log keeps
 	MetricsAddr          string // Prometheus endpoint address; empty: off
 
+	Replica     // replica-priority, replica-announce-*
 	Security    // requirepass, aclfile, protected mode
 	TLS         // tls-*
 	Limits      // protocol and client limits
@@ -63,7 +64,15 @@ func Default() Config {
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
-		EventLoop: true, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
+		EventLoop: true, Replica: Replica{ReplicaPriority: 100}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
+}
+
+// Replica is how a node describes itself as a replica, named as in Redis:
+// Sentinel reads them to choose a replica to promote.
+type Replica struct {
+	ReplicaPriority     int    // replica-priority: lower is preferred, 0 never promoted
+	ReplicaAnnounceIP   string // replica-announce-ip: the address to announce ("" : the connection's)
+	ReplicaAnnouncePort int    // replica-announce-port: the port to announce (0: the listening one)
 }
 
 // Security is who may connect and run what.
