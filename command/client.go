@@ -47,6 +47,9 @@ type Client struct {
 
 	multi *multiState    // MULTI and WATCH (multi.go); nil until first used
 	tx    *engine.Engine // the transaction's handle while EXEC runs; nil otherwise
+
+	subs     subscriptions // pub/sub (pubsub.go); guarded by the server's pubsub.mu
+	subCount atomic.Int32  // channels and patterns in subs, read without the lock
 	// multiShown is what CLIENT LIST, on another connection's goroutine,
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32

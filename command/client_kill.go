@@ -25,7 +25,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 	}
 	var id int64
 	var addr, laddr, user string
-	noneOfType := false
+	typ := "" // any
 	skipMe := true
 	if len(args)%2 != 0 {
 		c.Error(errSyntax)
@@ -48,12 +48,11 @@ func cmdClientKill(c *Client, args [][]byte) {
 		case equalFold(args[i], "user"):
 			user = string(v)
 		case equalFold(args[i], "type"):
-			// Every limitdb client is a normal one: no replica or pub/sub
-			// connections exist yet. A type no client has matches none.
-			switch strings.ToLower(string(v)) {
-			case "normal":
-			case "master", "replica", "slave", "pubsub":
-				noneOfType = true
+			// A client is a pub/sub one while it listens to a channel or
+			// pattern, a normal one otherwise; no replica or master
+			// connections exist yet.
+			switch typ = strings.ToLower(string(v)); typ {
+			case "normal", "pubsub", "master", "replica", "slave":
 			default:
 				c.Errf("Unknown client type '%s'", clip(v))
 				return
@@ -70,7 +69,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 	var victims []*Client
 	for _, cl := range c.srv.Clients() {
 		switch {
-		case noneOfType,
+		case typ != "" && typ != cl.clientType(),
 			cl.killed.Load(), // killed already, going
 			id != 0 && cl.ID != id,
 			addr != "" && cl.Addr != addr,
@@ -99,6 +98,14 @@ func kill(c, victim *Client) {
 	if victim.conn != nil {
 		victim.conn.Kill()
 	}
+}
+
+// clientType is the client's type as CLIENT KILL TYPE names it.
+func (c *Client) clientType() string {
+	if c.subCount.Load() > 0 {
+		return "pubsub"
+	}
+	return "normal"
 }
 
 // userName is the client's user, read from another connection.

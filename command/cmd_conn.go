@@ -7,6 +7,7 @@ import (
 
 	"github.com/limitdb/limitdb/acl"
 	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/config"
 )
 
 func registerConn(t *Table) {
@@ -50,6 +51,16 @@ func registerConn(t *Table) {
 }
 
 func cmdPing(c *Client, args [][]byte) {
+	if c.proto < 3 && c.subCount.Load() > 0 { // as Redis answers a subscribed RESP2 client
+		c.Array(2)
+		c.BulkString("pong")
+		if len(args) > 1 {
+			c.Bulk(args[1])
+		} else {
+			c.BulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.Simple("PONG")
@@ -71,6 +82,10 @@ func cmdQuit(c *Client, _ [][]byte) {
 // runs at once rather than being queued.
 func cmdReset(c *Client, _ [][]byte) {
 	c.endMulti()
+	c.srv.unsubscribeAll(c)
+	if c.conn != nil {
+		c.conn.SetClass(config.ClassNormal)
+	}
 	c.mu.Lock() // CLIENT LIST reads these from other connections
 	c.name, c.user = "", ""
 	c.setProto(2)
@@ -288,8 +303,8 @@ func (c *Client) infoLine() string {
 	if multi >= 0 {
 		flags = "x"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
-		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, multi, omem, totMem, cmd, user, proto, lib, ver)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 %s ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, c.pubsubFlags(), multi, omem, totMem, cmd, user, proto, lib, ver)
 }
 
 // helpFor answers PARENT HELP from the subcommand table.

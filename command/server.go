@@ -78,6 +78,7 @@ type Server struct {
 	OnLimits func(config.Limits)
 
 	policies *policy.Store        // named policies: cmd_policy.go
+	pubsub   pubsub               // channels and patterns: pubsub.go
 	sections persistence.Sections // a snapshot's sections beside the keyspace
 	persist  persistState         // snapshots: cmd_persist.go
 	slow     slowLog              // SLOWLOG: slowlog.go
@@ -172,6 +173,8 @@ type Conn interface {
 	SetAuthenticated(bool) // lift the limits for unauthenticated clients
 	OutputMemory() int64   // replies not sent yet, bytes; from any goroutine
 	Memory() int64         // what the connection holds, replies and read buffer
+	Push(b []byte)         // queue whole RESP values (a message); from any goroutine
+	SetClass(class int)    // which client-output-buffer-limit class applies
 	Context() any
 	SetContext(any)
 }
@@ -182,6 +185,7 @@ func (s *Server) Closed(conn Conn, _ error) {
 	if c == nil {
 		return
 	}
+	s.unsubscribeAll(c)
 	s.clients.remove(c)
 }
 

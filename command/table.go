@@ -102,7 +102,7 @@ func (cmd *Command) Categories() []string {
 		} else {
 			out = append(out, "@rate_limit")
 		}
-	case "connection", "string", "transactions":
+	case "connection", "string", "transactions", "pubsub":
 		out = append(out, "@"+cmd.Group)
 	}
 	return out
@@ -126,7 +126,7 @@ func NewTable() *Table {
 		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerServer, registerServerInfo,
 		registerStrings, registerInfoLimits, registerLimits, registerMemory,
-		registerMulti, registerSlowlog, registerStats, registerReplication,
+		registerMulti, registerSlowlog, registerStats, registerReplication, registerPubSub,
 	} {
 		family(t)
 	}

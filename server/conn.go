@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,9 @@ type Conn struct {
 	softSince time.Duration // on the clock's Mono, since the soft output limit is passed
 	served    bool          // the last read gave commands (the idle timeout restarts)
 
+	mailMu sync.Mutex
+	mail   []byte // pushed (Push), not yet in the reply buffer
+
 	fc    *fdConn // the socket, when a poller owns the connection
 	dirty bool    // has replies for the poller to flush this round
 }
@@ -45,6 +49,49 @@ func (c *Conn) Close() error {
 	c.wr.Flush()
 	c.closed = true
 	return c.nc.Close()
+}
+
+// Push queues b, whole RESP values (a pub/sub message), for the client:
+// it is written after the replies of the commands the connection is
+// running, in the order pushed. Safe from any goroutine.
+func (c *Conn) Push(b []byte) {
+	c.mailMu.Lock()
+	first := len(c.mail) == 0
+	c.mail = append(c.mail, b...)
+	c.mailMu.Unlock()
+	if !first {
+		return // a wake-up is already on its way
+	}
+	if c.fc != nil { // the event loop delivers it between rounds
+		p := c.fc.p
+		p.post(func() { p.mailed = append(p.mailed, c) })
+		return
+	}
+	// A goroutine blocked reading: a deadline in the past wakes it, and
+	// its loop delivers the mail (Server.loop).
+	c.nc.wake()
+}
+
+// deliverMail moves pushed bytes into the reply buffer; it reports
+// whether there were any. The connection's own goroutine or event loop
+// calls it.
+func (c *Conn) deliverMail() bool {
+	c.mailMu.Lock()
+	mail := c.mail
+	c.mail = nil
+	c.mailMu.Unlock()
+	if len(mail) == 0 {
+		return false
+	}
+	c.wr.Raw(mail)
+	return true
+}
+
+// hasMail reports whether bytes were pushed and not delivered yet.
+func (c *Conn) hasMail() bool {
+	c.mailMu.Lock()
+	defer c.mailMu.Unlock()
+	return len(c.mail) > 0
 }
 
 // Kill closes the connection from any goroutine: the client is served

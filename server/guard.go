@@ -61,6 +61,18 @@ func (g *guardConn) Read(p []byte) (int, error) {
 	return g.Conn.Read(p)
 }
 
+// wake makes a read blocked on the socket return at once (a timeout), so
+// that the connection's goroutine delivers pushed mail; rearm undoes it.
+func (g *guardConn) wake() { g.Conn.SetReadDeadline(time.Unix(1, 0)) }
+
+// rearm sets the read deadline again after a wake: none, or the idle
+// timeout's.
+func (g *guardConn) rearm() {
+	g.Conn.SetReadDeadline(time.Time{})
+	g.timed = false
+	g.armIdle(false)
+}
+
 // armIdle starts the idle timeout unless partial: the client then has
 // timeout to send a whole command. The caller says partial while a command
 // is arriving and none has been served since the timeout started, so a

@@ -55,6 +55,7 @@ type poller struct {
 
 	mu     sync.Mutex
 	inbox  []*Conn
+	mailed []*Conn   // connections Push gave mail to
 	killed []*fdConn // closed by other goroutines (fdConn.Close)
 	stop   bool      // asked to stop
 	gone   bool      // stopped: its descriptors are closed
@@ -214,9 +215,14 @@ func (p *poller) welcome() bool {
 		}
 	}
 	p.mu.Lock()
-	in, killed, stop := p.inbox, p.killed, p.stop
-	p.inbox, p.killed = nil, nil
+	in, killed, mailed, stop := p.inbox, p.killed, p.mailed, p.stop
+	p.inbox, p.killed, p.mailed = nil, nil, nil
 	p.mu.Unlock()
+	for _, c := range mailed {
+		if c.fc != nil && c.fc.fd >= 0 && c.deliverMail() {
+			p.mark(c)
+		}
+	}
 	for _, c := range in {
 		fd := c.fc.fd
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}

@@ -332,8 +332,14 @@ func (s *Server) gone(c *Conn, err error) {
 func (s *Server) loop(c *Conn) error {
 	for {
 		if err := s.step(c); err != nil {
-			return err
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() || !c.hasMail() {
+				return err
+			}
+			// Woken by Push, not timed out: deliver the mail below.
+			c.nc.rearm()
 		}
+		c.deliverMail()
 		if c.closed {
 			return nil
 		}
@@ -369,6 +375,9 @@ func (s *Server) step(c *Conn) error {
 	// The idle timeout runs from the last command served: bytes of an
 	// unfinished command do not restart it.
 	c.nc.armIdle(c.rd.Partial() && !c.served)
+	if c.fc == nil && c.hasMail() {
+		c.nc.wake() // mail pushed since the last delivery: do not block reading
+	}
 	cmds, err := c.rd.Read(c.frameLimits())
 	c.served = len(cmds) > 0
 	if err != nil {
