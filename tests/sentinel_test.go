@@ -1,0 +1,85 @@
+package tests
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// freePort is a loopback port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startSentinels runs n real redis-sentinel processes monitoring the
+// primary at addr as "mymaster" with a quorum of 2, and returns a client
+// of each. It skips the test where redis-sentinel is not installed.
+func startSentinels(t *testing.T, n int, addr string) []*redis.Client {
+	t.Helper()
+	bin, err := exec.LookPath("redis-sentinel")
+	if err != nil {
+		t.Skip("redis-sentinel not installed")
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	var clients []*redis.Client
+	for i := 0; i < n; i++ {
+		dir := t.TempDir()
+		p := freePort(t)
+		conf := filepath.Join(dir, "sentinel.conf")
+		require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(
+			"port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster %s %s 2\n"+
+				"sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 3000\n",
+			p, dir, host, port)), 0o600))
+		cmd := exec.Command(bin, conf)
+		cmd.Stdout, cmd.Stderr = nil, nil
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", p), Protocol: 2})
+		t.Cleanup(func() { c.Close() })
+		clients = append(clients, c)
+	}
+	return clients
+}
+
+// TestSentinelsFindEachOtherThroughLimitdb: three real redis-sentinel
+// processes monitoring a limitdb primary see it up (INFO, PING), find one
+// another through its pub/sub (__sentinel__:hello) and agree that a
+// failover could be authorized: SENTINEL CKQUORUM answers OK.
+func TestSentinelsFindEachOtherThroughLimitdb(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	sentinels := startSentinels(t, 3, ts.addr)
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for {
+		last, _ = sentinels[0].Do(ctx, "SENTINEL", "CKQUORUM", "mymaster").Text()
+		if strings.HasPrefix(last, "OK 3 usable Sentinels") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SENTINEL CKQUORUM after 30 s: %q", last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	master, err := sentinels[1].Do(ctx, "SENTINEL", "MASTER", "mymaster").StringSlice()
+	require.NoError(t, err)
+	fields := map[string]string{}
+	for i := 0; i+1 < len(master); i += 2 {
+		fields[master[i]] = master[i+1]
+	}
+	require.Equal(t, "master", fields["flags"], "the primary is up, not s_down")
+	require.Regexp(t, `^[0-9a-f]{40}$`, fields["runid"], "the run_id Sentinel read from INFO")
+	require.Equal(t, "2", fields["num-other-sentinels"])
+}
