@@ -83,6 +83,7 @@ func cmdQuit(c *Client, _ [][]byte) {
 func cmdReset(c *Client, _ [][]byte) {
 	c.endMulti()
 	c.srv.unsubscribeAll(c)
+	c.srv.stopMonitoring(c)
 	if c.conn != nil {
 		c.conn.SetClass(config.ClassNormal)
 	}

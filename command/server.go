@@ -79,6 +79,7 @@ type Server struct {
 
 	policies *policy.Store        // named policies: cmd_policy.go
 	pubsub   pubsub               // channels and patterns: pubsub.go
+	monitors monitors             // MONITOR connections: monitor.go
 	sections persistence.Sections // a snapshot's sections beside the keyspace
 	persist  persistState         // snapshots: cmd_persist.go
 	slow     slowLog              // SLOWLOG: slowlog.go
@@ -186,6 +187,7 @@ func (s *Server) Closed(conn Conn, _ error) {
 		return
 	}
 	s.unsubscribeAll(c)
+	s.stopMonitoring(c)
 	s.clients.remove(c)
 }
 
@@ -274,6 +276,9 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 		}
 	}()
 	cmd.Handler(c, args)
+	if s.monitors.n.Load() > 0 {
+		s.feedMonitors(c, cmd, args)
+	}
 }
 
 func unknownCommand(args [][]byte) string {
