@@ -51,7 +51,8 @@ type Client struct {
 	subs     subscriptions // pub/sub (pubsub.go); guarded by the server's pubsub.mu
 	subCount atomic.Int32  // channels and patterns in subs, read without the lock
 
-	monitoring atomic.Bool // in MONITOR mode (monitor.go)
+	monitoring atomic.Bool   // in MONITOR mode (monitor.go)
+	mode       atomic.Uint32 // modeSubscribed, modeMonitor: what modeGate checks
 	// multiShown is what CLIENT LIST, on another connection's goroutine,
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32

@@ -27,7 +27,6 @@ func registerPersist(t *Table) {
 			Handler: cmdLastSave},
 	)
 	t.registerInfo("persistence", 40, infoPersistence)
-	t.registerGate(25, "stop writes on snapshot error", misconfGate)
 }
 
 // persistState is the server's snapshot bookkeeping.
@@ -58,7 +57,8 @@ var errMisconf = wireError("MISCONF limitdb is configured to save snapshots, but
 	"if snapshotting fails (stop-writes-on-bgsave-error option). Please check the limitdb logs for details about the error.")
 
 // misconfGate refuses write commands, and PING as Redis does, while the
-// last snapshot failed and stop-writes-on-bgsave-error is yes.
+// last snapshot failed and stop-writes-on-bgsave-error is yes (modeGate
+// calls it).
 func misconfGate(c *Client, cmd *Command, _ [][]byte) bool {
 	p := &c.srv.persist
 	if !p.failing.Load() || !p.stopWrites.Load() || (cmd.Flags&FlagWrite == 0 && cmd.Name != "ping") {
@@ -97,6 +97,7 @@ func (s *Server) saveLocked() error {
 	if err != nil {
 		p.lastStatus, p.lastErr = "err", err
 		p.failing.Store(true)
+		s.refuseWrites.Store(p.stopWrites.Load())
 		s.logger.Printf("snapshot failed: %v", err)
 		if p.stopWrites.Load() {
 			s.logger.Printf("writes refused (MISCONF) until a snapshot succeeds: stop-writes-on-bgsave-error is yes")
@@ -105,6 +106,7 @@ func (s *Server) saveLocked() error {
 	}
 	p.lastStatus, p.lastErr = "ok", nil
 	p.failing.Store(false)
+	s.refuseWrites.Store(false)
 	p.lastSave, p.last, p.changesAtSave = st.Started, st, changes
 	p.saves++
 	s.logger.Printf("snapshot saved to %s: %d keys, %d bytes in %v (longest shard hold %v)",

@@ -55,6 +55,7 @@ func (s *Server) reload(r config.Reload) error {
 		s.slow.configure(s.Config())
 	case config.ReloadPersistence:
 		s.persist.stopWrites.Store(s.Config().StopWritesOnBGSaveError)
+		s.refuseWrites.Store(s.persist.stopWrites.Load() && s.persist.failing.Load())
 	}
 	return nil
 }

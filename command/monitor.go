@@ -15,7 +15,6 @@ func registerMonitor(t *Table) {
 	t.register(&Command{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoMulti | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 		Complexity: "O(1)", Summary: "Streams every command the server runs, administration commands excepted, to this connection.",
 		Handler: cmdMonitor})
-	t.registerGate(19, "monitor", monitorGate)
 }
 
 // monitors are the connections in MONITOR mode.
@@ -41,6 +40,7 @@ func cmdMonitor(c *Client, _ [][]byte) {
 	}
 	m.mu.Unlock()
 	c.monitoring.Store(true)
+	c.setMode(modeMonitor, true)
 	c.OK()
 }
 
@@ -57,9 +57,11 @@ func (s *Server) stopMonitoring(c *Client) {
 	}
 	m.mu.Unlock()
 	c.monitoring.Store(false)
+	c.setMode(modeMonitor, false)
 }
 
-// monitorGate refuses a monitoring client the keyspace, as Redis does.
+// monitorGate refuses a monitoring client the keyspace, as Redis does
+// (modeGate calls it).
 func monitorGate(c *Client, cmd *Command, _ [][]byte) bool {
 	if !c.monitoring.Load() || cmd.Flags&(FlagWrite|FlagReadonly) == 0 {
 		return true

@@ -46,7 +46,6 @@ func registerPubSub(t *Table) {
 					Complexity: "O(1)", Summary: "Lists the PUBSUB subcommands.", Handler: helpFor("pubsub")},
 			}},
 	)
-	t.registerGate(18, "subscribed", subscribedGate)
 }
 
 // pubsub is the server's channels and patterns, each with its subscribers.
@@ -74,7 +73,7 @@ func (c *Client) subscribed() (channels, patterns int) {
 }
 
 // subscribedGate keeps a RESP2 client that listens to anything to the
-// commands Redis allows it.
+// commands Redis allows it (modeGate calls it).
 func subscribedGate(c *Client, cmd *Command, _ [][]byte) bool {
 	if c.proto >= 3 || c.subCount.Load() == 0 {
 		return true
@@ -124,7 +123,7 @@ func cmdSubscribe(pattern bool) func(c *Client, args [][]byte) {
 			}
 			n := c.subs.count()
 			ps.mu.Unlock()
-			c.subCount.Store(int32(n))
+			c.setSubCount(n)
 			pubsubHeader(c.w, 3)
 			c.BulkString(kind)
 			c.BulkString(name)
@@ -195,7 +194,7 @@ func (s *Server) unsubscribe(c *Client, name string, pattern bool) int {
 		}
 	}
 	n := c.subs.count()
-	c.subCount.Store(int32(n))
+	c.setSubCount(n)
 	return n
 }
 
@@ -217,7 +216,7 @@ func (s *Server) unsubscribeAll(c *Client) {
 		}
 	}
 	c.subs = subscriptions{}
-	c.subCount.Store(0)
+	c.setSubCount(0)
 }
 
 func cmdPublish(c *Client, args [][]byte) {

@@ -77,13 +77,14 @@ type Server struct {
 	// hands them to the transport.
 	OnLimits func(config.Limits)
 
-	policies *policy.Store        // named policies: cmd_policy.go
-	pubsub   pubsub               // channels and patterns: pubsub.go
-	monitors monitors             // MONITOR connections: monitor.go
-	sections persistence.Sections // a snapshot's sections beside the keyspace
-	persist  persistState         // snapshots: cmd_persist.go
-	slow     slowLog              // SLOWLOG: slowlog.go
-	mem      memState             // maxmemory: memory.go
+	policies     *policy.Store        // named policies: cmd_policy.go
+	pubsub       pubsub               // channels and patterns: pubsub.go
+	monitors     monitors             // MONITOR connections: monitor.go
+	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
+	sections     persistence.Sections // a snapshot's sections beside the keyspace
+	persist      persistState         // snapshots: cmd_persist.go
+	slow         slowLog              // SLOWLOG: slowlog.go
+	mem          memState             // maxmemory: memory.go
 
 	closeOnce  sync.Once
 	listenPort atomic.Int64 // INFO's tcp_port, once listening
