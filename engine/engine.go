@@ -374,7 +374,7 @@ type found struct {
 	cur     *stored
 	tag     *byte
 	live    bool
-	payload int64 // what cur held beyond keyCost when found, before any change in place
+	payload int64 // cur's Ext state's memory when found (extPayload), before any change in place
 }
 
 // find looks key (of hash h) up in shard i at now. An expired entry is
@@ -391,13 +391,21 @@ func (e *Engine) find(i int, s *shard.Shard[stored], key []byte, h uint64, now i
 	case !cur.live(now):
 		e.stats[i].expired.Add(1)
 		e.stats[i].misses.Add(1)
-		return found{cur: cur, tag: tag, payload: e.payload(i, s, len(key), cur, *tag)}
+		f := found{cur: cur, tag: tag}
+		if *tag&tagExt != 0 {
+			f.payload = e.extPayload(i, cur, *tag)
+		}
+		return f
 	}
 	e.stats[i].hits.Add(1)
 	// The payload is measured now: a limiter may grow its Ext state in
 	// place before the write that stores it (a sliding window's second
 	// set of counts, a big log's buffer).
-	return found{cur: cur, tag: tag, live: true, payload: e.payload(i, s, len(key), cur, *tag)}
+	f := found{cur: cur, tag: tag, live: true}
+	if *tag&tagExt != 0 {
+		f.payload = e.extPayload(i, cur, *tag)
+	}
+	return f
 }
 
 // reap deletes key (of hash h, stored entry cur and tag byte tag) from
@@ -414,20 +422,35 @@ func (e *Engine) reap(i int, s *shard.Shard[stored], key []byte, h uint64, cur *
 // counts it with the key, as MEMORY USAGE does (KeyBytes).
 func (e *Engine) payload(i int, s *shard.Shard[stored], keyLen int, cur *stored, tag byte) int64 {
 	if tag&tagExt != 0 {
-		switch x := e.side[i].ext.slots[cur.B].ext.(type) {
-		case []byte:
-			return extSlotBytes + 24 + int64(cap(x))
-		case sizedExt:
-			return extSlotBytes + x.extBytes()
-		}
-		return extSlotBytes
+		return e.extPayload(i, cur, tag)
 	}
 	if Kind(tag) == KindSlidingLog {
-		if w := s.Words(cur); len(w) > 0 {
-			return int64(shard.EntrySizeWords[stored](keyLen, len(w)) - shard.EntrySize[stored](keyLen))
-		}
+		return wordsBytes(keyLen, len(s.Words(cur)))
 	}
 	return 0
+}
+
+// extPayload is the slot and heap memory of cur's Ext state, 0 when it has
+// none.
+func (e *Engine) extPayload(i int, cur *stored, tag byte) int64 {
+	if tag&tagExt == 0 {
+		return 0
+	}
+	switch x := e.side[i].ext.slots[cur.B].ext.(type) {
+	case []byte:
+		return extSlotBytes + 24 + int64(cap(x))
+	case sizedExt:
+		return extSlotBytes + x.extBytes()
+	}
+	return extSlotBytes
+}
+
+// wordsBytes is what n words after a key of keyLen bytes add to its entry.
+func wordsBytes(keyLen, n int) int64 {
+	if n == 0 {
+		return 0
+	}
+	return int64(shard.EntrySizeWords[stored](keyLen, n) - shard.EntrySize[stored](keyLen))
 }
 
 // store writes ent for key at at: it inserts an absent key, overwrites a
@@ -460,7 +483,7 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 		e.side[i].ext.drop(old.B)
 	}
 	if hadExt || ent.Ext != nil {
-		e.stats[i].bytes.Add(e.payload(i, s, len(key), cur, *tag) - at.payload)
+		e.stats[i].bytes.Add(e.extPayload(i, cur, *tag) - at.payload)
 	}
 }
 

@@ -255,13 +255,14 @@ func (e *Engine) settleLogs(keys [][]byte, at []keyAt, ents []Entry) {
 // an entry that keeps words after its key. ent goes in an entry with room
 // for exactly its words, the log's buffer copied in unless it is already
 // there.
-// before is what cur held beyond keyCost when it was found (found.payload).
+// before is cur's Ext state's memory when it was found (found.payload);
+// the change in what the key holds is accounted at the end.
 func (e *Engine) storeLog(i int, s *shard.Shard[stored], key []byte, h uint64, cur *stored, tag *byte, ent Entry, before int64) {
-	defer func() { e.stats[i].bytes.Add(e.payload(i, s, len(key), cur, *tag) - before) }()
 	var have []int64 // cur's words: only a sliding log's entry has any
 	if cur != nil && (ent.Kind == KindSlidingLog || Kind(*tag&^tagExt) == KindSlidingLog) {
 		have = s.Words(cur)
 	}
+	oldWords := len(have)
 	words, home := inlinePlan(have, &ent)
 	if cur != nil && len(have) != words {
 		// The entry has room for other words than ent keeps in it: ent
@@ -302,5 +303,15 @@ func (e *Engine) storeLog(i int, s *shard.Shard[stored], key []byte, h uint64, c
 		cur.B = e.storeExt(i, old.B, hadExt, &ent)
 	case hadExt:
 		e.side[i].ext.drop(old.B)
+	}
+	delta := -before
+	if words != oldWords {
+		delta += wordsBytes(len(key), words) - wordsBytes(len(key), oldWords)
+	}
+	if *tag&tagExt != 0 {
+		delta += e.extPayload(i, cur, *tag)
+	}
+	if delta != 0 {
+		e.stats[i].bytes.Add(delta)
 	}
 }
