@@ -38,7 +38,7 @@ func TestUsedBytesCountsPayloads(t *testing.T) {
 	}
 	for step := 0; step < 3000; step++ {
 		key := []byte(fmt.Sprint("k", r.IntN(40)))
-		op := r.IntN(8)
+		op := r.IntN(9)
 		switch op {
 		case 0, 1:
 			Limit(e, key, now, bigLog, 1+int64(r.IntN(3))) // grows past the entry's words onto the heap
@@ -52,6 +52,9 @@ func TestUsedBytesCountsPayloads(t *testing.T) {
 			e.Delete(key, now)
 		case 6:
 			Limit(e, key, now, bucket, 1)
+		case 8: // several keys at once, one of them twice (DoMulti)
+			other := []byte(fmt.Sprint("k", r.IntN(40)))
+			e.SetStrings([][]byte{key, other, key}, [][]byte{[]byte(strings.Repeat("a", r.IntN(200))), []byte("b"), []byte(strings.Repeat("c", r.IntN(200)))}, now, false)
 		case 7:
 			now += int64(time.Duration(r.IntN(2000)) * time.Millisecond)
 			e.ExpireCycle(now, 64)
