@@ -85,6 +85,7 @@ func (e *Entry) Live(now int64) bool {
 type Engine struct {
 	*keyspace
 	held []bool // in a transaction's handle, the shards it holds; nil otherwise
+	tx   *txLog // in a transaction's handle, what it changed (journal.go)
 }
 
 // keyspace is the state an engine and its transactions' handles share.
@@ -93,6 +94,8 @@ type keyspace struct {
 	tab   *shard.Table[stored]
 	stats []shardStats
 	side  []sideState // per shard, guarded by the shard's lock
+
+	jr journalRef // who is told every change (journal.go)
 
 	expireNext atomic.Uint64 // the shard ExpireShards starts at
 	evictNext  atomic.Uint64 // the shard EvictSoonest starts at
@@ -116,8 +119,9 @@ func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > no
 // sideState is what a shard keeps beside its table.
 type sideState struct {
 	ext    extSlab
-	cursor uint64 // active expiry's position in the shard (shard.Scan)
-	peak   int    // keys the shard held lately, decaying: room Compact keeps
+	cursor uint64    // active expiry's position in the shard (shard.Scan)
+	peak   int       // keys the shard held lately, decaying: room Compact keeps
+	change [1]Change // the journal's record of a one-key unit, reused
 	_      [32]byte
 }
 
@@ -193,6 +197,11 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 		e.store(i, s, key, h, at, next, now)
 	case at.cur != nil && !at.live: // expired and not written again
 		e.reap(i, s, key, h, at.cur, *at.tag)
+	default:
+		return at.live
+	}
+	if j := e.journal(); j != nil {
+		e.changed(j, i, key, h)
 	}
 	return at.live
 }
@@ -231,6 +240,7 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 		e.roomFor(keys, at, ents)
 		e.settleLogs(keys, at, ents) // logbuf.go
 	}
+	changed := write
 	for k, key := range keys {
 		if at[k].dup {
 			continue
@@ -245,7 +255,17 @@ func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write 
 			e.store(i, s, key, h, f, ents[k], now)
 		case cur != nil && !f.live:
 			e.reap(i, s, key, h, cur, *tag)
+			changed = true
 		}
+	}
+	if j := e.journal(); j != nil && changed {
+		if e.tx != nil {
+			for _, key := range keys {
+				e.tx.keys = append(e.tx.keys, append([]byte(nil), key...))
+			}
+			return
+		}
+		e.recordKeys(j, false, keys)
 	}
 }
 
@@ -573,20 +593,33 @@ func (e *Engine) RangeShardTransient(i int, now int64, fn func(key string, ent *
 	})
 }
 
-// Flush deletes every key.
+// Flush deletes every key, with every shard locked: no write lands
+// between the first shard's flush and the last's.
 func (e *Engine) Flush() {
-	for i := 0; i < e.tab.Count(); i++ {
+	n := e.tab.Count()
+	locked := make([]bool, n)
+	for i := 0; i < n; i++ {
+		locked[i] = e.lockShard(i)
+	}
+	for i := 0; i < n; i++ {
 		s := e.tab.Shard(i)
-		locked := e.lockShard(i)
 		if s.Len() > 0 {
 			s.Reset()
 			e.stats[i].bytes.Store(0)
 		}
 		e.side[i].ext, e.side[i].cursor = extSlab{}, 0
-		if locked {
-			s.Unlock()
-		}
 		e.stats[i].changes.Add(1)
+	}
+	switch j := e.journal(); {
+	case e.tx != nil:
+		e.tx.flushed, e.tx.keys = true, e.tx.keys[:0]
+	case j != nil:
+		j.Record(true, nil)
+	}
+	for i := n - 1; i >= 0; i-- {
+		if locked[i] {
+			e.tab.Shard(i).Unlock()
+		}
 	}
 }
 
@@ -628,6 +661,7 @@ func (e *Engine) expireShard(i int, now int64, sample int) int {
 	var kb []byte
 	s := e.tab.Shard(i)
 	sd := &e.side[i]
+	j := e.journal()
 	for step := 0; step < 16; step++ {
 		s.Lock()
 		if step == 0 {
@@ -643,7 +677,11 @@ func (e *Engine) expireShard(i int, now int64, sample int) int {
 			seen++
 			if !v.live(now) {
 				kb = append(kb[:0], k...)
-				e.reap(i, s, kb, e.tab.Hash(kb), v, tag)
+				h := e.tab.Hash(kb)
+				e.reap(i, s, kb, h, v, tag)
+				if j != nil {
+					e.recordOne(j, i, kb, h)
+				}
 				gone++
 			}
 			return true

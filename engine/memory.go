@@ -41,6 +41,7 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 	n := e.tab.Count()
 	start := int(e.evictNext.Add(1))
 	var best []byte
+	j := e.journal()
 	for k := 0; k < n; k++ {
 		i := (start + k) % n
 		s := e.tab.Shard(i)
@@ -52,7 +53,11 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 			switch {
 			case !v.live(now):
 				kb = append(kb[:0], key...)
-				e.reap(i, s, kb, e.tab.Hash(kb), v, tag)
+				h := e.tab.Hash(kb)
+				e.reap(i, s, kb, h, v, tag)
+				if j != nil {
+					e.recordOne(j, i, kb, h)
+				}
 				gone++
 			case v.Expire != 0 && (bestExp == 0 || v.Expire < bestExp):
 				bestExp = v.Expire
@@ -73,6 +78,9 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 			if cur, tag := s.GetTagged(best, h); cur != nil {
 				e.reap(i, s, best, h, cur, *tag)
 				e.stats[i].changes.Add(1)
+				if j != nil {
+					e.recordOne(j, i, best, h)
+				}
 			}
 		}
 		if locked {

@@ -25,7 +25,7 @@ func (e *Engine) Exclusive(keys [][]byte, all bool, fn func(tx *Engine)) {
 	} else {
 		idx = e.shardsOf(keys)
 	}
-	tx := &Engine{keyspace: e.keyspace, held: make([]bool, e.tab.Count())}
+	tx := &Engine{keyspace: e.keyspace, held: make([]bool, e.tab.Count()), tx: &txLog{}}
 	locked := idx[:0]
 	defer func() {
 		for j := len(locked) - 1; j >= 0; j-- {
@@ -39,6 +39,9 @@ func (e *Engine) Exclusive(keys [][]byte, all bool, fn func(tx *Engine)) {
 		}
 	}
 	fn(tx)
+	if j := e.journal(); j != nil && (tx.tx.flushed || len(tx.tx.keys) > 0) {
+		e.recordKeys(j, tx.tx.flushed, tx.tx.keys)
+	}
 }
 
 // lockShard locks shard i and reports true, or reports false without

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,14 +47,10 @@ type SaveStats struct {
 // every registered section, to path: through path+".tmp", fsynced, renamed
 // over path, directory fsynced. It locks one shard at a time (see doc.go).
 func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error) {
-	clk := eng.Clock()
-	start := clk.Mono()
-	now := eng.Now()
-	st := SaveStats{Started: time.Unix(0, now)}
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return st, fmt.Errorf("snapshot: %w", err)
+		return SaveStats{}, fmt.Errorf("snapshot: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -62,8 +59,41 @@ func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error
 			os.Remove(tmp)
 		}
 	}()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	st, err := Write(bw, eng, sections)
+	if err != nil {
+		return st, err
+	}
+	if err := bw.Flush(); err != nil {
+		return st, fmt.Errorf("snapshot: writing %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return st, fmt.Errorf("snapshot: fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return st, fmt.Errorf("snapshot: closing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return st, fmt.Errorf("snapshot: %w", err)
+	}
+	ok = true
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return st, fmt.Errorf("snapshot: fsync directory: %w", err)
+	}
+	return st, nil
+}
+
+// Write encodes a snapshot of eng and sections to w, in the file format of
+// doc.go: what Save writes to a file, and what a primary sends a replica
+// on a full resynchronisation. An error of w is returned wrapped, with the
+// "snapshot: " prefix.
+func Write(dst io.Writer, eng *engine.Engine, sections *Sections) (SaveStats, error) {
+	clk := eng.Clock()
+	start := clk.Mono()
+	now := eng.Now()
+	st := SaveStats{Started: time.Unix(0, now)}
 	crc := crc32.New(castagnoli)
-	w := &countWriter{w: bufio.NewWriterSize(f, 256<<10), crc: crc}
+	w := &countWriter{w: dst, crc: crc}
 
 	hdr := make([]byte, 0, headerLen)
 	hdr = append(hdr, magic...)
@@ -120,6 +150,9 @@ func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error
 			start = plains[k].keyEnd
 		}
 		w.Write(buf)
+		if w.err != nil {
+			return st, fmt.Errorf("snapshot: %w", w.err)
+		}
 		runtime.Gosched() // serving goroutines first: the save can wait
 	}
 	for _, sec := range sections.sorted() {
@@ -142,24 +175,8 @@ func Save(path string, eng *engine.Engine, sections *Sections) (SaveStats, error
 	w.Write(buf)
 	w.crc = nil
 	w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
-	if w.err == nil {
-		w.err = w.w.Flush()
-	}
 	if w.err != nil {
-		return st, fmt.Errorf("snapshot: writing %s: %w", tmp, w.err)
-	}
-	if err := f.Sync(); err != nil {
-		return st, fmt.Errorf("snapshot: fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return st, fmt.Errorf("snapshot: closing %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return st, fmt.Errorf("snapshot: %w", err)
-	}
-	ok = true
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return st, fmt.Errorf("snapshot: fsync directory: %w", err)
+		return st, fmt.Errorf("snapshot: %w", w.err)
 	}
 	st.Bytes = w.n
 	st.Duration = clk.Mono() - start
@@ -178,7 +195,7 @@ func syncDir(dir string) error {
 // countWriter writes through a buffer, hashing and counting, and keeps the
 // first error so the writing code reads straight.
 type countWriter struct {
-	w   *bufio.Writer
+	w   io.Writer
 	crc hash.Hash32
 	n   int64
 	err error
@@ -216,15 +233,21 @@ var ErrNotExist = os.ErrNotExist
 // keys that do not fit eng's shards (an error matching engine.ErrShardFull),
 // found only while storing them.
 func Load(path string, eng *engine.Engine, sections *Sections) (LoadStats, error) {
-	start := eng.Clock().Mono()
-	var st LoadStats
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return st, err
+			return LoadStats{}, err
 		}
-		return st, fmt.Errorf("snapshot: %w", err)
+		return LoadStats{}, fmt.Errorf("snapshot: %w", err)
 	}
+	return LoadBytes(data, eng, sections)
+}
+
+// LoadBytes is Load of a snapshot already in memory: a file's contents or
+// what a primary sent on a full resynchronisation.
+func LoadBytes(data []byte, eng *engine.Engine, sections *Sections) (LoadStats, error) {
+	start := eng.Clock().Mono()
+	var st LoadStats
 	recs, created, err := verify(data)
 	if err != nil {
 		return st, err

@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/engine/gcra"
+)
+
+// replayJournal encodes every unit it is told and applies it to a second
+// engine, as a replica does: the copy must end equal to the original.
+type replayJournal struct {
+	mu    sync.Mutex
+	units [][]byte // flushed flag, then key/entry pairs, encoded
+}
+
+func (r *replayJournal) Record(flushed bool, changes []Change) {
+	var b []byte
+	if flushed {
+		b = append(b, 'F')
+	} else {
+		b = append(b, 'U')
+	}
+	for _, c := range changes {
+		b = fmt.Appendf(b, "%d:", len(c.Key))
+		b = append(b, c.Key...)
+		if c.Entry.Kind == KindNone {
+			b = append(b, 0)
+			continue
+		}
+		enc, err := c.Entry.AppendBinary(nil)
+		if err != nil {
+			panic(err)
+		}
+		b = fmt.Appendf(b, "%c%d:", 1, len(enc))
+		b = append(b, enc...)
+	}
+	r.mu.Lock()
+	r.units = append(r.units, b)
+	r.mu.Unlock()
+}
+
+func (r *replayJournal) applyTo(t *testing.T, e *Engine, now int64) {
+	for _, u := range r.units {
+		if u[0] == 'F' {
+			e.Flush()
+		}
+		u = u[1:]
+		for len(u) > 0 {
+			var n int
+			var key []byte
+			fmt.Sscanf(string(u), "%d:", &n)
+			u = u[bytes.IndexByte(u, ':')+1:]
+			key, u = u[:n], u[n:]
+			if u[0] == 0 {
+				e.Delete(key, now)
+				u = u[1:]
+				continue
+			}
+			u = u[1:]
+			fmt.Sscanf(string(u), "%d:", &n)
+			u = u[bytes.IndexByte(u, ':')+1:]
+			ent, _, err := DecodeEntry(u[:n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			u = u[n:]
+			e.Do(key, now, func(Entry) (Entry, bool) { return ent, true })
+		}
+	}
+}
+
+// keyspaceOf encodes every live key of e, sorted by nothing: a map.
+func keyspaceOf(t *testing.T, e *Engine, now int64) map[string]string {
+	out := map[string]string{}
+	for i := 0; i < e.Shards(); i++ {
+		e.RangeShard(i, now, func(key string, ent *Entry) bool {
+			b, err := ent.AppendBinary(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[key] = string(b)
+			return true
+		})
+	}
+	return out
+}
+
+func TestJournalReplaysToAnEqualKeyspace(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	e := New(clk, 8)
+	j := &replayJournal{}
+	e.SetJournal(j)
+	rng := rand.New(rand.NewSource(1))
+	gl, err := gcra.NewLimit(int64(time.Second)/5, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := CellLimiter{L: gl}
+	log, err := NewSlidingLog(20, int64(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := NewSlidingWindow(10, int64(time.Second), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			for n := 0; n < 3000; n++ {
+				now := clk.Now()
+				key := []byte(fmt.Sprint("k", rng.Intn(60)))
+				switch rng.Intn(8) {
+				case 0:
+					Limit(e, append([]byte("cell:"), key...), now, cell, 1)
+				case 1:
+					Limit(e, append([]byte("log:"), key...), now, log, 1)
+				case 2:
+					Limit(e, append([]byte("sw:"), key...), now, sw, 1)
+				case 3:
+					e.SetString(key, now, []byte(fmt.Sprint("v", n)), SetOptions{Expire: now + int64(rng.Intn(3)+1)*int64(time.Second)}, nil)
+				case 4:
+					e.IncrBy(append([]byte("n:"), key...), now, 1)
+				case 5:
+					e.Delete(key, now)
+				case 6:
+					other := []byte(fmt.Sprint("k", rng.Intn(60)))
+					e.SetStrings([][]byte{key, other}, [][]byte{[]byte("a"), []byte("b")}, now, false)
+				case 7:
+					e.Exclusive([][]byte{key}, false, func(tx *Engine) {
+						tx.IncrBy(key, now, 1)
+						tx.Delete(key, now)
+						tx.SetString(key, now, []byte("tx"), SetOptions{}, nil)
+					})
+				}
+			}
+		}(int64(g))
+	}
+	for step := 0; step < 50; step++ {
+		clk.Advance(100 * time.Millisecond)
+		e.ExpireCycle(clk.Now(), 20)
+		if rng.Intn(40) == 0 {
+			e.Exclusive(nil, true, func(tx *Engine) { tx.Flush() })
+		}
+	}
+	wg.Wait()
+	now := clk.Now()
+	copyEng := New(clk, 4)
+	j.applyTo(t, copyEng, now)
+	want, got := keyspaceOf(t, e, now), keyspaceOf(t, copyEng, now)
+	if len(want) == 0 {
+		t.Fatal("the load left no key: the test proves nothing")
+	}
+	if len(got) != len(want) {
+		t.Errorf("the copy has %d keys, the original %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("key %q differs in the copy", k)
+		}
+	}
+}
+
+func TestJournalOffRecordsNothing(t *testing.T) {
+	t.Parallel()
+	e := New(nil, 4)
+	j := &replayJournal{}
+	e.SetJournal(j)
+	e.IncrBy([]byte("a"), t0, 1)
+	e.SetJournal(nil)
+	e.IncrBy([]byte("b"), t0, 1)
+	e.Flush()
+	if len(j.units) != 1 {
+		t.Errorf("%d units recorded, want 1 (a write before SetJournal(nil))", len(j.units))
+	}
+}
