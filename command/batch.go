@@ -130,6 +130,7 @@ func (c *Client) publish() {
 // endBatch publishes what the batch counted; the connection loop calls it
 // before flushing the replies.
 func (c *Client) endBatch() {
+	c.settleBlocked()
 	if !c.bt.open {
 		return
 	}

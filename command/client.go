@@ -56,6 +56,9 @@ type Client struct {
 	// multiShown is what CLIENT LIST, on another connection's goroutine,
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32
+
+	repl atomic.Pointer[replClient] // what it said as a replica (replication.go); nil for others
+	blk  *blocked                   // while a command waits to answer (blocking.go)
 }
 
 // eng is the keyspace as the current command must reach it: through the

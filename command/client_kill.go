@@ -48,11 +48,14 @@ func cmdClientKill(c *Client, args [][]byte) {
 		case equalFold(args[i], "user"):
 			user = string(v)
 		case equalFold(args[i], "type"):
-			// A client is a pub/sub one while it listens to a channel or
-			// pattern, a normal one otherwise; no replica or master
-			// connections exist yet.
+			// A client is a replica once it asked for the stream, a pub/sub
+			// one while it listens to a channel or pattern, a normal one
+			// otherwise. A replica's link to its primary is not a client
+			// here: TYPE master matches nothing.
 			switch typ = strings.ToLower(string(v)); typ {
-			case "normal", "pubsub", "master", "replica", "slave":
+			case "slave":
+				typ = "replica"
+			case "normal", "pubsub", "master", "replica":
 			default:
 				c.Errf("Unknown client type '%s'", clip(v))
 				return
@@ -102,6 +105,9 @@ func kill(c, victim *Client) {
 
 // clientType is the client's type as CLIENT KILL TYPE names it.
 func (c *Client) clientType() string {
+	if r := c.repl.Load(); r != nil && r.replica.Load() != nil {
+		return "replica"
+	}
 	if c.subCount.Load() > 0 {
 		return "pubsub"
 	}

@@ -9,7 +9,7 @@ import (
 
 func registerGcra(t *Table) {
 	t.register(
-		&Command{Name: "cl.throttle", Arity: -5, MaxArgs: 6, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+		&Command{Name: "cl.throttle", Arity: -5, MaxArgs: 6, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "GCRA exactly as redis-cell: [limited, limit, remaining, retry_after, reset_after] in seconds.",
 			Syntax:  "key max_burst count period [quantity]", Handler: cmdClThrottle},

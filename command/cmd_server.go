@@ -236,6 +236,12 @@ func infoStats(s *Server, eng *engine.Engine, b *strings.Builder) {
 	infoLine(b, "evicted_keys", s.mem.evicted.Load())
 	infoLine(b, "keyspace_hits", st.KeyspaceHits)
 	infoLine(b, "keyspace_misses", st.KeyspaceMiss)
+	if s.repl != nil {
+		rs := s.repl.Status()
+		infoLine(b, "sync_full", rs.SyncFull)
+		infoLine(b, "sync_partial_ok", rs.SyncPartialOK)
+		infoLine(b, "sync_partial_err", rs.SyncPartialErr)
+	}
 }
 
 func infoCommandStats(s *Server, eng *engine.Engine, b *strings.Builder) {

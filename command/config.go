@@ -53,6 +53,8 @@ func (s *Server) reload(r config.Reload) error {
 		s.mem.load(s)
 	case config.ReloadSlowlog:
 		s.slow.configure(s.Config())
+	case config.ReloadReplication:
+		s.reloadReplication()
 	case config.ReloadPersistence:
 		s.persist.stopWrites.Store(s.Config().StopWritesOnBGSaveError)
 		s.refuseWrites.Store(s.persist.stopWrites.Load() && s.persist.failing.Load())

@@ -1,7 +1,8 @@
 package command
 
 // A connection in a mode (subscribed, monitoring) and a server that
-// refuses writes (a failed snapshot with stop-writes-on-bgsave-error) each
+// refuses writes (a failed snapshot with stop-writes-on-bgsave-error, a
+// read-only replica) each
 // restrict what a command may do. One gate checks them all, so that the
 // common case, none of them, costs two atomic loads and one call per
 // command.
@@ -16,12 +17,12 @@ func registerModes(t *Table) { t.registerGate(18, "modes", modeGate) }
 
 func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	m := c.mode.Load()
-	if m == 0 && !c.srv.refuseWrites.Load() {
+	if m == 0 && !c.srv.refuseWrites.Load() && !c.srv.readOnly.Load() {
 		return true
 	}
 	return (m&modeSubscribed == 0 || subscribedGate(c, cmd, args)) &&
 		(m&modeMonitor == 0 || monitorGate(c, cmd, args)) &&
-		misconfGate(c, cmd, args)
+		misconfGate(c, cmd, args) && readOnlyGate(c, cmd, args)
 }
 
 // setMode turns one mode of c on or off.

@@ -26,6 +26,7 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/policy"
+	"github.com/limitdb/limitdb/replication"
 	"github.com/limitdb/limitdb/resp"
 )
 
@@ -48,7 +49,6 @@ type Server struct {
 
 	clk     clock.Clock // the engine's: every time the command layer reads
 	runID   string      // this run's identity (INFO server run_id)
-	replID  string      // the replication ID (INFO replication master_replid)
 	started time.Time
 	nextID  atomic.Int64
 
@@ -80,6 +80,8 @@ type Server struct {
 	policies     *policy.Store        // named policies: cmd_policy.go
 	pubsub       pubsub               // channels and patterns: pubsub.go
 	monitors     monitors             // MONITOR connections: monitor.go
+	repl         *replication.Manager // replicas, the link to a primary, the change stream: replication.go
+	readOnly     atomic.Bool          // a read-only replica refuses writes (readOnlyGate)
 	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
 	sections     persistence.Sections // a snapshot's sections beside the keyspace
 	persist      persistState         // snapshots: cmd_persist.go
@@ -110,11 +112,13 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		directives: config.Builtin(),
 		logger:     logger,
 		started:    clock.Time(clk),
-		runID:      newRunID(),
-		replID:     newRunID(),
+		runID:      replication.NewID(),
 		done:       make(chan struct{}),
 	}
 	s.policies = policy.NewStore(nil)
+	if eng != nil {
+		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
+	}
 	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
@@ -137,7 +141,12 @@ func (s *Server) Config() config.Config {
 // Close stops the command layer's background work (the rules file's
 // watch). The node closes the connections.
 func (s *Server) Close() error {
-	s.closeOnce.Do(func() { close(s.done) })
+	s.closeOnce.Do(func() {
+		close(s.done)
+		if s.repl != nil {
+			s.repl.Close()
+		}
+	})
 	return nil
 }
 
@@ -189,6 +198,11 @@ func (s *Server) Closed(conn Conn, _ error) {
 	}
 	s.unsubscribeAll(c)
 	s.stopMonitoring(c)
+	if r := c.repl.Load(); r != nil {
+		if rep := r.replica.Load(); rep != nil {
+			s.repl.Detach(rep)
+		}
+	}
 	s.clients.remove(c)
 }
 

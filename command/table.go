@@ -39,6 +39,7 @@ type Command struct {
 	Name       string // lower case; "parent|sub" for subcommands
 	Arity      int    // Redis convention: n exact, -n at least n (name included)
 	MaxArgs    int    // with Arity -n: the most arguments, name included (0: no bound)
+	CostArg    int    // a limiter's optional cost argument, by position: "0" peeks, which a read-only replica serves (0: none)
 	Flags      Flag
 	FirstKey   int // key positions, 0 when the command takes no key
 	LastKey    int // -1: the last argument

@@ -25,7 +25,6 @@ func Builtin() *Directives {
 		Int("shards", "keyspace shards, rounded up to a power of two (0: 256)", false, 0,
 			func(c *Config) *int { return &c.Shards }),
 		// Read-only answers to what redis-benchmark and client libraries ask at start-up.
-		Fixed("appendonly", "no"),
 		Fixed("databases", "1"),
 		Fixed("cluster-enabled", "no"),
 	)
@@ -36,14 +35,8 @@ func Builtin() *Directives {
 	ds.Add(observability()...)
 	ds.Add(tls()...)
 	ds.Add(policies()...)
-	ds.Add(
-		Int("replica-priority", "Sentinel promotes the replica with the lowest priority first; 0: never", true, 0,
-			func(c *Config) *int { return &c.ReplicaPriority }),
-		String("replica-announce-ip", "the address a replica gives its primary, as Sentinel should reach it (empty: the connection's)", true,
-			func(c *Config) *string { return &c.ReplicaAnnounceIP }),
-		Int("replica-announce-port", "the port a replica gives its primary (0: the listening port)", true, 0,
-			func(c *Config) *int { return &c.ReplicaAnnouncePort }),
-	)
+	ds.Add(replication()...)
+	ds.Add(appendOnly()...)
 	return ds
 }
 
@@ -251,4 +244,81 @@ func policies() []*Directive {
 				return nil
 			}},
 	}
+}
+
+func replication() []*Directive {
+	return []*Directive{
+		Int("replica-priority", "Sentinel promotes the replica with the lowest priority first; 0: never", true, 0,
+			func(c *Config) *int { return &c.ReplicaPriority }),
+		String("replica-announce-ip", "the address a replica gives its primary, as Sentinel should reach it (empty: the connection's)", true,
+			func(c *Config) *string { return &c.ReplicaAnnounceIP }),
+		Int("replica-announce-port", "the port a replica gives its primary (0: the listening port)", true, 0,
+			func(c *Config) *int { return &c.ReplicaAnnouncePort }),
+		replicaOf("replicaof"),
+		replicaOf("slaveof"),
+		String("masterauth", "the password this replica authenticates to its primary with", true,
+			func(c *Config) *string { return &c.MasterAuth }),
+		String("masteruser", "the user this replica authenticates to its primary as (empty: AUTH with the password alone)", true,
+			func(c *Config) *string { return &c.MasterUser }),
+		Size("repl-backlog-size", "bytes of the change stream a primary keeps for replicas that reconnect (partial resynchronisation)", true, 16<<10,
+			func(c *Config) *int64 { return &c.ReplBacklogSize }).with(ReloadReplication),
+		Bool("replica-read-only", "a replica refuses writes from its clients (READONLY)", true,
+			func(c *Config) *bool { return &c.ReplicaReadOnly }).with(ReloadReplication),
+		Int("repl-timeout", "seconds without a byte from the other side before a replication link is dropped", true, 1,
+			func(c *Config) *int { return &c.ReplTimeout }),
+		Int("repl-ping-replica-period", "seconds between the PINGs a primary sends its replicas", true, 1,
+			func(c *Config) *int { return &c.ReplPingReplicaPeriod }),
+	}
+}
+
+// replicaOf is replicaof (and its old name slaveof): "host port" of the
+// primary this server replicates at start-up; empty or "no one": none.
+func replicaOf(name string) *Directive {
+	return &Directive{Name: name, Help: "host port: replicate that primary from start-up (empty: be a primary)",
+		Get: func(c *Config) string { return c.ReplicaOf },
+		Set: func(c *Config, v string) error {
+			f := strings.Fields(v)
+			switch {
+			case len(f) == 0 || (len(f) == 2 && strings.EqualFold(f[0], "no") && strings.EqualFold(f[1], "one")):
+				c.ReplicaOf = ""
+			case len(f) == 2:
+				if p, err := strconv.Atoi(f[1]); err != nil || p < 1 || p > 65535 {
+					return fmt.Errorf("invalid master port %q", f[1])
+				}
+				c.ReplicaOf = f[0] + " " + f[1]
+			default:
+				return fmt.Errorf("replicaof wants 'host port'")
+			}
+			return nil
+		}}
+}
+
+func appendOnly() []*Directive {
+	return []*Directive{
+		Bool("appendonly", "log every change to an append-only file, replayed at start-up", true,
+			func(c *Config) *bool { return &c.AppendOnly.AppendOnly }).with(ReloadAppendOnly),
+		oneOf("appendfsync", "when the append-only file is fsynced: always (before each reply), everysec, no (the OS decides)",
+			[]string{"always", "everysec", "no"}, func(c *Config) *string { return &c.AppendFsync }),
+		String("appendfilename", "the append-only files' name prefix", false,
+			func(c *Config) *string { return &c.AppendFilename }).protected(),
+		String("appenddirname", "the append-only file directory, inside dir", false,
+			func(c *Config) *string { return &c.AppendDirname }).protected(),
+		Bool("aof-load-truncated", "start from an append-only file whose last record is torn (a crash mid-write), dropping that record", true,
+			func(c *Config) *bool { return &c.AOFLoadTruncated }),
+	}
+}
+
+// oneOf is a string directive limited to values.
+func oneOf(name, help string, values []string, field func(c *Config) *string) *Directive {
+	d := String(name, help, true, field)
+	d.Set = func(c *Config, v string) error {
+		for _, x := range values {
+			if strings.EqualFold(v, x) {
+				*field(c) = x
+				return nil
+			}
+		}
+		return fmt.Errorf("argument must be one of %s", strings.Join(values, ", "))
+	}
+	return d
 }

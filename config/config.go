@@ -51,7 +51,8 @@ type Config struct {
 	SlowlogMaxLen        int    // entries the slow log keeps
 	MetricsAddr          string // Prometheus endpoint address; empty: off
 
-	Replica     // replica-priority, replica-announce-*
+	Replica     // replica-priority, replica-announce-*, replicaof, repl-*
+	AppendOnly  // appendonly, appendfsync, ...
 	Security    // requirepass, aclfile, protected mode
 	TLS         // tls-*
 	Limits      // protocol and client limits
@@ -64,7 +65,8 @@ func Default() Config {
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
-		EventLoop: true, Replica: Replica{ReplicaPriority: 100}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
+		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10},
+		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
 }
 
 // Replica is how a node describes itself as a replica, named as in Redis:
@@ -73,6 +75,23 @@ type Replica struct {
 	ReplicaPriority     int    // replica-priority: lower is preferred, 0 never promoted
 	ReplicaAnnounceIP   string // replica-announce-ip: the address to announce ("" : the connection's)
 	ReplicaAnnouncePort int    // replica-announce-port: the port to announce (0: the listening one)
+
+	ReplicaOf             string // replicaof: "host port" of the primary to replicate ("": be a primary)
+	MasterAuth            string // masterauth: the password for the primary
+	MasterUser            string // masteruser: the user for the primary ("": AUTH password)
+	ReplBacklogSize       int64  // repl-backlog-size: stream bytes kept for partial resynchronisation
+	ReplicaReadOnly       bool   // replica-read-only: a replica refuses its clients' writes
+	ReplTimeout           int    // repl-timeout: seconds of silence before a link is dropped
+	ReplPingReplicaPeriod int    // repl-ping-replica-period: seconds between a primary's PINGs
+}
+
+// AppendOnly is the append-only file, named as in Redis.
+type AppendOnly struct {
+	AppendOnly       bool   // appendonly: log every change, replay it at start-up
+	AppendFsync      string // appendfsync: always, everysec, no
+	AppendFilename   string // appendfilename: the files' name prefix
+	AppendDirname    string // appenddirname: the directory inside Dir
+	AOFLoadTruncated bool   // aof-load-truncated: accept a torn last record
 }
 
 // Security is who may connect and run what.

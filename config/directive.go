@@ -18,6 +18,8 @@ const (
 	ReloadMemory                    // reread maxmemory and its policy
 	ReloadSlowlog                   // resize and re-threshold the slow log
 	ReloadPersistence               // reread what a failed snapshot refuses
+	ReloadReplication               // resize the replication backlog
+	ReloadAppendOnly                // open or close the append-only file
 )
 
 // Directive is one configuration parameter, named as in Redis. The one

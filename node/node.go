@@ -235,6 +235,8 @@ func (n *Node) Start() {
 		per := (eng.Shards() + slices - 1) / slices
 		go n.every(100*time.Millisecond/slices, func() { eng.ExpireShards(eng.Now(), 20, per) })
 		go n.every(time.Second, n.SaveIfDue)
+		go n.every(time.Second, n.ReplicationCron)
+		n.StartReplication()
 	})
 }
 

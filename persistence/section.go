@@ -56,3 +56,13 @@ func (ss *Sections) lookup(name string) (section, bool) {
 	s, ok := ss.byName[name]
 	return s, ok
 }
+
+// Load hands data to the loader of the section name, as a snapshot's load
+// does: how a replica applies a section its primary changed.
+func (ss *Sections) Load(name string, data []byte) error {
+	s, ok := ss.lookup(name)
+	if !ok {
+		return fmt.Errorf("unknown section %q", name)
+	}
+	return s.load(data)
+}

@@ -26,6 +26,8 @@ var layers = [][]string{
 	{"engine"},
 	// What builds on the keyspace without the protocol.
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
+	// The change stream: replicas and the append-only file.
+	{"replication"},
 	// The command layer.
 	{"command"},
 	// The assembly, and the exporters of the command layer's figures.
@@ -47,11 +49,12 @@ var only = map[string][]string{
 // packages they must not import: the command layer knows the connection
 // it needs (command.Conn), never the transport that provides it.
 var never = map[string][]string{
-	"command":   {"server", "node"},
-	"engine":    {"server", "resp", "config"},
-	"policy":    {"server", "resp"},
-	"metrics":   {"server", "node"},
-	"httplimit": {"server", "resp", "command", "node"},
+	"command":     {"server", "node"},
+	"engine":      {"server", "resp", "config"},
+	"replication": {"server", "resp", "config"},
+	"policy":      {"server", "resp"},
+	"metrics":     {"server", "node"},
+	"httplimit":   {"server", "resp", "command", "node"},
 }
 
 // pkg is one package's non-test files.

@@ -1,0 +1,291 @@
+package replication
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/persistence"
+)
+
+// Link states, as ROLE names them on a replica.
+const (
+	LinkConnect    = "connect"    // waiting to connect
+	LinkConnecting = "connecting" // connected, in the handshake
+	LinkSync       = "sync"       // receiving a snapshot
+	LinkConnected  = "connected"  // applying the stream
+)
+
+// link is a replica's connection to its primary: it connects, hands
+// shakes, resynchronises and applies the stream, and starts over a second
+// after any failure until stopped.
+type link struct {
+	m    *Manager
+	host string
+	port int
+
+	state    atomic.Value // string: LinkConnect...
+	lastIO   atomic.Int64 // Mono of the last byte from the primary
+	downMono atomic.Int64 // Mono at which the link went down (or was made)
+
+	mu     sync.Mutex // guards conn and writes to it
+	conn   net.Conn
+	closed bool
+	done   chan struct{}
+	ended  chan struct{}
+}
+
+func newLink(m *Manager, host string, port int) *link {
+	l := &link{m: m, host: host, port: port, done: make(chan struct{}), ended: make(chan struct{})}
+	l.state.Store(LinkConnect)
+	l.downMono.Store(int64(m.clk.Mono()))
+	return l
+}
+
+// stop closes the link and waits until it applies nothing more.
+func (l *link) stop() {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.done)
+		if l.conn != nil {
+			l.conn.Close()
+		}
+	}
+	l.mu.Unlock()
+	<-l.ended
+}
+
+func (l *link) run() {
+	defer close(l.ended)
+	for {
+		err := l.session()
+		if l.state.Load() == LinkConnected || l.state.Load() == LinkSync {
+			l.downMono.Store(int64(l.m.clk.Mono()))
+		}
+		l.state.Store(LinkConnect)
+		select {
+		case <-l.done:
+			return
+		default:
+		}
+		l.m.logf("replication link to %s:%d: %v; retrying in 1s", l.host, l.port, err)
+		select {
+		case <-l.done:
+			return
+		case <-l.m.clk.After(time.Second):
+		}
+	}
+}
+
+// Up reports whether the link applies the stream.
+func (l *link) up() bool { return l.state.Load() == LinkConnected }
+
+// session is one connection: handshake, resynchronisation, stream.
+func (l *link) session() error {
+	self := l.m.host.Self()
+	timeout := self.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	d := net.Dialer{Timeout: min(timeout, 5*time.Second)}
+	c, err := d.Dial("tcp", net.JoinHostPort(l.host, strconv.Itoa(l.port)))
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		c.Close()
+		return errors.New("stopped")
+	}
+	l.conn = c
+	l.mu.Unlock()
+	defer c.Close()
+	l.state.Store(LinkConnecting)
+	br := bufio.NewReaderSize(c, 256<<10)
+	deadline := func() { c.SetReadDeadline(time.Now().Add(timeout)) }
+	ask := func(args ...string) (string, error) {
+		if err := l.send(args...); err != nil {
+			return "", err
+		}
+		deadline()
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimRight(line, "\r\n"), nil
+	}
+	// PING: a primary that wants a password answers NOAUTH, which is fine.
+	if r, err := ask("PING"); err != nil {
+		return err
+	} else if r != "+PONG" && !strings.HasPrefix(r, "-NOAUTH") && !strings.HasPrefix(r, "-NOPERM") {
+		return fmt.Errorf("PING answered %q", r)
+	}
+	if self.Pass != "" {
+		args := []string{"AUTH", self.Pass}
+		if self.User != "" {
+			args = []string{"AUTH", self.User, self.Pass}
+		}
+		if r, err := ask(args...); err != nil {
+			return err
+		} else if r != "+OK" {
+			return fmt.Errorf("AUTH answered %q", r)
+		}
+	}
+	handshake := [][]string{{"REPLCONF", "listening-port", strconv.Itoa(self.ListeningPort)}}
+	if self.AnnounceIP != "" {
+		handshake = append(handshake, []string{"REPLCONF", "ip-address", self.AnnounceIP})
+	}
+	handshake = append(handshake, []string{"REPLCONF", "capa", "eof", "capa", "psync2"})
+	for _, h := range handshake {
+		if r, err := ask(h...); err != nil {
+			return err
+		} else if r != "+OK" {
+			return fmt.Errorf("%s answered %q", strings.Join(h, " "), r)
+		}
+	}
+	id, _, _ := l.m.stream.IDs()
+	next := l.m.stream.Offset() + 1
+	r, err := ask("PSYNC", id, strconv.FormatInt(next, 10))
+	if err != nil {
+		return err
+	}
+	switch f := strings.Fields(r); {
+	case len(f) == 3 && f[0] == "+FULLRESYNC":
+		off, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || off < 0 {
+			return fmt.Errorf("PSYNC answered %q", r)
+		}
+		l.state.Store(LinkSync)
+		if err := l.loadSnapshot(br, deadline); err != nil {
+			return err
+		}
+		l.m.stream.Reset(f[1], off)
+		l.m.logf("full resynchronisation from %s:%d done: replication ID %s, offset %d", l.host, l.port, f[1], off)
+	case len(f) >= 1 && f[0] == "+CONTINUE":
+		if len(f) == 2 {
+			l.m.stream.Adopt(f[1])
+		}
+		l.m.logf("partial resynchronisation from %s:%d at offset %d", l.host, l.port, next-1)
+	default:
+		return fmt.Errorf("PSYNC answered %q", r)
+	}
+	l.state.Store(LinkConnected)
+	l.lastIO.Store(int64(l.m.clk.Mono()))
+	acks := make(chan struct{})
+	defer close(acks)
+	go l.ackEverySecond(acks)
+	return l.apply(br, deadline)
+}
+
+// loadSnapshot reads the snapshot the primary sends as "$len\r\n" and len
+// bytes (newlines before it are keep-alives) and loads it in place of the
+// keyspace.
+func (l *link) loadSnapshot(br *bufio.Reader, deadline func()) error {
+	var header string
+	for {
+		deadline()
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if header = strings.TrimRight(line, "\r\n"); header != "" {
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimPrefix(header, "$"), 10, 64)
+	if !strings.HasPrefix(header, "$") || err != nil || n < 0 || n > 1<<40 {
+		return fmt.Errorf("bad snapshot header %q", header)
+	}
+	data := make([]byte, n)
+	for got := 0; got < len(data); {
+		deadline()
+		k, err := br.Read(data[got:])
+		if err != nil {
+			return fmt.Errorf("reading the snapshot: %w", err)
+		}
+		got += k
+		l.lastIO.Store(int64(l.m.clk.Mono()))
+	}
+	eng := l.m.eng
+	eng.Flush()
+	if _, err := persistence.LoadBytes(data, eng, l.m.host.Sections()); err != nil {
+		return fmt.Errorf("loading the primary's snapshot: %w", err)
+	}
+	return nil
+}
+
+// apply applies the stream until the connection fails or the link stops.
+func (l *link) apply(br *bufio.Reader, deadline func()) error {
+	var raw []byte
+	for {
+		deadline()
+		args, rec, err := readRecord(br, raw[:0])
+		raw = rec
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return errors.New("the primary closed the connection")
+			}
+			return err
+		}
+		l.lastIO.Store(int64(l.m.clk.Mono()))
+		if err := Apply(l.m.eng, l.m.host.Sections(), l.m.eng.Now(), args); err != nil {
+			l.m.logf("replication: a record from the primary was not applied: %v", err)
+		}
+		l.m.stream.Append(raw)
+		if len(args) >= 2 && strings.EqualFold(string(args[0]), verbReplconf) && strings.EqualFold(string(args[1]), "GETACK") {
+			if err := l.ack(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ack sends REPLCONF ACK with the offset applied.
+func (l *link) ack() error {
+	return l.send("REPLCONF", "ACK", strconv.FormatInt(l.m.stream.Offset(), 10))
+}
+
+func (l *link) ackEverySecond(stop chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-l.m.clk.After(time.Second):
+			if l.ack() != nil {
+				return
+			}
+		}
+	}
+}
+
+// send writes one command to the primary.
+func (l *link) send(args ...string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		return errors.New("not connected")
+	}
+	l.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err := l.conn.Write(AppendCommand(nil, args...))
+	return err
+}
+
+// LinkStatus is what INFO and ROLE say of a replica's link.
+type LinkStatus struct {
+	Host           string
+	Port           int
+	State          string // LinkConnect, ...
+	Up             bool
+	LastIOSeconds  int64 // since the last byte from the primary; -1 when never
+	DownSeconds    int64 // since the link went down; -1 when up
+	SyncInProgress bool
+}

@@ -1,0 +1,212 @@
+package replication
+
+import (
+	"io"
+	"log"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/persistence"
+)
+
+// Host is what replication needs of the server it runs in.
+type Host interface {
+	// Snapshot writes the keyspace and its sections in the snapshot
+	// format (persistence.Write).
+	Snapshot(w io.Writer) error
+	// Sections are the snapshot's sections, which SECTION records and
+	// full resynchronisations load.
+	Sections() *persistence.Sections
+	// Self is how this server introduces itself to a primary.
+	Self() Self
+}
+
+// Self is how a replica introduces itself to its primary and logs in.
+type Self struct {
+	ListeningPort int    // REPLCONF listening-port
+	AnnounceIP    string // REPLCONF ip-address, when set
+	User, Pass    string // masteruser, masterauth
+	Timeout       time.Duration
+}
+
+// Manager is a server's part in replication: a primary with replicas
+// attached, or a replica with a link to its primary, and the stream either
+// way.
+type Manager struct {
+	eng    *engine.Engine
+	clk    clock.Clock // the network's timers: acknowledgements, retries, lags, WAIT (real time even when the engine's clock is not)
+	logger *log.Logger
+	host   Host
+	stream *Stream
+
+	mu        sync.Mutex
+	journaled bool // the engine tells the stream its changes (a primary with a reader)
+	replicas  []*Replica
+	link      *link // non-nil on a replica
+	waiters   []*waiter
+	lastPing  time.Duration // on the clock's Mono
+
+	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+}
+
+// New returns the replication of a primary with no replica.
+func New(eng *engine.Engine, logger *log.Logger, host Host, backlog int64) *Manager {
+	if logger == nil {
+		logger = log.Default()
+	}
+	return &Manager{eng: eng, clk: clock.Real(), logger: logger, host: host, stream: NewStream(backlog)}
+}
+
+func (m *Manager) logf(format string, args ...any) { m.logger.Printf(format, args...) }
+
+// Stream is the change stream.
+func (m *Manager) Stream() *Stream { return m.stream }
+
+// startJournal makes the engine tell the stream every change, from now on:
+// a primary with a reader (a replica, the append-only file). The caller
+// holds m.mu.
+func (m *Manager) startJournal() {
+	if !m.journaled && m.link == nil {
+		m.eng.SetJournal(m.stream)
+		m.journaled = true
+	}
+}
+
+// Tail returns a reader of the stream from now on, which never falls
+// behind: the append-only file's. On a primary it starts the journal.
+func (m *Manager) Tail() (*Reader, int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.startJournal()
+	return m.stream.Tail(true)
+}
+
+// IsReplica reports whether this server replicates a primary.
+func (m *Manager) IsReplica() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.link != nil
+}
+
+// ReplicaOf makes this server a replica of host:port (REPLICAOF host
+// port): it stops taking its own writes into the stream, drops its
+// replicas, and connects. It reports false when it already replicates
+// that primary (nothing changes, as in Redis).
+func (m *Manager) ReplicaOf(host string, port int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.link != nil && m.link.host == host && m.link.port == port {
+		return false
+	}
+	if m.link != nil {
+		m.link.stop()
+	}
+	m.eng.SetJournal(nil)
+	m.journaled = false
+	m.detachAll()
+	m.stream.Activate()
+	m.link = newLink(m, host, port)
+	m.logf("replicating %s:%d", host, port)
+	go m.link.run()
+	return true
+}
+
+// Promote makes this replica a primary (REPLICAOF NO ONE): the link stops,
+// the stream takes a new ID and keeps the old one for the replicas that
+// continue from it, and the server's own writes go to the stream again.
+// It reports false when it was a primary already.
+func (m *Manager) Promote() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.link == nil {
+		return false
+	}
+	m.link.stop()
+	m.link = nil
+	m.stream.Shift()
+	if m.stream.active {
+		m.startJournal()
+	}
+	id, _, _ := m.stream.IDs()
+	m.logf("now a primary: replication ID %s, offset %d", id, m.stream.Offset())
+	return true
+}
+
+// Close stops the link and drops the replicas.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.link != nil {
+		m.link.stop()
+		m.link = nil
+	}
+	m.detachAll()
+	m.failWaiters()
+}
+
+// Cron is the once-a-second work: a primary PINGs its replicas every
+// period so that their links see it alive.
+func (m *Manager) Cron(period time.Duration) {
+	m.mu.Lock()
+	now := m.clk.Mono()
+	send := m.link == nil && len(m.replicas) > 0 && now-m.lastPing >= period
+	if send {
+		m.lastPing = now
+	}
+	m.mu.Unlock()
+	if send {
+		m.stream.Append(AppendCommand(nil, verbPing))
+	}
+}
+
+// Status is what INFO replication and ROLE report.
+type Status struct {
+	Replica  bool       // this server replicates a primary
+	Link     LinkStatus // when Replica
+	Replicas []ReplicaStatus
+	ID, ID2  string
+	Off2     int64 // second_repl_offset
+	Backlog  BacklogInfo
+
+	SyncFull, SyncPartialOK, SyncPartialErr int64 // INFO stats: resynchronisations served
+}
+
+// ReplicaStatus is one slaveN line.
+type ReplicaStatus struct {
+	IP     string
+	Port   int
+	State  string
+	Offset int64
+	Lag    int64
+}
+
+// Status reports the replication state.
+func (m *Manager) Status() Status {
+	m.mu.Lock()
+	var st Status
+	for _, r := range m.replicas {
+		st.Replicas = append(st.Replicas, ReplicaStatus{IP: r.IP, Port: r.Port, State: r.State(), Offset: r.Offset(), Lag: r.Lag()})
+	}
+	l := m.link
+	m.mu.Unlock()
+	st.SyncFull, st.SyncPartialOK, st.SyncPartialErr = m.syncFull.Load(), m.syncPartialOK.Load(), m.syncPartialErr.Load()
+	st.ID, st.ID2, st.Off2 = m.stream.IDs()
+	st.Backlog = m.stream.Backlog()
+	if l != nil {
+		st.Replica = true
+		now := m.clk.Mono()
+		state := l.state.Load().(string)
+		st.Link = LinkStatus{Host: l.host, Port: l.port, State: state, Up: state == LinkConnected,
+			SyncInProgress: state == LinkSync, LastIOSeconds: -1, DownSeconds: -1}
+		if io := l.lastIO.Load(); io != 0 {
+			st.Link.LastIOSeconds = int64((now - time.Duration(io)) / time.Second)
+		}
+		if !st.Link.Up {
+			st.Link.DownSeconds = int64((now - time.Duration(l.downMono.Load())) / time.Second)
+		}
+	}
+	return st
+}

@@ -1,0 +1,156 @@
+package replication
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sink is a replica's connection as the primary sees it: bytes pushed in
+// order, from any goroutine.
+type Sink interface {
+	Push(b []byte)
+	Kill()
+}
+
+// Replica states, as INFO's slaveN:state names them.
+const (
+	StateWaitBGSave = "wait_bgsave" // its snapshot is being made
+	StateSendBulk   = "send_bulk"   // its snapshot is being sent
+	StateOnline     = "online"      // it receives the stream
+)
+
+// Replica is one replica attached to this primary.
+type Replica struct {
+	m      *Manager
+	sink   Sink
+	IP     string // as it announced itself (REPLCONF ip-address) or its connection's
+	Port   int    // its listening port (REPLCONF listening-port)
+	reader *Reader
+	full   bool  // it gets a snapshot first
+	from   int64 // the offset of the stream it gets first
+
+	state   atomic.Value // string
+	ack     atomic.Int64 // the offset it acknowledged (REPLCONF ACK)
+	ackMono atomic.Int64 // when, on the clock's Mono
+	done    chan struct{}
+	once    sync.Once
+}
+
+// State is its INFO state.
+func (r *Replica) State() string { return r.state.Load().(string) }
+
+// Ack records REPLCONF ACK off.
+func (r *Replica) Ack(off int64) {
+	r.ack.Store(off)
+	r.ackMono.Store(int64(r.m.clk.Mono()))
+	r.m.checkWaiters()
+}
+
+// Offset is the offset it acknowledged.
+func (r *Replica) Offset() int64 { return r.ack.Load() }
+
+// Lag is the seconds since its last acknowledgement.
+func (r *Replica) Lag() int64 {
+	return int64((r.m.clk.Mono() - time.Duration(r.ackMono.Load())) / time.Second)
+}
+
+// Attach makes the connection sink a replica that asked "PSYNC id next":
+// it answers +CONTINUE and streams from next when the backlog holds it,
+// or +FULLRESYNC, a snapshot and the stream from the snapshot's offset.
+// ip and port are what the replica announced. The replica is served from a
+// goroutine of its own until Detach or its connection fails.
+func (m *Manager) Attach(sink Sink, ip string, port int, id string, next int64) *Replica {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.startJournal()
+	r := &Replica{m: m, sink: sink, IP: ip, Port: port, done: make(chan struct{})}
+	r.ackMono.Store(int64(m.clk.Mono()))
+	if r.reader = m.stream.Continue(id, next); r.reader != nil {
+		r.from = next - 1
+		r.state.Store(StateOnline)
+		m.syncPartialOK.Add(1)
+		m.logf("replica %s:%d continues from offset %d (partial resynchronisation)", ip, port, r.from)
+	} else {
+		r.reader, r.from = m.stream.Tail(false)
+		r.full = true
+		r.state.Store(StateWaitBGSave)
+		m.syncFull.Add(1)
+		if id != "?" {
+			m.syncPartialErr.Add(1)
+		}
+		m.logf("replica %s:%d asked for %s:%d: full resynchronisation from offset %d", ip, port, id, next, r.from)
+	}
+	r.ack.Store(r.from)
+	m.replicas = append(m.replicas, r)
+	go r.serve()
+	return r
+}
+
+// Detach forgets a replica whose connection is gone.
+func (m *Manager) Detach(r *Replica) {
+	r.once.Do(func() { close(r.done) })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, x := range m.replicas {
+		if x == r {
+			m.replicas = append(m.replicas[:i], m.replicas[i+1:]...)
+			break
+		}
+	}
+}
+
+// detachAll drops every replica (the primary became a replica). The
+// caller holds m.mu.
+func (m *Manager) detachAll() {
+	for _, r := range m.replicas {
+		r.once.Do(func() { close(r.done) })
+		r.sink.Kill()
+	}
+	m.replicas = nil
+}
+
+// serve sends the replica its snapshot when it needs one, then the stream
+// as it grows.
+func (r *Replica) serve() {
+	defer r.reader.Close()
+	id, _, _ := r.m.stream.IDs()
+	if r.full {
+		r.sink.Push([]byte("+FULLRESYNC " + id + " " + strconv.FormatInt(r.from, 10) + "\r\n"))
+		var snap bytes.Buffer
+		if err := r.m.host.Snapshot(&snap); err != nil {
+			r.m.logf("replica %s:%d: snapshot failed: %v", r.IP, r.Port, err)
+			r.sink.Kill()
+			return
+		}
+		r.state.Store(StateSendBulk)
+		r.sink.Push(fmt.Appendf(nil, "$%d\r\n", snap.Len()))
+		r.sink.Push(snap.Bytes())
+		r.m.logf("replica %s:%d: snapshot of %d bytes sent", r.IP, r.Port, snap.Len())
+	} else {
+		r.sink.Push([]byte("+CONTINUE " + id + "\r\n"))
+	}
+	r.state.Store(StateOnline)
+	r.m.checkWaiters()
+	buf := make([]byte, 0, 64<<10)
+	for {
+		var err error
+		if buf, err = r.reader.Next(buf[:0], 1<<20); err != nil {
+			r.m.logf("replica %s:%d: %v; dropping it", r.IP, r.Port, err)
+			r.sink.Kill()
+			return
+		}
+		if len(buf) > 0 {
+			r.sink.Push(buf)
+			continue
+		}
+		select {
+		case <-r.reader.Wake():
+		case <-r.done:
+			return
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package replication
+
+import "time"
+
+// waiter is one WAIT: done is called once, with the replicas that
+// acknowledged target, when n of them have or when the timeout passes.
+type waiter struct {
+	target int64
+	n      int
+	done   func(acked int)
+	stop   chan struct{}
+}
+
+// Wait is WAIT n timeout: it counts the replicas that acknowledged the
+// stream up to its current offset. When n have already, it returns that
+// count and true. Otherwise it asks every replica for an acknowledgement
+// now (REPLCONF GETACK) and returns false; done gets the count later, from
+// another goroutine, once n replicas acknowledged or timeout passed (0:
+// never).
+func (m *Manager) Wait(n int, timeout time.Duration, done func(acked int)) (int, bool) {
+	target := m.stream.Offset()
+	m.mu.Lock()
+	if c := m.ackedLocked(target); c >= n {
+		m.mu.Unlock()
+		return c, true
+	}
+	w := &waiter{target: target, n: n, done: done, stop: make(chan struct{})}
+	m.waiters = append(m.waiters, w)
+	getack := len(m.replicas) > 0 && m.link == nil
+	m.mu.Unlock()
+	if getack {
+		m.stream.Append(AppendCommand(nil, verbReplconf, "GETACK", "*"))
+	}
+	if timeout > 0 {
+		go func() {
+			select {
+			case <-m.clk.After(timeout):
+				m.mu.Lock()
+				fire := m.removeWaiterLocked(w)
+				c := m.ackedLocked(w.target)
+				m.mu.Unlock()
+				if fire {
+					w.done(c)
+				}
+			case <-w.stop:
+			}
+		}()
+	}
+	return 0, false
+}
+
+// ackedLocked counts the online replicas that acknowledged off. The
+// caller holds m.mu.
+func (m *Manager) ackedLocked(off int64) int {
+	c := 0
+	for _, r := range m.replicas {
+		if r.State() == StateOnline && r.ack.Load() >= off {
+			c++
+		}
+	}
+	return c
+}
+
+// removeWaiterLocked removes w and reports whether it was still waiting.
+func (m *Manager) removeWaiterLocked(w *waiter) bool {
+	for i, x := range m.waiters {
+		if x == w {
+			m.waiters = append(m.waiters[:i], m.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// checkWaiters answers the waiters that enough replicas acknowledged.
+func (m *Manager) checkWaiters() {
+	type fired struct {
+		w *waiter
+		c int
+	}
+	var out []fired
+	m.mu.Lock()
+	kept := m.waiters[:0]
+	for _, w := range m.waiters {
+		if c := m.ackedLocked(w.target); c >= w.n {
+			out = append(out, fired{w, c})
+			continue
+		}
+		kept = append(kept, w)
+	}
+	m.waiters = kept
+	m.mu.Unlock()
+	for _, f := range out {
+		close(f.w.stop)
+		f.w.done(f.c)
+	}
+}
+
+// failWaiters answers every waiter with its current count (the server is
+// closing). The caller holds m.mu.
+func (m *Manager) failWaiters() {
+	ws := m.waiters
+	m.waiters = nil
+	for _, w := range ws {
+		close(w.stop)
+		c := m.ackedLocked(w.target)
+		go w.done(c)
+	}
+}
+
+// Acked counts the replicas that acknowledged the stream's current offset.
+func (m *Manager) Acked() int {
+	target := m.stream.Offset()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ackedLocked(target)
+}
