@@ -193,6 +193,7 @@ func cmdPolicySet(c *Client, args [][]byte) {
 		c.Error(policyError(err))
 		return
 	}
+	c.srv.replicateSection("policies", c.srv.policies.MarshalRuntime)
 	c.OK()
 }
 
@@ -232,6 +233,9 @@ func cmdPolicyDel(c *Client, args [][]byte) {
 	if err != nil {
 		c.Error(policyError(err))
 		return
+	}
+	if ok {
+		c.srv.replicateSection("policies", c.srv.policies.MarshalRuntime)
 	}
 	c.Int(int64(boolInt(ok)))
 }

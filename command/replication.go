@@ -76,6 +76,20 @@ type replClient struct {
 // Replication is the server's replication.
 func (s *Server) Replication() *replication.Manager { return s.repl }
 
+// replicateSection sends a snapshot section's new state down the stream,
+// when anything reads it.
+func (s *Server) replicateSection(name string, save func() ([]byte, error)) {
+	if !s.repl.Journaled() {
+		return
+	}
+	data, err := save()
+	if err != nil {
+		s.logger.Printf("replication: section %s: %v", name, err)
+		return
+	}
+	s.repl.Section(name, data)
+}
+
 // ReplicationCron is replication's once-a-second work.
 func (s *Server) ReplicationCron() {
 	s.repl.Cron(time.Duration(s.Config().ReplPingReplicaPeriod) * time.Second)

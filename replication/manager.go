@@ -84,6 +84,19 @@ func (m *Manager) Tail() (*Reader, int64) {
 	return m.stream.Tail(true)
 }
 
+// Journaled reports whether the server's own writes go to the stream (a
+// primary with a replica or the append-only file).
+func (m *Manager) Journaled() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.journaled
+}
+
+// Section appends a snapshot section's new state to the stream.
+func (m *Manager) Section(name string, data []byte) {
+	m.stream.Append(AppendCommand(nil, verbSection, name, string(data)))
+}
+
 // IsReplica reports whether this server replicates a primary.
 func (m *Manager) IsReplica() bool {
 	m.mu.Lock()

@@ -178,3 +178,24 @@ func TestWaitAnswersInOrder(t *testing.T) {
 	require.Equal(t, "v", raw.mustLine())
 	require.NoError(t, pc.Ping(ctx).Err())
 }
+
+// TestReplicaGetsRuntimePolicies: a policy defined on the primary after
+// the replica connected reaches it (a SECTION record), and is gone from it
+// when the primary deletes it.
+func TestReplicaGetsRuntimePolicies(t *testing.T) {
+	t.Parallel()
+	p, r := startServer(t), startServer(t)
+	pc, rc := p.client(t, 2), r.client(t, 2)
+	replicate(t, rc, p)
+	require.NoError(t, pc.Do(ctx, "RL.POLICY", "SET", "api", "gcra", 10, "1s").Err())
+	n, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, err := rc.Do(ctx, "RL.POLICY", "GET", "api").Result()
+	require.NoError(t, err)
+	require.NotNil(t, got, "the replica does not know the policy")
+	require.NoError(t, pc.Do(ctx, "RL.POLICY", "DEL", "api").Err())
+	_, err = pc.Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.ErrorIs(t, rc.Do(ctx, "RL.POLICY", "GET", "api").Err(), redis.Nil)
+}
