@@ -131,6 +131,9 @@ func (c *Client) publish() {
 // before flushing the replies.
 func (c *Client) endBatch() {
 	c.settleBlocked()
+	if r := c.srv.repl; r != nil {
+		r.Publish()
+	}
 	if !c.bt.open {
 		return
 	}

@@ -233,7 +233,14 @@ func (n *Node) Start() {
 		eng := n.Engine()
 		const slices = 10
 		per := (eng.Shards() + slices - 1) / slices
-		go n.every(100*time.Millisecond/slices, func() { eng.ExpireShards(eng.Now(), 20, per) })
+		// A replica leaves expiry to its primary, whose deletions reach
+		// it in the stream, as Redis's replicas do.
+		repl := n.Replication()
+		go n.every(100*time.Millisecond/slices, func() {
+			if !repl.IsReplica() {
+				eng.ExpireShards(eng.Now(), 20, per)
+			}
+		})
 		go n.every(time.Second, n.SaveIfDue)
 		go n.every(time.Second, n.ReplicationCron)
 		n.StartReplication()

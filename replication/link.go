@@ -224,27 +224,52 @@ func (l *link) loadSnapshot(br *bufio.Reader, deadline func()) error {
 }
 
 // apply applies the stream until the connection fails or the link stops.
+// What it applied goes to the local stream a batch at a time: every record
+// the socket's buffer held, up to 64 KiB, before an acknowledgement.
 func (l *link) apply(br *bufio.Reader, deadline func()) error {
-	var raw []byte
+	ap := Applier{Eng: l.m.eng, Sections: l.m.host.Sections()}
+	var raw, pending []byte
+	var args [][]byte
+	flush := func() {
+		if len(pending) > 0 {
+			l.m.stream.Append(pending)
+			pending = pending[:0]
+		}
+	}
+	var now int64
 	for {
-		deadline()
-		args, rec, err := readRecord(br, raw[:0])
-		raw = rec
+		// The clocks are read once per read from the socket, not per
+		// record: under load a read holds hundreds of records.
+		refill := br.Buffered() == 0
+		if refill {
+			flush()
+			deadline()
+		}
+		var err error
+		args, raw, err = readRecord(br, raw[:0], args[:0])
 		if err != nil {
+			flush()
 			if errors.Is(err, io.EOF) {
 				return errors.New("the primary closed the connection")
 			}
 			return err
 		}
-		l.lastIO.Store(int64(l.m.clk.Mono()))
-		if err := Apply(l.m.eng, l.m.host.Sections(), l.m.eng.Now(), args); err != nil {
+		if refill || now == 0 {
+			l.lastIO.Store(int64(l.m.clk.Mono()))
+			now = l.m.eng.Now()
+		}
+		if err := ap.Apply(now, args); err != nil {
 			l.m.logf("replication: a record from the primary was not applied: %v", err)
 		}
-		l.m.stream.Append(raw)
-		if len(args) >= 2 && strings.EqualFold(string(args[0]), verbReplconf) && strings.EqualFold(string(args[1]), "GETACK") {
+		pending = append(pending, raw...)
+		if len(args) >= 2 && equalFold(args[0], verbReplconf) && equalFold(args[1], "GETACK") {
+			flush()
 			if err := l.ack(); err != nil {
 				return err
 			}
+		}
+		if len(pending) >= 64<<10 {
+			flush()
 		}
 	}
 }

@@ -84,6 +84,10 @@ func (m *Manager) Tail() (*Reader, int64) {
 	return m.stream.Tail(true)
 }
 
+// Publish wakes the stream's readers for the records added since the last
+// call (Stream.Publish).
+func (m *Manager) Publish() { m.stream.Publish() }
+
 // Journaled reports whether the server's own writes go to the stream (a
 // primary with a replica or the append-only file).
 func (m *Manager) Journaled() bool {

@@ -136,6 +136,8 @@ func (r *Replica) serve() {
 	r.state.Store(StateOnline)
 	r.m.checkWaiters()
 	buf := make([]byte, 0, 64<<10)
+	look := r.m.clk.NewTicker(5 * time.Millisecond) // for writes nobody publishes
+	defer look.Stop()
 	for {
 		var err error
 		if buf, err = r.reader.Next(buf[:0], 1<<20); err != nil {
@@ -149,6 +151,7 @@ func (r *Replica) serve() {
 		}
 		select {
 		case <-r.reader.Wake():
+		case <-look.C():
 		case <-r.done:
 			return
 		}

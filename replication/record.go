@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,49 +83,73 @@ const (
 // bulk strings.
 var errBadRecord = errors.New("bad record")
 
-// readRecord reads one RESP array of bulk strings from r. It returns the
-// arguments (fresh memory), the record's raw bytes appended to raw, and
-// its length in bytes.
-func readRecord(r *bufio.Reader, raw []byte) (args [][]byte, out []byte, err error) {
+// readRecord reads one RESP array of bulk strings from r, appending its
+// raw bytes to raw and its arguments (slices of raw's memory) to args.
+func readRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, error) {
 	line, err := r.ReadSlice('\n')
 	if err != nil {
-		return nil, raw, err
+		return args, raw, err
 	}
 	raw = append(raw, line...)
-	if len(line) < 4 || line[0] != '*' || line[len(line)-2] != '\r' {
-		return nil, raw, fmt.Errorf("%w: %q is not an array header", errBadRecord, trimLine(line))
+	n, ok := headerInt(line, '*')
+	if !ok || n < 1 || n > maxRecordArgs {
+		return args, raw, fmt.Errorf("%w: %q is not an array header", errBadRecord, trimLine(line))
 	}
-	n, err := strconv.Atoi(string(line[1 : len(line)-2]))
-	if err != nil || n < 1 || n > maxRecordArgs {
-		return nil, raw, fmt.Errorf("%w: array of %q elements", errBadRecord, trimLine(line[1:]))
-	}
-	args = make([][]byte, 0, min(n, 64))
 	total := 0
+	var small [16]int
+	starts := small[:0] // where each argument begins in raw, which may move as it grows
 	for i := 0; i < n; i++ {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
-			return nil, raw, noEOF(err)
+			return args, raw, noEOF(err)
 		}
 		raw = append(raw, line...)
-		if len(line) < 4 || line[0] != '$' || line[len(line)-2] != '\r' {
-			return nil, raw, fmt.Errorf("%w: %q is not a bulk string header", errBadRecord, trimLine(line))
-		}
-		l, err := strconv.Atoi(string(line[1 : len(line)-2]))
-		if err != nil || l < 0 || l > maxRecordBytes-total {
-			return nil, raw, fmt.Errorf("%w: bulk string of %q bytes", errBadRecord, trimLine(line[1:]))
+		l, ok := headerInt(line, '$')
+		if !ok || l < 0 || l > maxRecordBytes-total {
+			return args, raw, fmt.Errorf("%w: %q is not a bulk string header", errBadRecord, trimLine(line))
 		}
 		total += l
 		start := len(raw)
-		raw = append(raw, make([]byte, l+2)...)
+		raw = slices.Grow(raw, l+2)[:start+l+2]
 		if _, err := io.ReadFull(r, raw[start:]); err != nil {
-			return nil, raw, noEOF(err)
+			return args, raw, noEOF(err)
 		}
 		if raw[len(raw)-2] != '\r' || raw[len(raw)-1] != '\n' {
-			return nil, raw, fmt.Errorf("%w: bulk string not followed by CRLF", errBadRecord)
+			return args, raw, fmt.Errorf("%w: bulk string not followed by CRLF", errBadRecord)
 		}
-		args = append(args, raw[start:len(raw)-2:len(raw)-2])
+		starts = append(starts, start, l)
+	}
+	for i := 0; i < len(starts); i += 2 {
+		a, l := starts[i], starts[i+1]
+		args = append(args, raw[a:a+l:a+l])
 	}
 	return args, raw, nil
+}
+
+// headerInt reads the number of a "<prefix><digits>\r\n" line.
+func headerInt(line []byte, prefix byte) (int, bool) {
+	if len(line) < 4 || line[0] != prefix || line[len(line)-2] != '\r' || len(line) > 14 {
+		return 0, false
+	}
+	n := 0
+	digits := line[1 : len(line)-2]
+	neg := len(digits) > 0 && digits[0] == '-'
+	if neg {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // noEOF turns an end of stream inside a record into an unexpected one.
@@ -143,22 +168,32 @@ func trimLine(b []byte) string {
 	return s
 }
 
-// Apply applies one record of the stream to eng at now, and a SECTION
-// record to sections. PING and REPLCONF are no-ops here (the link answers
-// GETACK). A record it does not know, or whose entries do not decode, is
-// an error and changes nothing.
-func Apply(eng *engine.Engine, sections *persistence.Sections, now int64, args [][]byte) error {
+// Applier applies records of the stream to a keyspace and its sections,
+// reusing its buffers from one record to the next: a replica's link, or
+// the append-only file's replay. One goroutine uses it.
+type Applier struct {
+	Eng      *engine.Engine
+	Sections *persistence.Sections
+	keys     [][]byte
+	ents     []engine.Entry
+}
+
+// Apply applies one record at now. PING, SELECT and REPLCONF change
+// nothing (the link answers GETACK). A record it does not know, or whose
+// entries do not decode, is an error and changes nothing.
+func (a *Applier) Apply(now int64, args [][]byte) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: empty record", errBadRecord)
 	}
-	switch verb := strings.ToUpper(string(args[0])); verb {
-	case verbApply, verbReset:
+	verb := args[0]
+	switch {
+	case equalFold(verb, verbApply), equalFold(verb, verbReset):
+		reset := equalFold(verb, verbReset)
 		pairs := args[1:]
 		if len(pairs)%2 != 0 {
 			return fmt.Errorf("%w: %s with %d arguments", errBadRecord, verb, len(pairs))
 		}
-		keys := make([][]byte, 0, len(pairs)/2)
-		ents := make([]engine.Entry, 0, len(pairs)/2)
+		a.keys, a.ents = a.keys[:0], a.ents[:0]
 		for i := 0; i < len(pairs); i += 2 {
 			var ent engine.Entry
 			if len(pairs[i+1]) > 0 {
@@ -168,31 +203,51 @@ func Apply(eng *engine.Engine, sections *persistence.Sections, now int64, args [
 				}
 				ent = e
 			}
-			keys, ents = append(keys, pairs[i]), append(ents, ent)
+			a.keys, a.ents = append(a.keys, pairs[i]), append(a.ents, ent)
 		}
-		put := func(tx *engine.Engine) {
-			if verb == verbReset {
-				tx.Flush()
-			}
-			for i, key := range keys {
-				ent := ents[i]
-				tx.Do(key, now, func(engine.Entry) (engine.Entry, bool) { return ent, true })
-			}
-		}
-		if verb == verbApply && len(keys) == 1 {
-			put(eng)
+		if !reset && len(a.keys) == 1 {
+			put(a.Eng, a.keys[0], a.ents[0], now)
 			return nil
 		}
-		eng.Exclusive(keys, verb == verbReset, put)
+		a.Eng.Exclusive(a.keys, reset, func(tx *engine.Engine) {
+			if reset {
+				tx.Flush()
+			}
+			for i, key := range a.keys {
+				put(tx, key, a.ents[i], now)
+			}
+		})
 		return nil
-	case verbSection:
+	case equalFold(verb, verbSection):
 		if len(args) != 3 {
 			return fmt.Errorf("%w: SECTION with %d arguments", errBadRecord, len(args)-1)
 		}
-		return sections.Load(string(args[1]), args[2])
-	case verbPing, verbReplconf, "SELECT":
+		return a.Sections.Load(string(args[1]), args[2])
+	case equalFold(verb, verbPing), equalFold(verb, verbReplconf), equalFold(verb, "SELECT"):
 		return nil
 	default:
-		return fmt.Errorf("%w: unknown verb %q", errBadRecord, trimLine(args[0]))
+		return fmt.Errorf("%w: unknown verb %q", errBadRecord, trimLine(verb))
 	}
+}
+
+// put stores ent as key's state (KindNone: deletes it).
+func put(eng *engine.Engine, key []byte, ent engine.Entry, now int64) {
+	eng.Do(key, now, func(engine.Entry) (engine.Entry, bool) { return ent, true })
+}
+
+// equalFold reports whether b is s, ASCII case aside.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }

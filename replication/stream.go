@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/limitdb/limitdb/engine"
 )
@@ -30,6 +31,8 @@ type Stream struct {
 	readers []*Reader
 	scratch []byte
 	bad     int64 // units that could not be encoded (engine codec errors)
+
+	unpublished atomic.Bool // records were added that readers were not woken for (Publish)
 }
 
 // NewStream returns an empty stream with a new replication ID.
@@ -54,7 +57,21 @@ func (s *Stream) Record(flushed bool, changes []engine.Change) {
 		s.buf = s.buf[:n]
 		s.bad++
 	}
-	s.appended()
+	s.unpublished.Store(true)
+	s.trimIfLong()
+	s.mu.Unlock()
+}
+
+// Publish wakes the readers when records were added since the last call:
+// the command layer calls it once per batch of a connection's commands, so
+// a replica's sender wakes once per batch, not once per write. (Readers
+// also look every few milliseconds, for writes nobody publishes.)
+func (s *Stream) Publish() {
+	if !s.unpublished.Load() || !s.unpublished.Swap(false) {
+		return
+	}
+	s.mu.Lock()
+	s.wakeReaders()
 	s.mu.Unlock()
 }
 
@@ -63,18 +80,24 @@ func (s *Stream) Record(flushed bool, changes []engine.Change) {
 func (s *Stream) Append(rec []byte) {
 	s.mu.Lock()
 	s.buf = append(s.buf, rec...)
-	s.appended()
+	s.wakeReaders()
+	s.trimIfLong()
 	s.mu.Unlock()
 }
 
-// appended wakes the readers and trims the buffer. The caller holds mu.
-func (s *Stream) appended() {
+// wakeReaders tells every reader the stream has grown. The caller holds mu.
+func (s *Stream) wakeReaders() {
 	for _, r := range s.readers {
 		select {
 		case r.wake <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// trimIfLong trims the buffer once it holds twice the backlog. The caller
+// holds mu.
+func (s *Stream) trimIfLong() {
 	if int64(len(s.buf)) > 2*s.backlog+64<<10 {
 		s.trim()
 	}
@@ -163,11 +186,8 @@ func (s *Stream) Reset(id string, off int64) {
 	s.start, s.buf = off, s.buf[:0]
 	for _, r := range s.readers {
 		r.lagging = true
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
 	}
+	s.wakeReaders()
 }
 
 // Shift takes a new ID and keeps the old one as id2, valid up to the
