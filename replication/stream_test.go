@@ -1,0 +1,127 @@
+package replication
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+func TestStreamContinuesOnlyWithinItsBacklog(t *testing.T) {
+	s := NewStream(16 << 10)
+	r, from := s.Tail(false)
+	if from != 0 {
+		t.Fatalf("a new stream's tail is at %d", from)
+	}
+	rec := AppendCommand(nil, verbPing)
+	for s.Offset() < 200<<10 {
+		s.Append(rec)
+		if _, err := r.Next(nil, 1<<20); err != nil { // keep the reader current
+			t.Fatal(err)
+		}
+	}
+	id, _, _ := s.IDs()
+	end := s.Offset()
+	if s.Continue(id, end+1) == nil {
+		t.Error("a replica that read everything cannot continue")
+	}
+	if s.Continue(id, end-8<<10) == nil {
+		t.Error("a replica 8 KiB behind, inside the backlog, cannot continue")
+	}
+	if s.Continue(id, 1) != nil {
+		t.Error("a replica from offset 1 continues after the backlog dropped it")
+	}
+	if s.Continue("0000", end+1) != nil {
+		t.Error("a replica of another history continues")
+	}
+	if s.Continue(id, end+2) != nil {
+		t.Error("a replica ahead of the stream continues")
+	}
+}
+
+func TestStreamShiftKeepsTheOldHistory(t *testing.T) {
+	s := NewStream(1 << 20)
+	s.Activate()
+	s.Append(AppendCommand(nil, verbPing))
+	old, _, _ := s.IDs()
+	at := s.Offset()
+	s.Shift()
+	s.Append(AppendCommand(nil, verbPing))
+	id, id2, off2 := s.IDs()
+	if id == old || id2 != old || off2 != at+1 {
+		t.Fatalf("after Shift: id %s id2 %s off2 %d; old %s at %d", id, id2, off2, old, at)
+	}
+	if s.Continue(old, at+1) == nil {
+		t.Error("a sibling of the old history cannot continue")
+	}
+	if s.Continue(old, s.Offset()+1) != nil {
+		t.Error("the old history continues past where it ended")
+	}
+}
+
+func TestReaderFarBehindIsDropped(t *testing.T) {
+	s := NewStream(16 << 10)
+	s.maxLag = 64 << 10
+	slow, _ := s.Tail(false)
+	keep, _ := s.Tail(true)
+	rec := bytes.Repeat([]byte("x"), 1000)
+	for i := 0; i < 200; i++ {
+		s.Append(rec)
+	}
+	if _, err := slow.Next(nil, 1<<20); !errors.Is(err, ErrLagging) {
+		t.Errorf("a reader 200 KB behind with a 64 KB bound: %v, want ErrLagging", err)
+	}
+	got, err := keep.Next(nil, 1<<30)
+	if err != nil || len(got) != 200*1000 {
+		t.Errorf("the kept reader got %d bytes, %v; want every byte", len(got), err)
+	}
+}
+
+// TestRecordsRoundTrip: what Record encodes, readRecord parses and the
+// Applier stores, entry for entry, flushes and deletions included.
+func TestRecordsRoundTrip(t *testing.T) {
+	src, dst := engine.New(nil, 4), engine.New(nil, 4)
+	s := NewStream(1 << 20)
+	r, _ := s.Tail(false)
+	src.SetJournal(s)
+	const now = int64(1_700_000_000e9)
+	src.SetString([]byte("gone"), now, []byte("x"), engine.SetOptions{}, nil)
+	src.Exclusive(nil, true, func(tx *engine.Engine) { tx.Flush() })
+	src.IncrBy([]byte("n"), now, 41)
+	src.IncrBy([]byte("n"), now, 1)
+	src.SetStrings([][]byte{[]byte("a"), []byte("b")}, [][]byte{[]byte("1"), []byte("2")}, now, false)
+	src.SetString([]byte("del"), now, []byte("x"), engine.SetOptions{}, nil)
+	src.Delete([]byte("del"), now)
+	dst.SetString([]byte("stale"), now, []byte("x"), engine.SetOptions{}, nil) // the flush must remove it
+	data, err := r.Next(nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := Applier{Eng: dst}
+	br := bufioReader(data)
+	var args [][]byte
+	var raw []byte
+	for br.Buffered() > 0 {
+		if args, raw, err = readRecord(br, raw[:0], args[:0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := ap.Apply(now, args); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"n", "a", "b"} {
+		want, _ := src.Get([]byte(k), now)
+		got, ok := dst.Get([]byte(k), now)
+		wb, _ := want.AppendBinary(nil)
+		gb, _ := got.AppendBinary(nil)
+		if !ok || !bytes.Equal(gb, wb) {
+			t.Errorf("key %s: got %+v, want %+v", k, got, want)
+		}
+	}
+	for _, k := range []string{"gone", "del", "stale"} {
+		if _, ok := dst.Get([]byte(k), now); ok {
+			t.Errorf("key %s survived", k)
+		}
+	}
+}
