@@ -1,6 +1,7 @@
-// Package persistence writes and loads limitdb snapshots: every live key of
+// Package persistence writes and loads limitdb snapshots (every live key of
 // the keyspace, in engine's one serialised entry form, plus named sections
-// that other features register (named policies, ...).
+// that other features register: named policies, ...), the change stream's
+// records, and the append-only file made of both.
 //
 // persistence may import engine; it must never import resp (the protocol).
 //
@@ -66,4 +67,35 @@
 // verified and before the server accepts connections. A section found in a
 // file but not registered is skipped and reported in LoadStats; a section
 // that is registered but absent from the file has load left uncalled.
+//
+// # Append-only file
+//
+// The layout is Redis 7's multi-part AOF: a directory (appenddirname) with
+//
+//	<name>.manifest          one line per file, oldest first:
+//	                         "file <file> seq <n> type b|i"
+//	<name>.<seq>.base.ldb    at most one: a snapshot in the format above
+//	<name>.<seq>.incr.aof    change-stream records (replication/doc.go),
+//	                         RESP arrays of bulk strings, appended in order
+//
+// where <name> is appendfilename. The state is the base file, then every
+// incr file's records applied in manifest order. Each record sets the final
+// state of the keys one atomic unit changed (APPLY key entry ...), empties
+// the keyspace first (RESET ...), or replaces a section (SECTION name data);
+// records are idempotent, so a base that already reflects some records
+// that follow it loads to the same state.
+//
+// A rewrite (BGREWRITEAOF) first rotates: a new incr file is listed in the
+// manifest and takes every record from then on. It then writes a new base
+// (a snapshot, taken after the rotation) through a temporary file, fsyncs
+// it, and switches the manifest to the new base plus the incr files from
+// the rotation on; the replaced files are deleted afterwards. The manifest
+// is always replaced through a fsynced temporary file and a rename, so a
+// crash at any moment leaves a manifest whose files are all present.
+//
+// Loading stops at the first record that does not parse or that the
+// server refuses, naming the file and the record's byte offset. The one
+// exception is a record that the last incr file ends inside of (a crash in
+// the middle of a write): with aof-load-truncated yes the file is cut back
+// to its last whole record and loading goes on; with no it is refused too.
 package persistence

@@ -246,7 +246,7 @@ func (l *link) apply(br *bufio.Reader, deadline func()) error {
 			deadline()
 		}
 		var err error
-		args, raw, err = readRecord(br, raw[:0], args[:0])
+		args, raw, err = persistence.ReadRecord(br, raw[:0], args[:0])
 		if err != nil {
 			flush()
 			if errors.Is(err, io.EOF) {

@@ -1,13 +1,8 @@
 package replication
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
@@ -72,102 +67,6 @@ func appendUnit(b, scratch []byte, flushed bool, changes []engine.Change) ([]byt
 	return b, scratch, nil
 }
 
-// maxRecordArgs and maxRecordBytes bound what a record from a primary (or
-// an append-only file) may make a replica allocate.
-const (
-	maxRecordArgs  = 1 << 20
-	maxRecordBytes = 512 << 20
-)
-
-// errBadRecord is the wrapped error of a stream that is not RESP arrays of
-// bulk strings.
-var errBadRecord = errors.New("bad record")
-
-// readRecord reads one RESP array of bulk strings from r, appending its
-// raw bytes to raw and its arguments (slices of raw's memory) to args.
-func readRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, error) {
-	line, err := r.ReadSlice('\n')
-	if err != nil {
-		return args, raw, err
-	}
-	raw = append(raw, line...)
-	n, ok := headerInt(line, '*')
-	if !ok || n < 1 || n > maxRecordArgs {
-		return args, raw, fmt.Errorf("%w: %q is not an array header", errBadRecord, trimLine(line))
-	}
-	total := 0
-	var small [16]int
-	starts := small[:0] // where each argument begins in raw, which may move as it grows
-	for i := 0; i < n; i++ {
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return args, raw, noEOF(err)
-		}
-		raw = append(raw, line...)
-		l, ok := headerInt(line, '$')
-		if !ok || l < 0 || l > maxRecordBytes-total {
-			return args, raw, fmt.Errorf("%w: %q is not a bulk string header", errBadRecord, trimLine(line))
-		}
-		total += l
-		start := len(raw)
-		raw = slices.Grow(raw, l+2)[:start+l+2]
-		if _, err := io.ReadFull(r, raw[start:]); err != nil {
-			return args, raw, noEOF(err)
-		}
-		if raw[len(raw)-2] != '\r' || raw[len(raw)-1] != '\n' {
-			return args, raw, fmt.Errorf("%w: bulk string not followed by CRLF", errBadRecord)
-		}
-		starts = append(starts, start, l)
-	}
-	for i := 0; i < len(starts); i += 2 {
-		a, l := starts[i], starts[i+1]
-		args = append(args, raw[a:a+l:a+l])
-	}
-	return args, raw, nil
-}
-
-// headerInt reads the number of a "<prefix><digits>\r\n" line.
-func headerInt(line []byte, prefix byte) (int, bool) {
-	if len(line) < 4 || line[0] != prefix || line[len(line)-2] != '\r' || len(line) > 14 {
-		return 0, false
-	}
-	n := 0
-	digits := line[1 : len(line)-2]
-	neg := len(digits) > 0 && digits[0] == '-'
-	if neg {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 {
-		return 0, false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
-// noEOF turns an end of stream inside a record into an unexpected one.
-func noEOF(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: the stream ends inside a record", errBadRecord)
-	}
-	return err
-}
-
-func trimLine(b []byte) string {
-	s := strings.TrimRight(string(b), "\r\n")
-	if len(s) > 32 {
-		s = s[:32] + "..."
-	}
-	return s
-}
-
 // Applier applies records of the stream to a keyspace and its sections,
 // reusing its buffers from one record to the next: a replica's link, or
 // the append-only file's replay. One goroutine uses it.
@@ -183,7 +82,7 @@ type Applier struct {
 // entries do not decode, is an error and changes nothing.
 func (a *Applier) Apply(now int64, args [][]byte) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: empty record", errBadRecord)
+		return fmt.Errorf("%w: empty record", persistence.ErrBadRecord)
 	}
 	verb := args[0]
 	switch {
@@ -191,7 +90,7 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 		reset := equalFold(verb, verbReset)
 		pairs := args[1:]
 		if len(pairs)%2 != 0 {
-			return fmt.Errorf("%w: %s with %d arguments", errBadRecord, verb, len(pairs))
+			return fmt.Errorf("%w: %s with %d arguments", persistence.ErrBadRecord, verb, len(pairs))
 		}
 		a.keys, a.ents = a.keys[:0], a.ents[:0]
 		for i := 0; i < len(pairs); i += 2 {
@@ -199,7 +98,7 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 			if len(pairs[i+1]) > 0 {
 				e, n, err := engine.DecodeEntry(pairs[i+1])
 				if err != nil || n != len(pairs[i+1]) {
-					return fmt.Errorf("%w: key %q: entry does not decode (%v)", errBadRecord, pairs[i], err)
+					return fmt.Errorf("%w: key %q: entry does not decode (%v)", persistence.ErrBadRecord, pairs[i], err)
 				}
 				ent = e
 			}
@@ -220,13 +119,13 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 		return nil
 	case equalFold(verb, verbSection):
 		if len(args) != 3 {
-			return fmt.Errorf("%w: SECTION with %d arguments", errBadRecord, len(args)-1)
+			return fmt.Errorf("%w: SECTION with %d arguments", persistence.ErrBadRecord, len(args)-1)
 		}
 		return a.Sections.Load(string(args[1]), args[2])
 	case equalFold(verb, verbPing), equalFold(verb, verbReplconf), equalFold(verb, "SELECT"):
 		return nil
 	default:
-		return fmt.Errorf("%w: unknown verb %q", errBadRecord, trimLine(verb))
+		return fmt.Errorf("%w: unknown verb %q", persistence.ErrBadRecord, persistence.TrimLine(verb))
 	}
 }
 

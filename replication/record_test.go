@@ -27,7 +27,7 @@ func TestBadRecordsAreErrors(t *testing.T) {
 		"*1\r\n$-5\r\n",                    // negative
 		"*1\r\n$2\r\nabXY",                 // no CRLF
 	} {
-		args, _, err := readRecord(bufioReader([]byte(bad)), nil, nil)
+		args, _, err := persistence.ReadRecord(bufioReader([]byte(bad)), nil, nil)
 		if err == nil {
 			err = (&Applier{Eng: engine.New(nil, 2), Sections: &persistence.Sections{}}).Apply(0, args)
 		}
@@ -54,7 +54,7 @@ func TestApplyRefusesWhatItCannotDecode(t *testing.T) {
 		if err == nil {
 			t.Errorf("%q: no error", args)
 		}
-		if args[0] != "SECTION" && !errors.Is(err, errBadRecord) {
+		if args[0] != "SECTION" && !errors.Is(err, persistence.ErrBadRecord) {
 			t.Errorf("%q: %v is not a bad record", args, err)
 		}
 	}
@@ -71,7 +71,7 @@ func FuzzApply(f *testing.F) {
 		ap := Applier{Eng: engine.New(nil, 2), Sections: &persistence.Sections{}}
 		br := bufioReader(data)
 		for br.Buffered() > 0 {
-			args, _, err := readRecord(br, nil, nil)
+			args, _, err := persistence.ReadRecord(br, nil, nil)
 			if err != nil {
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/persistence"
 )
 
 func TestStreamContinuesOnlyWithinItsBacklog(t *testing.T) {
@@ -103,7 +104,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	var args [][]byte
 	var raw []byte
 	for br.Buffered() > 0 {
-		if args, raw, err = readRecord(br, raw[:0], args[:0]); err != nil {
+		if args, raw, err = persistence.ReadRecord(br, raw[:0], args[:0]); err != nil {
 			t.Fatal(err)
 		}
 		if err := ap.Apply(now, args); err != nil {

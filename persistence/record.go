@@ -1,0 +1,116 @@
+package persistence
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Records are the change stream's unit (replication/doc.go): one RESP array
+// of bulk strings each. A replica reads them from its primary and the
+// append-only file holds them; both read them with ReadRecord.
+
+// maxRecordArgs and maxRecordBytes bound what a record from a primary (or
+// an append-only file) may make a replica allocate.
+const (
+	maxRecordArgs  = 1 << 20
+	maxRecordBytes = 512 << 20
+)
+
+// ErrBadRecord is the wrapped error of a stream or an append-only file
+// that is not RESP arrays of bulk strings, or of a record nobody knows.
+var ErrBadRecord = errors.New("bad record")
+
+// ReadRecord reads one record, a RESP array of bulk strings, from r, appending its
+// raw bytes to raw and its arguments (slices of raw's memory) to args.
+func ReadRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return args, raw, err
+	}
+	raw = append(raw, line...)
+	n, ok := headerInt(line, '*')
+	if !ok || n < 1 || n > maxRecordArgs {
+		return args, raw, fmt.Errorf("%w: %q is not an array header", ErrBadRecord, TrimLine(line))
+	}
+	total := 0
+	var small [16]int
+	starts := small[:0] // where each argument begins in raw, which may move as it grows
+	for i := 0; i < n; i++ {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return args, raw, noEOF(err)
+		}
+		raw = append(raw, line...)
+		l, ok := headerInt(line, '$')
+		if !ok || l < 0 || l > maxRecordBytes-total {
+			return args, raw, fmt.Errorf("%w: %q is not a bulk string header", ErrBadRecord, TrimLine(line))
+		}
+		total += l
+		start := len(raw)
+		raw = slices.Grow(raw, l+2)[:start+l+2]
+		if _, err := io.ReadFull(r, raw[start:]); err != nil {
+			return args, raw, noEOF(err)
+		}
+		if raw[len(raw)-2] != '\r' || raw[len(raw)-1] != '\n' {
+			return args, raw, fmt.Errorf("%w: bulk string not followed by CRLF", ErrBadRecord)
+		}
+		starts = append(starts, start, l)
+	}
+	for i := 0; i < len(starts); i += 2 {
+		a, l := starts[i], starts[i+1]
+		args = append(args, raw[a:a+l:a+l])
+	}
+	return args, raw, nil
+}
+
+// headerInt reads the number of a "<prefix><digits>\r\n" line.
+func headerInt(line []byte, prefix byte) (int, bool) {
+	if len(line) < 4 || line[0] != prefix || line[len(line)-2] != '\r' || len(line) > 14 {
+		return 0, false
+	}
+	n := 0
+	digits := line[1 : len(line)-2]
+	neg := len(digits) > 0 && digits[0] == '-'
+	if neg {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// ErrTorn is the wrapped error of a record that the input ends inside of:
+// a primary that hung up mid-record, or an append-only file written up to
+// a crash.
+var ErrTorn = fmt.Errorf("%w: the input ends inside a record", ErrBadRecord)
+
+// noEOF turns an end of input inside a record into ErrTorn.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return ErrTorn
+	}
+	return err
+}
+
+// TrimLine shortens a line for an error message.
+func TrimLine(b []byte) string {
+	s := strings.TrimRight(string(b), "\r\n")
+	if len(s) > 32 {
+		s = s[:32] + "..."
+	}
+	return s
+}
