@@ -133,6 +133,7 @@ func (c *Client) endBatch() {
 	c.settleBlocked()
 	if r := c.srv.repl; r != nil {
 		r.Publish()
+		c.srv.catchUpAOF()
 	}
 	if !c.bt.open {
 		return

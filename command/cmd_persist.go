@@ -57,15 +57,22 @@ var errMisconf = wireError("MISCONF limitdb is configured to save snapshots, but
 	"if snapshotting fails (stop-writes-on-bgsave-error option). Please check the limitdb logs for details about the error.")
 
 // misconfGate refuses write commands, and PING as Redis does, while the
-// last snapshot failed and stop-writes-on-bgsave-error is yes (modeGate
-// calls it).
+// last snapshot failed and stop-writes-on-bgsave-error is yes, or while
+// the append-only file cannot be written (modeGate calls it).
 func misconfGate(c *Client, cmd *Command, _ [][]byte) bool {
 	p := &c.srv.persist
-	if !p.failing.Load() || !p.stopWrites.Load() || (cmd.Flags&FlagWrite == 0 && cmd.Name != "ping") {
+	if cmd.Flags&FlagWrite == 0 && cmd.Name != "ping" {
 		return true
 	}
-	c.Error(errMisconf)
-	return false
+	if p.failing.Load() && p.stopWrites.Load() {
+		c.Error(errMisconf)
+		return false
+	}
+	if err := c.srv.aofWriteError(); err != nil {
+		c.Error(errAOFMisconf(err))
+		return false
+	}
+	return true
 }
 
 // SnapshotPath is where snapshots are written and read.
@@ -97,7 +104,7 @@ func (s *Server) saveLocked() error {
 	if err != nil {
 		p.lastStatus, p.lastErr = "err", err
 		p.failing.Store(true)
-		s.refuseWrites.Store(p.stopWrites.Load())
+		s.updateRefuseWrites()
 		s.logger.Printf("snapshot failed: %v", err)
 		if p.stopWrites.Load() {
 			s.logger.Printf("writes refused (MISCONF) until a snapshot succeeds: stop-writes-on-bgsave-error is yes")
@@ -106,7 +113,7 @@ func (s *Server) saveLocked() error {
 	}
 	p.lastStatus, p.lastErr = "ok", nil
 	p.failing.Store(false)
-	s.refuseWrites.Store(false)
+	s.updateRefuseWrites()
 	p.lastSave, p.last, p.changesAtSave = st.Started, st, changes
 	p.saves++
 	s.logger.Printf("snapshot saved to %s: %d keys, %d bytes in %v (longest shard hold %v)",
@@ -256,7 +263,7 @@ func infoPersistence(s *Server, eng *engine.Engine, b *strings.Builder) {
 	infoLine(b, "rdb_last_load_keys_loaded", p.loaded.Keys)
 	infoLine(b, "rdb_last_load_keys_expired", p.loaded.Expired)
 	infoLine(b, "rdb_file", s.SnapshotPath())
-	infoLine(b, "aof_enabled", 0)
+	infoAOF(s, b)
 }
 
 func boolInt(b bool) int {

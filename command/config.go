@@ -55,9 +55,11 @@ func (s *Server) reload(r config.Reload) error {
 		s.slow.configure(s.Config())
 	case config.ReloadReplication:
 		s.reloadReplication()
+	case config.ReloadAppendOnly:
+		return s.reloadAOF()
 	case config.ReloadPersistence:
 		s.persist.stopWrites.Store(s.Config().StopWritesOnBGSaveError)
-		s.refuseWrites.Store(s.persist.stopWrites.Load() && s.persist.failing.Load())
+		s.updateRefuseWrites()
 	}
 	return nil
 }

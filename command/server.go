@@ -85,6 +85,7 @@ type Server struct {
 	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
 	sections     persistence.Sections // a snapshot's sections beside the keyspace
 	persist      persistState         // snapshots: cmd_persist.go
+	aof          aofState             // the append-only file: aof.go
 	slow         slowLog              // SLOWLOG: slowlog.go
 	mem          memState             // maxmemory: memory.go
 
@@ -116,6 +117,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		done:       make(chan struct{}),
 	}
 	s.policies = policy.NewStore(nil)
+	s.aof.clk = clock.Real()
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 	}
@@ -143,6 +145,7 @@ func (s *Server) Config() config.Config {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
+		s.StopAOF()
 		if s.repl != nil {
 			s.repl.Close()
 		}

@@ -298,7 +298,7 @@ func appendOnly() []*Directive {
 		Bool("appendonly", "log every change to an append-only file, replayed at start-up", true,
 			func(c *Config) *bool { return &c.AppendOnly.AppendOnly }).with(ReloadAppendOnly),
 		oneOf("appendfsync", "when the append-only file is fsynced: always (before each reply), everysec, no (the OS decides)",
-			[]string{"always", "everysec", "no"}, func(c *Config) *string { return &c.AppendFsync }),
+			[]string{"always", "everysec", "no"}, func(c *Config) *string { return &c.AppendFsync }).with(ReloadAppendOnly),
 		String("appendfilename", "the append-only files' name prefix", false,
 			func(c *Config) *string { return &c.AppendFilename }).protected(),
 		String("appenddirname", "the append-only file directory, inside dir", false,

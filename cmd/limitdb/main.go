@@ -111,7 +111,11 @@ func run(args []string, stderr io.Writer) int {
 	for _, w := range srv.SecurityWarnings() {
 		logger.Print(w)
 	}
-	if err := loadSnapshot(srv, cfg, logger); err != nil {
+	if err := loadData(srv, cfg, logger); err != nil {
+		logger.Printf("limitdb: %v", err)
+		return 1
+	}
+	if err := srv.StartAOF(); err != nil { // before serving: a file that cannot be written stops start-up
 		logger.Printf("limitdb: %v", err)
 		return 1
 	}
@@ -204,6 +208,27 @@ func shutdownOnSignal(srv *node.Node, sig os.Signal, logger *log.Logger) bool {
 	logger.Printf("%v received, shutting down", sig)
 	srv.Shutdown(mode.Save, node.ShutdownGrace)
 	return true
+}
+
+// loadData restores the state before serving: the append-only file when
+// appendonly is yes and there is one, as Redis prefers it; the snapshot
+// otherwise. A damaged append-only file stops start-up, naming the file
+// and offset (aof-load-truncated yes accepts a torn last record).
+func loadData(srv *node.Node, cfg config.Config, logger *log.Logger) error {
+	if cfg.AppendOnly.AppendOnly {
+		st, loaded, err := srv.LoadAOF()
+		if err != nil {
+			return fmt.Errorf("refusing to start: %v", err)
+		}
+		if loaded {
+			logger.Printf("append-only file loaded: %d keys from the base, %d records from %d files", st.Base.Keys, st.Records, st.Files)
+			if st.Truncated > 0 {
+				logger.Printf("WARNING: the append-only file ended inside a record (a crash while writing): %d bytes cut off (aof-load-truncated yes)", st.Truncated)
+			}
+			return nil
+		}
+	}
+	return loadSnapshot(srv, cfg, logger)
 }
 
 // loadSnapshot restores the snapshot before serving. A corrupt file stops
