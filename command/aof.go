@@ -279,7 +279,8 @@ func (s *Server) aofFlush(r *aofRun) bool {
 	if len(r.buf) == 0 {
 		return true
 	}
-	if err := r.file.Append(r.buf); err != nil {
+	if n, err := r.file.Append(r.buf); err != nil {
+		r.buf = append(r.buf[:0], r.buf[n:]...) // a partial write: the rest goes next, so records stay whole
 		s.aofWriteFailed(r, err)
 		return false
 	}

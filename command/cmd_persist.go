@@ -59,9 +59,9 @@ var errMisconf = wireError("MISCONF limitdb is configured to save snapshots, but
 // misconfGate refuses write commands, and PING as Redis does, while the
 // last snapshot failed and stop-writes-on-bgsave-error is yes, or while
 // the append-only file cannot be written (modeGate calls it).
-func misconfGate(c *Client, cmd *Command, _ [][]byte) bool {
+func misconfGate(c *Client, cmd *Command, args [][]byte) bool {
 	p := &c.srv.persist
-	if cmd.Flags&FlagWrite == 0 && cmd.Name != "ping" {
+	if (cmd.Flags&FlagWrite == 0 && cmd.Name != "ping") || isPeek(cmd, args) {
 		return true
 	}
 	if p.failing.Load() && p.stopWrites.Load() {

@@ -138,11 +138,18 @@ func readOnlyGate(c *Client, cmd *Command, args [][]byte) bool {
 	if !c.srv.readOnly.Load() || cmd.Flags&FlagWrite == 0 {
 		return true
 	}
-	if cmd.CostArg > 0 && len(args) > cmd.CostArg && string(args[cmd.CostArg]) == "0" {
+	if isPeek(cmd, args) {
 		return true
 	}
 	c.Error(wireError(errReadOnly))
 	return false
+}
+
+// isPeek reports whether a limiter write command asks for cost 0: it
+// writes nothing, so a read-only replica and a server refusing writes
+// (MISCONF) still answer it.
+func isPeek(cmd *Command, args [][]byte) bool {
+	return cmd.CostArg > 0 && len(args) > cmd.CostArg && string(args[cmd.CostArg]) == "0"
 }
 
 func cmdReplicaOf(c *Client, args [][]byte) {

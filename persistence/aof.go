@@ -343,20 +343,22 @@ func (a *AOF) Reopen() error {
 	return nil
 }
 
-// Append writes p, whole records, to the current incr file; it does not
-// fsync (Sync).
-func (a *AOF) Append(p []byte) error {
+// Append writes p, whole records, to the current incr file, and returns
+// how many bytes it wrote: all of them, or fewer with an error (a full
+// disk), in which case the rest must be appended again. It does not fsync
+// (Sync).
+func (a *AOF) Append(p []byte) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.f == nil {
-		return fmt.Errorf("aof: no incr file open")
+		return 0, fmt.Errorf("aof: no incr file open")
 	}
 	n, err := a.f.Write(p)
 	a.incrSize += int64(n)
 	if err != nil {
-		return fmt.Errorf("aof: write: %w", err)
+		return n, fmt.Errorf("aof: write: %w", err)
 	}
-	return nil
+	return n, nil
 }
 
 // Sync fsyncs the current incr file.

@@ -57,7 +57,7 @@ func TestAOFAppendsAndLoadsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if err := a.Append([]byte(rec("APPLY", fmt.Sprint("k", i), "v"))); err != nil {
+		if _, err := a.Append([]byte(rec("APPLY", fmt.Sprint("k", i), "v"))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -246,3 +246,33 @@ func TestAppendOnlyAtRunTime(t *testing.T) {
 	require.Equal(t, "y", c.Get(ctx, "always").Val())
 	require.True(t, strings.Contains(p.log.String(), "append-only file loaded"), p.log.String())
 }
+
+// TestAOFFullDisk: when the file cannot be written, writes answer
+// MISCONF as Redis's do, reads and peeks go on, and CONFIG SET appendonly
+// no lifts the refusal. The next incremental file is /dev/full.
+func TestAOFFullDisk(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	dir := t.TempDir()
+	p := mustStart(t, dir, "--save", "0", "--appendonly", "yes")
+	c := p.client(t)
+	require.Equal(t, "ok", waitRewrite(t, c))
+	require.NoError(t, c.Set(ctx, "before", "1", 0).Err())
+	require.NoError(t, os.Symlink("/dev/full", aofIncr(dir, 3)))
+	require.NoError(t, c.Do(ctx, "BGREWRITEAOF").Err())
+	require.Equal(t, "ok", waitRewrite(t, c))
+	var err error
+	require.Eventually(t, func() bool {
+		err = c.Set(ctx, "k", "v", 0).Err()
+		return err != nil
+	}, 5*time.Second, 10*time.Millisecond)
+	require.True(t, strings.HasPrefix(err.Error(), "MISCONF Errors writing to the AOF file: "), err.Error())
+	require.Contains(t, err.Error(), "no space left on device")
+	require.Equal(t, "err", infoOf(t, c, "persistence", "aof_last_write_status"))
+	require.Equal(t, "1", c.Get(ctx, "before").Val())
+	require.NoError(t, c.Do(ctx, "CL.THROTTLE", "peek", 5, 10, 60, 0).Err())
+	require.NoError(t, c.ConfigSet(ctx, "appendonly", "no").Err())
+	require.NoError(t, c.Set(ctx, "after", "v", 0).Err())
+}
