@@ -276,3 +276,31 @@ func TestAOFFullDisk(t *testing.T) {
 	require.NoError(t, c.ConfigSet(ctx, "appendonly", "no").Err())
 	require.NoError(t, c.Set(ctx, "after", "v", 0).Err())
 }
+
+// TestReplicaAppendOnly: a replica with appendonly yes logs what it
+// applies; its full copy from the primary becomes a new base. After kill
+// -9 it restarts, alone, with the primary's keyspace.
+func TestReplicaAppendOnly(t *testing.T) {
+	t.Parallel()
+	prim := mustStart(t, t.TempDir(), "--save", "0")
+	pc := prim.client(t)
+	fillKeys(t, pc, "a", 5000)
+	dir := t.TempDir()
+	host, port, _ := strings.Cut(prim.addr, ":")
+	rep := mustStart(t, dir, "--save", "0", "--appendonly", "yes", "--replicaof", host+" "+port)
+	rc := rep.client(t)
+	require.Eventually(t, func() bool { return infoOf(t, rc, "replication", "master_link_status") == "up" }, 10*time.Second, 10*time.Millisecond)
+	fillKeys(t, pc, "b", 5000)
+	require.NoError(t, pc.Incr(ctx, "n").Err())
+	require.Equal(t, int64(1), pc.Do(ctx, "WAIT", 1, 5000).Val())
+	require.Equal(t, "ok", waitRewrite(t, rc))
+	require.Eventually(t, func() bool { return infoOf(t, rc, "persistence", "aof_buffer_length") == "0" }, 5*time.Second, 5*time.Millisecond)
+	want := throttle(t, pc, "b4999", 0)
+	rep.kill9(t)
+
+	rep = mustStart(t, dir, "--save", "0", "--appendonly", "yes")
+	rc = rep.client(t)
+	require.Equal(t, int64(10001), dbsize(t, rc))
+	require.Equal(t, "1", rc.Get(ctx, "n").Val())
+	require.Equal(t, want, throttle(t, rc, "b4999", 0))
+}
