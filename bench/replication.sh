@@ -22,8 +22,8 @@
 #   bench/replication.sh                      3 rounds of 1M requests
 #   ROUNDS=5 N=500000 bench/replication.sh
 #   FULLSYNC=1 KEYS=1000000 ROUNDS=1 bench/replication.sh
-#   AOF=1 bench/replication.sh               adds limitdb with appendonly yes,
-#                                            appendfsync everysec and no replica
+#   AOF=1 bench/replication.sh               adds limitdb and Redis with appendonly
+#                                            yes, appendfsync everysec, no replica
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -129,6 +129,7 @@ for round in $(seq "$ROUNDS"); do
   done
   if [ "${AOF:-0}" = 1 ]; then
     run limitdb 0 "$round" --appendonly yes --appendfsync everysec
+    run redis 0 "$round" --appendonly yes --appendfsync everysec
   fi
 done
 
@@ -163,6 +164,10 @@ for r in sorted({r for _, r in m}):
         print("limitdb / redis, %d replicas:    %.3f" % (r, m[("limitdb", r)] / m[("redis", r)]))
 if ("limitdb+aof", 0) in m:
     print("limitdb appendfsync everysec / none: %.3f" % (m[("limitdb+aof", 0)] / m[("limitdb", 0)]))
+if ("redis+aof", 0) in m:
+    print("redis   appendfsync everysec / none: %.3f" % (m[("redis+aof", 0)] / m[("redis", 0)]))
+    if ("limitdb+aof", 0) in m:
+        print("limitdb / redis, both appendfsync everysec: %.3f" % (m[("limitdb+aof", 0)] / m[("redis+aof", 0)]))
 PY
 
 if [ "${FULLSYNC:-0}" = 1 ]; then

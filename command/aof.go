@@ -60,9 +60,9 @@ func fsyncPolicy(s string) int32 {
 
 // aofState is the append-only file of a server, when appendonly is yes.
 type aofState struct {
-	clk clock.Clock // real time: fsync timers and rewrite durations
-	mu  sync.Mutex  // starts and stops; guards run
-	run *aofRun     // nil when appendonly is no
+	clk clock.Clock            // real time: fsync timers and rewrite durations
+	mu  sync.Mutex             // orders starts and stops
+	run atomic.Pointer[aofRun] // nil when appendonly is no; read by every batch
 
 	policy atomic.Int32
 
@@ -105,9 +105,7 @@ func (s *Server) aofDir() string {
 
 // AOFEnabled reports whether the server writes an append-only file.
 func (s *Server) AOFEnabled() bool {
-	s.aof.mu.Lock()
-	defer s.aof.mu.Unlock()
-	return s.aof.run != nil
+	return s.aof.run.Load() != nil
 }
 
 // LoadAOF restores the append-only file before serving, when one exists;
@@ -148,7 +146,7 @@ func (s *Server) StartAOF() error {
 	s.aof.policy.Store(fsyncPolicy(cfg.AppendFsync))
 	s.aof.mu.Lock()
 	defer s.aof.mu.Unlock()
-	if !cfg.AppendOnly.AppendOnly || s.aof.run != nil || s.repl == nil {
+	if !cfg.AppendOnly.AppendOnly || s.aof.run.Load() != nil || s.repl == nil {
 		return nil
 	}
 	f, err := persistence.OpenAOF(s.aofDir(), cfg.AppendFilename)
@@ -169,7 +167,7 @@ func (s *Server) StartAOF() error {
 	r.writeOK.Store(true)
 	r.written.Store(reader.Pos())
 	r.synced.Store(reader.Pos())
-	s.aof.run = r
+	s.aof.run.Store(r)
 	go s.aofWriter(r)
 	if fresh {
 		r.rewrite <- struct{}{}
@@ -181,8 +179,7 @@ func (s *Server) StartAOF() error {
 // StopAOF writes what the stream holds, fsyncs, and stops the writer.
 func (s *Server) StopAOF() {
 	s.aof.mu.Lock()
-	r := s.aof.run
-	s.aof.run = nil
+	r := s.aof.run.Swap(nil)
 	s.aof.mu.Unlock()
 	if r == nil {
 		return
@@ -365,9 +362,7 @@ func (s *Server) RewriteAOF() error {
 	if s.aof.rewriting.Load() {
 		return errAOFRewriting
 	}
-	s.aof.mu.Lock()
-	r := s.aof.run
-	s.aof.mu.Unlock()
+	r := s.aof.run.Load()
 	if r != nil {
 		select {
 		case r.rewrite <- struct{}{}:
@@ -407,9 +402,7 @@ func cmdBGRewriteAOF(c *Client, _ [][]byte) {
 // holds beyond the file, and under appendfsync always fsyncs it: unless
 // another connection already did (endBatch).
 func (s *Server) catchUpAOF() {
-	s.aof.mu.Lock()
-	r := s.aof.run
-	s.aof.mu.Unlock()
+	r := s.aof.run.Load()
 	if r == nil {
 		return
 	}
@@ -428,9 +421,7 @@ func (s *Server) catchUpAOF() {
 
 // aofWriteError is the error that stops writes, if any.
 func (s *Server) aofWriteError() error {
-	s.aof.mu.Lock()
-	r := s.aof.run
-	s.aof.mu.Unlock()
+	r := s.aof.run.Load()
 	if r == nil || r.writeOK.Load() {
 		return nil
 	}
@@ -449,9 +440,7 @@ func (s *Server) updateRefuseWrites() {
 
 func infoAOF(s *Server, b *strings.Builder) {
 	a := &s.aof
-	s.aof.mu.Lock()
-	r := a.run
-	s.aof.mu.Unlock()
+	r := a.run.Load()
 	a.statMu.Lock()
 	defer a.statMu.Unlock()
 	status := a.lastStatus

@@ -32,7 +32,8 @@ type Stream struct {
 	scratch []byte
 	bad     int64 // units that could not be encoded (engine codec errors)
 
-	unpublished atomic.Bool // records were added that readers were not woken for (Publish)
+	unpublished atomic.Bool  // records were added that readers were not woken for (Publish)
+	endAt       atomic.Int64 // end(), for Offset without the lock
 }
 
 // NewStream returns an empty stream with a new replication ID.
@@ -57,6 +58,7 @@ func (s *Stream) Record(flushed bool, changes []engine.Change) {
 		s.buf = s.buf[:n]
 		s.bad++
 	}
+	s.endAt.Store(s.end())
 	s.unpublished.Store(true)
 	s.trimIfLong()
 	s.mu.Unlock()
@@ -80,6 +82,7 @@ func (s *Stream) Publish() {
 func (s *Stream) Append(rec []byte) {
 	s.mu.Lock()
 	s.buf = append(s.buf, rec...)
+	s.endAt.Store(s.end())
 	s.wakeReaders()
 	s.trimIfLong()
 	s.mu.Unlock()
@@ -133,11 +136,7 @@ func (s *Stream) trim() {
 func (s *Stream) end() int64 { return s.start + int64(len(s.buf)) }
 
 // Offset is master_repl_offset: the bytes the stream has carried.
-func (s *Stream) Offset() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.end()
-}
+func (s *Stream) Offset() int64 { return s.endAt.Load() }
 
 // IDs returns the replication ID, the previous one and the offset up to
 // which that one is valid (-1 when there is none).
@@ -184,6 +183,7 @@ func (s *Stream) Reset(id string, off int64) {
 	defer s.mu.Unlock()
 	s.id, s.id2, s.off2 = id, "", -1
 	s.start, s.buf = off, s.buf[:0]
+	s.endAt.Store(off)
 	for _, r := range s.readers {
 		r.lagging = true
 	}
