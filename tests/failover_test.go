@@ -1,0 +1,597 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// ---- a limitdb process behind a logging proxy -----------------------------
+
+// proxiedNode is a limitdb process announced to its primary, and so to
+// Sentinel, at the port of its own respProxy. It can be killed and started
+// again at the same port and dir. It has a config file, as Sentinel
+// expects (it sends CONFIG REWRITE with every SLAVEOF).
+type proxiedNode struct {
+	dir   string
+	port  string // the process's own port, kept across restarts
+	proxy *respProxy
+	proc  *proc
+}
+
+func startProxiedNode(t *testing.T, extra ...string) *proxiedNode {
+	t.Helper()
+	n := &proxiedNode{dir: t.TempDir(), port: "0", proxy: newRESPProxy(t)}
+	require.NoError(t, os.WriteFile(n.config(), []byte("# written by Sentinel's CONFIG REWRITE\n"), 0o600))
+	n.start(t, extra...)
+	return n
+}
+
+func (n *proxiedNode) config() string { return filepath.Join(n.dir, "limitdb.conf") }
+
+// start runs the process on n.port (a free one the first time).
+func (n *proxiedNode) start(t *testing.T, extra ...string) {
+	t.Helper()
+	args := append([]string{"--config", n.config(), "--port", n.port, "--save", "0",
+		"--replica-announce-ip", "127.0.0.1", "--replica-announce-port", strconv.Itoa(n.proxy.port)}, extra...)
+	n.proc = mustStart(t, n.dir, args...)
+	_, n.port, _ = net.SplitHostPort(n.proc.addr)
+	n.proxy.forwardTo(n.proc.addr)
+}
+
+// role is the node's ROLE reply, as strings.
+func role(c *redis.Client) ([]string, error) {
+	v, err := c.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(v))
+	for _, x := range v {
+		out = append(out, fmt.Sprint(x))
+	}
+	return out, nil
+}
+
+// ---- Sentinel's view --------------------------------------------------------
+
+// sentinelMaster is the primary's address as sentinel s names it.
+func sentinelMaster(s *redis.Client) string {
+	addr, err := s.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster").StringSlice()
+	if err != nil || len(addr) != 2 {
+		return ""
+	}
+	return net.JoinHostPort(addr[0], addr[1])
+}
+
+// sentinelInstances is SENTINEL REPLICAS or SENTINELS mymaster, each
+// instance as a map of its fields.
+func sentinelInstances(s *redis.Client, which string) []map[string]string {
+	v, err := s.Do(ctx, "SENTINEL", which, "mymaster").Slice()
+	if err != nil {
+		return nil
+	}
+	var out []map[string]string
+	for _, inst := range v {
+		fields, _ := inst.([]any)
+		m := map[string]string{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			m[fmt.Sprint(fields[i])] = fmt.Sprint(fields[i+1])
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// eventually polls cond every 50 ms until it holds, or fails the test
+// with what describe says of the last state after limit.
+func eventually(t *testing.T, limit time.Duration, cond func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", limit, describe())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ---- a steady load through go-redis's FailoverClient ----------------------
+
+// ack is a write the server acknowledged: a new key, at a time.
+type ack struct {
+	key string
+	at  time.Time
+}
+
+// failoverLoad writes a new key per command (CL.THROTTLE and SW.INCR in
+// turn) through one FailoverClient until stopped, and keeps the
+// acknowledged ones.
+type failoverLoad struct {
+	mu     sync.Mutex
+	acks   []ack
+	failed int
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func startFailoverLoad(fc *redis.Client) *failoverLoad {
+	l := &failoverLoad{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for seq := 0; ; seq++ {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			var key string
+			var err error
+			if seq%2 == 0 {
+				key = fmt.Sprint("load:cl:", seq)
+				err = fc.Do(ctx, "CL.THROTTLE", key, 99, 100, 3600, 1).Err()
+			} else {
+				key = fmt.Sprint("load:sw:", seq)
+				err = fc.Do(ctx, "SW.INCR", key, 100, "1h").Err()
+			}
+			at := time.Now()
+			l.mu.Lock()
+			if err == nil {
+				l.acks = append(l.acks, ack{key, at})
+			} else {
+				l.failed++
+			}
+			l.mu.Unlock()
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+			} else {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	return l
+}
+
+// ackedAfter counts acknowledgements after t.
+func (l *failoverLoad) ackedAfter(t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for i := len(l.acks) - 1; i >= 0 && l.acks[i].at.After(t); i-- {
+		n++
+	}
+	return n
+}
+
+func (l *failoverLoad) finish() []ack {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acks
+}
+
+// ---- client libraries' Sentinel support, in the background ----------------
+
+// clientScript is a client library's test script running beside the
+// failover: it finds the primary through the sentinels, writes ready in
+// its state dir, waits for killed, then writes done with the port of the
+// primary it reached afterwards.
+type clientScript struct {
+	name  string
+	state string
+	out   bytes.Buffer
+	err   error
+	done  chan struct{}
+}
+
+func startClientScript(t *testing.T, name, dir string, env []string, bin string, args ...string) *clientScript {
+	t.Helper()
+	s := &clientScript{name: name, state: t.TempDir(), done: make(chan struct{})}
+	cctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	cmd := exec.CommandContext(cctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), env...), "LIMITDB_STATE_DIR="+s.state)
+	cmd.Stdout, cmd.Stderr = &s.out, &s.out
+	require.NoError(t, cmd.Start())
+	go func() {
+		s.err = cmd.Wait()
+		cancel()
+		close(s.done)
+	}()
+	t.Cleanup(func() { cancel(); <-s.done })
+	return s
+}
+
+func (s *clientScript) touch(t *testing.T, file string) {
+	require.NoError(t, os.WriteFile(filepath.Join(s.state, file), nil, 0o600))
+}
+
+func (s *clientScript) has(file string) bool {
+	_, err := os.Stat(filepath.Join(s.state, file))
+	return err == nil
+}
+
+// ---- Sentinel's commands, as the proxies saw them ---------------------------
+
+// sentinelCommandName is how a command Sentinel sent is listed: the name,
+// with the subcommand or arguments that say what it does (CLIENT KILL
+// TYPE normal, SLAVEOF NO ONE, PUBLISH's channel).
+func sentinelCommandName(args []string) string {
+	name := strings.ToUpper(args[0])
+	switch name {
+	case "CLIENT", "CONFIG", "SENTINEL", "COMMAND", "SCRIPT":
+		if len(args) > 1 {
+			name += " " + strings.ToUpper(args[1])
+		}
+		if name == "CLIENT KILL" {
+			name += " " + strings.Join(args[2:], " ")
+		}
+	case "SLAVEOF", "REPLICAOF":
+		if len(args) == 3 && strings.EqualFold(args[1], "no") && strings.EqualFold(args[2], "one") {
+			name += " NO ONE"
+		} else {
+			name += " host port"
+		}
+	case "PUBLISH", "SUBSCRIBE", "PSUBSCRIBE":
+		if len(args) > 1 {
+			name += " " + args[1]
+		}
+	}
+	return name
+}
+
+// TestSentinelFailsOverLimitdb: three real redis-sentinel processes
+// monitor a limitdb primary with two replicas, every node behind a logging
+// proxy. After kill -9 of the primary, Sentinel promotes a replica, points
+// the other at it, and, once the old primary starts again on its port,
+// makes it a replica too. Writes that WAIT acknowledged on both replicas
+// are on the promoted node with the same state; writes without WAIT are
+// lost only from the last moments before the kill. One FailoverClient
+// carries its load across, and redis-py's and ioredis' Sentinel clients
+// reach the new primary. Sentinel sent only the commands listed here.
+func TestSentinelFailsOverLimitdb(t *testing.T) {
+	t.Parallel()
+	primary := startProxiedNode(t)
+	replicaOf := "127.0.0.1 " + strconv.Itoa(primary.proxy.port)
+	nodes := []*proxiedNode{primary, startProxiedNode(t, "--replicaof", replicaOf), startProxiedNode(t, "--replicaof", replicaOf)}
+	for _, n := range nodes[1:] {
+		c := n.proc.client(t)
+		eventually(t, 10*time.Second, func() bool { return infoOf(t, c, "replication", "master_link_status") == "up" },
+			func() string { return "a replica's link never came up:\n" + n.proc.log.String() })
+	}
+
+	sentinels := startSentinels(t, 3, primary.proxy.addr)
+	var sentinelAddrs []string
+	for _, s := range sentinels {
+		sentinelAddrs = append(sentinelAddrs, s.Options().Addr)
+	}
+	eventually(t, 30*time.Second, func() bool {
+		for _, s := range sentinels {
+			replicas := sentinelInstances(s, "REPLICAS")
+			if len(replicas) != 2 || len(sentinelInstances(s, "SENTINELS")) != 2 {
+				return false
+			}
+			for _, r := range replicas {
+				if r["flags"] != "slave" || r["master-link-status"] != "ok" {
+					return false
+				}
+			}
+		}
+		return true
+	}, func() string {
+		return fmt.Sprintf("sentinels do not all see 2 healthy replicas and 2 other sentinels: %v, %d",
+			sentinelInstances(sentinels[0], "REPLICAS"), len(sentinelInstances(sentinels[0], "SENTINELS")))
+	})
+
+	// redis-py and ioredis find the primary through the same sentinels.
+	replicaPorts := strconv.Itoa(nodes[1].proxy.port) + "," + strconv.Itoa(nodes[2].proxy.port)
+	scriptEnv := []string{"LIMITDB_SENTINELS=" + strings.Join(sentinelAddrs, ","),
+		"LIMITDB_PRIMARY_PORT=" + strconv.Itoa(primary.proxy.port), "LIMITDB_REPLICA_PORTS=" + replicaPorts}
+	// The scripts live as long as the test, not the subtests that find
+	// their interpreters (and skip, or fail under CI, without them).
+	scripts := map[string]*clientScript{}
+	parent := t
+	t.Run("start redis-py", func(t *testing.T) {
+		py := python(t)
+		scripts["redis-py"] = startClientScript(parent, "redis-py", "clients/python", append(scriptEnv, "PYTHONDONTWRITEBYTECODE=1"),
+			py, "-m", "unittest", "-v", "test_sentinel")
+	})
+	t.Run("start ioredis", func(t *testing.T) {
+		dir := nodeDir(t)
+		scripts["ioredis"] = startClientScript(parent, "ioredis", dir, scriptEnv, "node", "--test", "--test-reporter=tap", "sentinel.test.mjs")
+	})
+	for _, s := range scripts {
+		eventually(t, 20*time.Second, func() bool { return s.has("ready") }, func() string {
+			select {
+			case <-s.done:
+				return s.name + " exited before it was ready: " + s.out.String()
+			default:
+				return s.name + " never found the primary through the sentinels"
+			}
+		})
+	}
+
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: "mymaster", SentinelAddrs: sentinelAddrs, Protocol: 2,
+		DialTimeout: 300 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+		MaxRetries: -1, PoolSize: 2,
+	})
+	t.Cleanup(func() { fc.Close() })
+	load := startFailoverLoad(fc)
+	defer func() {
+		select {
+		case <-load.stop:
+		default:
+			load.finish()
+		}
+	}()
+	// Two seconds of load before the kill, so that the final 1.5 s below
+	// is not all of it.
+	loadFrom := time.Now()
+	eventually(t, 10*time.Second, func() bool { return time.Since(loadFrom) > 2*time.Second && load.ackedAfter(loadFrom) >= 200 },
+		func() string { return "the FailoverClient's load is not getting through" })
+
+	// A burst that WAIT says both replicas have: it must survive the
+	// failover exactly.
+	pc := primary.proc.client(t)
+	const burst = 200
+	for i := 0; i < burst; i++ {
+		require.NoError(t, pc.Do(ctx, "SET", fmt.Sprint("ack:s:", i), fmt.Sprint("v", i)).Err())
+		require.NoError(t, pc.Do(ctx, "CL.THROTTLE", fmt.Sprint("ack:cl:", i), 99, 100, 3600, 1+i%7).Err())
+	}
+	n, err := pc.Do(ctx, "WAIT", 2, 1000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "WAIT 2 1000 after the burst")
+	wantRemaining := make([]int64, burst)
+	for i := range wantRemaining {
+		wantRemaining[i] = throttle(t, pc, fmt.Sprint("ack:cl:", i), 0)
+	}
+
+	killedAt := time.Now()
+	primary.proc.kill9(t)
+	// No replica can be promoted before Sentinel's down-after-milliseconds
+	// (1 s) has passed: a write acknowledged before then was the old
+	// primary's, even if its reply arrived after the kill.
+	newPrimarySince := killedAt.Add(time.Second)
+	for _, s := range scripts {
+		s.touch(t, "killed")
+	}
+
+	// Sentinel promotes a replica.
+	var promoted, sibling *proxiedNode
+	eventually(t, 30*time.Second, func() bool {
+		addr := sentinelMaster(sentinels[0])
+		for i, n := range nodes[1:] {
+			if addr == n.proxy.addr {
+				promoted, sibling = n, nodes[3-i-1]
+				return true
+			}
+		}
+		return false
+	}, func() string { return "Sentinel did not promote a replica; it names " + sentinelMaster(sentinels[0]) })
+	promotedAfter := time.Since(killedAt)
+	for _, s := range sentinels[1:] {
+		eventually(t, 10*time.Second, func() bool { return sentinelMaster(s) == promoted.proxy.addr },
+			func() string { return "another sentinel names " + sentinelMaster(s) })
+	}
+	nc := promoted.proc.client(t)
+	eventually(t, 10*time.Second, func() bool { r, _ := role(nc); return len(r) > 0 && r[0] == "master" },
+		func() string { r, err := role(nc); return fmt.Sprintf("ROLE on the promoted node: %v %v", r, err) })
+
+	// The FailoverClient carries on against it.
+	eventually(t, 20*time.Second, func() bool { return load.ackedAfter(newPrimarySince) >= 100 },
+		func() string { return "the FailoverClient writes nothing to the promoted node" })
+	load.mu.Lock()
+	var firstAfter time.Duration
+	for _, a := range load.acks {
+		if a.at.After(newPrimarySince) {
+			firstAfter = a.at.Sub(killedAt)
+			break
+		}
+	}
+	load.mu.Unlock()
+	t.Logf("failover: Sentinel named the new primary %v after kill -9, the FailoverClient's first write there %v after", promotedAfter.Round(time.Millisecond), firstAfter.Round(time.Millisecond))
+
+	// What WAIT acknowledged is there, identical.
+	for i := 0; i < burst; i++ {
+		v, err := nc.Get(ctx, fmt.Sprint("ack:s:", i)).Result()
+		require.NoError(t, err, "ack:s:%d, acknowledged by WAIT, is missing on the promoted node", i)
+		require.Equal(t, fmt.Sprint("v", i), v)
+		require.Equal(t, wantRemaining[i], throttle(t, nc, fmt.Sprint("ack:cl:", i), 0), "ack:cl:%d's remaining on the promoted node", i)
+	}
+
+	// The clients' scripts reached the new primary.
+	for _, s := range scripts {
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not finish:\n%s", s.name, s.out.String())
+		}
+	}
+	for _, name := range []string{"redis-py", "ioredis"} {
+		t.Run(name+" follows the failover", func(t *testing.T) {
+			s := scripts[name]
+			if s == nil {
+				t.Skip("not started")
+			}
+			if s.err != nil {
+				t.Fatalf("%s: %v\n%s", name, s.err, s.out.String())
+			}
+			got, err := os.ReadFile(filepath.Join(s.state, "done"))
+			require.NoError(t, err, "%s", s.out.String())
+			require.Equal(t, strconv.Itoa(promoted.proxy.port), string(got), "the port %s reached after the failover", name)
+		})
+	}
+
+	// The old primary starts again, empty, as a primary; Sentinel makes it
+	// a replica of the new one.
+	primary.start(t)
+	oc := primary.proc.client(t)
+	wantRole := []string{"slave", "127.0.0.1", strconv.Itoa(promoted.proxy.port), "connected"}
+	for _, n := range []*proxiedNode{primary, sibling} {
+		c := oc
+		if n == sibling {
+			c = sibling.proc.client(t)
+		}
+		eventually(t, 30*time.Second, func() bool {
+			r, _ := role(c)
+			return len(r) == 5 && strings.Join(r[:4], " ") == strings.Join(wantRole, " ") &&
+				infoOf(t, c, "replication", "master_link_status") == "up"
+		}, func() string {
+			r, err := role(c)
+			return fmt.Sprintf("ROLE %v (%v), want %v and link up\n%s", r, err, wantRole, n.proc.log)
+		})
+	}
+	rejoined := time.Since(killedAt)
+
+	// Writes without WAIT: those lost were acknowledged in the last
+	// moments before the kill; none after the promotion is lost.
+	acks := load.finish()
+	_, err = nc.Do(ctx, "WAIT", 2, 2000).Int()
+	require.NoError(t, err)
+	var before, inLast, lost, after int
+	var oldestLost time.Duration
+	pipe := nc.Pipeline()
+	exists := make([]*redis.IntCmd, len(acks))
+	for i, a := range acks {
+		exists[i] = pipe.Exists(ctx, a.key)
+	}
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	for i, a := range acks {
+		if a.at.After(newPrimarySince) {
+			after++
+			require.Equal(t, int64(1), exists[i].Val(), "%s, written to the new primary, is missing there", a.key)
+			continue
+		}
+		before++
+		age := killedAt.Sub(a.at)
+		if age <= 1500*time.Millisecond {
+			inLast++
+		}
+		if exists[i].Val() == 0 {
+			lost++
+			oldestLost = max(oldestLost, age)
+		}
+	}
+	t.Logf("writes without WAIT: %d acknowledged by the old primary, %d of them in its final 1.5 s, %d lost (acknowledged at most %v before the kill); %d acknowledged by the new primary, none lost; %d attempts failed",
+		before, inLast, lost, oldestLost.Round(time.Millisecond), after, load.failed)
+	t.Logf("the old primary, started again, was a replica of the new one %v after the kill", rejoined.Round(time.Millisecond))
+	if oldestLost > 1500*time.Millisecond {
+		t.Fatalf("a write acknowledged %v before the kill is lost: replication lagged more than 1.5 s", oldestLost)
+	}
+
+	// Sentinel rewrote the config files: started from them, the promoted
+	// node is a primary and the sibling replicates the promoted node's
+	// proxy.
+	requireConfigReplicaOf(t, promoted, "")
+	requireConfigReplicaOf(t, sibling, fmt.Sprintf("127.0.0.1 %d", promoted.proxy.port))
+
+	// Everything Sentinel sent, through the proxies, is on the list; the
+	// failover's transactions are among it.
+	seen := map[string]int{}
+	for _, n := range nodes {
+		for _, c := range n.proxy.commands("sentinel-") {
+			seen[sentinelCommandName(c.args)]++
+		}
+	}
+	var unexpected, counts []string
+	for name, count := range seen {
+		counts = append(counts, fmt.Sprintf("%s: %d", name, count))
+		if !sentinelSends[name] {
+			unexpected = append(unexpected, name)
+		}
+	}
+	sort.Strings(counts)
+	t.Logf("Sentinel sent, counted by the proxies:\n\t%s", strings.Join(counts, "\n\t"))
+	if len(unexpected) > 0 {
+		sort.Strings(unexpected)
+		t.Errorf("Sentinel sent commands that are not on sentinelSends (check that limitdb answers them as Redis does, then add them):\n\t%s",
+			strings.Join(unexpected, "\n\t"))
+	}
+	reconfigure := func(slaveof ...string) [][]string {
+		return [][]string{{"MULTI"}, append([]string{"SLAVEOF"}, slaveof...), {"CONFIG", "REWRITE"},
+			{"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}, {"EXEC"}}
+	}
+	newPrimary := []string{"127.0.0.1", strconv.Itoa(promoted.proxy.port)}
+	for _, want := range []struct {
+		node *proxiedNode
+		what string
+		tx   [][]string
+	}{
+		{promoted, "the promoted node", reconfigure("NO", "ONE")},
+		{sibling, "the other replica", reconfigure(newPrimary...)},
+		{primary, "the old primary", reconfigure(newPrimary...)},
+	} {
+		if !sentCommands(want.node.proxy.commands("sentinel-"), want.tx) {
+			t.Errorf("Sentinel never sent %s the transaction %q; it sent:\n%s", want.what, want.tx, formatCommands(want.node.proxy.commands("sentinel-")))
+		}
+	}
+}
+
+// sentinelSends is every command redis-sentinel 7.0 sent the nodes in
+// TestSentinelFailsOverLimitdb (named by sentinelCommandName), from the
+// monitoring through the failover to the old primary's return. Sentinel
+// reads roles and replicas from INFO, never from ROLE.
+var sentinelSends = map[string]bool{
+	"CLIENT SETNAME":               true, // each link's first command: sentinel-<id>-cmd or -pubsub
+	"PING":                         true,
+	"INFO":                         true,
+	"SUBSCRIBE __sentinel__:hello": true, // how sentinels find one another
+	"PUBLISH __sentinel__:hello":   true,
+	"MULTI":                        true, // a (re)configuration is one transaction:
+	"SLAVEOF NO ONE":               true, // the promotion,
+	"SLAVEOF host port":            true, // or a replica pointed at the new primary,
+	"CONFIG REWRITE":               true, // kept in the config file,
+	"CLIENT KILL TYPE normal":      true, // clients told to reconnect,
+	"CLIENT KILL TYPE pubsub":      true,
+	"EXEC":                         true,
+}
+
+// sentCommands reports whether want was sent back to back on one
+// connection.
+func sentCommands(cmds []proxiedCommand, want [][]string) bool {
+	for i := range cmds {
+		match := true
+		for j, w := range want {
+			if i+j >= len(cmds) || cmds[i+j].conn != cmds[i].conn || !strings.EqualFold(strings.Join(cmds[i+j].args, " "), strings.Join(w, " ")) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// requireConfigReplicaOf fails unless n's config file makes it replicate
+// want ("": nothing).
+func requireConfigReplicaOf(t *testing.T, n *proxiedNode, want string) {
+	t.Helper()
+	b, err := os.ReadFile(n.config())
+	require.NoError(t, err)
+	got := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "replicaof "); ok {
+			got = strings.Trim(v, `"`)
+		}
+	}
+	if got != want {
+		t.Fatalf("%s: replicaof %q, want %q:\n%s", n.config(), got, want, b)
+	}
+}
