@@ -12,9 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -593,5 +596,129 @@ func requireConfigReplicaOf(t *testing.T, n *proxiedNode, want string) {
 	}
 	if got != want {
 		t.Fatalf("%s: replicaof %q, want %q:\n%s", n.config(), got, want, b)
+	}
+}
+
+// ---- a replica that stops, a replica that copies a million keys -----------
+
+// snapshotKeyspace saves c's node into its dir and reads the snapshot back
+// in process, at instant at: two nodes whose snapshots read alike hold the
+// same keys in the same states.
+func snapshotKeyspace(t *testing.T, c *redis.Client, dir string, at time.Time) map[string]string {
+	t.Helper()
+	require.NoError(t, c.Do(ctx, "SAVE").Err())
+	return keyspaceOf(t, serverFromDir(t, clock.NewFake(at.UnixNano()), dir).srv.Engine())
+}
+
+// keyspaceDiff says how replica differs from primary, with a few keys;
+// "" when they are equal.
+func keyspaceDiff(primary, replica map[string]string) string {
+	var missing, extra, changed []string
+	for k, v := range primary {
+		if rv, ok := replica[k]; !ok {
+			missing = append(missing, k)
+		} else if rv != v {
+			changed = append(changed, k)
+		}
+	}
+	for k := range replica {
+		if _, ok := primary[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	if len(missing)+len(extra)+len(changed) == 0 {
+		return ""
+	}
+	few := func(keys []string) []string { sort.Strings(keys); return keys[:min(len(keys), 5)] }
+	return fmt.Sprintf("%d of %d missing %q, %d extra %q, %d in another state %q",
+		len(missing), len(primary), few(missing), len(extra), few(extra), len(changed), few(changed))
+}
+
+// TestReplicaResumesAfterSIGSTOP: a replica process stopped for 2 s under
+// a write load, then continued, catches up without a full copy: on the
+// same link when it stayed up, or with a partial resynchronisation
+// (+CONTINUE) when the primary dropped it meanwhile. Afterwards it holds
+// exactly the primary's keys.
+func TestReplicaResumesAfterSIGSTOP(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name        string
+		dropLink    bool
+		partialSync string
+	}{
+		{"link kept", false, "0"},
+		{"link dropped while stopped", true, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pdir, rdir := t.TempDir(), t.TempDir()
+			p := mustStart(t, pdir, "--save", "0")
+			_, port, _ := net.SplitHostPort(p.addr)
+			r := mustStart(t, rdir, "--save", "0", "--replicaof", "127.0.0.1 "+port)
+			pc, rc := p.client(t), r.client(t)
+			eventually(t, 10*time.Second, func() bool { return infoOf(t, rc, "replication", "master_link_status") == "up" },
+				func() string { return "the replica's link never came up:\n" + r.log.String() })
+
+			stop, done := make(chan struct{}), make(chan error, 1)
+			rounds := 0
+			var progress atomic.Int64 // rounds so far
+			go func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						rounds = i
+						done <- nil
+						return
+					default:
+					}
+					k := fmt.Sprint(i % 2000)
+					for _, cmd := range [][]any{
+						{"CL.THROTTLE", "cl:" + k, 99, 100, 3600},
+						{"SW.INCR", "sw:" + k, 1000, "1h"},
+						{"SET", "s:" + k, i},
+					} {
+						if err := pc.Do(ctx, cmd...).Err(); err != nil {
+							done <- fmt.Errorf("%v: %w", cmd, err)
+							return
+						}
+					}
+					progress.Store(int64(i + 1))
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			time.Sleep(300 * time.Millisecond)
+			require.NoError(t, r.cmd.Process.Signal(syscall.SIGSTOP))
+			stoppedAt := progress.Load()
+			t.Cleanup(func() { r.cmd.Process.Signal(syscall.SIGCONT) })
+			if tc.dropLink {
+				n, err := pc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Int()
+				require.NoError(t, err)
+				require.Equal(t, 1, n, "CLIENT KILL TYPE replica")
+			}
+			time.Sleep(2 * time.Second)
+			whileStopped := progress.Load() - stoppedAt
+			require.NoError(t, r.cmd.Process.Signal(syscall.SIGCONT))
+			continued := time.Now()
+			time.Sleep(300 * time.Millisecond)
+			close(stop)
+			require.NoError(t, <-done, "the load on the primary")
+			require.Greater(t, whileStopped, int64(100), "rounds of writes while the replica was stopped: a stopped replica must not stall its primary")
+
+			eventually(t, 10*time.Second, func() bool {
+				n, err := pc.Do(ctx, "WAIT", 1, 100).Int()
+				return err == nil && n == 1
+			}, func() string { return "WAIT 1: the replica never acknowledged\n" + r.log.String() })
+			t.Logf("%d rounds of writes, %d while the replica was stopped; it acknowledged them all %v after SIGCONT (the load stopped 300 ms after it)",
+				rounds, whileStopped, time.Since(continued).Round(time.Millisecond))
+			require.Equal(t, "1", infoOf(t, pc, "stats", "sync_full"), "full copies: the first one only")
+			require.Equal(t, tc.partialSync, infoOf(t, pc, "stats", "sync_partial_ok"), "partial resynchronisations")
+			require.Equal(t, infoOf(t, pc, "replication", "master_repl_offset"), infoOf(t, rc, "replication", "master_repl_offset"))
+			at := time.Now()
+			want := snapshotKeyspace(t, pc, pdir, at)
+			require.Equal(t, 3*min(rounds, 2000), len(want), "keys written in %d rounds", rounds)
+			if diff := keyspaceDiff(want, snapshotKeyspace(t, rc, rdir, at)); diff != "" {
+				t.Fatalf("the replica's keys differ from the primary's: %s", diff)
+			}
+		})
 	}
 }
