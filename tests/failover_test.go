@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -721,4 +722,94 @@ func TestReplicaResumesAfterSIGSTOP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFullResyncOfAMillionKeys: a replica that connects to a primary
+// holding a million keys gets them all by one full copy. The time it took
+// is logged, not asserted: the deadline is only a hang detector.
+func TestFullResyncOfAMillionKeys(t *testing.T) {
+	t.Parallel()
+	const strs, limiters = 900_000, 100_000
+	p := mustStart(t, t.TempDir(), "--save", "0")
+	start := time.Now()
+	pipeline(t, p.addr, strs/1000, func(b []byte, i int) []byte {
+		b = append(b, "*2001\r\n$4\r\nMSET\r\n"...)
+		for k := i * 1000; k < (i+1)*1000; k++ {
+			v := strconv.Itoa(k)
+			b = appendBulk(appendBulk(b, "s:"+v), v)
+		}
+		return b
+	})
+	pipeline(t, p.addr, limiters, func(b []byte, i int) []byte {
+		b = appendBulk(append(b, "*6\r\n$11\r\nCL.THROTTLE\r\n"...), "cl:"+strconv.Itoa(i))
+		return appendBulk(append(b, "$2\r\n99\r\n$3\r\n100\r\n$4\r\n3600\r\n"...), strconv.Itoa(1+i%7))
+	})
+	pc := p.client(t)
+	require.Equal(t, int64(strs+limiters), dbsize(t, pc))
+	loaded := time.Since(start)
+
+	_, port, _ := net.SplitHostPort(p.addr)
+	start = time.Now()
+	r := mustStart(t, t.TempDir(), "--save", "0", "--replicaof", "127.0.0.1 "+port)
+	rc := r.client(t)
+	eventually(t, 60*time.Second, func() bool {
+		return infoOf(t, rc, "replication", "master_link_status") == "up" && dbsize(t, rc) == strs+limiters
+	}, func() string {
+		return fmt.Sprintf("the replica has %d keys, link %s\n%s", dbsize(t, rc), infoOf(t, rc, "replication", "master_link_status"), r.log)
+	})
+	copied := time.Since(start)
+	t.Logf("%d keys loaded in %v; a new replica had them all, link up, %v after it started", strs+limiters, loaded.Round(time.Millisecond), copied.Round(time.Millisecond))
+	require.Equal(t, "1", infoOf(t, pc, "stats", "sync_full"))
+	for _, k := range []int{0, 1, 449_999, strs - 1} {
+		require.Equal(t, strconv.Itoa(k), rc.Get(ctx, fmt.Sprint("s:", k)).Val())
+	}
+	for _, k := range []int{0, 6, limiters - 1} {
+		key := fmt.Sprint("cl:", k)
+		require.Equal(t, throttle(t, pc, key, 0), throttle(t, rc, key, 0), "%s's remaining on the replica", key)
+	}
+}
+
+func appendBulk(b []byte, s string) []byte {
+	b = strconv.AppendInt(append(b, '$'), int64(len(s)), 10)
+	return append(append(append(b, "\r\n"...), s...), "\r\n"...)
+}
+
+// pipeline sends n commands, built by add, on one connection without
+// waiting for replies, and checks that none of the replies is an error.
+func pipeline(t *testing.T, addr string, n int, add func(b []byte, i int) []byte) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	sent := make(chan error, 1)
+	go func() {
+		var b []byte
+		for i := 0; i < n; i++ {
+			b = add(b, i)
+			if len(b) > 256<<10 || i == n-1 {
+				if _, err := nc.Write(b); err != nil {
+					sent <- err
+					return
+				}
+				b = b[:0]
+			}
+		}
+		sent <- nil
+	}()
+	rd := bufio.NewReaderSize(nc, 64<<10)
+	for i := 0; i < n; i++ {
+		line, err := readLine(rd)
+		require.NoError(t, err)
+		if strings.HasPrefix(line, "-") {
+			t.Fatalf("reply %d: %s", i, line)
+		}
+		if strings.HasPrefix(line, "*") { // a limiter's reply: its integers follow
+			m, _ := strconv.Atoi(line[1:])
+			for j := 0; j < m; j++ {
+				_, err := readLine(rd)
+				require.NoError(t, err)
+			}
+		}
+	}
+	require.NoError(t, <-sent)
 }
