@@ -187,6 +187,45 @@ func (l *failoverLoad) finish() []ack {
 	return l.acks
 }
 
+// requireLossBound stops the load and checks its acknowledged writes on
+// the new primary: those lost were acknowledged in the final 1.5 s before
+// the kill, and none written to the new primary (acknowledged after
+// newPrimarySince) is lost.
+func (l *failoverLoad) requireLossBound(t *testing.T, newPrimary *redis.Client, killedAt, newPrimarySince time.Time) {
+	t.Helper()
+	acks := l.finish()
+	pipe := newPrimary.Pipeline()
+	exists := make([]*redis.IntCmd, len(acks))
+	for i, a := range acks {
+		exists[i] = pipe.Exists(ctx, a.key)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	var before, inLast, lost, after int
+	var oldestLost time.Duration
+	for i, a := range acks {
+		if a.at.After(newPrimarySince) {
+			after++
+			require.Equal(t, int64(1), exists[i].Val(), "%s, written to the new primary, is missing there", a.key)
+			continue
+		}
+		before++
+		age := killedAt.Sub(a.at)
+		if age <= 1500*time.Millisecond {
+			inLast++
+		}
+		if exists[i].Val() == 0 {
+			lost++
+			oldestLost = max(oldestLost, age)
+		}
+	}
+	t.Logf("writes without WAIT: %d acknowledged by the old primary, %d of them in its final 1.5 s, %d lost (acknowledged at most %v before the kill); %d acknowledged by the new primary, none lost; %d attempts failed",
+		before, inLast, lost, oldestLost.Round(time.Millisecond), after, l.failed)
+	if oldestLost > 1500*time.Millisecond {
+		t.Fatalf("a write acknowledged %v before the kill is lost: replication lagged more than 1.5 s", oldestLost)
+	}
+}
+
 // ---- client libraries' Sentinel support, in the background ----------------
 
 // clientScript is a client library's test script running beside the
@@ -461,42 +500,8 @@ func TestSentinelFailsOverLimitdb(t *testing.T) {
 	}
 	rejoined := time.Since(killedAt)
 
-	// Writes without WAIT: those lost were acknowledged in the last
-	// moments before the kill; none after the promotion is lost.
-	acks := load.finish()
-	_, err = nc.Do(ctx, "WAIT", 2, 2000).Int()
-	require.NoError(t, err)
-	var before, inLast, lost, after int
-	var oldestLost time.Duration
-	pipe := nc.Pipeline()
-	exists := make([]*redis.IntCmd, len(acks))
-	for i, a := range acks {
-		exists[i] = pipe.Exists(ctx, a.key)
-	}
-	_, err = pipe.Exec(ctx)
-	require.NoError(t, err)
-	for i, a := range acks {
-		if a.at.After(newPrimarySince) {
-			after++
-			require.Equal(t, int64(1), exists[i].Val(), "%s, written to the new primary, is missing there", a.key)
-			continue
-		}
-		before++
-		age := killedAt.Sub(a.at)
-		if age <= 1500*time.Millisecond {
-			inLast++
-		}
-		if exists[i].Val() == 0 {
-			lost++
-			oldestLost = max(oldestLost, age)
-		}
-	}
-	t.Logf("writes without WAIT: %d acknowledged by the old primary, %d of them in its final 1.5 s, %d lost (acknowledged at most %v before the kill); %d acknowledged by the new primary, none lost; %d attempts failed",
-		before, inLast, lost, oldestLost.Round(time.Millisecond), after, load.failed)
 	t.Logf("the old primary, started again, was a replica of the new one %v after the kill", rejoined.Round(time.Millisecond))
-	if oldestLost > 1500*time.Millisecond {
-		t.Fatalf("a write acknowledged %v before the kill is lost: replication lagged more than 1.5 s", oldestLost)
-	}
+	load.requireLossBound(t, nc, killedAt, newPrimarySince)
 
 	// Sentinel rewrote the config files: started from them, the promoted
 	// node is a primary and the sibling replicates the promoted node's
@@ -504,8 +509,14 @@ func TestSentinelFailsOverLimitdb(t *testing.T) {
 	requireConfigReplicaOf(t, promoted, "")
 	requireConfigReplicaOf(t, sibling, fmt.Sprintf("127.0.0.1 %d", promoted.proxy.port))
 
-	// Everything Sentinel sent, through the proxies, is on the list; the
-	// failover's transactions are among it.
+	requireSentinelCommands(t, nodes, promoted, sibling, primary)
+}
+
+// requireSentinelCommands: everything Sentinel sent the nodes, through
+// their proxies, is on sentinelSends, and the failover's transactions are
+// among it: the promotion to promoted, the reconfiguration to the others.
+func requireSentinelCommands(t *testing.T, nodes []*proxiedNode, promoted, sibling, oldPrimary *proxiedNode) {
+	t.Helper()
 	seen := map[string]int{}
 	for _, n := range nodes {
 		for _, c := range n.proxy.commands("sentinel-") {
@@ -538,7 +549,7 @@ func TestSentinelFailsOverLimitdb(t *testing.T) {
 	}{
 		{promoted, "the promoted node", reconfigure("NO", "ONE")},
 		{sibling, "the other replica", reconfigure(newPrimary...)},
-		{primary, "the old primary", reconfigure(newPrimary...)},
+		{oldPrimary, "the old primary", reconfigure(newPrimary...)},
 	} {
 		if !sentCommands(want.node.proxy.commands("sentinel-"), want.tx) {
 			t.Errorf("Sentinel never sent %s the transaction %q; it sent:\n%s", want.what, want.tx, formatCommands(want.node.proxy.commands("sentinel-")))
