@@ -229,25 +229,30 @@ func transactionKeys(queue []queued, watched []watchedKey) (keys [][]byte, all b
 		keys = append(keys, w.key)
 	}
 	for _, q := range queue {
-		cmd, args := q.cmd, q.args
-		if cmd.FirstKey <= 0 {
-			if cmd.Group != "connection" && cmd.Group != "transactions" {
-				all = true
-			}
-			continue
-		}
-		last, step := cmd.LastKey, cmd.Step
-		if last < 0 {
-			last += len(args)
-		}
-		if step < 1 {
-			step = 1
-		}
-		for i := cmd.FirstKey; i <= last && i < len(args); i += step {
-			keys = append(keys, args[i])
-		}
+		k, a := commandKeys(q.cmd, q.args)
+		keys, all = append(keys, k...), all || a
 	}
 	return keys, all
+}
+
+// commandKeys lists the keys of one command, from the command table's key
+// positions; all is true when it reaches the keyspace without naming its
+// keys (KEYS, FLUSHALL, EVAL).
+func commandKeys(cmd *Command, args [][]byte) (keys [][]byte, all bool) {
+	if cmd.FirstKey <= 0 {
+		return nil, cmd.Group != "connection" && cmd.Group != "transactions"
+	}
+	last, step := cmd.LastKey, cmd.Step
+	if last < 0 {
+		last += len(args)
+	}
+	if step < 1 {
+		step = 1
+	}
+	for i := cmd.FirstKey; i <= last && i < len(args); i += step {
+		keys = append(keys, args[i])
+	}
+	return keys, false
 }
 
 // call runs one queued command with the accounting handle gives a command

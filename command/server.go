@@ -28,6 +28,7 @@ import (
 	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/replication"
 	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/scripting"
 )
 
 // Version is limitdb's version, reported by INFO and HELLO.
@@ -86,8 +87,10 @@ type Server struct {
 	sections     persistence.Sections // a snapshot's sections beside the keyspace
 	persist      persistState         // snapshots: cmd_persist.go
 	aof          aofState             // the append-only file: aof.go
-	slow         slowLog              // SLOWLOG: slowlog.go
-	mem          memState             // maxmemory: memory.go
+	scripts      *scripting.Cache     // EVAL's scripts by SHA1: scripting.go
+	runner       *scripting.Runner
+	slow         slowLog  // SLOWLOG: slowlog.go
+	mem          memState // maxmemory: memory.go
 
 	closeOnce  sync.Once
 	listenPort atomic.Int64 // INFO's tcp_port, once listening
@@ -118,6 +121,12 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	}
 	s.policies = policy.NewStore(nil)
 	s.aof.clk = clock.Real()
+	s.scripts = scripting.NewCache()
+	s.runner = scripting.NewRunner(scripting.Options{RedisVersion: redisVersion, Log: func(level int, msg string) {
+		if level >= scripting.LogNotice {
+			logger.Printf("script: %s", msg)
+		}
+	}})
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 	}

@@ -127,7 +127,7 @@ func NewTable() *Table {
 		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerServer, registerServerInfo,
 		registerStrings, registerInfoLimits, registerLimits, registerMemory,
-		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerPubSub, registerMonitor, registerModes,
+		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerPubSub, registerMonitor, registerModes,
 	} {
 		family(t)
 	}

@@ -78,3 +78,10 @@ func (e *Engine) shardsOf(keys [][]byte) []int {
 	slices.Sort(idx)
 	return slices.Compact(idx)
 }
+
+// Holds reports whether a call through e may touch key: always for the
+// keyspace itself, and for a transaction's handle when it holds key's
+// shard.
+func (e *Engine) Holds(key []byte) bool {
+	return e.held == nil || e.held[e.tab.Index(key)]
+}

@@ -58,7 +58,14 @@ type raw struct {
 
 func dialRaw(t testing.TB, addr string) *raw {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	return dialRawNet(t, "tcp", addr)
+}
+
+// dialRawNet is dialRaw over a network of choice ("unix" for
+// startRedis's socket).
+func dialRawNet(t testing.TB, network, addr string) *raw {
+	t.Helper()
+	nc, err := net.DialTimeout(network, addr, 5*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { nc.Close() })
 	return &raw{t: t, nc: nc, rd: bufio.NewReader(nc)}
@@ -97,6 +104,41 @@ func (r *raw) closed() bool {
 		}
 	}
 	return false
+}
+
+// do sends one command and returns its whole reply, RESP2 or RESP3, as
+// the bytes the server sent.
+func (r *raw) do(args ...string) string {
+	r.t.Helper()
+	r.send(cmd(args...))
+	var out strings.Builder
+	r.reply(&out)
+	return out.String()
+}
+
+// reply copies one whole reply to out.
+func (r *raw) reply(out *strings.Builder) {
+	r.t.Helper()
+	l := r.mustLine()
+	out.WriteString(l + "\r\n")
+	n, _ := strconv.Atoi(l[1:])
+	switch l[0] {
+	case '$', '=', '!':
+		if n >= 0 {
+			buf := make([]byte, n+2)
+			if _, err := io.ReadFull(r.rd, buf); err != nil {
+				r.t.Fatalf("read: %v", err)
+			}
+			out.Write(buf)
+		}
+	case '*', '~', '>', '%', '|':
+		if l[0] == '%' || l[0] == '|' {
+			n *= 2
+		}
+		for i := 0; i < n; i++ {
+			r.reply(out)
+		}
+	}
 }
 
 // cmd encodes args as a RESP array.

@@ -27,7 +27,7 @@ var layers = [][]string{
 	// What builds on the keyspace without the protocol.
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
 	// The change stream: replicas and the append-only file.
-	{"replication"},
+	{"replication", "scripting"},
 	// The command layer.
 	{"command"},
 	// The assembly, and the exporters of the command layer's figures.

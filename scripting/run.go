@@ -1,0 +1,366 @@
+package scripting
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/limitdb/limitdb/resp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Caller runs the commands of redis.call and redis.pcall for one run.
+type Caller interface {
+	// Call runs args as a command and returns its reply in RESP2, or in
+	// RESP3 when proto is 3; the bytes are read before the next Call.
+	// A command a script may not run answers with an error reply.
+	Call(args [][]byte, proto int) []byte
+}
+
+// Log levels of redis.log, as Redis numbers them.
+const (
+	LogDebug = iota
+	LogVerbose
+	LogNotice
+	LogWarning
+)
+
+// Options configure a Runner.
+type Options struct {
+	RedisVersion string                      // redis.REDIS_VERSION
+	Log          func(level int, msg string) // redis.log; nil drops the lines
+}
+
+// Runner runs scripts, each on an interpreter of its own taken from a pool:
+// scripts on different keys run at once.
+type Runner struct {
+	opts Options
+	pool sync.Pool
+}
+
+// NewRunner returns a Runner.
+func NewRunner(opts Options) *Runner {
+	r := &Runner{opts: opts}
+	r.pool.New = func() any { return r.newState() }
+	return r
+}
+
+// Handle lets another goroutine stop a run (SCRIPT KILL, SHUTDOWN).
+type Handle struct {
+	cancel atomic.Pointer[context.CancelFunc]
+	killed atomic.Bool
+}
+
+// Kill stops the run at its next instruction; it answers Redis's
+// "Script killed by user" error.
+func (h *Handle) Kill() {
+	h.killed.Store(true)
+	if f := h.cancel.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// state is one interpreter with the sandbox set up, and the run it serves.
+type state struct {
+	L       *lua.LState
+	ctx     context.Context
+	cancel  context.CancelFunc
+	globals []global // what every run starts from
+	caller  Caller
+	proto   int // redis.setresp
+	argBuf  [][]byte
+}
+
+type global struct {
+	name string
+	v    lua.LValue
+}
+
+// redisGlobals are the globals Redis 7 gives a script, beside KEYS, ARGV
+// and the libraries this package adds.
+var redisGlobals = []string{"_G", "_VERSION", "assert", "collectgarbage", "coroutine", "error", "getmetatable",
+	"ipairs", "load", "loadstring", "math", "next", "pairs", "pcall", "rawequal", "rawget", "rawset", "select",
+	"setmetatable", "string", "table", "tonumber", "tostring", "type", "unpack", "xpcall"}
+
+func (r *Runner) newState() *state {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath}, {lua.CoroutineLibName, lua.OpenCoroutine}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.G.Global
+	keep := map[string]bool{}
+	for _, n := range redisGlobals {
+		keep[n] = true
+	}
+	var drop []lua.LValue
+	g.ForEach(func(k, _ lua.LValue) {
+		if s, ok := k.(lua.LString); !ok || !keep[string(s)] {
+			drop = append(drop, k)
+		}
+	})
+	for _, k := range drop {
+		g.RawSet(k, lua.LNil)
+	}
+	st := &state{L: L}
+	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	rl := st.redisLib(r.opts)
+	g.RawSetString("redis", rl)
+	g.RawSetString("server", rl)
+	g.RawSetString("cjson", cjsonLib(L))
+	g.RawSetString("KEYS", L.NewTable())
+	g.RawSetString("ARGV", L.NewTable())
+	g.ForEach(func(k, v lua.LValue) { st.globals = append(st.globals, global{string(k.(lua.LString)), v}) })
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
+		return 0
+	}))
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	}))
+	L.SetMetatable(g, mt)
+	st.ctx, st.cancel = context.WithCancel(context.Background())
+	L.SetContext(st.ctx)
+	return st
+}
+
+// Run runs s with keys and argv, its commands through caller, and writes
+// its result (or its error) to w in w's protocol. h, when not nil, can
+// kill the run from another goroutine. It reports the error the client
+// got, if any.
+func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writer, h *Handle) error {
+	st := r.pool.Get().(*state)
+	st.caller, st.proto = caller, 2
+	L := st.L
+	g := L.G.Global
+	g.RawSetString("KEYS", stringsTable(L, keys))
+	g.RawSetString("ARGV", stringsTable(L, argv))
+	if h != nil {
+		h.cancel.Store(&st.cancel)
+	}
+	s.Runs.Add(1)
+	L.Push(L.NewFunctionFromProto(s.proto))
+	err := L.PCall(0, 1, nil)
+	if h != nil {
+		h.cancel.Store(nil)
+	}
+	var replyErr error
+	if err != nil {
+		msg := errorReply(s, err)
+		if h != nil && h.killed.Load() {
+			msg = "ERR Script killed by user with SCRIPT KILL..."
+		}
+		w.Error(msg)
+		replyErr = errors.New(msg)
+	} else {
+		writeValue(w, L.Get(-1), st.proto, 0)
+		L.Pop(1)
+	}
+	L.SetTop(0)
+	for _, gl := range st.globals { // what a script assigned to a global goes
+		if g.RawGetString(gl.name) != gl.v {
+			g.RawSetString(gl.name, gl.v)
+		}
+	}
+	st.caller = nil
+	if st.ctx.Err() != nil { // killed: this interpreter needs a live context
+		st.ctx, st.cancel = context.WithCancel(context.Background())
+		L.SetContext(st.ctx)
+	}
+	r.pool.Put(st)
+	return replyErr
+}
+
+func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for i, b := range items {
+		t.RawSetInt(i+1, lua.LString(b))
+	}
+	return t
+}
+
+// errorReply is the error a client gets from a failed run, in Redis 7's
+// words: "<error> script: <sha>, on @user_script:<line>.".
+func errorReply(s *Script, err error) string {
+	var msg, line string
+	var apiErr *lua.ApiError
+	if !errors.As(err, &apiErr) {
+		return "ERR " + err.Error()
+	}
+	switch v := apiErr.Object.(type) {
+	case *lua.LTable:
+		msg = lua.LVAsString(v.RawGetString("err"))
+		if msg == "" {
+			msg = "ERR unknown error"
+		}
+		line = lua.LVAsString(v.RawGetString("line"))
+	default:
+		text := v.String()
+		if rest, ok := strings.CutPrefix(text, "user_script:"); ok {
+			if n, _, ok := strings.Cut(rest, ":"); ok {
+				line = n
+			}
+		}
+		msg = "ERR " + text
+	}
+	if line == "" {
+		line = "?"
+	}
+	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
+	return fmt.Sprintf("%s script: %s, on @user_script:%s.", msg, s.SHA, line)
+}
+
+// redisLib is the redis table of one interpreter.
+func (st *state) redisLib(opts Options) *lua.LTable {
+	L := st.L
+	t := L.NewTable()
+	fns := map[string]lua.LGFunction{
+		"call":  func(L *lua.LState) int { return st.call(L, true) },
+		"pcall": func(L *lua.LState) int { return st.call(L, false) },
+		"error_reply": func(L *lua.LState) int {
+			e := L.NewTable()
+			e.RawSetString("err", lua.LString(L.CheckString(1)))
+			L.Push(e)
+			return 1
+		},
+		"status_reply": func(L *lua.LState) int {
+			e := L.NewTable()
+			e.RawSetString("ok", lua.LString(L.CheckString(1)))
+			L.Push(e)
+			return 1
+		},
+		"sha1hex": func(L *lua.LState) int {
+			if L.GetTop() != 1 {
+				raise(L, "ERR wrong number of arguments")
+			}
+			L.Push(lua.LString(SHA1([]byte(L.ToString(1)))))
+			return 1
+		},
+		"log": func(L *lua.LState) int {
+			if L.GetTop() < 2 {
+				raise(L, "ERR redis.log() requires two arguments or more.")
+			}
+			level, ok := L.Get(1).(lua.LNumber)
+			if !ok || level < LogDebug || level > LogWarning {
+				raise(L, "ERR Invalid debug level.")
+			}
+			var parts []string
+			for i := 2; i <= L.GetTop(); i++ {
+				parts = append(parts, L.ToString(i))
+			}
+			if opts.Log != nil {
+				opts.Log(int(level), strings.Join(parts, " "))
+			}
+			return 0
+		},
+		"setresp": func(L *lua.LState) int {
+			if L.GetTop() != 1 {
+				raise(L, "ERR redis.setresp() requires one argument.")
+			}
+			n := L.ToInt(1)
+			if n != 2 && n != 3 {
+				raise(L, "ERR RESP version must be 2 or 3.")
+			}
+			st.proto = n
+			return 0
+		},
+		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		"set_repl":           func(L *lua.LState) int { return 0 },
+		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
+		"debug":              func(L *lua.LState) int { return 0 },
+		"acl_check_cmd":      func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+	}
+	for name, fn := range fns {
+		t.RawSetString(name, L.NewFunction(fn))
+	}
+	for name, v := range map[string]int{"LOG_DEBUG": LogDebug, "LOG_VERBOSE": LogVerbose, "LOG_NOTICE": LogNotice,
+		"LOG_WARNING": LogWarning, "REPL_NONE": 0, "REPL_SLAVE": 1, "REPL_REPLICA": 1, "REPL_AOF": 2, "REPL_ALL": 3} {
+		t.RawSetString(name, lua.LNumber(v))
+	}
+	t.RawSetString("REDIS_VERSION", lua.LString(opts.RedisVersion))
+	t.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(opts.RedisVersion)))
+	return t
+}
+
+// versionNum is "7.2.4" as 0x070204.
+func versionNum(v string) int {
+	n := 0
+	parts := strings.SplitN(v, ".", 3)
+	for i := 0; i < 3; i++ {
+		x := 0
+		if i < len(parts) {
+			x, _ = strconv.Atoi(parts[i])
+		}
+		n = n<<8 | x&0xff
+	}
+	return n
+}
+
+// raise raises Redis's error table {err = msg, line = n}: the error of a
+// redis.* function, which the reply shows as "msg script: ..., on
+// @user_script:n." with no position in front.
+func raise(L *lua.LState, msg string) {
+	e := L.NewTable()
+	e.RawSetString("err", lua.LString(msg))
+	if rest, ok := strings.CutPrefix(L.Where(1), "user_script:"); ok {
+		e.RawSetString("line", lua.LString(strings.TrimSuffix(rest, ":")))
+	}
+	L.Error(e, 0)
+}
+
+// call is redis.call (raise) and redis.pcall (return the error table).
+func (st *state) call(L *lua.LState, raiseErr bool) int {
+	n := L.GetTop()
+	fail := func(msg string) int {
+		if raiseErr {
+			raise(L, msg)
+			return 0
+		}
+		e := L.NewTable()
+		e.RawSetString("err", lua.LString(msg))
+		L.Push(e)
+		return 1
+	}
+	if n == 0 {
+		return fail("ERR Please specify at least one argument for this redis lib call")
+	}
+	args := st.argBuf[:0]
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args = append(args, []byte(v))
+		case lua.LNumber:
+			args = append(args, strconv.AppendFloat(nil, float64(v), 'g', 17, 64))
+		default:
+			return fail("ERR Lua redis lib command arguments must be strings or integers")
+		}
+	}
+	st.argBuf = args[:0]
+	reply := st.caller.Call(args, st.proto)
+	v, _, err := parseReply(L, reply, 0)
+	if err != nil {
+		return fail("ERR " + err.Error())
+	}
+	if t, ok := v.(*lua.LTable); ok && isError(t) {
+		return fail(lua.LVAsString(t.RawGetString("err")))
+	}
+	L.Push(v)
+	return 1
+}
+
+// isError reports whether t is an error reply's table: {err = "..."}.
+func isError(t *lua.LTable) bool {
+	_, ok := t.RawGetString("err").(lua.LString)
+	return ok
+}

@@ -1,0 +1,123 @@
+package scripting
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// Script is a compiled script, known by the SHA1 of its body.
+type Script struct {
+	SHA   string
+	Body  []byte
+	proto *lua.FunctionProto
+	Runs  atomic.Int64
+}
+
+// Cache holds the scripts EVAL and SCRIPT LOAD compiled, by SHA1, until
+// SCRIPT FLUSH or a restart (as in Redis, scripts are not persisted).
+type Cache struct {
+	mu sync.RWMutex
+	m  map[string]*Script
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache { return &Cache{m: map[string]*Script{}} }
+
+// SHA1 is the lowercase hex SHA1 of body, a script's name.
+func SHA1(body []byte) string {
+	h := sha1.Sum(body)
+	return hex.EncodeToString(h[:])
+}
+
+// Get returns the script named sha (any case), or nil.
+func (c *Cache) Get(sha string) *Script {
+	c.mu.RLock()
+	s := c.m[sha]
+	c.mu.RUnlock()
+	if s == nil && strings.ToLower(sha) != sha {
+		return c.Get(strings.ToLower(sha))
+	}
+	return s
+}
+
+// Load compiles body and caches it; a body already cached is not compiled
+// again. A body that does not compile is an error in Redis's words.
+func (c *Cache) Load(body []byte) (*Script, error) {
+	sha := SHA1(body)
+	if s := c.Get(sha); s != nil {
+		return s, nil
+	}
+	proto, err := compile(body)
+	if err != nil {
+		return nil, err
+	}
+	s := &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto}
+	c.mu.Lock()
+	if old := c.m[sha]; old != nil {
+		s = old
+	} else {
+		c.m[sha] = s
+	}
+	c.mu.Unlock()
+	return s, nil
+}
+
+// Flush forgets every script.
+func (c *Cache) Flush() {
+	c.mu.Lock()
+	c.m = map[string]*Script{}
+	c.mu.Unlock()
+}
+
+// Len is the number of cached scripts.
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
+
+// Memory estimates the bytes the cached bodies hold (INFO's
+// used_memory_scripts_eval).
+func (c *Cache) Memory() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var n int64
+	for _, s := range c.m {
+		n += int64(len(s.Body))*3 + 200
+	}
+	return n
+}
+
+// compile parses body as the body of a function, as Redis does.
+func compile(body []byte) (*lua.FunctionProto, error) {
+	chunk, err := parse.Parse(strings.NewReader(string(body)), "user_script")
+	if err != nil {
+		return nil, fmt.Errorf("Error compiling script (new function): %s", compileMessage(err))
+	}
+	proto, err := lua.Compile(chunk, "user_script")
+	if err != nil {
+		return nil, fmt.Errorf("Error compiling script (new function): %s", compileMessage(err))
+	}
+	return proto, nil
+}
+
+// compileMessage turns gopher-lua's parse error into Lua's "user_script:1:
+// ..." form.
+func compileMessage(err error) string {
+	msg := err.Error()
+	if pe, ok := err.(*parse.Error); ok {
+		line := pe.Pos.Line
+		if line < 1 { // the end of the body
+			line = strings.Count(msg, "\n") + 1
+		}
+		return fmt.Sprintf("user_script:%d: %s near '%s'", line, pe.Message, pe.Token)
+	}
+	return strings.ReplaceAll(msg, "\n", " ")
+}

@@ -1,0 +1,194 @@
+package tests
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// scriptCases are scripts and commands whose replies must match Redis's
+// byte for byte: the conversions both ways, the errors and their
+// "script: sha, on @user_script:line." suffix, the sandbox.
+var scriptCases = [][]string{
+	{"SET", "str", "hello"},
+	{"EVAL", "return 1", "0"},
+	{"EVAL", "return 3.99", "0"},
+	{"EVAL", "return -3.99", "0"},
+	{"EVAL", "return 'x'", "0"},
+	{"EVAL", "return true", "0"},
+	{"EVAL", "return false", "0"},
+	{"EVAL", "return nil", "0"},
+	{"EVAL", "return {1,2,3.7,nil,5}", "0"},
+	{"EVAL", "return {1,'a',{2,false,{}}}", "0"},
+	{"EVAL", "return {err='my err'}", "0"},
+	{"EVAL", "return {ok='fine'}", "0"},
+	{"EVAL", "return redis.error_reply('X bad')", "0"},
+	{"EVAL", "return redis.status_reply('PONG')", "0"},
+	{"EVAL", "return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], #KEYS, #ARGV}", "2", "k1", "k2", "a1", "a2"},
+	{"EVAL", "return redis.call('get', KEYS[1])", "1", "str"},
+	{"EVAL", "return redis.call('get', KEYS[1])", "1", "nokey"},
+	{"EVAL", "return type(redis.call('get', KEYS[1]))", "1", "nokey"},
+	{"EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "s1"},
+	{"EVAL", "local r = redis.call('set', KEYS[1], 'v') return r.ok", "1", "s1"},
+	{"EVAL", "return redis.call('incrby', KEYS[1], 5)", "1", "counter"},
+	{"EVAL", "return redis.call('incrby', KEYS[1], 2.5)", "1", "counter"},
+	{"EVAL", "redis.call('set', KEYS[1], 0.1) return redis.call('get', KEYS[1])", "1", "f"},
+	{"EVAL", "return redis.call('mget', KEYS[1], KEYS[2])", "2", "str", "nokey"},
+	{"EVAL", "return redis.call('incr', KEYS[1])", "1", "str"},
+	{"EVAL", "return redis.pcall('incr', KEYS[1])", "1", "str"},
+	{"EVAL", "local e = redis.pcall('incr', KEYS[1]) return e.err", "1", "str"},
+	{"EVAL", "return redis.call('set', KEYS[1], 'v', 'bad')", "1", "k"},
+	{"EVAL", "return redis.pcall('set', KEYS[1], 'v', 'bad')", "1", "k"},
+	{"EVAL", "return redis.call('nosuchcommand')", "0"},
+	{"EVAL", "return redis.call('incr')", "0"},
+	{"EVAL", "return redis.call()", "0"},
+	{"EVAL", "return redis.call('get', {})", "0"},
+	{"EVAL", "return redis.call('eval', 'return 1', 0)", "0"},
+	{"EVAL", "\n\nerror('boom')", "0"},
+	{"EVAL", "x = 5", "0"},
+	{"EVAL", "return undefined_global", "0"},
+	{"EVAL", "return os", "0"},
+	{"EVAL", "return print", "0"},
+	{"EVAL", "return type(loadstring)", "0"},
+	{"EVAL", "return _VERSION", "0"},
+	{"EVAL", "return redis.sha1hex('')", "0"},
+	{"EVAL", "return redis.REPL_ALL", "0"},
+	{"EVAL", "return tostring(redis.replicate_commands())", "0"},
+	{"EVAL", "return cjson.encode({a=1,b={1,2,'x'}})", "0"},
+	{"EVAL", "local t = cjson.decode('{\"a\":[1,2,{\"b\":true}]}') return {t.a[1], t.a[3].b}", "0"},
+	{"EVAL", "return tonumber('12') + 1", "0"},
+	{"EVAL", "return string.format('%d-%s', 5, 'x')", "0"},
+	{"EVAL", "return math.floor(7/2)", "0"},
+	{"EVAL", "return table.concat({'a','b'}, ',')", "0"},
+	{"EVAL", "return redis.setresp(4)", "0"},
+	{"EVAL", "return 1", "-1"},
+	{"EVAL", "return 1", "3", "a"},
+	{"EVAL", "return 1", "x"},
+	{"EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"},
+	{"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"},
+	{"SCRIPT", "LOAD", "return 'loaded'"},
+	{"EVALSHA", "0a9ba1bd3cfa5a66ffba6b9ae8e45c9c7bb33fac", "0"},
+	{"EVALSHA", "0A9BA1BD3CFA5A66FFBA6B9AE8E45C9C7BB33FAC", "0"},
+	{"SCRIPT", "EXISTS", "0a9ba1bd3cfa5a66ffba6b9ae8e45c9c7bb33fac", "ffffffffffffffffffffffffffffffffffffffff"},
+	{"EVAL_RO", "return redis.call('get', KEYS[1])", "1", "str"},
+	{"EVAL_RO", "return redis.call('set', KEYS[1], 'x')", "1", "str"},
+	{"SCRIPT", "KILL"},
+	{"SCRIPT", "FLUSH"},
+	{"SCRIPT", "EXISTS", "0a9ba1bd3cfa5a66ffba6b9ae8e45c9c7bb33fac"},
+	{"EVALSHA", "0a9ba1bd3cfa5a66ffba6b9ae8e45c9c7bb33fac", "0"},
+	{"GET", "s1"},
+	{"GET", "counter"},
+}
+
+// TestScriptsAnswerAsRedis sends the same commands to limitdb and to
+// redis-server, in RESP2 and RESP3, and compares the replies byte for byte.
+func TestScriptsAnswerAsRedis(t *testing.T) {
+	t.Parallel()
+	rc := startRedis(t)
+	ts := startServer(t)
+	for _, proto := range []string{"2", "3"} {
+		t.Run("RESP"+proto, func(t *testing.T) {
+			red := dialRawNet(t, "unix", rc.Options().Addr)
+			lim := dialRaw(t, ts.addr)
+			red.do("HELLO", proto)
+			lim.do("HELLO", proto)
+			red.do("FLUSHALL")
+			lim.do("FLUSHALL")
+			for _, args := range scriptCases {
+				want, got := red.do(args...), lim.do(args...)
+				if got != want {
+					t.Errorf("%q:\n got  %q\n want %q", args, got, want)
+				}
+			}
+			resp3 := [][]string{
+				{"EVAL", "redis.setresp(3) return redis.call('hello', '3')", "0"},
+				{"EVAL", "return {map={a=1}}", "0"},
+				{"EVAL", "return {set={a=true}}", "0"},
+				{"EVAL", "return {double=3.5}", "0"},
+				{"EVAL", "return {big_number='12345678901234567890'}", "0"},
+				{"EVAL", "redis.setresp(3) return redis.call('get', KEYS[1])", "1", "nokey"},
+				{"EVAL", "redis.setresp(3) local v = redis.call('get', KEYS[1]) return tostring(v)", "1", "nokey"},
+				{"EVAL", "redis.setresp(3) return {true, false}", "0"},
+			}
+			for _, args := range resp3[1:] {
+				want, got := red.do(args...), lim.do(args...)
+				if got != want {
+					t.Errorf("%q:\n got  %q\n want %q", args, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestScriptsAreAtomic: a script's commands run as one unit: concurrent
+// scripts on one key never see each other half done; a key the script
+// did not declare, in a shard it does not hold, is refused clearly; EVAL
+// queues in MULTI; a compile error says where.
+func TestScriptsAreAtomic(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	const script = "local v = redis.call('incr', KEYS[1]) redis.call('set', KEYS[2], v) " +
+		"return tonumber(redis.call('get', KEYS[2])) == v and 1 or 0"
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClient(&redis.Options{Addr: ts.addr})
+			defer c.Close()
+			for i := 0; i < 300; i++ {
+				n, err := c.Eval(ctx, script, []string{"{k}n", "{k}copy"}).Int64()
+				if err != nil || n != 1 {
+					t.Errorf("run %d: %d, %v", i, n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c := ts.client(t, 2)
+	require.Equal(t, "1200", c.Get(ctx, "{k}n").Val())
+	require.Equal(t, "1200", c.Get(ctx, "{k}copy").Val())
+
+	// Some key lies in another shard than "a" does.
+	var other string
+	for i := 0; ; i++ {
+		other = fmt.Sprint("other", i)
+		err := c.Eval(ctx, "return redis.call('get', ARGV[1])", []string{"a"}, other).Err()
+		if err != nil {
+			require.Contains(t, err.Error(), "that is not in its KEYS and lies in a shard the script does not hold")
+			break
+		}
+		require.Less(t, i, 10000)
+	}
+	err := c.Eval(ctx, "return redis.call('keys', '*')", []string{"a"}).Err()
+	require.ErrorContains(t, err, "it needs the whole keyspace")
+
+	pipe := c.TxPipeline()
+	r := pipe.Eval(ctx, "return redis.call('incr', KEYS[1])", []string{"m"})
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.Val())
+
+	err = c.Eval(ctx, "local a = 1\nreturn 1 +", nil).Err()
+	require.ErrorContains(t, err, "ERR Error compiling script (new function): user_script:2:")
+}
+
+// TestScriptWritesReachReplicas: what a script wrote reaches a replica as
+// one unit, entry for entry.
+func TestScriptWritesReachReplicas(t *testing.T) {
+	t.Parallel()
+	primary := startServer(t)
+	replica := startServer(t)
+	pc, rc := primary.client(t, 2), replica.client(t, 2)
+	replicate(t, rc, primary)
+	for i := 0; i < 50; i++ {
+		require.NoError(t, pc.Eval(ctx, "redis.call('incr', KEYS[1]) return redis.call('CL.THROTTLE', KEYS[2], 5, 10, 60)",
+			[]string{fmt.Sprint("n", i%7), fmt.Sprint("cl", i%5)}).Err())
+	}
+	require.Equal(t, int64(1), pc.Do(ctx, "WAIT", 1, 5000).Val())
+	require.Equal(t, keyspaceOf(t, primary.srv.Engine()), keyspaceOf(t, replica.srv.Engine()))
+}
