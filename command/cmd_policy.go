@@ -3,6 +3,7 @@ package command
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/limitdb/limitdb/engine"
@@ -16,14 +17,13 @@ import (
 
 func registerPolicy(t *Table) {
 	t.register(
-		// RL.HIT and RL.HITALL declare no key positions: the keys they touch
-		// are derived, rl:<policy>:<key>, so a MULTI holding them locks every
-		// shard rather than the shards of the client keys.
-		&Command{Name: "rl.hit", Arity: -3, MaxArgs: 4, Flags: FlagWrite | FlagDenyOOM | FlagFast,
+		// The keys RL.HIT and RL.HITALL touch are derived, rl:<policy>:<key>:
+		// Keys names them, so that MULTI and scripts lock their shards.
+		&Command{Name: "rl.hit", Arity: -3, MaxArgs: 4, Flags: FlagWrite | FlagDenyOOM | FlagFast, Keys: hitKeys,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1); sliding_log: O(1) amortized, memory O(limit) per key",
 			Summary: "Applies a named policy to a key: [limited, limit, remaining, retry_after, reset_after] in milliseconds.",
 			Syntax:  "policy key [cost]", Handler: cmdRLHit},
-		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM,
+		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM, Keys: hitAllKeys,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of pairs",
 			Summary: "Applies several policies to keys, all or nothing: [limited, reply1, reply2, ...]; a denial charges none.",
 			Syntax:  "numpairs policy key [policy key ...] [COST cost]", Handler: cmdRLHitAll},
@@ -272,4 +272,23 @@ func policyError(err error) error {
 		return wireError("ERR invalid " + fe.Field + ": " + fe.Msg)
 	}
 	return limitError(err)
+}
+
+// hitKeys is the key RL.HIT policy key touches.
+func hitKeys(args [][]byte) [][]byte {
+	return [][]byte{policy.Key(nil, string(args[1]), args[2])}
+}
+
+// hitAllKeys are the keys RL.HITALL numpairs policy key ... touches; a
+// malformed call names none (it fails before touching any).
+func hitAllKeys(args [][]byte) [][]byte {
+	n, err := strconv.Atoi(string(args[1]))
+	if err != nil || n < 1 || len(args) < 2+2*n {
+		return nil
+	}
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = policy.Key(nil, string(args[2+2*i]), args[3+2*i])
+	}
+	return keys
 }

@@ -235,12 +235,21 @@ func transactionKeys(queue []queued, watched []watchedKey) (keys [][]byte, all b
 	return keys, all
 }
 
+// keyspaceFree reports whether a command with no keys never reaches the
+// keyspace: a connection or transaction command, or TIME.
+func keyspaceFree(cmd *Command) bool {
+	return cmd.Group == "connection" || cmd.Group == "transactions" || cmd.Name == "time"
+}
+
 // commandKeys lists the keys of one command, from the command table's key
 // positions; all is true when it reaches the keyspace without naming its
 // keys (KEYS, FLUSHALL, EVAL).
 func commandKeys(cmd *Command, args [][]byte) (keys [][]byte, all bool) {
+	if cmd.Keys != nil {
+		return cmd.Keys(args), false
+	}
 	if cmd.FirstKey <= 0 {
-		return nil, cmd.Group != "connection" && cmd.Group != "transactions"
+		return nil, !keyspaceFree(cmd)
 	}
 	last, step := cmd.LastKey, cmd.Step
 	if last < 0 {

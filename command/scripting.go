@@ -25,7 +25,7 @@ func registerScripting(t *Table) {
 		if ro {
 			flags |= FlagReadonly
 		}
-		return &Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0",
+		return &Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys,
 			Complexity: "Depends on the script that is executed.", Summary: summary,
 			Syntax:  map[bool]string{false: "script numkeys [key [key ...]] [arg [arg ...]]", true: "sha1 numkeys [key [key ...]] [arg [arg ...]]"}[bySHA],
 			Handler: func(c *Client, args [][]byte) { cmdEval(c, args, bySHA, ro) }}
@@ -197,4 +197,13 @@ func cmdScriptFlush(c *Client, args [][]byte) {
 
 func cmdScriptKill(c *Client, _ [][]byte) {
 	c.Err("NOTBUSY No scripts in execution right now.")
+}
+
+// evalKeys are the keys a script declares: EVAL script numkeys key ...
+func evalKeys(args [][]byte) [][]byte {
+	n, err := strconv.Atoi(string(args[2]))
+	if err != nil || n < 0 || n > len(args)-3 {
+		return nil
+	}
+	return args[3 : 3+n]
 }

@@ -44,6 +44,11 @@ type Command struct {
 	FirstKey   int // key positions, 0 when the command takes no key
 	LastKey    int // -1: the last argument
 	Step       int
+	// Keys, when set, lists the keyspace keys a command touches where
+	// positions cannot say: movable keys (RL.HITALL, EVAL) or derived
+	// ones (a policy's rl:<policy>:<key>). MULTI and scripts lock their
+	// shards.
+	Keys func(args [][]byte) [][]byte
 	Group      string // Redis command group: connection, generic, server, rate_limit, ...
 	Since      string // limitdb version that added it
 	Complexity string
