@@ -115,8 +115,8 @@ func TestRedisPy(t *testing.T) {
 }
 
 // TestRateLimiterFlexible runs a real rate-limiting library, unchanged,
-// against limitdb: rate-limiter-flexible's Redis store without Lua (MULTI
-// with GET, PTTL, SET EX, PEXPIRE, INCRBY, DEL).
+// against limitdb: rate-limiter-flexible's Redis stores, without Lua (MULTI
+// with GET, PTTL, SET EX, PEXPIRE, INCRBY, DEL) and with its Lua script.
 func TestRateLimiterFlexible(t *testing.T) {
 	t.Parallel()
 	dir := nodeDir(t)
@@ -128,9 +128,12 @@ func TestRateLimiterFlexible(t *testing.T) {
 		t.Fatalf("rate-limiter-flexible tests did not all pass:\n%s", out)
 	}
 	t.Logf("%s", lastLines(out, 8))
-	// The library's traffic went through transactions and plain string
-	// commands, and its Lua attempts were refused.
+	// The library's traffic went through transactions, plain string
+	// commands and its script.
 	stats := c.Info(ctx, "commandstats").Val()
+	if !strings.Contains(stats, "cmdstat_eval:calls=") && !strings.Contains(stats, "cmdstat_evalsha:calls=") {
+		t.Errorf("rate-limiter-flexible never ran its script:\n%s", stats)
+	}
 	for _, cmd := range []string{"multi", "exec", "get", "pttl", "set", "pexpire", "incrby", "del"} {
 		if !strings.Contains(stats, "cmdstat_"+cmd+":calls=") {
 			t.Errorf("rate-limiter-flexible never sent %s:\n%s", strings.ToUpper(cmd), stats)

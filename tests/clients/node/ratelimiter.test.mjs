@@ -5,8 +5,8 @@
 // Its Redis store has two classes. RateLimiterRedisNonAtomic sends no Lua:
 // MULTI GET+PTTL, then MULTI SET EX (or SET + PEXPIRE), and DEL
 // (lib/RateLimiterRedisNonAtomic.js). RateLimiterRedis runs a Lua script
-// (EVALSHA/EVAL) for every consume with a duration, which limitdb does not
-// run: it must fail with a clean Redis error, which the last tests check.
+// (EVALSHA/EVAL) for every consume with a duration, which limitdb runs on
+// its Lua interpreter: consume, reward, penalty, get, block and delete.
 // Run: node --test ratelimiter.test.mjs
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -70,15 +70,18 @@ for (const [name, client, extra] of stores) {
     assert.ok(denied instanceof RateLimiterRes, `rejected with ${denied}`);
   });
 
-  test(`${name}: RateLimiterRedis's Lua path fails cleanly`, async () => {
+  test(`${name}: RateLimiterRedis runs its Lua script`, async () => {
     const limiter = new RateLimiterRedis({ storeClient: client, points: 2, duration: 60, keyPrefix: `rlf-lua-${name}`, ...extra });
-    await assert.rejects(limiter.consume('u5'), /ERR unknown command '(evalsha|eval)'/i);
-    // With an in-memory insurance limiter, the library degrades by itself.
-    const insured = new RateLimiterRedis({
-      storeClient: client, points: 2, duration: 60, keyPrefix: `rlf-lua-${name}`, ...extra,
-      insuranceLimiter: new RateLimiterMemory({ points: 1, duration: 60 }),
-    });
-    assert.equal((await insured.consume('u5')).remainingPoints, 0);
-    assert.equal(await client.ping(), 'PONG');
+    assert.deepEqual(fields(await limiter.consume('u5')), { consumed: 1, remaining: 1, msBeforeNext: 60000 });
+    assert.deepEqual(fields(await limiter.consume('u5')), { consumed: 2, remaining: 0, msBeforeNext: 60000 });
+    const denied = await limiter.consume('u5').then(() => assert.fail('3rd consume admitted'), (r) => r);
+    assert.ok(denied instanceof RateLimiterRes, `rejected with ${denied}`);
+    assert.deepEqual(fields(denied), { consumed: 3, remaining: 0, msBeforeNext: 60000 });
+    assert.deepEqual(fields(await limiter.reward('u5', 2)), { consumed: 1, remaining: 1, msBeforeNext: 60000 });
+    assert.deepEqual(fields(await limiter.penalty('u5', 1)), { consumed: 2, remaining: 0, msBeforeNext: 60000 });
+    assert.deepEqual(fields(await limiter.get('u5')), { consumed: 2, remaining: 0, msBeforeNext: 60000 });
+    assert.deepEqual(fields(await limiter.block('u6', 30)), { consumed: 3, remaining: 0, msBeforeNext: 30000 });
+    assert.equal(await limiter.delete('u5'), true);
+    assert.equal(await limiter.get('u5'), null);
   });
 }
