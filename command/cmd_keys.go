@@ -13,7 +13,7 @@ func registerKeys(t *Table) {
 		&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Counts how many of the keys exist.", Syntax: "key [key ...]", Handler: cmdExists},
 		&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
-			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, none).", Syntax: "key", Handler: cmdType},
+			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, none).", Syntax: "key", Handler: cmdType},
 		&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Seconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(false)},
 		&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
@@ -56,7 +56,7 @@ func cmdExists(c *Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
-		if _, ok := c.eng().Get(k, now); ok {
+		if _, _, ok := c.eng().Peek(k, now); ok {
 			n++
 		}
 	}
@@ -64,21 +64,21 @@ func cmdExists(c *Client, args [][]byte) {
 }
 
 func cmdType(c *Client, args [][]byte) {
-	ent, _ := c.eng().Get(args[1], c.Now())
-	c.Simple(ent.Kind.String())
+	kind, _, _ := c.eng().Peek(args[1], c.Now())
+	c.Simple(kind.String())
 }
 
 func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
 		now := c.Now()
-		ent, ok := c.eng().Get(args[1], now)
+		_, expire, ok := c.eng().Peek(args[1], now)
 		switch {
 		case !ok:
 			c.Int(-2)
-		case ent.Expire == 0:
+		case expire == 0:
 			c.Int(-1)
 		default:
-			ms := (ent.Expire - now + 999_999) / 1_000_000 // a live key has at least 1 ms
+			ms := (expire - now + 999_999) / 1_000_000 // a live key has at least 1 ms
 			if millis {
 				c.Int(ms)
 			} else {
