@@ -1,6 +1,8 @@
 package command
 
 import (
+	"errors"
+
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -12,6 +14,10 @@ func registerKeys(t *Table) {
 			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys (same as DEL: limitdb's values are small).", Syntax: "key [key ...]", Handler: cmdDel},
 		&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Counts how many of the keys exist.", Syntax: "key [key ...]", Handler: cmdExists},
+		&Command{Name: "rename", Arity: 3, Flags: FlagWrite, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name, replacing what it held.", Syntax: "key newkey", Handler: cmdRename(false)},
+		&Command{Name: "renamenx", Arity: 3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name only if that name is free; answers 1 if moved.", Syntax: "key newkey", Handler: cmdRename(true)},
 		&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, none).", Syntax: "key", Handler: cmdType},
 		&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
@@ -61,6 +67,22 @@ func cmdExists(c *Client, args [][]byte) {
 		}
 	}
 	c.Int(n)
+}
+
+func cmdRename(nx bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		done, err := c.eng().Rename(args[1], args[2], c.Now(), nx)
+		switch {
+		case errors.Is(err, engine.ErrNoSuchKey):
+			c.Err("ERR no such key")
+		case err != nil:
+			c.Error(err)
+		case nx:
+			c.Int(b2i(done))
+		default:
+			c.OK()
+		}
+	}
 }
 
 func cmdType(c *Client, args [][]byte) {

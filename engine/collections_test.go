@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitdb/limitdb/clock"
 )
@@ -383,5 +384,55 @@ func TestIncrByFloatAddsInLongDouble(t *testing.T) {
 	one, _ := ParseLongDouble([]byte("1"))
 	if _, err := e.IncrByFloat([]byte("s"), t0, one); !errors.Is(err, ErrNotFloat) {
 		t.Fatalf("a text value: %v", err)
+	}
+}
+
+// TestRenameMovesEveryKind: RENAME moves any kind's state, Ext state in
+// slots or in a sliding log's words included, leaving the source absent,
+// the accounting exact and the moved state independent of the old one.
+func TestRenameMovesEveryKind(t *testing.T) {
+	t.Parallel()
+	e := New(clock.NewFake(t0), 4)
+	log, err := NewSlidingLog(20, int64(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw, err := NewSlidingWindow(10, int64(time.Second), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Limit(e, []byte("log"), t0, log, 3)
+	Limit(e, []byte("sw"), t0, sw, 2)
+	e.SetString([]byte("str"), t0, []byte("text"), SetOptions{Expire: t0 + 5e9}, nil)
+	e.DoHash([]byte("h"), t0, true, func(h *Hash) bool { return h.Set([]byte("f"), []byte("v")) })
+	e.DoZSet([]byte("z"), t0, true, func(z *ZSet) bool { return z.Set(1, []byte("m")) })
+	for _, k := range []string{"log", "sw", "str", "h", "z"} {
+		before := keyspaceOf(t, e, t0)[k]
+		if done, err := e.Rename([]byte(k), []byte(k+"2"), t0, false); !done || err != nil {
+			t.Fatalf("rename %s: %v, %v", k, done, err)
+		}
+		after := keyspaceOf(t, e, t0)
+		if _, ok := after[k]; ok || after[k+"2"] != before {
+			t.Fatalf("rename %s: source left or state changed", k)
+		}
+	}
+	if _, err := e.Rename([]byte("absent"), []byte("x"), t0, false); !errors.Is(err, ErrNoSuchKey) {
+		t.Fatalf("renaming an absent key: %v", err)
+	}
+	if done, _ := e.Rename([]byte("h2"), []byte("z2"), t0, true); done {
+		t.Fatal("RENAMENX replaced an existing key")
+	}
+	e.DoHash([]byte("h2"), t0, false, func(h *Hash) bool { return h.Set([]byte("g"), []byte("w")) })
+	Limit(e, []byte("log2"), t0, log, 1)
+	var sum int64
+	for _, k := range []string{"log2", "sw2", "str2", "h2", "z2"} {
+		n, ok := e.KeyBytes([]byte(k), t0)
+		if !ok {
+			t.Fatalf("%s gone", k)
+		}
+		sum += n
+	}
+	if e.UsedBytes() != sum {
+		t.Fatalf("UsedBytes %d, sum of KeyBytes %d", e.UsedBytes(), sum)
 	}
 }

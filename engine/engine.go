@@ -790,3 +790,42 @@ func (e *Engine) Stats() Stats {
 
 // ErrWrongType is returned when a key is owned by another algorithm.
 var ErrWrongType = errors.New("key holds another kind of value")
+
+// ErrNoSuchKey is RENAME of an absent key.
+var ErrNoSuchKey = errors.New("no such key")
+
+// Rename moves src's entry, expiry included, to dst at one instant,
+// replacing whatever dst held; with nx it does nothing when dst exists.
+// It reports whether it moved the entry; an absent src is ErrNoSuchKey.
+// The state moves through its serialised form: a deep copy, so that dst
+// shares no memory with the entry src held (Ext state is changed in place,
+// extbox.go).
+func (e *Engine) Rename(src, dst []byte, now int64, nx bool) (done bool, err error) {
+	keys := [][]byte{src, dst}
+	e.DoMulti(keys, now, func(ents []Entry) bool {
+		switch {
+		case ents[0].Kind == KindNone:
+			err = ErrNoSuchKey
+			return false
+		case string(src) == string(dst):
+			done = !nx
+			return false
+		case nx && ents[1].Kind != KindNone:
+			return false
+		}
+		b, encErr := ents[0].AppendBinary(nil)
+		if encErr != nil {
+			err = encErr
+			return false
+		}
+		moved, _, decErr := DecodeEntry(b)
+		if decErr != nil {
+			err = decErr
+			return false
+		}
+		ents[0], ents[1] = Entry{}, moved
+		done = true
+		return true
+	})
+	return done, err
+}

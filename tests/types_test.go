@@ -152,6 +152,11 @@ var typesScript = []struct {
 	{cmd: []any{"SET", "h", "now a string"}}, {cmd: []any{"TYPE", "h"}}, {cmd: []any{"GET", "h"}},
 	{cmd: []any{"DEL", "s", "z", "nope"}}, {cmd: []any{"EXISTS", "s", "z"}}, {cmd: []any{"EXPIRE", "one", 0}},
 	{cmd: []any{"HSET", "past", "a", 1}}, {cmd: []any{"PEXPIREAT", "past", 1}}, {cmd: []any{"EXISTS", "past"}},
+	{cmd: []any{"HSET", "rh", "f", "v"}}, {cmd: []any{"EXPIRE", "rh", 100}}, {cmd: []any{"RENAME", "rh", "rh2"}}, {cmd: []any{"HGETALL", "rh2"}},
+	{cmd: []any{"TTL", "rh2"}}, {cmd: []any{"EXISTS", "rh"}}, {cmd: []any{"RENAME", "rh", "x"}}, {cmd: []any{"RENAME", "rh2", "rh2"}},
+	{cmd: []any{"SET", "rs", "v"}}, {cmd: []any{"RENAME", "rs", "rh2"}}, {cmd: []any{"TYPE", "rh2"}}, {cmd: []any{"ZADD", "rz", 1, "m"}},
+	{cmd: []any{"RENAMENX", "rz", "rh2"}}, {cmd: []any{"RENAMENX", "rz", "rz2"}}, {cmd: []any{"ZRANGE", "rz2", 0, -1, "WITHSCORES"}},
+	{cmd: []any{"RENAMENX", "rz2", "rz2"}}, {cmd: []any{"RENAMENX", "nothing", "rz2"}}, {cmd: []any{"RENAME", "rz2"}},
 	{cmd: []any{"OBJECT", "ENCODING", "nothing"}}, {cmd: []any{"OBJECT", "ENCODING", "str"}}, {cmd: []any{"OBJECT", "ENCODING", "n5"}},
 	{cmd: []any{"SET", "longstr", strings.Repeat("x", 45)}}, {cmd: []any{"OBJECT", "ENCODING", "longstr"}}, {cmd: []any{"SET", "n42", "42"}}, {cmd: []any{"OBJECT", "ENCODING", "n42"}},
 }
