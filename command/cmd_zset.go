@@ -28,19 +28,38 @@ func registerZSet(t *Table) {
 		z("zcard", 2, FlagReadonly|FlagFast, "O(1)", "Counts the members of a sorted set (0 when absent).", "key", cmdZCard),
 		z("zcount", 4, FlagReadonly|FlagFast, logN, "Counts the members with scores between min and max (\"(\" excludes a bound; -inf and +inf).", "key min max", cmdZCount),
 		z("zscore", 3, FlagReadonly|FlagFast, "O(1)", "Returns a member's score; nil when absent.", "key member", cmdZScore),
-		z("zrank", 3, FlagReadonly|FlagFast, logN, "Returns a member's 0-based rank by ascending score; nil when absent.", "key member", cmdZRank),
+		z("zrank", 3, FlagReadonly|FlagFast, logN, "Returns a member's 0-based rank by ascending score; nil when absent.", "key member", cmdZRank(false)),
 		z("zrange", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns members by rank, by score (BYSCORE) or by member (BYLEX), ascending or REV, with their scores (WITHSCORES).",
-			"key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", cmdZRange(false)),
+			"key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", cmdZRange(zrangeForm{})),
 		z("zrangebyscore", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns the members with scores between min and max, ascending (ZRANGE ... BYSCORE's old form).",
-			"key min max [WITHSCORES] [LIMIT offset count]", cmdZRange(true)),
+			"key min max [WITHSCORES] [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byScore})),
+		z("zrevrangebyscore", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+			"Returns the members with scores between max and min, descending (ZRANGE ... BYSCORE REV's old form).",
+			"key max min [WITHSCORES] [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byScore, rev: true})),
+		z("zrevrange", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+			"Returns members by rank, highest score first (ZRANGE ... REV's old form).",
+			"key start stop [WITHSCORES]", cmdZRange(zrangeForm{fixed: true, by: byRank, rev: true})),
+		z("zrangebylex", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+			"Returns the members between min and max by member, for members of one score (ZRANGE ... BYLEX's old form).",
+			"key min max [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byLex})),
+		z("zrevrangebylex", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+			"Returns the members between max and min by member, descending (ZRANGE ... BYLEX REV's old form).",
+			"key max min [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byLex, rev: true})),
+		z("zincrby", 4, FlagWrite|FlagDenyOOM|FlagFast, "O(log(N))",
+			"Adds an increment to a member's score (0 if absent) and returns the new score.", "key increment member", cmdZIncrBy),
+		z("zrevrank", 3, FlagReadonly|FlagFast, logN, "Returns a member's 0-based rank by descending score; nil when absent.", "key member", cmdZRank(true)),
+		z("zmscore", -3, FlagReadonly|FlagFast, "O(N) where N is the number of members asked for",
+			"Returns the scores of several members, nil for absent ones.", "key member [member ...]", cmdZMScore),
+		z("zpopmax", -2, FlagWrite|FlagFast, "O(log(N)*M) where M is the number of members popped",
+			"Removes and returns the members of highest score, one or count.", "key [count]", cmdZPop(true)),
 		z("zremrangebyscore", 4, FlagWrite, "O(log(N)+M) where M is the number of members removed",
 			"Removes the members with scores between min and max; answers how many.", "key min max", cmdZRemRangeByScore),
 		z("zremrangebyrank", 4, FlagWrite, "O(log(N)+M) where M is the number of members removed",
 			"Removes the members of ranks start to stop (negative counts from the end); answers how many.", "key start stop", cmdZRemRangeByRank),
 		z("zpopmin", -2, FlagWrite|FlagFast, "O(log(N)*M) where M is the number of members popped",
-			"Removes and returns the members of lowest score, one or count.", "key [count]", cmdZPopMin),
+			"Removes and returns the members of lowest score, one or count.", "key [count]", cmdZPop(false)),
 	)
 }
 
@@ -299,10 +318,19 @@ func cmdZScore(c *Client, args [][]byte) {
 	}
 }
 
-func cmdZRank(c *Client, args [][]byte) {
+// cmdZRank is ZRANK, and ZREVRANK with rev.
+func cmdZRank(rev bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		zrank(c, args, rev)
+	}
+}
+
+func zrank(c *Client, args [][]byte, rev bool) {
 	rank, has := 0, false
 	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
-		rank, has = z.Rank(args[2])
+		if rank, has = z.Rank(args[2]); rev {
+			rank = z.Len() - 1 - rank
+		}
 		return false
 	})
 	switch {
@@ -344,15 +372,22 @@ const (
 	byLex
 )
 
-// cmdZRange is ZRANGE, and with old ZRANGEBYSCORE (which takes neither REV,
-// BYSCORE nor BYLEX). Arguments are checked in Redis's order: options,
-// their conflicts, the range, then the key.
-func cmdZRange(old bool) func(c *Client, args [][]byte) {
+// zrangeForm is how a range command was called: ZRANGE (its kind of
+// range and direction given by options), or an old form that fixes them
+// (ZRANGEBYSCORE, ZREVRANGE, ...) and so takes neither REV, BYSCORE nor
+// BYLEX.
+type zrangeForm struct {
+	fixed bool
+	by    int
+	rev   bool
+}
+
+// cmdZRange is ZRANGE and its old forms. Arguments are checked in Redis's
+// order: options, their conflicts, the range, then the key.
+func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
+	old := form.fixed
 	return func(c *Client, args [][]byte) {
-		by, rev, withScores := byRank, false, false
-		if old {
-			by = byScore
-		}
+		by, rev, withScores := form.by, form.rev, false
 		offset, limit := int64(0), int64(-1)
 		limited := false
 		for i := 4; i < len(args); i++ {
@@ -552,7 +587,11 @@ func cmdZRemRangeByRank(c *Client, args [][]byte) {
 	c.Int(int64(n))
 }
 
-func cmdZPopMin(c *Client, args [][]byte) {
+func cmdZPop(max bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) { zpop(c, args, max) }
+}
+
+func zpop(c *Client, args [][]byte, max bool) {
 	if len(args) > 3 {
 		c.Error(errSyntax)
 		return
@@ -568,7 +607,11 @@ func cmdZPopMin(c *Client, args [][]byte) {
 	var items []engine.ZItem
 	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		for int64(len(items)) < count {
-			it, ok := z.PopMin()
+			pop := z.PopMin
+			if max {
+				pop = z.PopMax
+			}
+			it, ok := pop()
 			if !ok {
 				break
 			}
@@ -581,4 +624,33 @@ func cmdZPopMin(c *Client, args [][]byte) {
 		return
 	}
 	replyItems(c, items, true, len(args) == 3)
+}
+
+// cmdZIncrBy is ZADD key INCR increment member, as in Redis.
+func cmdZIncrBy(c *Client, args [][]byte) {
+	cmdZAdd(c, [][]byte{args[0], args[1], []byte("incr"), args[2], args[3]})
+}
+
+func cmdZMScore(c *Client, args [][]byte) {
+	members := args[2:]
+	scores := make([]float64, len(members))
+	has := make([]bool, len(members))
+	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+		for i, m := range members {
+			scores[i], has[i] = z.Score(m)
+		}
+		return false
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Array(len(members))
+	for i := range members {
+		if has[i] {
+			c.Double(scores[i])
+		} else {
+			c.Null()
+		}
+	}
 }

@@ -285,6 +285,15 @@ func (z *ZSet) PopMin() (ZItem, bool) {
 	return it, ok
 }
 
+// PopMax removes and returns the item of highest score.
+func (z *ZSet) PopMax() (ZItem, bool) {
+	it, ok := z.tree.Max()
+	if ok {
+		z.removeItem(it)
+	}
+	return it, ok
+}
+
 func (z *ZSet) unpack() {
 	z.scores = make(map[string]float64, z.tree.Len()+1)
 	z.bytes = 0

@@ -117,6 +117,18 @@ var typesScript = []struct {
 	{cmd: append([]any{"ZADD", "zmany"}, scored(129)...)}, {cmd: []any{"OBJECT", "ENCODING", "zmany"}}, {cmd: []any{"ZRANK", "zmany", "m100"}},
 	{cmd: []any{"ZRANGE", "zmany", 10, 12, "WITHSCORES"}}, {cmd: []any{"ZCOUNT", "zmany", 10, "(20"}}, {cmd: []any{"TYPE", "z"}},
 
+	{cmd: []any{"ZREVRANGE", "zmany", 0, 3}}, {cmd: []any{"ZREVRANGE", "zmany", -3, -1, "WITHSCORES"}}, {cmd: []any{"ZREVRANGE", "zmany", 0, 1, "REV"}},
+	{cmd: []any{"ZREVRANGE", "zmany", 0, 1, "LIMIT", 0, 1}}, {cmd: []any{"ZREVRANGE", "zmany", 0, 1, "BYSCORE"}}, {cmd: []any{"ZREVRANGE", "nozset", 0, 1}},
+	{cmd: []any{"ZREVRANGEBYSCORE", "zmany", "10", "(8", "WITHSCORES"}}, {cmd: []any{"ZREVRANGEBYSCORE", "zmany", "+inf", "-inf", "LIMIT", 2, 3}},
+	{cmd: []any{"ZREVRANGEBYSCORE", "zmany", "8", "10"}}, {cmd: []any{"ZREVRANGEBYSCORE", "zmany", "x", "10"}},
+	{cmd: []any{"ZRANGEBYLEX", "lex", "[b", "+"}}, {cmd: []any{"ZRANGEBYLEX", "lex", "-", "(c", "LIMIT", 1, 1}}, {cmd: []any{"ZRANGEBYLEX", "lex", "-", "+", "WITHSCORES"}},
+	{cmd: []any{"ZRANGEBYLEX", "lex", "x", "+"}}, {cmd: []any{"ZREVRANGEBYLEX", "lex", "+", "[b"}}, {cmd: []any{"ZREVRANGEBYLEX", "lex", "(d", "-", "LIMIT", 0, 2}},
+	{cmd: []any{"ZINCRBY", "zi", 2, "m"}}, {cmd: []any{"ZINCRBY", "zi", "0.5", "m"}}, {cmd: []any{"ZINCRBY", "zi", "x", "m"}}, {cmd: []any{"ZINCRBY", "zi", "nx", "m"}},
+	{cmd: []any{"ZINCRBY", "zi", "+inf", "m"}}, {cmd: []any{"ZINCRBY", "zi", "-inf", "m"}}, {cmd: []any{"ZINCRBY", "h", 1, "m"}},
+	{cmd: []any{"ZREVRANK", "lex", "a"}}, {cmd: []any{"ZREVRANK", "lex", "e"}}, {cmd: []any{"ZREVRANK", "lex", "zz"}}, {cmd: []any{"ZREVRANK", "nozset", "a"}},
+	{cmd: []any{"ZMSCORE", "zmany", "m3", "nope", "m128"}}, {cmd: []any{"ZMSCORE", "nozset", "a", "b"}}, {cmd: []any{"ZMSCORE", "h", "a"}},
+	{cmd: []any{"ZADD", "pmax", 1, "a", 2, "b", 3, "c"}}, {cmd: []any{"ZPOPMAX", "pmax"}}, {cmd: []any{"ZPOPMAX", "pmax", 5}}, {cmd: []any{"EXISTS", "pmax"}},
+	{cmd: []any{"ZPOPMAX", "pmax", -1}}, {cmd: []any{"ZPOPMAX", "nozset"}},
 	// Strings.
 	{cmd: []any{"INCRBYFLOAT", "fl", "0.1"}}, {cmd: []any{"INCRBYFLOAT", "fl", "0.2"}}, {cmd: []any{"INCRBYFLOAT", "fl", "-0.3"}}, {cmd: []any{"GET", "fl"}},
 	{cmd: []any{"INCRBYFLOAT", "fl", "1.5e10"}}, {cmd: []any{"INCRBYFLOAT", "fl", "x"}}, {cmd: []any{"INCRBYFLOAT", "fl", "inf"}}, {cmd: []any{"INCRBYFLOAT", "fl", ""}},
