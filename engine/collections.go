@@ -19,11 +19,12 @@ import (
 // (extBytes), so the engine's accounting and MEMORY USAGE include it
 // without walking it.
 
-// Redis 7's default thresholds for the compact encodings
-// (hash-max-listpack-entries, hash-max-listpack-value,
-// zset-max-listpack-entries, zset-max-listpack-value,
-// set-max-intset-entries). A collection that outgrows them converts, and
-// stays converted until it is loaded again, as in Redis.
+// The bounds of the compact encodings, as Redis 7.0 sets them in the
+// redis.conf it ships (hash-max-listpack-entries 128, whose compiled-in
+// default is 512; hash-max-listpack-value, zset-max-listpack-entries and
+// zset-max-listpack-value, set-max-intset-entries). A collection that
+// outgrows them converts, and stays converted until it is loaded again,
+// as in Redis.
 const (
 	maxPackedEntries = 128
 	maxPackedValue   = 64
