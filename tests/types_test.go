@@ -39,6 +39,8 @@ var typesScript = []struct {
 	{cmd: []any{"HINCRBYFLOAT", "h", "c", "1"}}, {cmd: []any{"HINCRBYFLOAT", "h", "a", "2.5"}}, {cmd: []any{"HINCRBYFLOAT", "h", "f", " 1"}},
 	{cmd: []any{"HSET", "hf", "huge", "1e4000"}}, {cmd: []any{"HINCRBYFLOAT", "hf", "huge", "1"}}, {cmd: []any{"HSTRLEN", "hf", "huge"}},
 	{cmd: []any{"HINCRBYFLOAT", "hf", "x", "1e4000"}}, {cmd: []any{"HINCRBYFLOAT", "hf", "x", "1e5000"}}, {cmd: []any{"HINCRBYFLOAT", "hf", "y", "1e-5000"}},
+	{cmd: []any{"HINCRBYFLOAT", "hf", "o", "1e4932"}}, {cmd: []any{"HINCRBYFLOAT", "hf", "o", "1e4932"}}, {cmd: []any{"HINCRBYFLOAT", "hf", "o", "1.19e4932"}},
+	{cmd: []any{"INCRBYFLOAT", "of", "1e4932"}}, {cmd: []any{"INCRBYFLOAT", "of", "1e4932"}}, {cmd: []any{"INCRBYFLOAT", "of", "-1e4932"}},
 	{cmd: []any{"HINCRBYFLOAT", "h", "g", "5.0e3"}}, {cmd: []any{"HINCRBYFLOAT", "h", "g", "-5000"}}, {cmd: []any{"HGET", "h", "g"}},
 	{cmd: []any{"HGETALL", "h"}},
 	{cmd: []any{"HDEL", "h", "a", "zz", "b"}}, {cmd: []any{"HDEL", "nohash", "a"}}, {cmd: []any{"HGETALL", "h"}},
