@@ -6,9 +6,9 @@ import (
 	"github.com/limitdb/limitdb/engine"
 )
 
-// Expiry commands. On a string key they behave as in Redis 7. A limiter's
-// key expires by itself at the instant its state is fresh again (a full
-// bucket, an empty window), so EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and
+// Expiry commands. On a key of a Redis type (string, hash, set, sorted
+// set) they behave as in Redis 7. A limiter's key expires by itself at the
+// instant its state is fresh again (a full bucket, an empty window), so EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT and
 // PERSIST refuse limiter keys with an error (DEL resets a limit); TTL, PTTL,
 // EXPIRETIME and PEXPIRETIME read them.
 
@@ -100,16 +100,16 @@ func expireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
 
 func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
-		ent, ok := c.eng().Get(args[1], c.Now())
+		_, expire, ok := c.eng().Peek(args[1], c.Now())
 		switch {
 		case !ok:
 			c.Int(-2)
-		case ent.Expire == 0:
+		case expire == 0:
 			c.Int(-1)
 		case unit == 1e6:
-			c.Int(ent.Expire / 1e6)
+			c.Int(expire / 1e6)
 		default:
-			c.Int((ent.Expire/1e6 + 500) / 1000) // Redis rounds to the nearest second
+			c.Int((expire/1e6 + 500) / 1000) // Redis rounds to the nearest second
 		}
 	}
 }

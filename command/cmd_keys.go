@@ -1,6 +1,8 @@
 package command
 
 import (
+	"errors"
+
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -12,8 +14,12 @@ func registerKeys(t *Table) {
 			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys (same as DEL: limitdb's values are small).", Syntax: "key [key ...]", Handler: cmdDel},
 		&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Counts how many of the keys exist.", Syntax: "key [key ...]", Handler: cmdExists},
+		&Command{Name: "rename", Arity: 3, Flags: FlagWrite, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name, replacing what it held.", Syntax: "key newkey", Handler: cmdRename(false)},
+		&Command{Name: "renamenx", Arity: 3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name only if that name is free; answers 1 if moved.", Syntax: "key newkey", Handler: cmdRename(true)},
 		&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
-			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, none).", Syntax: "key", Handler: cmdType},
+			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, none).", Syntax: "key", Handler: cmdType},
 		&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Seconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(false)},
 		&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
@@ -56,29 +62,45 @@ func cmdExists(c *Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
-		if _, ok := c.eng().Get(k, now); ok {
+		if _, _, ok := c.eng().Peek(k, now); ok {
 			n++
 		}
 	}
 	c.Int(n)
 }
 
+func cmdRename(nx bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		done, err := c.eng().Rename(args[1], args[2], c.Now(), nx)
+		switch {
+		case errors.Is(err, engine.ErrNoSuchKey):
+			c.Err("ERR no such key")
+		case err != nil:
+			c.Error(err)
+		case nx:
+			c.Int(b2i(done))
+		default:
+			c.OK()
+		}
+	}
+}
+
 func cmdType(c *Client, args [][]byte) {
-	ent, _ := c.eng().Get(args[1], c.Now())
-	c.Simple(ent.Kind.String())
+	kind, _, _ := c.eng().Peek(args[1], c.Now())
+	c.Simple(kind.String())
 }
 
 func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
 		now := c.Now()
-		ent, ok := c.eng().Get(args[1], now)
+		_, expire, ok := c.eng().Peek(args[1], now)
 		switch {
 		case !ok:
 			c.Int(-2)
-		case ent.Expire == 0:
+		case expire == 0:
 			c.Int(-1)
 		default:
-			ms := (ent.Expire - now + 999_999) / 1_000_000 // a live key has at least 1 ms
+			ms := (expire - now + 999_999) / 1_000_000 // a live key has at least 1 ms
 			if millis {
 				c.Int(ms)
 			} else {

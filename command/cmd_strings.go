@@ -34,6 +34,15 @@ func registerStrings(t *Table) {
 		str("mset", -3, FlagWrite|FlagDenyOOM, 1, -1, 2, "O(N) where N is the number of keys", "Sets several string values atomically.", "key value [key value ...]", cmdMSet(false)),
 		str("msetnx", -3, FlagWrite|FlagDenyOOM, 1, -1, 2, "O(N) where N is the number of keys",
 			"Sets several string values atomically only if none of the keys exists; answers 1 if set.", "key value [key value ...]", cmdMSet(true)),
+		str("incrbyfloat", 3, FlagWrite|FlagDenyOOM|FlagFast, 1, 1, 1, "O(1)",
+			"Adds a float to the number at key (0 if absent) in long double precision, as Redis does, keeping its expiry; returns the new value's text.",
+			"key increment", cmdIncrByFloat),
+		str("getset", 3, FlagWrite|FlagDenyOOM|FlagFast, 1, 1, 1, "O(1)",
+			"Sets a string value and returns the old one (nil if absent), dropping the key's expiry.", "key value", cmdGetSet),
+		str("getdel", 2, FlagWrite|FlagFast, 1, 1, 1, "O(1)", "Returns a string value and deletes the key.", "key", cmdGetDel),
+		str("getex", -2, FlagWrite|FlagFast, 1, 1, 1, "O(1)",
+			"Returns a string value and sets or removes its expiry.",
+			"key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]", cmdGetEx),
 	)
 }
 
@@ -258,4 +267,95 @@ func lower(b []byte) string {
 		out[i] = ch
 	}
 	return string(out)
+}
+
+func cmdIncrByFloat(c *Client, args [][]byte) {
+	incr, ok := engine.ParseLongDouble(args[2])
+	if !ok {
+		c.Error(engine.ErrNotFloat)
+		return
+	}
+	val, err := c.eng().IncrByFloat(args[1], c.Now(), incr)
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Bulk(val)
+}
+
+func cmdGetSet(c *Client, args [][]byte) {
+	old, hadOld, _, err := c.eng().SetString(args[1], c.Now(), args[2], engine.SetOptions{Get: true}, c.scratch[:0])
+	switch {
+	case err != nil:
+		c.Error(err)
+	case hadOld:
+		c.Bulk(old)
+		c.scratch = old[:0]
+	default:
+		c.Null()
+	}
+}
+
+func cmdGetDel(c *Client, args [][]byte) {
+	val, ok, err := c.eng().GetDel(args[1], c.Now(), c.scratch[:0])
+	switch {
+	case err != nil:
+		c.Error(err)
+	case !ok:
+		c.Null()
+	default:
+		c.Bulk(val)
+		c.scratch = val[:0]
+	}
+}
+
+// cmdGetEx answers GETEX. As in Redis, the options are checked first, the
+// key next (absent: nil; another type: WRONGTYPE), and the expiry's value
+// last, so that a bad time is an error only for a string that exists.
+func cmdGetEx(c *Client, args [][]byte) {
+	var unit int64 // of the expiry argument; 0 when none
+	var abs, persist bool
+	var expArg []byte
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case (equalFold(a, "ex") || equalFold(a, "px") || equalFold(a, "exat") || equalFold(a, "pxat")) &&
+			unit == 0 && !persist && i+1 < len(args):
+			unit, abs = 1e9, len(a) == 4
+			if a[0] == 'p' || a[0] == 'P' {
+				unit = 1e6
+			}
+			expArg = args[i+1]
+			i++
+		case equalFold(a, "persist") && unit == 0:
+			persist = true
+		default:
+			c.Error(errSyntax)
+			return
+		}
+	}
+	now := c.Now()
+	val, ok, err := c.eng().GetEx(args[1], now, c.scratch[:0], func() (int64, bool, error) {
+		if persist {
+			return 0, true, nil
+		}
+		if unit == 0 {
+			return 0, false, nil
+		}
+		n, err := ParseInt(expArg)
+		if err != nil {
+			return 0, false, err
+		}
+		at, err := setExpiry(now, n, unit, abs, "getex")
+		return at, err == nil, err
+	})
+	switch {
+	case err != nil:
+		c.Error(err)
+	case !ok:
+		c.Null()
+	default:
+		c.Bulk(val)
+		c.scratch = val[:0]
+	}
 }

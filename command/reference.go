@@ -21,7 +21,7 @@ func (t *Table) Reference() string {
 		}
 		groups[c.Group] = append(groups[c.Group], c)
 	}
-	rank := map[string]int{"rate_limit": 0, "string": 1, "generic": 2, "transactions": 3, "connection": 4, "server": 5}
+	rank := map[string]int{"rate_limit": 0, "string": 1, "hash": 2, "set": 3, "sorted_set": 4, "generic": 5, "transactions": 6, "connection": 7, "server": 8}
 	sortByRank(order, rank)
 	for _, g := range order {
 		fmt.Fprintf(&b, "## %s\n\n| command | arity | flags | summary |\n|---|---|---|---|\n", groupTitle(g))
@@ -52,6 +52,8 @@ func groupTitle(g string) string {
 		return "Rate limiting"
 	case "generic":
 		return "Keyspace"
+	case "sorted_set":
+		return "Sorted set"
 	}
 	return strings.ToUpper(g[:1]) + g[1:]
 }

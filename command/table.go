@@ -108,8 +108,10 @@ func (cmd *Command) Categories() []string {
 		} else {
 			out = append(out, "@rate_limit")
 		}
-	case "connection", "string", "transactions", "pubsub":
+	case "connection", "string", "transactions", "pubsub", "hash", "set":
 		out = append(out, "@"+cmd.Group)
+	case "sorted_set":
+		out = append(out, "@sortedset")
 	}
 	return out
 }
@@ -131,7 +133,7 @@ func NewTable() *Table {
 	for _, family := range []func(*Table){
 		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerServer, registerServerInfo,
-		registerStrings, registerInfoLimits, registerLimits, registerMemory,
+		registerStrings, registerHash, registerSet, registerZSet, registerObject, registerInfoLimits, registerLimits, registerMemory,
 		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerPubSub, registerMonitor, registerModes,
 	} {
 		family(t)
@@ -320,6 +322,10 @@ func plainArg(word string) Arg {
 		a.Type = "pattern"
 	case strings.Contains(word, "period") || strings.Contains(word, "window") || word == "seconds" || word == "milliseconds" || word == "ms":
 		a.Type = "string" // durations take units, so they are not plain integers
+	case word == "score":
+		a.Type = "double"
+	case word == "start" || word == "stop" || word == "offset":
+		a.Type = "integer"
 	case word == "count" || word == "quantity" || word == "cost" || word == "limit" || word == "capacity" ||
 		word == "rate" || word == "refill" || word == "tokens" || word == "n" || word == "cursor" ||
 		word == "numkeys" || word == "numpairs" || word == "max_burst" || word == "tokens_per_period" || word == "protover" || word == "db" || word == "id":

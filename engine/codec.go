@@ -29,6 +29,12 @@ func extCodecOf(kind Kind) (ExtCodec, bool) {
 		return slidingWindowExt, true
 	case KindSlidingLog:
 		return slidingLogExt, true
+	case KindHash:
+		return hashExt, true
+	case KindSet:
+		return setExt, true
+	case KindZSet:
+		return zsetExt, true
 	}
 	return ExtCodec{}, false
 }

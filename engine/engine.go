@@ -40,10 +40,18 @@ const (
 	KindSlidingWindow             // SW.INCR
 	KindSlidingLog                // SL.INCR
 	KindString                    // GET/SET/INCR values
+	KindHash                      // HSET/HGET fields: Ext = *Hash
+	KindSet                       // SADD members: Ext = *Set
+	KindZSet                      // ZADD scored members: Ext = *ZSet
 	kindCount
 )
 
-var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string"}
+var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string", "hash", "set", "zset"}
+
+// Limiter reports whether k is a limiter's state, which expires by itself
+// when its limit is fresh (ErrLimiterExpire), rather than a Redis data type
+// (string, hash, set, zset) whose expiry the client sets.
+func (k Kind) Limiter() bool { return k >= KindGCRA && k <= KindSlidingLog }
 
 // String is the name TYPE answers.
 func (k Kind) String() string {
@@ -479,7 +487,15 @@ func (e *Engine) store(i int, s *shard.Shard[stored], key []byte, h uint64, at f
 	e.stats[i].changes.Add(1)
 	cur, tag := at.cur, at.tag
 	if !ent.Live(now) {
-		if cur != nil {
+		switch {
+		case cur != nil && *tag&tagExt != 0:
+			// A collection emptied in place (HDEL of its last field) has
+			// already shrunk: what was accounted for it is what find
+			// measured before the change.
+			e.stats[i].bytes.Add(-keyCost(key) - at.payload)
+			e.dropExt(i, *cur, *tag)
+			s.DeleteHashed(key, h)
+		case cur != nil:
 			e.reap(i, s, key, h, cur, *tag)
 		}
 		return
@@ -546,6 +562,16 @@ func (e *Engine) Get(key []byte, now int64) (ent Entry, ok bool) {
 		return cur, false
 	})
 	return ent, ok
+}
+
+// Peek reports key's kind and expiry at now without copying its state:
+// what TYPE, EXISTS and TTL need, cheap for a key holding a large hash.
+func (e *Engine) Peek(key []byte, now int64) (kind Kind, expire int64, ok bool) {
+	e.Do(key, now, func(cur Entry) (Entry, bool) {
+		kind, expire, ok = cur.Kind, cur.Expire, cur.Kind != KindNone
+		return cur, false
+	})
+	return kind, expire, ok
 }
 
 // Len is the number of stored keys, including expired ones not yet reaped.
@@ -764,3 +790,42 @@ func (e *Engine) Stats() Stats {
 
 // ErrWrongType is returned when a key is owned by another algorithm.
 var ErrWrongType = errors.New("key holds another kind of value")
+
+// ErrNoSuchKey is RENAME of an absent key.
+var ErrNoSuchKey = errors.New("no such key")
+
+// Rename moves src's entry, expiry included, to dst at one instant,
+// replacing whatever dst held; with nx it does nothing when dst exists.
+// It reports whether it moved the entry; an absent src is ErrNoSuchKey.
+// The state moves through its serialised form: a deep copy, so that dst
+// shares no memory with the entry src held (Ext state is changed in place,
+// extbox.go).
+func (e *Engine) Rename(src, dst []byte, now int64, nx bool) (done bool, err error) {
+	keys := [][]byte{src, dst}
+	e.DoMulti(keys, now, func(ents []Entry) bool {
+		switch {
+		case ents[0].Kind == KindNone:
+			err = ErrNoSuchKey
+			return false
+		case string(src) == string(dst):
+			done = !nx
+			return false
+		case nx && ents[1].Kind != KindNone:
+			return false
+		}
+		b, encErr := ents[0].AppendBinary(nil)
+		if encErr != nil {
+			err = encErr
+			return false
+		}
+		moved, _, decErr := DecodeEntry(b)
+		if decErr != nil {
+			err = decErr
+			return false
+		}
+		ents[0], ents[1] = Entry{}, moved
+		done = true
+		return true
+	})
+	return done, err
+}

@@ -200,7 +200,7 @@ const (
 	ExpireLT                // only when earlier than the current one
 )
 
-// SetExpire makes a string key expire at the Unix ns instant at; an
+// SetExpire makes a key of a Redis type (string, hash, set, zset) expire at the Unix ns instant at; an
 // instant at or before now deletes it. It reports whether the key existed
 // and the condition held. Limiter keys answer ErrLimiterExpire.
 func (e *Engine) SetExpire(key []byte, now, at int64, cond ExpireCond) (set bool, err error) {
@@ -208,7 +208,7 @@ func (e *Engine) SetExpire(key []byte, now, at int64, cond ExpireCond) (set bool
 		switch {
 		case ent.Kind == KindNone:
 			return ent, false
-		case ent.Kind != KindString:
+		case ent.Kind.Limiter():
 			err = ErrLimiterExpire
 			return ent, false
 		}
@@ -237,13 +237,13 @@ func (e *Engine) SetExpire(key []byte, now, at int64, cond ExpireCond) (set bool
 	return set, err
 }
 
-// Persist removes a string key's expiry; it reports whether there was one.
+// Persist removes the expiry of a key of a Redis type; it reports whether there was one.
 func (e *Engine) Persist(key []byte, now int64) (done bool, err error) {
 	e.Do(key, now, func(ent Entry) (Entry, bool) {
 		switch {
 		case ent.Kind == KindNone:
 			return ent, false
-		case ent.Kind != KindString:
+		case ent.Kind.Limiter():
 			err = ErrLimiterExpire
 			return ent, false
 		case ent.Expire == 0:

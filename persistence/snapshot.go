@@ -298,7 +298,7 @@ func restore(eng *engine.Engine, keys []keyRec, st *LoadStats) (err error) {
 			st.Expired++
 			continue
 		}
-		if r.ent.Kind != engine.KindString && r.ent.Expire-now > maxLimiterSpan {
+		if r.ent.Kind.Limiter() && r.ent.Expire-now > maxLimiterSpan {
 			return fmt.Errorf("snapshot: key %q: a %v state fresh again only in %d years: no limit spans that long; the file is corrupt",
 				r.key, r.ent.Kind, (r.ent.Expire-now)/(365*24*int64(time.Hour)))
 		}

@@ -139,12 +139,14 @@ func workBase(ents []engine.Entry, owner []int, cs []*compiled, i int) engine.En
 // own returns the entry a policy's limiter may read. The rl: namespace
 // belongs to policies: state another algorithm left there (the policy's
 // algorithm changed) counts as absent, so the new algorithm starts fresh.
-// A string value there is a WRONGTYPE error, never overwritten.
+// A value of a Redis type (string, hash, set, zset) there is a WRONGTYPE
+// error, never overwritten.
 func own(ent engine.Entry, k engine.Kind) (engine.Entry, error) {
 	switch ent.Kind {
 	case engine.KindNone, k:
 		return ent, nil
-	case engine.KindString:
+	}
+	if !ent.Kind.Limiter() {
 		return ent, engine.ErrWrongType
 	}
 	return engine.Entry{}, nil

@@ -61,6 +61,18 @@ var roundTrip = map[engine.Kind]struct {
 		before: [][]any{{"SET", "{k}", "41", "EX", 100}, {"INCR", "{k}"}},
 		after:  [][]any{{"GET", "{k}"}, {"INCRBY", "{k}", 3}, {"GET", "{k}"}},
 	},
+	engine.KindHash: {
+		before: [][]any{{"HSET", "{k}", "tokens", 5, "ts", 1}, {"HINCRBY", "{k}", "tokens", -1}, {"EXPIRE", "{k}", 100}},
+		after:  [][]any{{"HGETALL", "{k}"}, {"HINCRBYFLOAT", "{k}", "ts", "0.5"}, {"HGETALL", "{k}"}},
+	},
+	engine.KindSet: {
+		before: [][]any{{"SADD", "{k}", 3, 1, "x"}, {"EXPIRE", "{k}", 100}},
+		after:  [][]any{{"SCARD", "{k}"}, {"SISMEMBER", "{k}", "x"}, {"SREM", "{k}", 1}, {"SMISMEMBER", "{k}", 1, 3}},
+	},
+	engine.KindZSet: {
+		before: [][]any{{"ZADD", "{k}", 1, "a", 2.5, "b", "-inf", "c"}, {"EXPIRE", "{k}", 100}},
+		after:  [][]any{{"ZRANGE", "{k}", 0, -1, "WITHSCORES"}, {"ZADD", "{k}", "INCR", 1, "a"}, {"ZPOPMIN", "{k}"}},
+	},
 }
 
 // serverFromDir starts an in-process server whose snapshots live in dir,

@@ -1,0 +1,28 @@
+package command
+
+// OBJECT ENCODING, which Redis clients and tests use to see how a value is
+// kept: limitdb answers what Redis 7.0 would for the same value (int,
+// embstr or raw for a string; listpack or hashtable for a hash; intset or
+// hashtable for a set; listpack or skiplist for a sorted set), and a
+// limiter's kind for a limiter's key.
+
+func registerObject(t *Table) {
+	t.register(&Command{Name: "object", Arity: -2, Group: "generic", Since: "0.2.0",
+		Complexity: "Depends on subcommand.", Summary: "Inspects how a key's value is kept.", Syntax: "subcommand",
+		Subs: []*Command{
+			{Name: "object|encoding", Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+				Complexity: "O(1)", Summary: "Names the encoding Redis 7.0 would use for the key's value; nil when absent.",
+				Syntax: "key", Handler: cmdObjectEncoding},
+			{Name: "object|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "generic", Since: "0.2.0",
+				Complexity: "O(1)", Summary: "Lists the OBJECT subcommands.", Handler: helpFor("object")},
+		}})
+}
+
+func cmdObjectEncoding(c *Client, args [][]byte) {
+	enc, ok := c.eng().Encoding(args[2], c.Now())
+	if !ok {
+		c.Null()
+		return
+	}
+	c.BulkString(enc)
+}

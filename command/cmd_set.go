@@ -1,0 +1,119 @@
+package command
+
+import "github.com/limitdb/limitdb/engine"
+
+// Set commands. Replies and error texts are Redis 7.0's.
+
+func registerSet(t *Table) {
+	s := func(name string, arity int, flags Flag, complexity, summary, syntax string, fn func(*Client, [][]byte)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "set", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
+	}
+	t.register(
+		s("sadd", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of members added",
+			"Adds members to a set, creating it; answers how many are new.", "key member [member ...]", cmdSAdd),
+		s("srem", -3, FlagWrite|FlagFast, "O(N) where N is the number of members removed",
+			"Removes members of a set, and the key with its last member; answers how many were there.", "key member [member ...]", cmdSRem),
+		s("sismember", 3, FlagReadonly|FlagFast, "O(1)", "Answers 1 if the set has the member.", "key member", cmdSIsMember),
+		s("smismember", -3, FlagReadonly|FlagFast, "O(N) where N is the number of members asked for",
+			"Answers 1 or 0 for each member: whether the set has it.", "key member [member ...]", cmdSMIsMember),
+		s("scard", 2, FlagReadonly|FlagFast, "O(1)", "Counts the members of a set (0 when absent).", "key", cmdSCard),
+		s("smembers", 2, FlagReadonly, "O(N) where N is the size of the set",
+			"Returns every member: in numeric order for a set of integers (intset), unordered otherwise.", "key", cmdSMembers),
+	)
+}
+
+func cmdSAdd(c *Client, args [][]byte) {
+	n := int64(0)
+	_, err := c.eng().DoSet(args[1], c.Now(), true, func(s *engine.Set) bool {
+		for _, m := range args[2:] {
+			if s.Add(m) {
+				n++
+			}
+		}
+		return n > 0
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(n)
+}
+
+func cmdSRem(c *Client, args [][]byte) {
+	n := int64(0)
+	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+		for _, m := range args[2:] {
+			if s.Remove(m) {
+				n++
+			}
+		}
+		return n > 0
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(n)
+}
+
+func cmdSIsMember(c *Client, args [][]byte) {
+	has := false
+	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+		has = s.Has(args[2])
+		return false
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(b2i(has))
+}
+
+func cmdSMIsMember(c *Client, args [][]byte) {
+	has := make([]bool, len(args)-2)
+	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+		for i, m := range args[2:] {
+			has[i] = s.Has(m)
+		}
+		return false
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Array(len(has))
+	for _, h := range has {
+		c.Int(b2i(h))
+	}
+}
+
+func cmdSCard(c *Client, args [][]byte) {
+	n := 0
+	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+		n = s.Len()
+		return false
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(int64(n))
+}
+
+func cmdSMembers(c *Client, args [][]byte) {
+	found, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+		c.Set(s.Len())
+		s.Range(func(m []byte) bool {
+			c.Bulk(m)
+			return true
+		})
+		return false
+	})
+	switch {
+	case err != nil:
+		c.Error(err)
+	case !found:
+		c.Set(0)
+	}
+}
