@@ -36,19 +36,19 @@ var flagNames = []struct {
 // Command is one entry of the command table: everything dispatch, arity
 // checks, COMMAND, COMMAND DOCS and the generated reference need.
 type Command struct {
-	Name       string // lower case; "parent|sub" for subcommands
-	Arity      int    // Redis convention: n exact, -n at least n (name included)
-	MaxArgs    int    // with Arity -n: the most arguments, name included (0: no bound)
-	CostArg    int    // a limiter's optional cost argument, by position: "0" peeks, which a read-only replica serves (0: none)
-	Flags      Flag
-	FirstKey   int // key positions, 0 when the command takes no key
-	LastKey    int // -1: the last argument
-	Step       int
+	Name     string // lower case; "parent|sub" for subcommands
+	Arity    int    // Redis convention: n exact, -n at least n (name included)
+	MaxArgs  int    // with Arity -n: the most arguments, name included (0: no bound)
+	CostArg  int    // a limiter's optional cost argument, by position: "0" peeks, which a read-only replica serves (0: none)
+	Flags    Flag
+	FirstKey int // key positions, 0 when the command takes no key
+	LastKey  int // -1: the last argument
+	Step     int
 	// Keys, when set, lists the keyspace keys a command touches where
 	// positions cannot say: movable keys (RL.HITALL, EVAL) or derived
 	// ones (a policy's rl:<policy>:<key>). MULTI and scripts lock their
 	// shards.
-	Keys func(args [][]byte) [][]byte
+	Keys       func(args [][]byte) [][]byte
 	Group      string // Redis command group: connection, generic, server, rate_limit, ...
 	Since      string // limitdb version that added it
 	Complexity string
