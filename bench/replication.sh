@@ -22,6 +22,7 @@
 #   bench/replication.sh                      3 rounds of 1M requests
 #   ROUNDS=5 N=500000 bench/replication.sh
 #   FULLSYNC=1 KEYS=1000000 ROUNDS=1 bench/replication.sh
+#   LIMIT="999 1000 3600" bench/replication.sh  keys that stay live, as INCR's do
 #   AOF=1 bench/replication.sh               adds limitdb and Redis with appendonly
 #                                            yes, appendfsync everysec, no replica
 set -euo pipefail
@@ -32,6 +33,7 @@ N=${N:-1000000}
 PIPELINE=${PIPELINE:-16}
 KEYS=${KEYS:-1000000}
 REPLICAS=${REPLICAS:-"0 1 2"}
+LIMIT=${LIMIT:-"99 1000 60"}   # max_burst count period of the CL.THROTTLE load
 
 for tool in redis-server redis-cli redis-benchmark taskset python3; do
   command -v "$tool" >/dev/null || { echo "replication.sh: $tool is required" >&2; exit 1; }
@@ -97,7 +99,8 @@ run() {
     reps+=("$q")
   done
   for q in "${reps[@]}"; do linked "$q"; done
-  if [ "$kind" = limitdb ]; then cmd=(CL.THROTTLE k:__rand_int__ 99 1000 60); else cmd=(INCR k:__rand_int__); fi
+  # shellcheck disable=SC2206
+  if [ "$kind" = limitdb ]; then cmd=(CL.THROTTLE k:__rand_int__ $LIMIT); else cmd=(INCR k:__rand_int__); fi
   [ $# -gt 0 ] && label="$kind+aof"
   local lagpid=
   if [ "$r" -gt 0 ]; then
@@ -182,7 +185,7 @@ kind, n = sys.argv[1], int(sys.argv[2])
 out = sys.stdout.buffer
 for i in range(n):
     k = b"k:%d" % i
-    args = [b"CL.THROTTLE", k, b"99", b"1000", b"3600"] if kind == "limitdb" else [b"SET", k, b"v"]
+    args = [b"CL.THROTTLE", k, b"99", b"1", b"3600"] if kind == "limitdb" else [b"SET", k, b"v"]
     out.write(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
 PY
     start "$kind" "$q" 1 "$work/fs-$kind/r" ""

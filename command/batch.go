@@ -131,10 +131,7 @@ func (c *Client) publish() {
 // before flushing the replies.
 func (c *Client) endBatch() {
 	c.settleBlocked()
-	if r := c.srv.repl; r != nil {
-		r.Publish()
-		c.srv.catchUpAOF()
-	}
+
 	if !c.bt.open {
 		return
 	}

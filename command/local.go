@@ -33,6 +33,7 @@ func (lc *LocalClient) Do(args ...[]byte) []byte {
 	lc.out.Reset()
 	lc.srv.handle(lc.Client, args)
 	lc.endBatch()
+	lc.srv.EndRound()
 	lc.w.Flush()
 	return lc.out.Bytes()
 }

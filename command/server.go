@@ -218,6 +218,16 @@ func (s *Server) Closed(conn Conn, _ error) {
 	s.clients.remove(c)
 }
 
+// EndRound is what every write of a round needs done before its reply
+// leaves, done once for the round (server.Handler): the append-only file
+// written (and fsynced under appendfsync always), replicas woken.
+func (s *Server) EndRound() {
+	if s.repl != nil {
+		s.repl.Publish()
+		s.catchUpAOF()
+	}
+}
+
 // EndBatch publishes what a batch of commands counted; the transport
 // calls it before it flushes the batch's replies.
 func (s *Server) EndBatch(conn Conn) {

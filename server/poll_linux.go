@@ -197,6 +197,9 @@ func (p *poller) run() {
 			}
 			p.ready(c, ev.Events)
 		}
+		if len(p.dirty) > 0 {
+			p.s.h.EndRound()
+		}
 		p.flush()
 		if now := time.Now(); now.Sub(p.last) >= tick {
 			p.last = now
@@ -294,6 +297,7 @@ func (p *poller) serve(c *Conn) {
 	p.mark(c)
 	switch {
 	case errors.Is(err, errDraining):
+		p.s.h.EndRound()
 		c.wr.Flush()
 		c.fc.startLinger()
 		p.linger(c)
@@ -369,6 +373,9 @@ func (p *poller) expire(now time.Time) {
 				p.serve(c)
 			}
 		}
+	}
+	if len(p.dirty) > 0 {
+		p.s.h.EndRound()
 	}
 	p.flush()
 }

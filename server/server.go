@@ -36,6 +36,13 @@ type Handler interface {
 	// EndBatch is called after the commands of one read have run, before
 	// their replies are flushed.
 	EndBatch(c *Conn)
+	// EndRound is called once the commands of a round have run and
+	// before any of their replies is flushed: once per round of an event
+	// loop (every connection it served), or after each batch where a
+	// connection has a goroutine of its own. Work that every write of the
+	// round must see done before its reply leaves, done once for all of
+	// them: waking replicas, writing the append-only file.
+	EndRound()
 	// Closed is called once the connection is gone.
 	Closed(c *Conn, err error)
 }
@@ -395,6 +402,9 @@ func (s *Server) step(c *Conn) error {
 		s.h.Command(c, cmds[i].Args)
 	}
 	s.h.EndBatch(c)
+	if c.fc == nil { // a goroutine of its own: the round is this batch
+		s.h.EndRound()
+	}
 	return s.checkOutput(c)
 }
 

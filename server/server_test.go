@@ -56,6 +56,8 @@ func (h *echo) Command(c *Conn, args [][]byte) {
 	c.Writer().BulkString(string(bytes.Join(args, []byte(" "))))
 }
 
+func (h *echo) EndRound() {}
+
 func (h *echo) EndBatch(*Conn) {
 	h.mu.Lock()
 	h.batches++

@@ -70,6 +70,18 @@ for (const [name, client, extra] of stores) {
     assert.ok(denied instanceof RateLimiterRes, `rejected with ${denied}`);
   });
 
+  test(`${name}: 50 requests at once against a limit of 10`, async () => {
+    const burst = async (limiter) => {
+      const results = await Promise.allSettled(Array.from({ length: 50 }, () => limiter.consume('burst')));
+      return results.filter((r) => r.status === 'fulfilled').length;
+    };
+    const atomic = await burst(new RateLimiterRedis({ storeClient: client, points: 10, duration: 60, keyPrefix: `rlf-burst-a-${name}`, ...extra }));
+    const nonAtomic = await burst(new RateLimiterRedisNonAtomic({ storeClient: client, points: 10, duration: 60, keyPrefix: `rlf-burst-n-${name}`, ...extra }));
+    console.log(`# ${name}: 50 at once, limit 10: RateLimiterRedis admitted ${atomic}, RateLimiterRedisNonAtomic ${nonAtomic}`);
+    assert.equal(atomic, 10);
+    assert.ok(nonAtomic > 10, `RateLimiterRedisNonAtomic admitted ${nonAtomic}`);
+  });
+
   test(`${name}: RateLimiterRedis runs its Lua script`, async () => {
     const limiter = new RateLimiterRedis({ storeClient: client, points: 2, duration: 60, keyPrefix: `rlf-lua-${name}`, ...extra });
     assert.deepEqual(fields(await limiter.consume('u5')), { consumed: 1, remaining: 1, msBeforeNext: 60000 });
