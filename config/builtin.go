@@ -254,8 +254,8 @@ func replication() []*Directive {
 			func(c *Config) *string { return &c.ReplicaAnnounceIP }),
 		Int("replica-announce-port", "the port a replica gives its primary (0: the listening port)", true, 0,
 			func(c *Config) *int { return &c.ReplicaAnnouncePort }),
-		replicaOf("replicaof"),
-		replicaOf("slaveof"),
+		replicaOf("replicaof", ""),
+		replicaOf("slaveof", "replicaof"),
 		String("masterauth", "the password this replica authenticates to its primary with", true,
 			func(c *Config) *string { return &c.MasterAuth }),
 		String("masteruser", "the user this replica authenticates to its primary as (empty: AUTH with the password alone)", true,
@@ -273,8 +273,8 @@ func replication() []*Directive {
 
 // replicaOf is replicaof (and its old name slaveof): "host port" of the
 // primary this server replicates at start-up; empty or "no one": none.
-func replicaOf(name string) *Directive {
-	return &Directive{Name: name, Help: "host port: replicate that primary from start-up (empty: be a primary)",
+func replicaOf(name, aliasOf string) *Directive {
+	return &Directive{Name: name, Help: "host port: replicate that primary from start-up (empty: be a primary)", Words: true, AliasOf: aliasOf,
 		Get: func(c *Config) string { return c.ReplicaOf },
 		Set: func(c *Config, v string) error {
 			f := strings.Fields(v)

@@ -37,6 +37,12 @@ type Directive struct {
 	// change them only as enable-protected-configs allows, as in Redis 7
 	// (else a client could point SAVE at the aclfile and overwrite it).
 	Protected bool
+	// Words marks a value of several words ("host port"), which CONFIG
+	// REWRITE writes bare, as Redis does, and leaves out when empty.
+	Words bool
+	// AliasOf names the directive this one is an old name of (slaveof:
+	// replicaof); CONFIG REWRITE writes the new name.
+	AliasOf string
 }
 
 // Directives is a set of directives by name.

@@ -160,3 +160,36 @@ func TestDirectiveValuesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriteReplicaOf: replicaof is written as Redis writes it (bare
+// "host port"), an old slaveof line becomes replicaof, and a primary's
+// file keeps no such line.
+func TestRewriteReplicaOf(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "limitdb.conf")
+	if err := os.WriteFile(path, []byte("port 7000\nslaveof 10.0.0.1 6379\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Default()
+	if err := LoadFile(path, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ReplicaOf = "127.0.0.1 6380"
+	if err := RewriteFile(path, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "port 7000\nreplicaof 127.0.0.1 6380\n" {
+		t.Fatalf("rewritten:\n%s", b)
+	}
+	again := Default()
+	if err := LoadFile(path, &again); err != nil || again.ReplicaOf != "127.0.0.1 6380" {
+		t.Fatalf("read back: %q, %v", again.ReplicaOf, err)
+	}
+	cfg.ReplicaOf = ""
+	if err := RewriteFile(path, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "port 7000\n" {
+		t.Fatalf("a primary's file:\n%s", b)
+	}
+}

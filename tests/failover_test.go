@@ -595,7 +595,8 @@ func sentCommands(cmds []proxiedCommand, want [][]string) bool {
 }
 
 // requireConfigReplicaOf fails unless n's config file makes it replicate
-// want ("": nothing).
+// want ("": nothing), written as Redis writes it: "replicaof host port",
+// no slaveof line.
 func requireConfigReplicaOf(t *testing.T, n *proxiedNode, want string) {
 	t.Helper()
 	b, err := os.ReadFile(n.config())
@@ -603,7 +604,10 @@ func requireConfigReplicaOf(t *testing.T, n *proxiedNode, want string) {
 	got := ""
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "replicaof "); ok {
-			got = strings.Trim(v, `"`)
+			got = v
+		}
+		if strings.HasPrefix(l, "slaveof ") {
+			t.Fatalf("%s: a slaveof line beside replicaof:\n%s", n.config(), b)
 		}
 	}
 	if got != want {
