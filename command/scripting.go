@@ -91,19 +91,27 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 	s.runScript(c, script, keys, argv, ro)
 }
 
-// runScript runs script for c, inside c's transaction when it has one
-// (EVAL queued in MULTI), or in one holding the shards of keys.
+// runScript runs script for c.
 func (s *Server) runScript(c *Client, script *scripting.Script, keys, argv [][]byte, ro bool) {
+	s.runScriptWith(c, keys, ro, func(sc *scriptCaller) error {
+		return s.runner.Run(script, keys, argv, sc, c.w, nil)
+	})
+}
+
+// runScriptWith runs a script or function for c, inside c's transaction
+// when it has one (EVAL queued in MULTI), or in one holding the shards of
+// keys.
+func (s *Server) runScriptWith(c *Client, keys [][]byte, ro bool, run func(sc *scriptCaller) error) {
 	sc := &scriptCaller{s: s, c: c, ro: ro, outer: c.w}
 	sc.w = resp.NewWriter(nil)
 	var err error
 	if c.tx != nil {
-		err = s.runner.Run(script, keys, argv, sc, c.w, nil)
+		err = run(sc)
 	} else {
 		s.eng.Exclusive(keys, false, func(tx *engine.Engine) {
 			c.tx = tx
 			defer func() { c.tx = nil }()
-			err = s.runner.Run(script, keys, argv, sc, c.w, nil)
+			err = run(sc)
 		})
 	}
 	c.failed = err != nil
@@ -206,4 +214,189 @@ func evalKeys(args [][]byte) [][]byte {
 		return nil
 	}
 	return args[3 : 3+n]
+}
+
+func registerFunctions(t *Table) {
+	fcall := func(name, summary string, ro bool) *Command {
+		var flags Flag
+		if ro {
+			flags |= FlagReadonly
+		}
+		return &Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys,
+			Complexity: "Depends on the function that is executed.", Summary: summary,
+			Syntax:  "function numkeys [key [key ...]] [arg [arg ...]]",
+			Handler: func(c *Client, args [][]byte) { cmdFCall(c, args, ro) }}
+	}
+	sub := func(name, syntax, summary string, arity int, h func(*Client, [][]byte)) *Command {
+		return &Command{Name: "function|" + name, Arity: arity, Group: "scripting", Since: "0.1.0",
+			Complexity: "O(N) where N is the number of functions", Summary: summary, Syntax: syntax, Handler: h}
+	}
+	t.register(
+		fcall("fcall", "Invokes a function.", false),
+		fcall("fcall_ro", "Invokes a read-only function.", true),
+		&Command{Name: "function", Arity: -2, Group: "scripting", Since: "0.1.0", Complexity: "Depends on subcommand.",
+			Summary: "A container for function commands.",
+			Subs: []*Command{
+				sub("load", "[REPLACE] function-code", "Creates a library.", -3, cmdFunctionLoad),
+				sub("delete", "library-name", "Deletes a library and its functions.", 3, cmdFunctionDelete),
+				sub("list", "[LIBRARYNAME library-name-pattern] [WITHCODE]", "Returns information about all libraries.", -2, cmdFunctionList),
+				sub("flush", "[ASYNC|SYNC]", "Deletes all libraries and functions.", -2, cmdFunctionFlush),
+				sub("dump", "", "Dumps all libraries into a serialized binary payload.", 2, cmdFunctionDump),
+				sub("restore", "serialized-value [FLUSH|APPEND|REPLACE]", "Restores all libraries from a payload.", -3, cmdFunctionRestore),
+				sub("kill", "", "Terminates a function during execution.", 2, cmdScriptKill),
+				sub("help", "", "Returns helpful text about the different subcommands.", 2, helpFor("function")),
+			}},
+	)
+}
+
+func cmdFCall(c *Client, args [][]byte, ro bool) {
+	s := c.srv
+	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	switch {
+	case err != nil:
+		c.Err("ERR value is not an integer or out of range")
+		return
+	case n > int64(len(args)-3):
+		c.Err("ERR Number of keys can't be greater than number of args")
+		return
+	case n < 0:
+		c.Err("ERR Number of keys can't be negative")
+		return
+	}
+	f := s.functions.Get(string(args[1]))
+	if f == nil {
+		c.Err("ERR Function not found")
+		return
+	}
+	if ro && !f.NoWrites() {
+		c.Err("ERR Can not execute a script with write flag using *_ro command.")
+		return
+	}
+	keys, argv := args[3:3+n], args[3+n:]
+	s.runScriptWith(c, keys, ro || f.NoWrites(), func(sc *scriptCaller) error {
+		return s.runner.Call(s.functions, f, keys, argv, sc, c.w, nil)
+	})
+}
+
+// functionsChanged sends the libraries to replicas and the append-only
+// file, as the "functions" section.
+func (s *Server) functionsChanged() { s.replicateSection("functions", s.functions.Save) }
+
+func cmdFunctionLoad(c *Client, args [][]byte) {
+	replace := false
+	code := args[2]
+	if len(args) == 4 {
+		if !equalFold(args[2], "replace") {
+			c.Err("ERR Unknown option given: " + string(args[2]))
+			return
+		}
+		replace, code = true, args[3]
+	} else if len(args) > 4 {
+		c.Error(errSyntax)
+		return
+	}
+	name, err := c.srv.functions.Load(string(code), replace)
+	if err != nil {
+		c.Err(err.Error())
+		return
+	}
+	c.srv.functionsChanged()
+	c.BulkString(name)
+}
+
+func cmdFunctionDelete(c *Client, args [][]byte) {
+	if err := c.srv.functions.Delete(string(args[2])); err != nil {
+		c.Err(err.Error())
+		return
+	}
+	c.srv.functionsChanged()
+	c.OK()
+}
+
+func cmdFunctionFlush(c *Client, args [][]byte) {
+	if len(args) > 3 || (len(args) == 3 && !equalFold(args[2], "async") && !equalFold(args[2], "sync")) {
+		c.Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+		return
+	}
+	c.srv.functions.Flush()
+	c.srv.functionsChanged()
+	c.OK()
+}
+
+func cmdFunctionList(c *Client, args [][]byte) {
+	withCode, pattern := false, ""
+	for i := 2; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "withcode"):
+			withCode = true
+		case equalFold(args[i], "libraryname") && i+1 < len(args):
+			pattern = string(args[i+1])
+			i++
+		default:
+			c.Err("ERR Unknown argument " + string(args[i]))
+			return
+		}
+	}
+	var libs []*scripting.Library
+	for _, l := range c.srv.functions.Libraries() {
+		if pattern == "" || globMatch(pattern, l.Name) {
+			libs = append(libs, l)
+		}
+	}
+	c.Array(len(libs))
+	for _, l := range libs {
+		n := 3
+		if withCode {
+			n = 4
+		}
+		c.w.Map(n)
+		c.BulkString("library_name")
+		c.BulkString(l.Name)
+		c.BulkString("engine")
+		c.BulkString("LUA")
+		c.BulkString("functions")
+		c.Array(len(l.Functions))
+		for _, f := range l.Functions {
+			c.w.Map(3)
+			c.BulkString("name")
+			c.BulkString(f.Name)
+			c.BulkString("description")
+			if f.Description == "" {
+				c.w.Null()
+			} else {
+				c.BulkString(f.Description)
+			}
+			c.BulkString("flags")
+			c.w.Set(len(f.Flags))
+			for _, fl := range f.Flags {
+				c.Simple(fl)
+			}
+		}
+		if withCode {
+			c.BulkString("library_code")
+			c.BulkString(l.Code)
+		}
+	}
+}
+
+func cmdFunctionDump(c *Client, _ [][]byte) { c.Bulk(c.srv.functions.Dump()) }
+
+func cmdFunctionRestore(c *Client, args [][]byte) {
+	policy := "APPEND"
+	if len(args) == 4 {
+		policy = strings.ToUpper(string(args[3]))
+		if policy != "FLUSH" && policy != "APPEND" && policy != "REPLACE" {
+			c.Err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+			return
+		}
+	} else if len(args) > 4 {
+		c.Error(errSyntax)
+		return
+	}
+	if err := c.srv.functions.Restore(args[2], policy); err != nil {
+		c.Err(err.Error())
+		return
+	}
+	c.srv.functionsChanged()
+	c.OK()
 }

@@ -88,6 +88,7 @@ type Server struct {
 	persist      persistState         // snapshots: cmd_persist.go
 	aof          aofState             // the append-only file: aof.go
 	scripts      *scripting.Cache     // EVAL's scripts by SHA1: scripting.go
+	functions    *scripting.Functions // FUNCTION's libraries, kept in snapshots
 	runner       *scripting.Runner
 	slow         slowLog  // SLOWLOG: slowlog.go
 	mem          memState // maxmemory: memory.go
@@ -122,6 +123,8 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	s.policies = policy.NewStore(nil)
 	s.aof.clk = clock.Real()
 	s.scripts = scripting.NewCache()
+	s.functions = scripting.NewFunctions()
+	s.sections.Add("functions", s.functions.Save, s.functions.LoadSection)
 	s.runner = scripting.NewRunner(scripting.Options{RedisVersion: redisVersion, Log: func(level int, msg string) {
 		if level >= scripting.LogNotice {
 			logger.Printf("script: %s", msg)

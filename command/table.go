@@ -134,7 +134,7 @@ func NewTable() *Table {
 		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerServer, registerServerInfo,
 		registerStrings, registerHash, registerSet, registerZSet, registerObject, registerInfoLimits, registerLimits, registerMemory,
-		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerPubSub, registerMonitor, registerModes,
+		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerFunctions, registerPubSub, registerMonitor, registerModes,
 	} {
 		family(t)
 	}

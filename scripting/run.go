@@ -73,6 +73,12 @@ type state struct {
 	caller  Caller
 	proto   int // redis.setresp
 	argBuf  [][]byte
+
+	// FUNCTION libraries loaded in this interpreter, as of a registry
+	// version
+	fnVersion  uint64
+	fns        map[string]*lua.LFunction
+	loadedLibs map[string]bool
 }
 
 type global struct {
@@ -86,8 +92,9 @@ var redisGlobals = []string{"_G", "_VERSION", "assert", "collectgarbage", "corou
 	"ipairs", "load", "loadstring", "math", "next", "pairs", "pcall", "rawequal", "rawget", "rawset", "select",
 	"setmetatable", "string", "table", "tonumber", "tostring", "type", "unpack", "xpcall"}
 
-func (r *Runner) newState() *state {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
+// openLibs opens the libraries Redis gives scripts and drops the globals
+// it does not.
+func openLibs(L *lua.LState) {
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -111,12 +118,18 @@ func (r *Runner) newState() *state {
 	for _, k := range drop {
 		g.RawSet(k, lua.LNil)
 	}
-	st := &state{L: L}
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	g.RawSetString("cjson", cjsonLib(L))
+}
+
+func (r *Runner) newState() *state {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
+	openLibs(L)
+	g := L.G.Global
+	st := &state{L: L}
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
 	g.RawSetString("server", rl)
-	g.RawSetString("cjson", cjsonLib(L))
 	g.RawSetString("KEYS", L.NewTable())
 	g.RawSetString("ARGV", L.NewTable())
 	g.ForEach(func(k, v lua.LValue) { st.globals = append(st.globals, global{string(k.(lua.LString)), v}) })
@@ -141,23 +154,39 @@ func (r *Runner) newState() *state {
 // got, if any.
 func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writer, h *Handle) error {
 	st := r.pool.Get().(*state)
-	st.caller, st.proto = caller, 2
+	defer r.pool.Put(st)
 	L := st.L
 	g := L.G.Global
 	g.RawSetString("KEYS", stringsTable(L, keys))
 	g.RawSetString("ARGV", stringsTable(L, argv))
+	s.Runs.Add(1)
+	return r.runFunc(st, L.NewFunctionFromProto(s.proto), s.SHA, nil, 0, caller, w, h)
+}
+
+// runFunc calls fn with the arguments push pushes, and writes its result
+// or its error (naming name: a script's SHA1 or a function's name).
+func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(), nargs int, caller Caller, w *resp.Writer, h *Handle) error {
+	st.caller, st.proto = caller, 2
+	L := st.L
+	g := L.G.Global
 	if h != nil {
 		h.cancel.Store(&st.cancel)
 	}
-	s.Runs.Add(1)
-	L.Push(L.NewFunctionFromProto(s.proto))
-	err := L.PCall(0, 1, nil)
+	L.Push(fn)
+	if push != nil {
+		push()
+	}
+	err := L.PCall(nargs, 1, nil)
 	if h != nil {
 		h.cancel.Store(nil)
 	}
 	var replyErr error
 	if err != nil {
-		msg := errorReply(s, err)
+		chunk := "user_script"
+		if nargs > 0 {
+			chunk = "user_function"
+		}
+		msg := errorReply(name, chunk, err)
 		if h != nil && h.killed.Load() {
 			msg = "ERR Script killed by user with SCRIPT KILL..."
 		}
@@ -165,7 +194,6 @@ func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writ
 		replyErr = errors.New(msg)
 	} else {
 		writeValue(w, L.Get(-1), st.proto, 0)
-		L.Pop(1)
 	}
 	L.SetTop(0)
 	for _, gl := range st.globals { // what a script assigned to a global goes
@@ -178,7 +206,6 @@ func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writ
 		st.ctx, st.cancel = context.WithCancel(context.Background())
 		L.SetContext(st.ctx)
 	}
-	r.pool.Put(st)
 	return replyErr
 }
 
@@ -192,7 +219,7 @@ func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
 
 // errorReply is the error a client gets from a failed run, in Redis 7's
 // words: "<error> script: <sha>, on @user_script:<line>.".
-func errorReply(s *Script, err error) string {
+func errorReply(name, chunk string, err error) string {
 	var msg, line string
 	var apiErr *lua.ApiError
 	if !errors.As(err, &apiErr) {
@@ -207,7 +234,7 @@ func errorReply(s *Script, err error) string {
 		line = lua.LVAsString(v.RawGetString("line"))
 	default:
 		text := v.String()
-		if rest, ok := strings.CutPrefix(text, "user_script:"); ok {
+		if rest, ok := cutChunk(text); ok {
 			if n, _, ok := strings.Cut(rest, ":"); ok {
 				line = n
 			}
@@ -218,7 +245,7 @@ func errorReply(s *Script, err error) string {
 		line = "?"
 	}
 	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
-	return fmt.Sprintf("%s script: %s, on @user_script:%s.", msg, s.SHA, line)
+	return fmt.Sprintf("%s script: %s, on @%s:%s.", msg, name, chunk, line)
 }
 
 // redisLib is the redis table of one interpreter.
@@ -313,7 +340,7 @@ func versionNum(v string) int {
 func raise(L *lua.LState, msg string) {
 	e := L.NewTable()
 	e.RawSetString("err", lua.LString(msg))
-	if rest, ok := strings.CutPrefix(L.Where(1), "user_script:"); ok {
+	if rest, ok := cutChunk(L.Where(1)); ok {
 		e.RawSetString("line", lua.LString(strings.TrimSuffix(rest, ":")))
 	}
 	L.Error(e, 0)
@@ -363,4 +390,15 @@ func (st *state) call(L *lua.LState, raiseErr bool) int {
 func isError(t *lua.LTable) bool {
 	_, ok := t.RawGetString("err").(lua.LString)
 	return ok
+}
+
+// cutChunk cuts a script's or a function's chunk name, and its colon, off
+// the front of an error position ("user_script:3: ...").
+func cutChunk(s string) (string, bool) {
+	for _, c := range []string{"user_script:", "user_function:"} {
+		if rest, ok := strings.CutPrefix(s, c); ok {
+			return rest, true
+		}
+	}
+	return s, false
 }

@@ -3,6 +3,7 @@ package scripting
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -97,27 +98,36 @@ func (c *Cache) Memory() int64 {
 
 // compile parses body as the body of a function, as Redis does.
 func compile(body []byte) (*lua.FunctionProto, error) {
-	chunk, err := parse.Parse(strings.NewReader(string(body)), "user_script")
+	proto, err := compileNamed(string(body), "user_script")
 	if err != nil {
-		return nil, fmt.Errorf("Error compiling script (new function): %s", compileMessage(err))
+		return nil, fmt.Errorf("Error compiling script (new function): %s", err.Error())
 	}
-	proto, err := lua.Compile(chunk, "user_script")
+	return proto, nil
+}
+
+// compileNamed compiles code as chunk name (which error positions show).
+func compileNamed(code, name string) (*lua.FunctionProto, error) {
+	chunk, err := parse.Parse(strings.NewReader(code), name)
 	if err != nil {
-		return nil, fmt.Errorf("Error compiling script (new function): %s", compileMessage(err))
+		return nil, errors.New(compileMessage(err, name))
+	}
+	proto, err := lua.Compile(chunk, name)
+	if err != nil {
+		return nil, errors.New(compileMessage(err, name))
 	}
 	return proto, nil
 }
 
 // compileMessage turns gopher-lua's parse error into Lua's "user_script:1:
 // ..." form.
-func compileMessage(err error) string {
+func compileMessage(err error, name string) string {
 	msg := err.Error()
 	if pe, ok := err.(*parse.Error); ok {
 		line := pe.Pos.Line
 		if line < 1 { // the end of the body
 			line = strings.Count(msg, "\n") + 1
 		}
-		return fmt.Sprintf("user_script:%d: %s near '%s'", line, pe.Message, pe.Token)
+		return fmt.Sprintf("%s:%d: %s near '%s'", name, line, pe.Message, pe.Token)
 	}
 	return strings.ReplaceAll(msg, "\n", " ")
 }

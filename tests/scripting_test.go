@@ -192,3 +192,90 @@ func TestScriptWritesReachReplicas(t *testing.T) {
 	require.Equal(t, int64(1), pc.Do(ctx, "WAIT", 1, 5000).Val())
 	require.Equal(t, keyspaceOf(t, primary.srv.Engine()), keyspaceOf(t, replica.srv.Engine()))
 }
+
+// functionCases are FUNCTION and FCALL commands whose replies must match
+// Redis's byte for byte.
+var functionCases = [][]string{
+	{"FUNCTION", "FLUSH"},
+	{"SET", "str", "x"},
+	{"FUNCTION", "LOAD", fnLib},
+	{"FCALL", "incr_by", "1", "fk", "5"},
+	{"FCALL", "incr_by", "1", "fk", "5"},
+	{"FCALL_RO", "peek", "1", "fk"},
+	{"FCALL_RO", "incr_by", "1", "fk", "1"},
+	{"FCALL", "incr_by", "1", "str", "1"},
+	{"FCALL", "boom", "0"},
+	{"FCALL", "nosuch", "0"},
+	{"FCALL", "incr_by", "2", "fk"},
+	{"FUNCTION", "LOAD", fnLib},
+	{"FUNCTION", "LOAD", "REPLACE", fnLib},
+	{"FUNCTION", "LIST", "LIBRARYNAME", "nomatch*"},
+	{"FUNCTION", "LOAD", "return 1"},
+	{"FUNCTION", "LOAD", "#!lua\nredis.register_function('x', function() return 1 end)"},
+	{"FUNCTION", "LOAD", "#!lua name=empty\nlocal x = 1"},
+	{"FUNCTION", "LOAD", "#!lua name=dup\nredis.register_function('incr_by', function() return 1 end)"},
+	{"FUNCTION", "DELETE", "mylib"},
+	{"FUNCTION", "DELETE", "mylib"},
+	{"FCALL", "incr_by", "1", "fk", "1"},
+	{"GET", "fk"},
+	// one function a library: FUNCTION LIST's order within a library is
+	// Redis's hash table's
+	{"FUNCTION", "LOAD", "#!lua name=one\nredis.register_function{function_name='f1', callback=function() return 1 end, flags={'no-writes'}, description='the one'}"},
+	{"FUNCTION", "LIST"},
+	{"FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "o*"},
+	{"FCALL_RO", "f1", "0"},
+}
+
+const fnLib = "#!lua name=mylib\n" +
+	"redis.register_function('incr_by', function(keys, args) return redis.call('incrby', keys[1], args[1]) end)\n" +
+	"redis.register_function{function_name='peek', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}\n" +
+	"redis.register_function('boom', function() error('bad') end)"
+
+// TestFunctionsAnswerAsRedis: FUNCTION LOAD, LIST, DELETE and FCALL
+// against redis-server, byte for byte, in RESP2 and RESP3.
+func TestFunctionsAnswerAsRedis(t *testing.T) {
+	t.Parallel()
+	rc := startRedis(t)
+	ts := startServer(t)
+	for _, proto := range []string{"2", "3"} {
+		t.Run("RESP"+proto, func(t *testing.T) {
+			red := dialRawNet(t, "unix", rc.Options().Addr)
+			lim := dialRaw(t, ts.addr)
+			red.do("HELLO", proto)
+			lim.do("HELLO", proto)
+			red.do("FLUSHALL")
+			lim.do("FLUSHALL")
+			for _, args := range functionCases {
+				want, got := red.do(args...), lim.do(args...)
+				if got != want {
+					t.Errorf("%q:\n got  %q\n want %q", args, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestFunctionsAreKept: libraries reach replicas, survive FUNCTION DUMP
+// and RESTORE, and a damaged payload is refused.
+func TestFunctionsAreKept(t *testing.T) {
+	t.Parallel()
+	primary, replica := startServer(t), startServer(t)
+	pc, rc := primary.client(t, 2), replica.client(t, 2)
+	replicate(t, rc, primary)
+	require.Equal(t, "mylib", pc.Do(ctx, "FUNCTION", "LOAD", fnLib).Val())
+	require.NoError(t, pc.Do(ctx, "FCALL", "incr_by", 1, "n", 7).Err())
+	require.Equal(t, int64(1), pc.Do(ctx, "WAIT", 1, 5000).Val())
+	require.Equal(t, "7", rc.Do(ctx, "FCALL_RO", "peek", 1, "n").Val())
+
+	dump, err := pc.Do(ctx, "FUNCTION", "DUMP").Text()
+	require.NoError(t, err)
+	require.NoError(t, pc.Do(ctx, "FUNCTION", "FLUSH").Err())
+	require.ErrorContains(t, pc.Do(ctx, "FCALL", "incr_by", 1, "n", 1).Err(), "Function not found")
+	bad := []byte(dump)
+	bad[len(bad)/2] ^= 1
+	require.ErrorContains(t, pc.Do(ctx, "FUNCTION", "RESTORE", string(bad)).Err(), "payload version or checksum are wrong")
+	require.NoError(t, pc.Do(ctx, "FUNCTION", "RESTORE", dump).Err())
+	require.Equal(t, int64(8), pc.Do(ctx, "FCALL", "incr_by", 1, "n", 1).Val())
+	require.ErrorContains(t, pc.Do(ctx, "FUNCTION", "RESTORE", dump).Err(), "already exists")
+	require.NoError(t, pc.Do(ctx, "FUNCTION", "RESTORE", dump, "REPLACE").Err())
+}
