@@ -32,6 +32,8 @@ type Client struct {
 	closing bool
 	killed  atomic.Bool // by CLIENT KILL: run no more commands
 
+	inScript bool // running a script: its redis.call commands pass -BUSY
+
 	mu      sync.Mutex
 	name    string
 	libName string

@@ -17,10 +17,10 @@ func registerModes(t *Table) { t.registerGate(18, "modes", modeGate) }
 
 func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	m := c.mode.Load()
-	if m == 0 && !c.srv.refuseWrites.Load() && !c.srv.readOnly.Load() {
+	if m == 0 && !c.srv.refuseWrites.Load() && !c.srv.readOnly.Load() && c.srv.busy.count.Load() == 0 {
 		return true
 	}
-	return (m&modeSubscribed == 0 || subscribedGate(c, cmd, args)) &&
+	return busyGate(c, cmd) && (m&modeSubscribed == 0 || subscribedGate(c, cmd, args)) &&
 		(m&modeMonitor == 0 || monitorGate(c, cmd, args)) &&
 		misconfGate(c, cmd, args) && readOnlyGate(c, cmd, args)
 }

@@ -3,6 +3,11 @@ package command
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/clock"
 
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/resp"
@@ -94,7 +99,7 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 // runScript runs script for c.
 func (s *Server) runScript(c *Client, script *scripting.Script, keys, argv [][]byte, ro bool) {
 	s.runScriptWith(c, keys, ro, func(sc *scriptCaller) error {
-		return s.runner.Run(script, keys, argv, sc, c.w, nil)
+		return s.runner.Run(script, keys, argv, sc, c.w, &sc.run.h)
 	})
 }
 
@@ -104,6 +109,8 @@ func (s *Server) runScript(c *Client, script *scripting.Script, keys, argv [][]b
 func (s *Server) runScriptWith(c *Client, keys [][]byte, ro bool, run func(sc *scriptCaller) error) {
 	sc := &scriptCaller{s: s, c: c, ro: ro, outer: c.w}
 	sc.w = resp.NewWriter(nil)
+	sc.run = s.busy.start(s, c)
+	defer s.busy.end(sc.run)
 	var err error
 	if c.tx != nil {
 		err = run(sc)
@@ -122,6 +129,7 @@ func (s *Server) runScriptWith(c *Client, keys [][]byte, ro bool, run func(sc *s
 type scriptCaller struct {
 	s     *Server
 	c     *Client
+	run   *scriptRun
 	ro    bool
 	outer *resp.Writer // c's own writer, put back after each call
 	w     *resp.Writer // the capture
@@ -168,6 +176,9 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) []byte {
 			return sc.w.Bytes()
 		}
 	}
+	if cmd.Flags&FlagWrite != 0 && !isPeek(cmd, args) {
+		sc.run.wrote.Store(true)
+	}
 	c.w = sc.w
 	s.call(c, cmd, args)
 	c.w = sc.outer
@@ -204,7 +215,11 @@ func cmdScriptFlush(c *Client, args [][]byte) {
 }
 
 func cmdScriptKill(c *Client, _ [][]byte) {
-	c.Err("NOTBUSY No scripts in execution right now.")
+	if err := c.srv.busy.kill(); err != nil {
+		c.Error(err)
+		return
+	}
+	c.OK()
 }
 
 // evalKeys are the keys a script declares: EVAL script numkeys key ...
@@ -274,7 +289,7 @@ func cmdFCall(c *Client, args [][]byte, ro bool) {
 	}
 	keys, argv := args[3:3+n], args[3+n:]
 	s.runScriptWith(c, keys, ro || f.NoWrites(), func(sc *scriptCaller) error {
-		return s.runner.Call(s.functions, f, keys, argv, sc, c.w, nil)
+		return s.runner.Call(s.functions, f, keys, argv, sc, c.w, &sc.run.h)
 	})
 }
 
@@ -399,4 +414,122 @@ func cmdFunctionRestore(c *Client, args [][]byte) {
 	}
 	c.srv.functionsChanged()
 	c.OK()
+}
+
+// A script that runs past busy-reply-threshold makes the server busy, as
+// in Redis: other clients get -BUSY, except for the commands that end it
+// (SCRIPT KILL, FUNCTION KILL, SHUTDOWN) and a few connection commands,
+// until it ends or SCRIPT KILL stops it (only a script that wrote
+// nothing). A watchdog, ten times a second on real time, marks the runs
+// past the threshold; the gate costs one atomic load while none is.
+
+// scriptRun is one script or function running.
+type scriptRun struct {
+	h     scripting.Handle
+	c     *Client
+	start time.Duration // on the watchdog's clock
+	wrote atomic.Bool
+	busy  bool // guarded by busyScripts.mu
+}
+
+// busyScripts are the runs under way.
+type busyScripts struct {
+	clk   clock.Clock
+	mu    sync.Mutex
+	runs  map[*scriptRun]struct{}
+	count atomic.Int32 // runs past the threshold
+}
+
+func (b *busyScripts) start(s *Server, c *Client) *scriptRun {
+	r := &scriptRun{c: c, start: b.clk.Mono()}
+	b.mu.Lock()
+	b.runs[r] = struct{}{}
+	b.mu.Unlock()
+	c.inScript = true
+	return r
+}
+
+func (b *busyScripts) end(r *scriptRun) {
+	b.mu.Lock()
+	delete(b.runs, r)
+	if r.busy {
+		b.count.Add(-1)
+	}
+	b.mu.Unlock()
+	r.c.inScript = false
+}
+
+// watch marks the runs past threshold as busy.
+func (b *busyScripts) watch(threshold time.Duration, logf func(string, ...any)) {
+	now := b.clk.Mono()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for r := range b.runs {
+		if !r.busy && threshold > 0 && now-r.start >= threshold {
+			r.busy = true
+			b.count.Add(1)
+			logf("Slow script detected: still in execution after %d milliseconds. You can try killing the script using the SCRIPT KILL command.", (now-r.start)/time.Millisecond)
+		}
+	}
+}
+
+// kill stops the busy runs (SCRIPT KILL), unless one of them wrote.
+func (b *busyScripts) kill() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var busy []*scriptRun
+	for r := range b.runs {
+		if r.busy {
+			busy = append(busy, r)
+		}
+	}
+	if len(busy) == 0 {
+		return wireError("NOTBUSY No scripts in execution right now.")
+	}
+	for _, r := range busy {
+		if r.wrote.Load() {
+			return wireError("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+		}
+	}
+	for _, r := range busy {
+		r.h.Kill()
+	}
+	return nil
+}
+
+// killAll stops every run, written or not: the server is closing.
+func (b *busyScripts) killAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for r := range b.runs {
+		r.h.Kill()
+	}
+}
+
+// WatchScripts runs the busy-script watchdog until the server closes.
+func (s *Server) WatchScripts() {
+	t := s.busy.clk.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C():
+			s.busy.watch(time.Duration(s.Config().BusyReplyThreshold)*time.Millisecond, s.logger.Printf)
+		}
+	}
+}
+
+// busyGate answers -BUSY while a script is busy, to every client but the
+// script's own and to all but the commands that end a busy script.
+func busyGate(c *Client, cmd *Command) bool {
+	if c.srv.busy.count.Load() == 0 || c.inScript {
+		return true
+	}
+	switch cmd.Name {
+	case "script|kill", "function|kill", "shutdown", "auth", "hello", "replconf", "psync", "sync":
+		return true
+	}
+	c.Err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+	return false
 }

@@ -89,6 +89,7 @@ type Server struct {
 	aof          aofState             // the append-only file: aof.go
 	scripts      *scripting.Cache     // EVAL's scripts by SHA1: scripting.go
 	functions    *scripting.Functions // FUNCTION's libraries, kept in snapshots
+	busy         busyScripts          // scripts under way, -BUSY past busy-reply-threshold
 	runner       *scripting.Runner
 	slow         slowLog  // SLOWLOG: slowlog.go
 	mem          memState // maxmemory: memory.go
@@ -124,6 +125,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	s.aof.clk = clock.Real()
 	s.scripts = scripting.NewCache()
 	s.functions = scripting.NewFunctions()
+	s.busy = busyScripts{clk: clock.Real(), runs: map[*scriptRun]struct{}{}}
 	s.sections.Add("functions", s.functions.Save, s.functions.LoadSection)
 	s.runner = scripting.NewRunner(scripting.Options{RedisVersion: redisVersion, Log: func(level int, msg string) {
 		if level >= scripting.LogNotice {
@@ -157,6 +159,7 @@ func (s *Server) Config() config.Config {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
+		s.busy.killAll()
 		s.StopAOF()
 		if s.repl != nil {
 			s.repl.Close()

@@ -37,6 +37,14 @@ func Builtin() *Directives {
 	ds.Add(policies()...)
 	ds.Add(replication()...)
 	ds.Add(appendOnly()...)
+	for _, name := range []string{"busy-reply-threshold", "lua-time-limit"} {
+		d := Int(name, "milliseconds a script runs before other clients get -BUSY and SCRIPT KILL may stop it", true, 0,
+			func(c *Config) *int { return &c.BusyReplyThreshold })
+		if name == "lua-time-limit" {
+			d.AliasOf = "busy-reply-threshold"
+		}
+		ds.Add(d)
+	}
 	return ds
 }
 

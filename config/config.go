@@ -45,6 +45,7 @@ type Config struct {
 	ShutdownOnSigint        string // shutdown-on-sigint: the same for SIGINT
 	MaxMemory               int64  // dataset bytes before the policy applies; 0: no limit
 	MaxMemoryPolicy         string // noeviction or volatile-ttl
+	BusyReplyThreshold      int    // busy-reply-threshold (lua-time-limit): ms a script runs before others get -BUSY
 
 	// Observability.
 	SlowlogLogSlowerThan int64  // microseconds; 0 logs every command, negative none
@@ -62,7 +63,7 @@ type Config struct {
 // Default is what a newcomer gets with no flags.
 func Default() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
-		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction",
+		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000,
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10},

@@ -244,6 +244,7 @@ func (n *Node) Start() {
 		})
 		go n.every(time.Second, n.SaveIfDue)
 		go n.every(time.Second, n.ReplicationCron)
+		go n.WatchScripts()
 		n.StartReplication()
 		if err := n.StartAOF(); err != nil {
 			n.logger.Printf("append-only file: %v", err)

@@ -187,8 +187,10 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 			chunk = "user_function"
 		}
 		msg := errorReply(name, chunk, err)
-		if h != nil && h.killed.Load() {
-			msg = "ERR Script killed by user with SCRIPT KILL..."
+		if h != nil && h.killed.Load() { // Redis's words, with the position
+			if _, where, ok := strings.Cut(msg, " script: "); ok {
+				msg = "ERR Script killed by user with SCRIPT KILL... script: " + where
+			}
 		}
 		w.Error(msg)
 		replyErr = errors.New(msg)

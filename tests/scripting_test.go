@@ -2,9 +2,15 @@ package tests
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/node"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -278,4 +284,40 @@ func TestFunctionsAreKept(t *testing.T) {
 	require.Equal(t, int64(8), pc.Do(ctx, "FCALL", "incr_by", 1, "n", 1).Val())
 	require.ErrorContains(t, pc.Do(ctx, "FUNCTION", "RESTORE", dump).Err(), "already exists")
 	require.NoError(t, pc.Do(ctx, "FUNCTION", "RESTORE", dump, "REPLACE").Err())
+}
+
+// TestBusyScript: a script past busy-reply-threshold makes others get
+// -BUSY; SCRIPT KILL stops one that wrote nothing, and answers
+// UNKILLABLE for one that wrote, as Redis does. The server gives each
+// connection a goroutine (event-loop no): on an event loop, a busy
+// script holds up the other connections of its loop (docs/scripting.md).
+func TestBusyScript(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	cfg := config.Default()
+	cfg.Save, cfg.Port, cfg.Dir, cfg.EventLoop = 0, 0, t.TempDir(), false
+	ts := serve(t, node.New(cfg, engine.New(clk, 0), nil), clk)
+	c := ts.client(t, 2)
+	require.NoError(t, c.ConfigSet(ctx, "busy-reply-threshold", "100").Err())
+	require.Equal(t, "NOTBUSY No scripts in execution right now.", c.Do(ctx, "SCRIPT", "KILL").Err().Error())
+	loop := ts.client(t, 2)
+	done := make(chan error, 1)
+	go func() { done <- loop.Eval(ctx, "local n = 0 while true do n = n + 1 end", nil).Err() }()
+	require.Eventually(t, func() bool {
+		err := c.Ping(ctx).Err()
+		return err != nil && err.Error() == "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	}, 5*time.Second, 20*time.Millisecond)
+	require.NoError(t, c.Do(ctx, "SCRIPT", "KILL").Err())
+	err := <-done
+	require.Error(t, err)
+	require.True(t, strings.HasPrefix(err.Error(), "ERR Script killed by user with SCRIPT KILL... script: "), err.Error())
+	require.NoError(t, c.Set(ctx, "x", "1", 0).Err())
+
+	writer := ts.client(t, 2)
+	go func() { done <- writer.Eval(ctx, "redis.call('set', KEYS[1], 'v') while true do end", []string{"w"}).Err() }()
+	require.Eventually(t, func() bool { return c.Ping(ctx).Err() != nil }, 5*time.Second, 20*time.Millisecond)
+	err = c.Do(ctx, "SCRIPT", "KILL").Err()
+	require.ErrorContains(t, err, "UNKILLABLE Sorry the script already executed write commands")
+	ts.srv.Close() // what SHUTDOWN NOSAVE is for: closing stops it
+	require.Error(t, <-done)
 }
