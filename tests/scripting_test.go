@@ -314,7 +314,9 @@ func TestBusyScript(t *testing.T) {
 	require.NoError(t, c.Set(ctx, "x", "1", 0).Err())
 
 	writer := ts.client(t, 2)
-	go func() { done <- writer.Eval(ctx, "redis.call('set', KEYS[1], 'v') while true do end", []string{"w"}).Err() }()
+	go func() {
+		done <- writer.Eval(ctx, "redis.call('set', KEYS[1], 'v') while true do end", []string{"w"}).Err()
+	}()
 	require.Eventually(t, func() bool { return c.Ping(ctx).Err() != nil }, 5*time.Second, 20*time.Millisecond)
 	err = c.Do(ctx, "SCRIPT", "KILL").Err()
 	require.ErrorContains(t, err, "UNKILLABLE Sorry the script already executed write commands")
