@@ -32,7 +32,8 @@ type Client struct {
 	closing bool
 	killed  atomic.Bool // by CLIENT KILL: run no more commands
 
-	inScript bool // running a script: its redis.call commands pass -BUSY
+	inScript bool          // running a script: its redis.call commands pass -BUSY
+	script   *scriptCaller // the client's scripts' caller, made at its first script
 
 	mu      sync.Mutex
 	name    string

@@ -68,6 +68,14 @@ var notInScripts = map[string]bool{
 	"client": true, "config": true, "debug": true, "acl": true,
 }
 
+// parentName is a subcommand's container ("script|kill": "script").
+func parentName(name string) string {
+	if i := strings.IndexByte(name, '|'); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
+
 func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 	s := c.srv
 	n, err := strconv.ParseInt(string(args[2]), 10, 64)
@@ -107,8 +115,12 @@ func (s *Server) runScript(c *Client, script *scripting.Script, keys, argv [][]b
 // when it has one (EVAL queued in MULTI), or in one holding the shards of
 // keys.
 func (s *Server) runScriptWith(c *Client, keys [][]byte, ro bool, run func(sc *scriptCaller) error) {
-	sc := &scriptCaller{s: s, c: c, ro: ro, outer: c.w}
-	sc.w = resp.NewWriter(nil)
+	sc := c.script // one per client, reused from run to run
+	if sc == nil {
+		sc = &scriptCaller{s: s, c: c, w: resp.NewWriter(nil)}
+		c.script = sc
+	}
+	sc.ro, sc.outer = ro, c.w
 	sc.run = s.busy.start(s, c)
 	defer s.busy.end(sc.run)
 	var err error
@@ -154,7 +166,7 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) []byte {
 		return fail("ERR Unknown Redis command called from script")
 	case !cmd.arityOK(len(args)) || cmd.Handler == nil:
 		return fail("ERR Wrong number of args calling Redis command from script")
-	case notInScripts[strings.SplitN(cmd.Name, "|", 2)[0]] || cmd.Flags&FlagNoMulti != 0:
+	case notInScripts[parentName(cmd.Name)] || cmd.Flags&FlagNoMulti != 0:
 		return fail("ERR This Redis command is not allowed from script")
 	case sc.ro && cmd.Flags&FlagWrite != 0 && !isPeek(cmd, args):
 		return fail("ERR Write commands are not allowed from read-only scripts.")

@@ -13,6 +13,7 @@ package engine
 import (
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/limitdb/limitdb/clock"
@@ -104,6 +105,8 @@ type keyspace struct {
 	side  []sideState // per shard, guarded by the shard's lock
 
 	jr journalRef // who is told every change (journal.go)
+
+	txs sync.Pool // transactions' handles, reused: a script or EXEC allocates none
 
 	expireNext atomic.Uint64 // the shard ExpireShards starts at
 	evictNext  atomic.Uint64 // the shard EvictSoonest starts at

@@ -25,12 +25,18 @@ func (e *Engine) Exclusive(keys [][]byte, all bool, fn func(tx *Engine)) {
 	} else {
 		idx = e.shardsOf(keys)
 	}
-	tx := &Engine{keyspace: e.keyspace, held: make([]bool, e.tab.Count()), tx: &txLog{}}
+	tx, _ := e.txs.Get().(*Engine)
+	if tx == nil {
+		tx = &Engine{keyspace: e.keyspace, held: make([]bool, e.tab.Count()), tx: &txLog{}}
+	}
 	locked := idx[:0]
 	defer func() {
 		for j := len(locked) - 1; j >= 0; j-- {
 			e.tab.Shard(locked[j]).Unlock()
 		}
+		clear(tx.held)
+		tx.tx.flushed, tx.tx.keys = false, tx.tx.keys[:0]
+		e.txs.Put(tx)
 	}()
 	for _, i := range idx {
 		if e.lockShard(i) {

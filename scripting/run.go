@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/limitdb/limitdb/resp"
 	lua "github.com/yuin/gopher-lua"
@@ -79,6 +80,9 @@ type state struct {
 	fnVersion  uint64
 	fns        map[string]*lua.LFunction
 	loadedLibs map[string]bool
+
+	closures   map[*Script]*lua.LFunction // each script's function in this interpreter
+	keys, argv *lua.LTable                // KEYS and ARGV, refilled for each run
 }
 
 type global struct {
@@ -130,8 +134,9 @@ func (r *Runner) newState() *state {
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
 	g.RawSetString("server", rl)
-	g.RawSetString("KEYS", L.NewTable())
-	g.RawSetString("ARGV", L.NewTable())
+	st.keys, st.argv, st.closures = L.NewTable(), L.NewTable(), map[*Script]*lua.LFunction{}
+	g.RawSetString("KEYS", st.keys)
+	g.RawSetString("ARGV", st.argv)
 	g.ForEach(func(k, v lua.LValue) { st.globals = append(st.globals, global{string(k.(lua.LString)), v}) })
 	mt := L.NewTable()
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
@@ -156,11 +161,18 @@ func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writ
 	st := r.pool.Get().(*state)
 	defer r.pool.Put(st)
 	L := st.L
-	g := L.G.Global
-	g.RawSetString("KEYS", stringsTable(L, keys))
-	g.RawSetString("ARGV", stringsTable(L, argv))
+	fill(st.keys, keys)
+	fill(st.argv, argv)
 	s.Runs.Add(1)
-	return r.runFunc(st, L.NewFunctionFromProto(s.proto), s.SHA, nil, 0, caller, w, h)
+	fn := st.closures[s]
+	if fn == nil {
+		if len(st.closures) >= 1024 { // scripts flushed or many: start over
+			clear(st.closures)
+		}
+		fn = L.NewFunctionFromProto(s.proto)
+		st.closures[s] = fn
+	}
+	return r.runFunc(st, fn, s.SHA, nil, 0, caller, w, h)
 }
 
 // runFunc calls fn with the arguments push pushes, and writes its result
@@ -209,6 +221,16 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 		L.SetContext(st.ctx)
 	}
 	return replyErr
+}
+
+// fill makes t the array of items, in place.
+func fill(t *lua.LTable, items [][]byte) {
+	for i, b := range items {
+		t.RawSetInt(i+1, lua.LString(b))
+	}
+	for i := len(items) + 1; t.RawGetInt(i) != lua.LNil; i++ {
+		t.RawSetInt(i, lua.LNil)
+	}
 }
 
 func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
@@ -368,7 +390,10 @@ func (st *state) call(L *lua.LState, raiseErr bool) int {
 	for i := 1; i <= n; i++ {
 		switch v := L.Get(i).(type) {
 		case lua.LString:
-			args = append(args, []byte(v))
+			// Commands never keep their arguments (they come from a
+			// connection's read buffer otherwise), so the string's bytes
+			// are lent, not copied.
+			args = append(args, unsafe.Slice(unsafe.StringData(string(v)), len(v)))
 		case lua.LNumber:
 			args = append(args, strconv.AppendFloat(nil, float64(v), 'g', 17, 64))
 		default:
