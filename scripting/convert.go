@@ -19,7 +19,7 @@ func parseReply(L *lua.LState, b []byte, i int) (lua.LValue, int, error) {
 		return lua.LNil, i, errBadReply
 	}
 	end := bytes.Index(b[i:], []byte("\r\n"))
-	if end < 0 {
+	if end < 1 {
 		return lua.LNil, i, errBadReply
 	}
 	line := b[i+1 : i+end]
@@ -74,7 +74,7 @@ func parseReply(L *lua.LState, b []byte, i int) (lua.LValue, int, error) {
 		if kind == '%' {
 			items = 2 * n
 		}
-		t := L.CreateTable(items, 0)
+		t := L.CreateTable(min(items, 1024), 0) // a reply's count is not trusted for memory
 		var key lua.LValue
 		for j := 0; j < items; j++ {
 			var v lua.LValue

@@ -1,0 +1,101 @@
+package scripting
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/limitdb/limitdb/resp"
+	lua "github.com/yuin/gopher-lua"
+)
+
+// replyCaller answers every redis.call with a fixed RESP reply.
+type replyCaller string
+
+func (r replyCaller) Call([][]byte, int) []byte { return []byte(r) }
+
+func run(t *testing.T, body string, reply string, proto int) string {
+	t.Helper()
+	c := NewCache()
+	s, err := c.Load([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w := resp.NewWriter(&out)
+	w.Proto = proto
+	NewRunner(Options{}).Run(s, nil, nil, replyCaller(reply), w, nil)
+	w.Flush()
+	return out.String()
+}
+
+// TestReplyConversions: a command's reply, through Lua and back, for
+// each RESP type.
+func TestReplyConversions(t *testing.T) {
+	for _, tc := range []struct{ body, reply, want string }{
+		{"return redis.call('x')", ":42\r\n", ":42\r\n"},
+		{"return redis.call('x')", "$3\r\nabc\r\n", "$3\r\nabc\r\n"},
+		{"return redis.call('x')", "$-1\r\n", "$-1\r\n"},
+		{"return redis.call('x')", "*2\r\n:1\r\n$-1\r\n", "*2\r\n:1\r\n$-1\r\n"},
+		{"return redis.call('x')", "+OK\r\n", "+OK\r\n"},
+		{"return redis.pcall('x')", "-ERR no\r\n", "-ERR no\r\n"},
+		{"return redis.call('x').double", ",3.5\r\n", ":3\r\n"},
+		{"local m = redis.call('x').map return m.a", "%1\r\n$1\r\na\r\n:7\r\n", ":7\r\n"},
+		{"return redis.call('x').set.b and 1 or 0", "~1\r\n$1\r\nb\r\n", ":1\r\n"},
+		{"return redis.call('x') == true and 1 or 0", "#t\r\n", ":1\r\n"},
+	} {
+		if got := run(t, tc.body, tc.reply, 2); got != tc.want {
+			t.Errorf("%s with %q: %q, want %q", tc.body, tc.reply, got, tc.want)
+		}
+	}
+}
+
+// TestGlobalsDoNotLeak: what one script does to the globals, the next
+// does not see.
+func TestGlobalsDoNotLeak(t *testing.T) {
+	r := NewRunner(Options{})
+	c := NewCache()
+	var out bytes.Buffer
+	w := resp.NewWriter(&out)
+	for _, body := range []string{"redis = nil return 1", "KEYS[9] = 'x' return 1", "return type(redis.call)"} {
+		s, err := c.Load([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Run(s, nil, nil, replyCaller(":1\r\n"), w, nil)
+	}
+	w.Flush()
+	if !strings.HasSuffix(out.String(), "$8\r\nfunction\r\n") {
+		t.Fatalf("the last script saw %q", out.String())
+	}
+}
+
+func TestFunctionsDumpRefusesDamage(t *testing.T) {
+	fs := NewFunctions()
+	if _, err := fs.Load("#!lua name=l\nredis.register_function('f', function() return 1 end)", false); err != nil {
+		t.Fatal(err)
+	}
+	d := fs.Dump()
+	for i := range d {
+		bad := append([]byte(nil), d...)
+		bad[i] ^= 0x20
+		if err := NewFunctions().Restore(bad, "APPEND"); err == nil {
+			t.Fatalf("a payload damaged at byte %d restored", i)
+		}
+	}
+	if err := NewFunctions().Restore(d, "APPEND"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzParseReply: whatever a command answers, the conversion to Lua never
+// panics.
+func FuzzParseReply(f *testing.F) {
+	f.Add([]byte("*2\r\n:1\r\n$3\r\nabc\r\n"))
+	f.Add([]byte("%1\r\n~1\r\n,1.5\r\n#t\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		L := lua.NewState(lua.Options{SkipOpenLibs: true})
+		defer L.Close()
+		parseReply(L, b, 0)
+	})
+}
