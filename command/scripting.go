@@ -1,6 +1,8 @@
 package command
 
 import (
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +37,7 @@ func registerScripting(t *Table) {
 			Syntax:  map[bool]string{false: "script numkeys [key [key ...]] [arg [arg ...]]", true: "sha1 numkeys [key [key ...]] [arg [arg ...]]"}[bySHA],
 			Handler: func(c *Client, args [][]byte) { cmdEval(c, args, bySHA, ro) }}
 	}
+	t.registerInfo("scripting", 75, infoScripting)
 	t.register(
 		evalCmd("eval", "Executes a server-side Lua script.", false, false),
 		evalCmd("evalsha", "Executes a server-side Lua script by SHA1 digest.", false, true),
@@ -104,8 +107,15 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 	s.runScript(c, script, keys, argv, ro)
 }
 
-// runScript runs script for c.
+// runScript runs script for c: natively when it is one of the library
+// scripts limitdb knows (native.go), else on the interpreter.
 func (s *Server) runScript(c *Client, script *scripting.Script, keys, argv [][]byte, ro bool) {
+	if n := s.natives[script.SHA]; n != nil && !ro && n.run(c, keys, argv) {
+		n.runs.Add(1)
+		script.Runs.Add(1)
+		c.failed = false
+		return
+	}
 	s.runScriptWith(c, keys, ro, func(sc *scriptCaller) error {
 		return s.runner.Run(script, keys, argv, sc, c.w, &sc.run.h)
 	})
@@ -241,6 +251,21 @@ func evalKeys(args [][]byte) [][]byte {
 		return nil
 	}
 	return args[3 : 3+n]
+}
+
+func infoScripting(s *Server, _ *engine.Engine, b *strings.Builder) {
+	infoLine(b, "number_of_cached_scripts", s.scripts.Len())
+	infoLine(b, "number_of_libraries", len(s.functions.Libraries()))
+	infoLine(b, "busy_scripts", s.busy.count.Load())
+	shas := make([]string, 0, len(s.natives))
+	for sha := range s.natives {
+		shas = append(shas, sha)
+	}
+	sort.Strings(shas)
+	for _, sha := range shas {
+		n := s.natives[sha]
+		infoLine(b, "native_"+n.Name, fmt.Sprintf("sha=%s,runs=%d", sha, n.runs.Load()))
+	}
 }
 
 func registerFunctions(t *Table) {

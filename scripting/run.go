@@ -124,7 +124,21 @@ func openLibs(L *lua.LState) {
 	}
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
 	g.RawSetString("cjson", cjsonLib(L))
+	// Lua 5.1 writes a number as "%.14g" (1/3: 0.33333333333333, 1e15:
+	// 1e+15); gopher-lua's own tostring writes Go's shortest form.
+	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
+		v := L.CheckAny(1)
+		if n, ok := v.(lua.LNumber); ok {
+			L.Push(lua.LString(LuaNumber(float64(n))))
+		} else {
+			L.Push(L.ToStringMeta(v))
+		}
+		return 1
+	}))
 }
+
+// LuaNumber is Lua 5.1's text of a number: "%.14g".
+func LuaNumber(f float64) string { return strconv.FormatFloat(f, 'g', 14, 64) }
 
 func (r *Runner) newState() *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})

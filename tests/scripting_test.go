@@ -66,6 +66,7 @@ var scriptCases = [][]string{
 	{"EVAL", "return cjson.encode({a=1,b={1,2,'x'}})", "0"},
 	{"EVAL", "local t = cjson.decode('{\"a\":[1,2,{\"b\":true}]}') return {t.a[1], t.a[3].b}", "0"},
 	{"EVAL", "return tonumber('12') + 1", "0"},
+	{"EVAL", "return {tostring(1/3), tostring(1e15), tostring(123456789012345678), tostring(-0.0), tostring(100), tostring(0.1+0.2)}", "0"},
 	{"EVAL", "return string.format('%d-%s', 5, 'x')", "0"},
 	{"EVAL", "return math.floor(7/2)", "0"},
 	{"EVAL", "return table.concat({'a','b'}, ',')", "0"},

@@ -1,0 +1,222 @@
+package command
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/scripting"
+)
+
+// Native scripts: limitdb recognises the exact scripts of the limiter
+// libraries it was tested with, by the SHA1 of their text, and runs a Go
+// implementation that gives what Redis's Lua gives: the same reply (down
+// to Lua's "%.14g" in tostring), the same value left at the key (as
+// redis.call's "%.17g" writes it) and the same expiry. Each works on one
+// key with one engine call, so it is atomic without a transaction. Where
+// the input is anything but the plain numbers the library sends (a value
+// that is not a number, the wrong kind of key, hexadecimal arguments) the
+// native code declines before changing anything and the script runs on
+// the interpreter, errors and all.
+//
+// TestNativeScriptsMatchLua runs each against its Lua text on the same
+// states and compares replies, values and expiries.
+
+// nativeScript is one recognised script.
+type nativeScript struct {
+	Name string // library.function, as INFO scripting shows it
+	run  func(c *Client, keys, argv [][]byte) bool
+	runs atomic.Int64
+}
+
+// nativeScripts returns the recognised scripts by SHA1.
+func nativeScripts() map[string]*nativeScript {
+	return map[string]*nativeScript{
+		// go-redis/redis_rate v10.0.1, lua.go: allowN and allowAtMost.
+		"f52a5b566060d79fd321d695df55bc918339c4aa": {Name: "redis_rate.allowN", run: redisRateAllowN},
+		"054143318f521948424aa25df61d7f7ba835a9d7": {Name: "redis_rate.allowAtMost", run: redisRateAllowAtMost},
+	}
+}
+
+// luaNumber converts an argument as Lua's arithmetic coerces a string
+// (decimal only: anything else declines).
+func luaNumber(b []byte) (float64, bool) {
+	s := strings.TrimSpace(string(b))
+	if s == "" || strings.ContainsAny(s, "xXnN_") { // hex, inf, nan, Go's digit separators
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil
+}
+
+// luaToString is Lua 5.1's tostring of a number.
+func luaToString(f float64) string { return scripting.LuaNumber(f) }
+
+// redisRateNow is redis_rate's clock: TIME's seconds since 2017-01-01
+// plus its microseconds as a fraction, computed as the script does.
+func redisRateNow(now int64) float64 {
+	sec, usec := now/1e9, (now%1e9)/1e3
+	return (float64(sec) - 1483228800) + float64(usec)/1000000
+}
+
+// redisRateArgs reads burst, rate, period and cost.
+func redisRateArgs(keys, argv [][]byte) (burst, rate, period, cost float64, ok bool) {
+	if len(keys) != 1 || len(argv) != 4 {
+		return 0, 0, 0, 0, false
+	}
+	var oks [4]bool
+	burst, oks[0] = luaNumber(argv[0])
+	rate, oks[1] = luaNumber(argv[1])
+	period, oks[2] = luaNumber(argv[2])
+	cost, oks[3] = luaNumber(argv[3])
+	return burst, rate, period, cost, oks[0] && oks[1] && oks[2] && oks[3]
+}
+
+// redisRateTAT reads the stored theoretical arrival time as tonumber
+// would; ok is false where the script would fail.
+func redisRateTAT(ent engine.Entry, now float64) (float64, bool) {
+	tat := now
+	if ent.Kind != engine.KindNone {
+		if ent.Kind != engine.KindString {
+			return 0, false
+		}
+		t, ok := luaNumber(engine.AppendString(nil, ent))
+		if !ok {
+			return 0, false
+		}
+		tat = t
+	}
+	if now > tat { // math.max(tat, now)
+		tat = now
+	}
+	return tat, true
+}
+
+// redisRateStore is redis.call("SET", key, new_tat, "EX",
+// math.ceil(reset_after)): the number as "%.17g", the expiry as SET reads
+// it. ok is false where SET would refuse the expiry.
+func redisRateStore(now int64, newTAT, resetAfter float64) (engine.Entry, bool) {
+	ex := math.Ceil(resetAfter)
+	n, err := strconv.ParseInt(strconv.FormatFloat(ex, 'g', 17, 64), 10, 64)
+	if err != nil {
+		return engine.Entry{}, false
+	}
+	at, err := setExpiry(now, n, 1e9, false, "set")
+	if err != nil {
+		return engine.Entry{}, false
+	}
+	return engine.StringEntry(strconv.AppendFloat(nil, newTAT, 'g', 17, 64), at), true
+}
+
+// redisRateReply writes {allowed, remaining, tostring(retry), tostring(reset)}.
+func redisRateReply(c *Client, allowed, remaining float64, retry, reset string) {
+	c.Array(4)
+	c.Int(toLuaInteger(allowed))
+	c.Int(toLuaInteger(remaining))
+	c.BulkString(retry)
+	c.BulkString(reset)
+}
+
+// toLuaInteger is Redis's conversion of a Lua number to an integer reply.
+func toLuaInteger(f float64) int64 {
+	if math.IsNaN(f) || f >= math.MaxInt64 || f <= math.MinInt64 {
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+func redisRateAllowN(c *Client, keys, argv [][]byte) bool {
+	burst, rate, period, cost, ok := redisRateArgs(keys, argv)
+	if !ok {
+		return false
+	}
+	emission := period / rate
+	increment := emission * cost
+	burstOffset := emission * burst
+	nowNs := c.Now()
+	now := redisRateNow(nowNs)
+	handled := false
+	var allowed, remaining float64
+	var retry, reset string
+	c.eng().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
+		tat, ok := redisRateTAT(ent, now)
+		if !ok {
+			return ent, false
+		}
+		newTAT := tat + increment
+		allowAt := newTAT - burstOffset
+		diff := now - allowAt
+		remaining = diff / emission
+		if remaining < 0 {
+			handled, allowed, remaining = true, 0, 0
+			retry, reset = luaToString(diff*-1), luaToString(tat-now)
+			return ent, false
+		}
+		resetAfter := newTAT - now
+		handled, allowed, retry, reset = true, cost, "-1", luaToString(resetAfter)
+		if resetAfter > 0 {
+			next, ok := redisRateStore(nowNs, newTAT, resetAfter)
+			if !ok {
+				handled = false
+				return ent, false
+			}
+			return next, true
+		}
+		return ent, false
+	})
+	if handled {
+		redisRateReply(c, allowed, remaining, retry, reset)
+	}
+	return handled
+}
+
+func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
+	burst, rate, period, cost, ok := redisRateArgs(keys, argv)
+	if !ok {
+		return false
+	}
+	emission := period / rate
+	burstOffset := emission * burst
+	nowNs := c.Now()
+	now := redisRateNow(nowNs)
+	handled := false
+	var allowed, remaining float64
+	var retry, reset string
+	c.eng().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
+		tat, ok := redisRateTAT(ent, now)
+		if !ok {
+			return ent, false
+		}
+		diff := now - (tat - burstOffset)
+		remaining = diff / emission
+		if remaining < 1 {
+			handled, allowed, remaining = true, 0, 0
+			retry, reset = luaToString(emission-diff), luaToString(tat-now)
+			return ent, false
+		}
+		take := cost
+		if remaining < take {
+			take, remaining = remaining, 0
+		} else {
+			remaining -= take
+		}
+		newTAT := tat + emission*take
+		resetAfter := newTAT - now
+		handled, allowed, retry, reset = true, take, "-1", luaToString(resetAfter)
+		if resetAfter > 0 {
+			next, ok := redisRateStore(nowNs, newTAT, resetAfter)
+			if !ok {
+				handled = false
+				return ent, false
+			}
+			return next, true
+		}
+		return ent, false
+	})
+	if handled {
+		redisRateReply(c, allowed, remaining, retry, reset)
+	}
+	return handled
+}
