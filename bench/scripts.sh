@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# scripts.sh: Lua limiter scripts on limitdb against redis-server, the
+# same script text and arguments, same run (bench/README.md, "Scripts").
+#
+# Each server is pinned to core 0 and redis-benchmark (50 clients,
+# pipeline 16, 100k random keys) to core 1. For each script it loads the
+# text with SCRIPT LOAD on both and runs EVALSHA, in alternating rounds,
+# and prints req/s and p99 per round, then the medians and limitdb/Redis.
+#
+#   redis_rate.allowN   go-redis/redis_rate v10's GCRA script, read from the
+#                       Go module cache: limitdb runs it natively
+#   gcra.lua            bench/lua/gcra.lua: a GCRA script limitdb does not
+#                       recognise, on the interpreter
+#   slog.lua            bench/lua/slog.lua: a sliding log on a sorted set,
+#                       on the interpreter
+#
+#   bench/scripts.sh                 3 rounds of 300k requests
+#   ROUNDS=5 N=500000 bench/scripts.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+N=${N:-300000}
+for tool in redis-server redis-cli redis-benchmark taskset python3 go; do
+  command -v "$tool" >/dev/null || { echo "scripts.sh: $tool is required" >&2; exit 1; }
+done
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+
+LIMITDB_BIN=${LIMITDB_BIN:-$work/limitdb-server}
+[ -x "$LIMITDB_BIN" ] || go build -o "$LIMITDB_BIN" ./cmd/limitdb
+
+# The library's own text, from the module the tests use.
+rrdir=$(go list -m -f '{{.Dir}}' github.com/go-redis/redis_rate/v10)
+python3 - "$rrdir/lua.go" "$work/redis_rate_allowN.lua" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+body = dict(re.findall(r'var (\w+) = redis.NewScript\(`(.*?)`\)', src, re.S))["allowN"]
+open(sys.argv[2], "w").write(body)
+PY
+
+lp=$(free_port); rp=$(free_port)
+mkdir -p "$work/l" "$work/r"
+taskset -c 0 "$LIMITDB_BIN" --port "$lp" --dir "$work/l" --save 0 >"$work/l/log" 2>&1 &
+pids+=($!)
+taskset -c 0 redis-server --port "$rp" --dir "$work/r" --save '' --appendonly no >"$work/r/log" 2>&1 &
+pids+=($!)
+wait_ready "$lp"; wait_ready "$rp"
+
+# name file args...: the scripts and their arguments after the key.
+scripts=(
+  "redis_rate.allowN|$work/redis_rate_allowN.lua|1000 1000 60 1"
+  "gcra.lua|bench/lua/gcra.lua|99 1000 60"
+  "slog.lua|bench/lua/slog.lua|100 60"
+)
+results=$work/results.csv
+: >"$results"
+echo "script,server,round,rps,p99_ms"
+for round in $(seq "$ROUNDS"); do
+  for s in "${scripts[@]}"; do
+    IFS='|' read -r name file args <<<"$s"
+    for kind in limitdb redis; do
+      port=$lp; [ "$kind" = redis ] && port=$rp
+      sha=$(redis-cli -p "$port" -x SCRIPT LOAD <"$file") # -x: the exact bytes, final newline included
+      # shellcheck disable=SC2086
+      line=$(taskset -c 1 redis-benchmark -p "$port" -c 50 -P 16 -n "$N" -r 100000 --csv \
+        EVALSHA "$sha" 1 "$name:__rand_int__" $args | tail -1)
+      rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
+      p99=$(echo "$line" | cut -d, -f7 | tr -d '"')
+      echo "$name,$kind,$round,$rps,$p99" | tee -a "$results"
+    done
+  done
+done
+echo
+redis-cli -p "$lp" INFO scripting | grep native_ || true
+python3 - "$results" <<'PY'
+import csv, statistics, sys
+rows = list(csv.reader(open(sys.argv[1])))
+by = {}
+for name, kind, rnd, rps, p99 in rows:
+    by.setdefault((name, kind), []).append((float(rps), float(p99)))
+print()
+print("medians over the rounds: req/s, p99 ms; limitdb / Redis")
+for name in dict.fromkeys(r[0] for r in rows):
+    l, r = by[(name, "limitdb")], by[(name, "redis")]
+    lr, rr = statistics.median(x[0] for x in l), statistics.median(x[0] for x in r)
+    lp, rp = statistics.median(x[1] for x in l), statistics.median(x[1] for x in r)
+    print("%-20s limitdb %9.0f req/s p99 %6.2f ms | redis %9.0f req/s p99 %6.2f ms | ratio %.2f" % (name, lr, lp, rr, rp, lr / rr))
+PY
