@@ -124,6 +124,7 @@ func openLibs(L *lua.LState) {
 	}
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
 	g.RawSetString("cjson", cjsonLib(L))
+	g.RawSetString(concatName, L.NewFunction(luaConcat))
 	// Lua 5.1 writes a number as "%.14g" (1/3: 0.33333333333333, 1e15:
 	// 1e+15); gopher-lua's own tostring writes Go's shortest form.
 	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {

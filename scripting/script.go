@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,7 @@ func compileNamed(code, name string) (*lua.FunctionProto, error) {
 	if err != nil {
 		return nil, errors.New(compileMessage(err, name))
 	}
+	rewriteConcat(reflect.ValueOf(&chunk).Elem())
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {
 		return nil, errors.New(compileMessage(err, name))

@@ -1,0 +1,69 @@
+package scripting
+
+import (
+	"reflect"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/ast"
+)
+
+// Lua 5.1 joins a number to a string with `..` as "%.14g" writes it
+// (1/3 .. "" is "0.33333333333333"); gopher-lua writes Go's shortest
+// form ("0.3333333333333333"). Scripts build stored values that way (a
+// sliding log's member `now .. ':' .. n`), so every `..` of a script is
+// compiled as a call to concatName, which joins as Lua 5.1 does.
+const concatName = "__lua51_concat"
+
+var exprType = reflect.TypeOf((*ast.Expr)(nil)).Elem()
+
+// rewriteConcat replaces, below v, every `a .. b` with concatName(a, b).
+func rewriteConcat(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			rewriteConcat(v.Elem())
+		}
+	case reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		e := v.Elem()
+		rewriteConcat(e)
+		if c, ok := e.Interface().(*ast.StringConcatOpExpr); ok && v.Type() == exprType && v.CanSet() {
+			fn := &ast.IdentExpr{Value: concatName}
+			fn.SetLine(c.Line())
+			call := &ast.FuncCallExpr{Func: fn, Args: []ast.Expr{c.Lhs, c.Rhs}}
+			call.SetLine(c.Line())
+			call.SetLastLine(c.LastLine())
+			v.Set(reflect.ValueOf(call))
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				rewriteConcat(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			rewriteConcat(v.Index(i))
+		}
+	}
+}
+
+// luaConcat is concatName: strings and numbers join, numbers written as
+// "%.14g"; anything else is Lua's error.
+func luaConcat(L *lua.LState) int {
+	a, b := L.CheckAny(1), L.CheckAny(2)
+	part := func(v lua.LValue) string {
+		switch v := v.(type) {
+		case lua.LString:
+			return string(v)
+		case lua.LNumber:
+			return LuaNumber(float64(v))
+		}
+		L.RaiseError("attempt to concatenate a %s value", v.Type().String())
+		return ""
+	}
+	L.Push(lua.LString(part(a) + part(b)))
+	return 1
+}
