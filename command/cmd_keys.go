@@ -100,7 +100,7 @@ func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 		case expire == 0:
 			c.Int(-1)
 		default:
-			ms := (expire - now + 999_999) / 1_000_000 // a live key has at least 1 ms
+			ms := pttl(expire, now)
 			if millis {
 				c.Int(ms)
 			} else {
@@ -218,3 +218,7 @@ func cmdFlush(c *Client, args [][]byte) {
 	c.eng().Flush()
 	c.OK()
 }
+
+// pttl is PTTL's answer for a key expiring at expire: a live key has at
+// least 1 ms.
+func pttl(expire, now int64) int64 { return (expire - now + 999_999) / 1_000_000 }

@@ -37,6 +37,10 @@ func nativeScripts() map[string]*nativeScript {
 		// go-redis/redis_rate v10.0.1, lua.go: allowN and allowAtMost.
 		"f52a5b566060d79fd321d695df55bc918339c4aa": {Name: "redis_rate.allowN", run: redisRateAllowN},
 		"054143318f521948424aa25df61d7f7ba835a9d7": {Name: "redis_rate.allowAtMost", run: redisRateAllowAtMost},
+		// ulule/limiter v3.11.2, drivers/store/redis/store.go: the redis
+		// store's increment and peek.
+		"f74233f556d3f99c50b61169cf8aa8d5deb63fb2": {Name: "ulule.incr", run: ululeIncr},
+		"566f5c6a17e5fddb9a10bf389f754edd0d899c61": {Name: "ulule.peek", run: ululePeek},
 	}
 }
 
@@ -219,4 +223,95 @@ func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
 		redisRateReply(c, allowed, remaining, retry, reset)
 	}
 	return handled
+}
+
+// ululeIncr is ulule/limiter's increment: INCRBY key count; a key that
+// count started (ret == count) gets PEXPIRE ttl when ttl > 0 and the reply
+// {ret, ttl}; any other gets {ret, PTTL}.
+func ululeIncr(c *Client, keys, argv [][]byte) bool {
+	if len(keys) != 1 || len(argv) != 2 {
+		return false
+	}
+	delta, err := strconv.ParseInt(string(argv[0]), 10, 64) // INCRBY's own parse
+	count, ok1 := luaNumber(argv[0])
+	ttl, ok2 := luaNumber(argv[1])
+	if err != nil || !ok1 || !ok2 {
+		return false
+	}
+	var ttlMs int64
+	if ttl > 0 { // PEXPIRE reads ARGV[2] itself: an integer, or the script fails
+		if ttlMs, err = strconv.ParseInt(string(argv[1]), 10, 64); err != nil || ttlMs > math.MaxInt64/1_000_000 {
+			return false
+		}
+	}
+	now := c.Now()
+	if ttlMs*1_000_000 > math.MaxInt64-now { // PEXPIRE refuses it
+		return false
+	}
+	handled := false
+	var ret, left int64
+	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+		var n int64
+		if ent.Kind != engine.KindNone {
+			var ok bool
+			if n, ok = engine.StringInteger(ent); !ok {
+				return ent, false
+			}
+		}
+		if (delta > 0 && n > math.MaxInt64-delta) || (delta < 0 && n < math.MinInt64-delta) {
+			return ent, false
+		}
+		ret = n + delta
+		next := engine.StringEntry(strconv.AppendInt(nil, ret, 10), ent.Expire)
+		handled = true
+		switch {
+		case float64(ret) == count && ttl > 0:
+			next.Expire = now + ttlMs*1e6
+			left = toLuaInteger(ttl)
+		case float64(ret) == count:
+			left = toLuaInteger(ttl)
+		case next.Expire == 0:
+			left = -1
+		default:
+			left = pttl(next.Expire, now)
+		}
+		return next, true
+	})
+	if handled {
+		c.Array(2)
+		c.Int(ret)
+		c.Int(left)
+	}
+	return handled
+}
+
+// ululePeek is ulule/limiter's peek: {0, 0} for no key, else
+// {tonumber(value), PTTL}.
+func ululePeek(c *Client, keys, argv [][]byte) bool {
+	if len(keys) != 1 {
+		return false
+	}
+	now := c.Now()
+	ent, ok := c.eng().Get(keys[0], now)
+	if !ok {
+		c.Array(2)
+		c.Int(0)
+		c.Int(0)
+		return true
+	}
+	if ent.Kind != engine.KindString {
+		return false
+	}
+	v, ok := luaNumber(engine.AppendString(nil, ent))
+	if !ok {
+		return false
+	}
+	c.Array(2)
+	c.Int(toLuaInteger(v))
+	if ent.Expire == 0 {
+		c.Int(-1)
+	} else {
+		c.Int(pttl(ent.Expire, now))
+	}
+	return true
 }

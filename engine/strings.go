@@ -255,3 +255,13 @@ func (e *Engine) Persist(key []byte, now int64) (done bool, err error) {
 	})
 	return done, err
 }
+
+// StringInteger is the integer a string entry holds in INCR's canonical
+// form; ok is false for any other entry.
+func StringInteger(ent Entry) (n int64, ok bool) {
+	if ent.Kind != KindString {
+		return 0, false
+	}
+	n, err := stringInt(ent)
+	return n, err == nil
+}

@@ -16,17 +16,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// libraryScripts reads the Lua scripts a Go module declares with
-// redis.NewScript(`...`) in file, from the module cache: the exact texts
-// the library sends.
-func libraryScripts(t *testing.T, module, file string) map[string]string {
+// libraryScripts reads the Lua scripts a Go module declares in file, from
+// the module cache: the exact texts the library sends. pattern's first
+// group is the name, its second the text.
+func libraryScripts(t *testing.T, module, file, pattern string) map[string]string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
 	require.NoError(t, err, "go list %s", module)
 	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), file))
 	require.NoError(t, err)
 	scripts := map[string]string{}
-	for _, m := range regexp.MustCompile("(?s)var (\\w+) = redis.NewScript\\(`(.*?)`\\)").FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(pattern).FindAllStringSubmatch(string(src), -1) {
 		scripts[m[1]] = m[2]
 	}
 	return scripts
@@ -39,35 +39,49 @@ func libraryScripts(t *testing.T, module, file string) map[string]string {
 // the same expiries. The clock is fake, so the instants are exact.
 func TestNativeScriptsMatchLua(t *testing.T) {
 	t.Parallel()
-	scripts := libraryScripts(t, "github.com/go-redis/redis_rate/v10", "lua.go")
-	require.Len(t, scripts, 2)
-	ts := startServer(t)
-	c := ts.client(t, 2)
-	want := map[string]string{"allowN": "f52a5b566060d79fd321d695df55bc918339c4aa", "allowAtMost": "054143318f521948424aa25df61d7f7ba835a9d7"}
 	rng := rand.New(rand.NewSource(1))
-	for name, body := range scripts {
-		sum := sha1.Sum([]byte(body))
-		require.Equal(t, want[name], hex.EncodeToString(sum[:]), "redis_rate's %s changed: its native twin no longer applies", name)
-		sha, err := c.ScriptLoad(ctx, body).Result()
-		require.NoError(t, err)
-		for round := 0; round < 300; round++ {
-			args := []any{rng.Intn(20), 1 + rng.Intn(50), []int{1, 60, 3600}[rng.Intn(3)], rng.Intn(8)}
+	for _, lib := range []struct {
+		module, file, pattern string
+		want                  map[string]string // script name: SHA1 of its text
+		args                  func() []any
+	}{
+		{"github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var (\\w+) = redis.NewScript\\(`(.*?)`\\)",
+			map[string]string{"allowN": "f52a5b566060d79fd321d695df55bc918339c4aa", "allowAtMost": "054143318f521948424aa25df61d7f7ba835a9d7"},
+			func() []any { return []any{rng.Intn(20), 1 + rng.Intn(50), []int{1, 60, 3600}[rng.Intn(3)], rng.Intn(8)} }},
+		{"github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)(lua\\w+Script) = `(.*?)`",
+			map[string]string{"luaIncrScript": "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", "luaPeekScript": "566f5c6a17e5fddb9a10bf389f754edd0d899c61"},
+			func() []any { return []any{1 + rng.Intn(3), []int{0, 1000, 60000}[rng.Intn(3)]} }},
+	} {
+		scripts := libraryScripts(t, lib.module, lib.file, lib.pattern)
+		require.Len(t, scripts, len(lib.want), lib.module)
+		ts := startServer(t)
+		c := ts.client(t, 2)
+		for name, body := range scripts {
+			sum := sha1.Sum([]byte(body))
+			require.Equal(t, lib.want[name], hex.EncodeToString(sum[:]), "%s's %s changed: its native twin no longer applies", lib.module, name)
+			sha, err := c.ScriptLoad(ctx, body).Result()
+			require.NoError(t, err)
+			for round := 0; round < 300; round++ {
+				args := lib.args()
+				native, err1 := c.EvalSha(ctx, sha, []string{"n:" + name}, args...).Result()
+				lua, err2 := c.Eval(ctx, body+"\n", []string{"l:" + name}, args...).Result()
+				require.Equal(t, fmt.Sprint(err2), fmt.Sprint(err1), "%s %v", name, args)
+				require.Equal(t, lua, native, "%s round %d %v", name, round, args)
+				require.Equal(t, c.Get(ctx, "l:"+name).Val(), c.Get(ctx, "n:"+name).Val(), "%s round %d: values", name, round)
+				require.Equal(t, c.PTTL(ctx, "l:"+name).Val(), c.PTTL(ctx, "n:"+name).Val(), "%s round %d: expiries", name, round)
+				ts.clk.Advance(time.Duration(rng.Intn(3000)) * time.Millisecond)
+			}
+			require.NoError(t, c.Set(ctx, "n:"+name, "not a number", 0).Err())
+			require.NoError(t, c.Set(ctx, "l:"+name, "not a number", 0).Err())
+			args := lib.args()
 			native, err1 := c.EvalSha(ctx, sha, []string{"n:" + name}, args...).Result()
 			lua, err2 := c.Eval(ctx, body+"\n", []string{"l:" + name}, args...).Result()
-			require.Equal(t, fmt.Sprint(err2), fmt.Sprint(err1), "%s %v", name, args)
-			require.Equal(t, lua, native, "%s round %d %v", name, round, args)
-			require.Equal(t, c.Get(ctx, "l:"+name).Val(), c.Get(ctx, "n:"+name).Val(), "%s round %d: values", name, round)
-			require.Equal(t, c.PTTL(ctx, "l:"+name).Val(), c.PTTL(ctx, "n:"+name).Val(), "%s round %d: expiries", name, round)
-			ts.clk.Advance(time.Duration(rng.Intn(3000)) * time.Millisecond)
+			require.Equal(t, lua, native, "%s on a value that is not a number", name)
+			require.Equal(t, strings.Split(fmt.Sprint(err2), " script: ")[0], strings.Split(fmt.Sprint(err1), " script: ")[0])
 		}
-		require.NoError(t, c.Set(ctx, "n:"+name, "not a number", 0).Err())
-		require.NoError(t, c.Set(ctx, "l:"+name, "not a number", 0).Err())
-		_, err1 := c.EvalSha(ctx, sha, []string{"n:" + name}, 1, 1, 1, 1).Result()
-		_, err2 := c.Eval(ctx, body+"\n", []string{"l:" + name}, 1, 1, 1, 1).Result()
-		require.Error(t, err1, "a value that is not a number fails, through the interpreter")
-		require.Equal(t, strings.Split(err2.Error(), " script: ")[0], strings.Split(err1.Error(), " script: ")[0])
+		info := c.Info(ctx, "scripting").Val()
+		for _, sha := range lib.want {
+			require.Regexp(t, `native_[a-zA-Z_.]+:sha=`+sha+`,runs=[1-9]`, info)
+		}
 	}
-	info := c.Info(ctx, "scripting").Val()
-	require.Regexp(t, `native_redis_rate\.allowN:sha=f52a5b566060d79fd321d695df55bc918339c4aa,runs=[1-9]`, info)
-	require.Regexp(t, `native_redis_rate\.allowAtMost:sha=054143318f521948424aa25df61d7f7ba835a9d7,runs=[1-9]`, info)
 }
