@@ -47,7 +47,9 @@ func TestNativeScriptsMatchLua(t *testing.T) {
 	}{
 		{"github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var (\\w+) = redis.NewScript\\(`(.*?)`\\)",
 			map[string]string{"allowN": "f52a5b566060d79fd321d695df55bc918339c4aa", "allowAtMost": "054143318f521948424aa25df61d7f7ba835a9d7"},
-			func() []any { return []any{rng.Intn(20), 1 + rng.Intn(50), []int{1, 60, 3600}[rng.Intn(3)], rng.Intn(8)} }},
+			func() []any {
+				return []any{rng.Intn(20), 1 + rng.Intn(50), []int{1, 60, 3600}[rng.Intn(3)], rng.Intn(8)}
+			}},
 		{"github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)(lua\\w+Script) = `(.*?)`",
 			map[string]string{"luaIncrScript": "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", "luaPeekScript": "566f5c6a17e5fddb9a10bf389f754edd0d899c61"},
 			func() []any { return []any{1 + rng.Intn(3), []int{0, 1000, 60000}[rng.Intn(3)]} }},
