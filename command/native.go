@@ -41,6 +41,9 @@ func nativeScripts() map[string]*nativeScript {
 		// store's increment and peek.
 		"f74233f556d3f99c50b61169cf8aa8d5deb63fb2": {Name: "ulule.incr", run: ululeIncr},
 		"566f5c6a17e5fddb9a10bf389f754edd0d899c61": {Name: "ulule.peek", run: ululePeek},
+		// rate-limiter-flexible 11.4.0, lib/RateLimiterRedis.js: every
+		// consume, reward and penalty with a duration.
+		"a1de965f42e177aa339706bd580f049065eca79a": {Name: "rate-limiter-flexible.incrTtl", run: flexibleIncrTTL},
 	}
 }
 
@@ -314,4 +317,54 @@ func ululePeek(c *Client, keys, argv [][]byte) bool {
 		c.Int(pttl(ent.Expire, now))
 	}
 	return true
+}
+
+// flexibleIncrTTL is rate-limiter-flexible's script: SET key 0 EX secs NX,
+// INCRBY key points, PTTL key, and where the key has no expiry EXPIRE key
+// secs with ttl = 1000 * secs; the reply is {consumed, ttl}.
+func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
+	if len(keys) != 1 || len(argv) < 2 {
+		return false
+	}
+	points, err1 := strconv.ParseInt(string(argv[0]), 10, 64)
+	secs, err2 := strconv.ParseInt(string(argv[1]), 10, 64)
+	secsNum, ok := luaNumber(argv[1])
+	if err1 != nil || err2 != nil || !ok || secs <= 0 {
+		return false // SET EX and EXPIRE refuse or delete: the interpreter says so
+	}
+	now := c.Now()
+	at, err := setExpiry(now, secs, 1e9, false, "set")
+	if err != nil {
+		return false
+	}
+	handled := false
+	var consumed, ttl int64
+	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+		var n int64
+		expire := at // SET NX of an absent key
+		if ent.Kind != engine.KindNone {
+			var ok bool
+			if n, ok = engine.StringInteger(ent); !ok {
+				return ent, false
+			}
+			expire = ent.Expire
+		}
+		if (points > 0 && n > math.MaxInt64-points) || (points < 0 && n < math.MinInt64-points) {
+			return ent, false
+		}
+		consumed = n + points
+		if expire == 0 { // EXPIRE key secs
+			expire, ttl = at, toLuaInteger(1000*secsNum)
+		} else {
+			ttl = pttl(expire, now)
+		}
+		handled = true
+		return engine.StringEntry(strconv.AppendInt(nil, consumed, 10), expire), true
+	})
+	if handled {
+		c.Array(2)
+		c.Int(consumed)
+		c.Int(ttl)
+	}
+	return handled
 }
