@@ -9,6 +9,10 @@
 #
 #   redis_rate.allowN   go-redis/redis_rate v10's GCRA script, read from the
 #                       Go module cache: limitdb runs it natively
+#   ulule.incr          ulule/limiter v3's redis store increment (native)
+#   flexible.incrTtl    rate-limiter-flexible's RateLimiterRedis script, read
+#                       from tests/clients/node/node_modules (native; skipped
+#                       without `npm ci` there)
 #   gcra.lua            bench/lua/gcra.lua: a GCRA script limitdb does not
 #                       recognise, on the interpreter
 #   slog.lua            bench/lua/slog.lua: a sliding log on a sorted set,
@@ -30,13 +34,20 @@ done
 LIMITDB_BIN=${LIMITDB_BIN:-$work/limitdb-server}
 [ -x "$LIMITDB_BIN" ] || go build -o "$LIMITDB_BIN" ./cmd/limitdb
 
-# The library's own text, from the module the tests use.
+# The libraries' own texts, from the modules the tests use.
 rrdir=$(go list -m -f '{{.Dir}}' github.com/go-redis/redis_rate/v10)
-python3 - "$rrdir/lua.go" "$work/redis_rate_allowN.lua" <<'PY'
-import re, sys
-src = open(sys.argv[1]).read()
-body = dict(re.findall(r'var (\w+) = redis.NewScript\(`(.*?)`\)', src, re.S))["allowN"]
-open(sys.argv[2], "w").write(body)
+uldir=$(go list -m -f '{{.Dir}}' github.com/ulule/limiter/v3)
+python3 - "$rrdir/lua.go" "$uldir/drivers/store/redis/store.go" \
+  tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js "$work" <<'PY'
+import os, re, sys
+rr, ul, fl, out = sys.argv[1:]
+src = open(rr).read()
+open(out + "/redis_rate_allowN.lua", "w").write(dict(re.findall(r'var (\w+) = redis.NewScript\(`(.*?)`\)', src, re.S))["allowN"])
+src = open(ul).read()
+open(out + "/ulule_incr.lua", "w").write(dict(re.findall(r'(lua\w+Script) = `(.*?)`', src, re.S))["luaIncrScript"])
+if os.path.exists(fl):
+    body = re.search(r'const incrTtlLuaScript = `(.*?)`;', open(fl).read(), re.S).group(1)
+    open(out + "/flexible.lua", "w").write(body.replace("\\\n", ""))
 PY
 
 lp=$(free_port); rp=$(free_port)
@@ -50,9 +61,11 @@ wait_ready "$lp"; wait_ready "$rp"
 # name file args...: the scripts and their arguments after the key.
 scripts=(
   "redis_rate.allowN|$work/redis_rate_allowN.lua|1000 1000 60 1"
+  "ulule.incr|$work/ulule_incr.lua|1 60000"
   "gcra.lua|bench/lua/gcra.lua|99 1000 60"
   "slog.lua|bench/lua/slog.lua|100 60"
 )
+[ -f "$work/flexible.lua" ] && scripts+=("flexible.incrTtl|$work/flexible.lua|1 60 100 60")
 results=$work/results.csv
 : >"$results"
 echo "script,server,round,rps,p99_ms"
