@@ -116,3 +116,29 @@ func TestPythonLimits(t *testing.T) {
 	}
 	t.Logf("%s", lastLines(out, 12))
 }
+
+// nodeSideBySide runs a node test file against redis-server
+// (REDIS_SOCKET) and a real-clock limitdb (LIMITDB_PORT).
+func nodeSideBySide(t *testing.T, file string) string {
+	t.Helper()
+	dir := nodeDir(t)
+	red, _, ts := sideBySideReal(t)
+	out := run(t, dir, []string{"LIMITDB_PORT=" + ts.port(), "REDIS_SOCKET=" + red.Options().Addr}, "node", "--test", "--test-reporter=tap", file)
+	// node's runner exits non-zero on a failure; make sure tests did run.
+	if !strings.Contains(out, "# fail 0") || strings.Contains(out, "# pass 0\n") {
+		t.Fatalf("%s did not all pass:\n%s", file, out)
+	}
+	t.Logf("%s", lastLines(out, 8))
+	return out
+}
+
+// TestExpressRateLimit: express-rate-limit 8.7.5 with rate-limit-redis
+// 6.0.1, through ioredis and node-redis: the store's increment, get,
+// decrement and resetKey (and its reload after NOSCRIPT) answer the same
+// hits and reset times on both servers, and an express app admits the
+// same requests with the same RateLimit headers
+// (tests/clients/node/express-rate-limit.test.mjs).
+func TestExpressRateLimit(t *testing.T) {
+	t.Parallel()
+	nodeSideBySide(t, "express-rate-limit.test.mjs")
+}
