@@ -142,3 +142,13 @@ func TestExpressRateLimit(t *testing.T) {
 	t.Parallel()
 	nodeSideBySide(t, "express-rate-limit.test.mjs")
 }
+
+// TestBottleneck: bottleneck 2.19.5 in clustering mode (its ioredis
+// datastore and Lua scripts, a subscriber for its channels): a burst of 20
+// jobs against a reservoir of 5, at most 2 at once, then the reservoir
+// raised: the same jobs run at each point on both servers, with the same
+// counts kept in the datastore (tests/clients/node/bottleneck.test.mjs).
+func TestBottleneck(t *testing.T) {
+	t.Parallel()
+	nodeSideBySide(t, "bottleneck.test.mjs")
+}
