@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
+	github.com/throttled/throttled/v2 v2.15.0
 	github.com/tidwall/btree v1.8.2
 	github.com/tidwall/redcon v1.6.2
 	github.com/ulule/limiter/v3 v3.11.2

@@ -522,12 +522,14 @@ func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
 
 // replyItems writes members, with their scores when withScores: flat in
 // RESP2, and in RESP3 as [member, score] pairs when nested (ZRANGE, ZPOPMIN
-// with a count), flat otherwise.
+// with a count), flat otherwise. The protocol is the reply's, not the
+// connection's: a script's redis.call answers in RESP2 unless the script
+// chose RESP3 with redis.setresp, whatever its client speaks.
 func replyItems(c *Client, items []engine.ZItem, withScores, nested bool) {
 	switch {
 	case !withScores:
 		c.Array(len(items))
-	case nested && c.Proto() >= 3:
+	case nested && c.w.Proto >= 3:
 		c.Array(len(items))
 	default:
 		nested = false

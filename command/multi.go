@@ -236,9 +236,10 @@ func transactionKeys(queue []queued, watched []watchedKey) (keys [][]byte, all b
 }
 
 // keyspaceFree reports whether a command with no keys never reaches the
-// keyspace: a connection or transaction command, or TIME.
+// keyspace: a connection, transaction or publish/subscribe command, or
+// TIME. A script may PUBLISH as in Redis (bottleneck's scripts do).
 func keyspaceFree(cmd *Command) bool {
-	return cmd.Group == "connection" || cmd.Group == "transactions" || cmd.Name == "time"
+	return cmd.Group == "connection" || cmd.Group == "transactions" || cmd.Group == "pubsub" || cmd.Name == "time"
 }
 
 // commandKeys lists the keys of one command, from the command table's key
