@@ -139,7 +139,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.mu.Lock()
 	s.ln = ln
+	stopped := s.done || s.draining.Load() // Close or Drain came first: they found no listener to close
 	s.mu.Unlock()
+	if stopped {
+		ln.Close()
+	}
 	defer func() {
 		ln.Close()
 		s.mu.Lock()

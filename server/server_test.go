@@ -302,3 +302,28 @@ func TestOutputBufferLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppedBeforeServe: a Close or a Drain that comes before Serve has
+// its listener (a signal right after start-up) still stops Serve at once.
+func TestStoppedBeforeServe(t *testing.T) {
+	for _, loops := range []bool{false, true} {
+		for name, stop := range map[string]func(s *Server){
+			"close": func(s *Server) { s.Close() },
+			"drain": func(s *Server) { s.Drain(time.Millisecond); s.Close() },
+		} {
+			s := New(&echo{}, limits(), loops, clock.Real())
+			stop(s)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.Serve(ln) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s before Serve (loops %v): Serve never returned", name, loops)
+			}
+		}
+	}
+}

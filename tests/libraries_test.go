@@ -103,3 +103,72 @@ func TestUluleLimiter(t *testing.T) {
 	}
 	require.Equal(t, results["redis"], results["limitdb"])
 }
+
+// The scripts every system-design text shows, each run with the same
+// instants (passed in ARGV, as such scripts often take them) on both
+// servers: the same replies, and the same state left behind.
+var textbookScripts = []struct {
+	name, body string
+	args       func(i int, now int64) []any
+	state      func(c *redis.Client, key string) string
+}{
+	{"fixed window (INCR + EXPIRE)", `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+if n > tonumber(ARGV[2]) then return {0, n} end
+return {1, n}`,
+		func(i int, now int64) []any { return []any{60, 5} },
+		func(c *redis.Client, key string) string {
+			return fmt.Sprint(c.Get(ctx, key).Val(), " ttl ", c.TTL(ctx, key).Val())
+		}},
+	{"sliding log (sorted set)", `
+local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local n = redis.call('ZCARD', KEYS[1])
+if n < limit then
+  redis.call('ZADD', KEYS[1], now, now .. ':' .. n)
+  redis.call('PEXPIRE', KEYS[1], window)
+  return {1, limit - n - 1}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {0, 0, oldest[1], oldest[2]}`,
+		func(i int, now int64) []any { return []any{now, 1000, 4} },
+		func(c *redis.Client, key string) string {
+			return fmt.Sprint(c.ZRangeWithScores(ctx, key, 0, -1).Val(), " pttl ", c.PTTL(ctx, key).Val() > 0)
+		}},
+	{"token bucket (hash)", `
+local cap, rate, now, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens, ts = tonumber(b[1]) or cap, tonumber(b[2]) or now
+tokens = math.min(cap, tokens + (now - ts) * rate / 1000)
+local ok = 0
+if tokens >= cost then tokens = tokens - cost ok = 1 end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'ts', now)
+redis.call('PEXPIRE', KEYS[1], math.ceil(cap / rate * 1000))
+return {ok, math.floor(tokens), tostring(tokens)}`,
+		func(i int, now int64) []any { return []any{5, 2, now, 1 + i%2} },
+		func(c *redis.Client, key string) string {
+			return fmt.Sprint(c.HGetAll(ctx, key).Val(), " pttl ", c.PTTL(ctx, key).Val() > 0)
+		}},
+}
+
+// TestTextbookScripts: a fixed window, a sliding log on a sorted set and a
+// token bucket on a hash, the same on limitdb as on Redis.
+func TestTextbookScripts(t *testing.T) {
+	t.Parallel()
+	red, lim := sideBySide(t)
+	now := time.Now().UnixMilli()
+	for _, s := range textbookScripts {
+		t.Run(s.name, func(t *testing.T) {
+			key := "tb:" + s.name
+			for i := 0; i < 30; i++ {
+				at := now + int64(i*137)
+				want, err1 := red.Eval(ctx, s.body, []string{key}, s.args(i, at)...).Result()
+				got, err2 := lim.Eval(ctx, s.body, []string{key}, s.args(i, at)...).Result()
+				require.Equal(t, fmt.Sprint(err1), fmt.Sprint(err2), "call %d", i)
+				require.Equal(t, want, got, "call %d", i)
+				require.Equal(t, s.state(red, key), s.state(lim, key), "state after call %d", i)
+			}
+		})
+	}
+}

@@ -326,3 +326,22 @@ func TestBusyScript(t *testing.T) {
 	ts.srv.Close() // what SHUTDOWN NOSAVE is for: closing stops it
 	require.Error(t, <-done)
 }
+
+// TestFunctionsSurviveARestart: libraries are in the snapshot, scripts
+// are not (EVALSHA answers NOSCRIPT after a restart, as in Redis).
+func TestFunctionsSurviveARestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := mustStart(t, dir, "--save", "0")
+	c := p.client(t)
+	require.Equal(t, "mylib", c.Do(ctx, "FUNCTION", "LOAD", fnLib).Val())
+	sha, err := c.ScriptLoad(ctx, "return 1").Result()
+	require.NoError(t, err)
+	require.NoError(t, c.Do(ctx, "SAVE").Err())
+	p.kill9(t)
+
+	p = mustStart(t, dir, "--save", "0")
+	c = p.client(t)
+	require.Equal(t, int64(4), c.Do(ctx, "FCALL", "incr_by", 1, "n", 4).Val())
+	require.ErrorContains(t, c.EvalSha(ctx, sha, nil).Err(), "NOSCRIPT No matching script. Please use EVAL.")
+}
