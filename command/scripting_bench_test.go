@@ -1,0 +1,49 @@
+package command
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"testing"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+)
+
+// BenchmarkEvalSHA is one EVALSHA of bench/lua/gcra.lua, a script limitdb
+// runs on the interpreter, through the command table: its allocations
+// are what the garbage collector pays for (go test -bench EvalSHA
+// -benchmem ./command/).
+func BenchmarkEvalSHA(b *testing.B) {
+	body, err := os.ReadFile("../bench/lua/gcra.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := clock.NewFake(1_700_000_000e9)
+	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	c := s.NewLocalClient()
+	script, err := s.scripts.Load(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmds := make([][][]byte, 1000)
+	for i := range cmds {
+		cmds[i] = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), []byte(fmt.Sprint("user:", i)), []byte("99"), []byte("1000"), []byte("60")}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	for i := 0; i < b.N; i++ {
+		s.handle(c.Client, cmds[i%len(cmds)])
+		if i%16 == 15 {
+			c.endBatch()
+			c.w.Reset()
+		}
+		if i%len(cmds) == len(cmds)-1 {
+			clk.Advance(1e9)
+		}
+	}
+}
