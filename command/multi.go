@@ -246,11 +246,16 @@ func keyspaceFree(cmd *Command) bool {
 // positions; all is true when it reaches the keyspace without naming its
 // keys (KEYS, FLUSHALL, EVAL).
 func commandKeys(cmd *Command, args [][]byte) (keys [][]byte, all bool) {
+	return appendCommandKeys(nil, cmd, args)
+}
+
+// appendCommandKeys is commandKeys appending to keys.
+func appendCommandKeys(keys [][]byte, cmd *Command, args [][]byte) ([][]byte, bool) {
 	if cmd.Keys != nil {
-		return cmd.Keys(args), false
+		return append(keys, cmd.Keys(args)...), false
 	}
 	if cmd.FirstKey <= 0 {
-		return nil, !keyspaceFree(cmd)
+		return keys, !keyspaceFree(cmd)
 	}
 	last, step := cmd.LastKey, cmd.Step
 	if last < 0 {

@@ -131,7 +131,7 @@ func (s *Server) runScriptWith(c *Client, keys [][]byte, ro bool, run func(sc *s
 		c.script = sc
 	}
 	sc.ro, sc.outer = ro, c.w
-	sc.run = s.busy.start(s, c)
+	sc.run = s.busy.start(&sc.runState, c)
 	defer s.busy.end(sc.run)
 	var err error
 	if c.tx != nil {
@@ -149,12 +149,14 @@ func (s *Server) runScriptWith(c *Client, keys [][]byte, ro bool, run func(sc *s
 // scriptCaller runs a script's redis.call commands as c, with their
 // replies captured instead of sent.
 type scriptCaller struct {
-	s     *Server
-	c     *Client
-	run   *scriptRun
-	ro    bool
-	outer *resp.Writer // c's own writer, put back after each call
-	w     *resp.Writer // the capture
+	s        *Server
+	c        *Client
+	run      *scriptRun
+	runState scriptRun // what run points to
+	keys     [][]byte  // a command's keys, reused
+	ro       bool
+	outer    *resp.Writer // c's own writer, put back after each call
+	w        *resp.Writer // the capture
 }
 
 func (sc *scriptCaller) Call(args [][]byte, proto int) []byte {
@@ -181,7 +183,8 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) []byte {
 	case sc.ro && cmd.Flags&FlagWrite != 0 && !isPeek(cmd, args):
 		return fail("ERR Write commands are not allowed from read-only scripts.")
 	}
-	keys, all := commandKeys(cmd, args)
+	keys, all := appendCommandKeys(sc.keys[:0], cmd, args)
+	sc.keys = keys[:0]
 	if all {
 		return fail("ERR limitdb runs '" + cmd.Name + "' in a script only on the keys the script declares: it needs the whole keyspace")
 	}
@@ -477,8 +480,12 @@ type busyScripts struct {
 	count atomic.Int32 // runs past the threshold
 }
 
-func (b *busyScripts) start(s *Server, c *Client) *scriptRun {
-	r := &scriptRun{c: c, start: b.clk.Mono()}
+// start registers r, the caller's own (reused from run to run), as c's
+// run from now.
+func (b *busyScripts) start(r *scriptRun, c *Client) *scriptRun {
+	r.c, r.start, r.busy = c, b.clk.Mono(), false
+	r.wrote.Store(false)
+	r.h.Reset()
 	b.mu.Lock()
 	b.runs[r] = struct{}{}
 	b.mu.Unlock()

@@ -56,6 +56,12 @@ type Handle struct {
 	killed atomic.Bool
 }
 
+// Reset readies a handle for another run.
+func (h *Handle) Reset() {
+	h.killed.Store(false)
+	h.cancel.Store(nil)
+}
+
 // Kill stops the run at its next instruction; it answers Redis's
 // "Script killed by user" error.
 func (h *Handle) Kill() {
@@ -74,6 +80,7 @@ type state struct {
 	caller  Caller
 	proto   int // redis.setresp
 	argBuf  [][]byte
+	numBuf  []byte
 
 	// FUNCTION libraries loaded in this interpreter, as of a registry
 	// version
@@ -402,6 +409,7 @@ func (st *state) call(L *lua.LState, raiseErr bool) int {
 		return fail("ERR Please specify at least one argument for this redis lib call")
 	}
 	args := st.argBuf[:0]
+	st.numBuf = st.numBuf[:0] // numbers' text for this call (a grown buffer leaves earlier ones where they were)
 	for i := 1; i <= n; i++ {
 		switch v := L.Get(i).(type) {
 		case lua.LString:
@@ -410,7 +418,9 @@ func (st *state) call(L *lua.LState, raiseErr bool) int {
 			// are lent, not copied.
 			args = append(args, unsafe.Slice(unsafe.StringData(string(v)), len(v)))
 		case lua.LNumber:
-			args = append(args, strconv.AppendFloat(nil, float64(v), 'g', 17, 64))
+			start := len(st.numBuf)
+			st.numBuf = strconv.AppendFloat(st.numBuf, float64(v), 'g', 17, 64)
+			args = append(args, st.numBuf[start:len(st.numBuf):len(st.numBuf)])
 		default:
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
 		}
