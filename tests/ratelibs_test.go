@@ -143,6 +143,16 @@ func TestExpressRateLimit(t *testing.T) {
 	nodeSideBySide(t, "express-rate-limit.test.mjs")
 }
 
+// TestRateLimiterFlexibleSideBySide: rate-limiter-flexible 11.4.0's
+// RateLimiterRedis (its Lua script) through ioredis and node-redis, the
+// same calls on both servers: consume to the limit and past it, penalty,
+// reward, get, block, delete, a burst of 20 at a limit of 3
+// (tests/clients/node/ratelimiter-sidebyside.test.mjs).
+func TestRateLimiterFlexibleSideBySide(t *testing.T) {
+	t.Parallel()
+	nodeSideBySide(t, "ratelimiter-sidebyside.test.mjs")
+}
+
 // TestBottleneck: bottleneck 2.19.5 in clustering mode (its ioredis
 // datastore and Lua scripts, a subscriber for its channels): a burst of 20
 // jobs against a reservoir of 5, at most 2 at once, then the reservoir
