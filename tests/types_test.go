@@ -333,7 +333,7 @@ func commandInfo(t *testing.T, c *redis.Client, name string) string {
 	return fmt.Sprintf("arity %v flags %v keys %v %v %v", info[1], flags, info[3], info[4], info[5])
 }
 
-// typesLoad writes hashes, sets and sorted sets on c, small and large,
+// typesLoad writes hashes, sets, sorted sets and lists on c, small and large,
 // with and without expiry, and removes some of them again.
 func typesLoad(t *testing.T, c *redis.Client, prefix string) {
 	t.Helper()
@@ -347,6 +347,9 @@ func typesLoad(t *testing.T, c *redis.Client, prefix string) {
 		append([]any{"ZADD", prefix + "zbig"}, scored(300)...), {"ZREMRANGEBYRANK", prefix + "zbig", 0, 9},
 		{"HSET", prefix + "gone", "f", "v"}, {"HDEL", prefix + "gone", "f"},
 		{"ZADD", prefix + "zgone", 1, "m"}, {"ZPOPMIN", prefix + "zgone"},
+		{"LPUSH", prefix + "l", "1700000000.1", "1700000000.2", "1700000000.3"}, {"LTRIM", prefix + "l", 0, 1}, {"EXPIRE", prefix + "l", 60},
+		append([]any{"RPUSH", prefix + "lbig"}, numbers(300)...), {"LSET", prefix + "lbig", 5, strings.Repeat("x", 100)}, {"LPOP", prefix + "lbig", 2},
+		{"RPUSH", prefix + "lgone", "a", "b"}, {"RPOP", prefix + "lgone", 2},
 	} {
 		require.NoError(t, c.Do(ctx, cmd...).Err(), "%.80v", cmd)
 	}
@@ -364,18 +367,19 @@ func TestTypesSurviveASnapshot(t *testing.T) {
 	b := serverFromDir(t, clock.NewFake(t0), dir)
 	cb := b.client(t, 3)
 	want := keyspaceOf(t, a.srv.Engine())
-	require.Len(t, want, 6)
+	require.Len(t, want, 8)
 	require.Equal(t, want, keyspaceOf(t, b.srv.Engine()))
 	for _, cmd := range [][]any{
 		{"HGETALL", "h"}, {"PTTL", "h"}, {"HLEN", "hbig"}, {"HGET", "hbig", "f150"}, {"SMEMBERS", "ints"},
 		{"SCARD", "words"}, {"ZRANGE", "log", 0, -1, "WITHSCORES"}, {"TTL", "log"}, {"ZRANGE", "zbig", 0, 4, "WITHSCORES"},
-		{"ZCARD", "zbig"}, {"OBJECT", "ENCODING", "zbig"}, {"OBJECT", "ENCODING", "h"}, {"EXISTS", "gone", "zgone"},
+		{"ZCARD", "zbig"}, {"OBJECT", "ENCODING", "zbig"}, {"OBJECT", "ENCODING", "h"}, {"EXISTS", "gone", "zgone", "lgone"},
+		{"LRANGE", "l", 0, -1}, {"PTTL", "l"}, {"LRANGE", "lbig", 0, 5}, {"LLEN", "lbig"}, {"OBJECT", "ENCODING", "lbig"},
 	} {
 		require.Equal(t, typesReply(ca.Do(ctx, cmd...).Result()), typesReply(cb.Do(ctx, cmd...).Result()), "%v", cmd)
 	}
 }
 
-// TestTypesReachAReplica: hashes and sorted sets written before a replica
+// TestTypesReachAReplica: hashes, sorted sets and lists written before a replica
 // connects (the full copy) and after (the stream), deletions by emptying
 // included, reach it byte for byte.
 func TestTypesReachAReplica(t *testing.T) {
@@ -387,17 +391,21 @@ func TestTypesReachAReplica(t *testing.T) {
 	typesLoad(t, pc, "after:")
 	require.NoError(t, pc.Do(ctx, "HSET", "before:h", "tokens", 7).Err())
 	require.NoError(t, pc.Do(ctx, "ZREM", "before:log", "r2", "r3").Err()) // empties it: the key goes
+	require.NoError(t, pc.Do(ctx, "LPUSH", "before:l", "1700000000.4").Err())
+	require.NoError(t, pc.Do(ctx, "LTRIM", "before:lbig", 1, 0).Err()) // empties it
 	n, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "WAIT 1: the replica acknowledged")
 	want := keyspaceOf(t, p.srv.Engine())
-	for _, k := range []string{"before:h", "after:h", "before:zbig", "after:log", "after:hbig"} {
+	for _, k := range []string{"before:h", "after:h", "before:zbig", "after:log", "after:hbig", "before:l", "after:lbig"} {
 		require.Contains(t, want, k)
 	}
 	require.NotContains(t, want, "before:log")
+	require.NotContains(t, want, "before:lbig")
 	require.Equal(t, want, keyspaceOf(t, r.srv.Engine()), "the replica's keyspace")
 	require.Equal(t, "7", rc.HGet(ctx, "before:h", "tokens").Val())
 	require.Equal(t, pc.ZRangeWithScores(ctx, "after:zbig", 0, -1).Val(), rc.ZRangeWithScores(ctx, "after:zbig", 0, -1).Val())
+	require.Equal(t, []string{"1700000000.4", "1700000000.3", "1700000000.2"}, rc.LRange(ctx, "before:l", 0, -1).Val())
 	err = rc.Do(ctx, "HSET", "after:h", "x", 1).Err()
 	require.EqualError(t, err, "READONLY You can't write against a read only replica.")
 }
