@@ -21,7 +21,7 @@ func (t *Table) Reference() string {
 		}
 		groups[c.Group] = append(groups[c.Group], c)
 	}
-	rank := map[string]int{"rate_limit": 0, "string": 1, "hash": 2, "set": 3, "sorted_set": 4, "generic": 5, "transactions": 6, "connection": 7, "server": 8}
+	rank := map[string]int{"rate_limit": 0, "string": 1, "hash": 2, "list": 3, "set": 4, "sorted_set": 5, "generic": 6, "transactions": 7, "connection": 8, "server": 9}
 	sortByRank(order, rank)
 	for _, g := range order {
 		fmt.Fprintf(&b, "## %s\n\n| command | arity | flags | summary |\n|---|---|---|---|\n", groupTitle(g))

@@ -108,7 +108,7 @@ func (cmd *Command) Categories() []string {
 		} else {
 			out = append(out, "@rate_limit")
 		}
-	case "connection", "string", "transactions", "pubsub", "hash", "set":
+	case "connection", "string", "transactions", "pubsub", "hash", "set", "list":
 		out = append(out, "@"+cmd.Group)
 	case "sorted_set":
 		out = append(out, "@sortedset")
@@ -133,7 +133,7 @@ func NewTable() *Table {
 	for _, family := range []func(*Table){
 		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerServer, registerServerInfo,
-		registerStrings, registerHash, registerSet, registerZSet, registerObject, registerInfoLimits, registerLimits, registerMemory,
+		registerStrings, registerHash, registerSet, registerZSet, registerList, registerObject, registerInfoLimits, registerLimits, registerMemory,
 		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerFunctions, registerPubSub, registerMonitor, registerModes,
 	} {
 		family(t)

@@ -35,6 +35,8 @@ func extCodecOf(kind Kind) (ExtCodec, bool) {
 		return setExt, true
 	case KindZSet:
 		return zsetExt, true
+	case KindList:
+		return listExt, true
 	}
 	return ExtCodec{}, false
 }

@@ -5,10 +5,10 @@ import (
 	"errors"
 )
 
-// Hashes, sets and sorted sets: the Redis data types that limiter
+// Hashes, sets, sorted sets and lists: the Redis data types that limiter
 // libraries' Lua scripts keep their state in.
 //
-// A collection is its key's Ext state (*Hash, *Set, *ZSet), changed in
+// A collection is its key's Ext state (*Hash, *Set, *ZSet, *List), changed in
 // place under the shard's lock: a write to one field costs that field, not
 // a copy of the collection. What follows for callers is extbox.go's rule:
 // a collection read from Do, DoMulti or RangeShard is valid only under the
@@ -31,7 +31,7 @@ const (
 	maxIntsetEntries = 512
 )
 
-// collection is what the three types share: their element count, their
+// collection is what the four types share: their element count, their
 // heap memory, and a deep copy for Get.
 type collection interface {
 	Len() int
@@ -139,6 +139,15 @@ func (e *Engine) DoZSet(key []byte, now int64, create bool, fn func(z *ZSet) (ch
 	return doCollection(e, key, now, KindZSet, mk, fn)
 }
 
+// DoList is DoHash for a list.
+func (e *Engine) DoList(key []byte, now int64, create bool, fn func(l *List) (changed bool)) (found bool, err error) {
+	var mk func() *List
+	if create {
+		mk = NewList
+	}
+	return doCollection(e, key, now, KindList, mk, fn)
+}
+
 // Encoding is what OBJECT ENCODING answers for key at now, as Redis 7.0
 // would for its value: int, embstr or raw for a string, the compact or
 // general encoding of a collection, and a limiter's kind for a limiter
@@ -152,6 +161,8 @@ func (e *Engine) Encoding(key []byte, now int64) (enc string, ok bool) {
 		case *Set:
 			enc = x.Encoding()
 		case *ZSet:
+			enc = x.Encoding()
+		case *List:
 			enc = x.Encoding()
 		default:
 			switch {

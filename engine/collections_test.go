@@ -296,10 +296,14 @@ func TestCollectionsInTheKeyspace(t *testing.T) {
 	}
 	e.DoZSet([]byte("z"), t0, true, func(z *ZSet) bool { z.Set(1, []byte("a")); return true })
 	e.DoSet([]byte("s"), t0, true, func(s *Set) bool { s.Add([]byte("1")); return true })
+	e.DoList([]byte("l"), t0, true, func(l *List) bool { l.PushHead([]byte("a")); l.PushTail([]byte("b")); return true })
+	e.DoList([]byte("l"), t0, false, func(l *List) bool { l.PopHead(); return true })
+	e.DoList([]byte("gone"), t0, true, func(l *List) bool { l.PushHead([]byte("a")); return true })
+	e.DoList([]byte("gone"), t0, false, func(l *List) bool { l.PopTail(); return true })
 	replica := New(clock.NewFake(t0), 4)
 	j.applyTo(t, replica, t0)
 	want, got := keyspaceOf(t, e, t0), keyspaceOf(t, replica, t0)
-	if len(want) != 2 || fmt.Sprint(want) != fmt.Sprint(got) {
+	if len(want) != 3 || fmt.Sprint(want) != fmt.Sprint(got) {
 		t.Fatalf("the journal's replay differs: %q, want %q", got, want)
 	}
 }
@@ -309,7 +313,7 @@ func TestCollectionsInTheKeyspace(t *testing.T) {
 func TestCollectionMemoryIsAccounted(t *testing.T) {
 	t.Parallel()
 	e := New(nil, 4)
-	keys := []string{"h", "s", "z"}
+	keys := []string{"h", "s", "z", "l"}
 	check := func(step string) {
 		t.Helper()
 		var sum int64
@@ -326,6 +330,7 @@ func TestCollectionMemoryIsAccounted(t *testing.T) {
 		e.DoHash([]byte("h"), t0, true, func(h *Hash) bool { return h.Set(m, m) })
 		e.DoSet([]byte("s"), t0, true, func(s *Set) bool { return s.Add(m) })
 		e.DoZSet([]byte("z"), t0, true, func(z *ZSet) bool { return z.Set(float64(i), m) })
+		e.DoList([]byte("l"), t0, true, func(l *List) bool { l.PushHead(m); return true })
 		if i == 5 || i == 200 {
 			check(fmt.Sprint("grown to ", i+1))
 		}
@@ -339,6 +344,7 @@ func TestCollectionMemoryIsAccounted(t *testing.T) {
 		e.DoHash([]byte("h"), t0, false, func(h *Hash) bool { return h.Delete(m) })
 		e.DoSet([]byte("s"), t0, false, func(s *Set) bool { return s.Remove(m) })
 		e.DoZSet([]byte("z"), t0, false, func(z *ZSet) bool { return z.Remove(m) })
+		e.DoList([]byte("l"), t0, false, func(l *List) bool { l.PopTail(); return true })
 		if i == 300 {
 			check("shrunk")
 		}
@@ -406,7 +412,8 @@ func TestRenameMovesEveryKind(t *testing.T) {
 	e.SetString([]byte("str"), t0, []byte("text"), SetOptions{Expire: t0 + 5e9}, nil)
 	e.DoHash([]byte("h"), t0, true, func(h *Hash) bool { return h.Set([]byte("f"), []byte("v")) })
 	e.DoZSet([]byte("z"), t0, true, func(z *ZSet) bool { return z.Set(1, []byte("m")) })
-	for _, k := range []string{"log", "sw", "str", "h", "z"} {
+	e.DoList([]byte("l"), t0, true, func(l *List) bool { l.PushTail([]byte("e")); return true })
+	for _, k := range []string{"log", "sw", "str", "h", "z", "l"} {
 		before := keyspaceOf(t, e, t0)[k]
 		if done, err := e.Rename([]byte(k), []byte(k+"2"), t0, false); !done || err != nil {
 			t.Fatalf("rename %s: %v, %v", k, done, err)
@@ -424,8 +431,9 @@ func TestRenameMovesEveryKind(t *testing.T) {
 	}
 	e.DoHash([]byte("h2"), t0, false, func(h *Hash) bool { return h.Set([]byte("g"), []byte("w")) })
 	Limit(e, []byte("log2"), t0, log, 1)
+	e.DoList([]byte("l2"), t0, false, func(l *List) bool { l.PushTail([]byte("f")); return true })
 	var sum int64
-	for _, k := range []string{"log2", "sw2", "str2", "h2", "z2"} {
+	for _, k := range []string{"log2", "sw2", "str2", "h2", "z2", "l2"} {
 		n, ok := e.KeyBytes([]byte(k), t0)
 		if !ok {
 			t.Fatalf("%s gone", k)

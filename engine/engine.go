@@ -44,14 +44,15 @@ const (
 	KindHash                      // HSET/HGET fields: Ext = *Hash
 	KindSet                       // SADD members: Ext = *Set
 	KindZSet                      // ZADD scored members: Ext = *ZSet
+	KindList                      // LPUSH elements: Ext = *List
 	kindCount
 )
 
-var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string", "hash", "set", "zset"}
+var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string", "hash", "set", "zset", "list"}
 
 // Limiter reports whether k is a limiter's state, which expires by itself
 // when its limit is fresh (ErrLimiterExpire), rather than a Redis data type
-// (string, hash, set, zset) whose expiry the client sets.
+// (string, hash, set, zset, list) whose expiry the client sets.
 func (k Kind) Limiter() bool { return k >= KindGCRA && k <= KindSlidingLog }
 
 // String is the name TYPE answers.

@@ -200,7 +200,7 @@ const (
 	ExpireLT                // only when earlier than the current one
 )
 
-// SetExpire makes a key of a Redis type (string, hash, set, zset) expire at the Unix ns instant at; an
+// SetExpire makes a key of a Redis type (string, hash, set, zset, list) expire at the Unix ns instant at; an
 // instant at or before now deletes it. It reports whether the key existed
 // and the condition held. Limiter keys answer ErrLimiterExpire.
 func (e *Engine) SetExpire(key []byte, now, at int64, cond ExpireCond) (set bool, err error) {

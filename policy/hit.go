@@ -139,7 +139,7 @@ func workBase(ents []engine.Entry, owner []int, cs []*compiled, i int) engine.En
 // own returns the entry a policy's limiter may read. The rl: namespace
 // belongs to policies: state another algorithm left there (the policy's
 // algorithm changed) counts as absent, so the new algorithm starts fresh.
-// A value of a Redis type (string, hash, set, zset) there is a WRONGTYPE
+// A value of a Redis type (string, hash, set, zset, list) there is a WRONGTYPE
 // error, never overwritten.
 func own(ent engine.Entry, k engine.Kind) (engine.Entry, error) {
 	switch ent.Kind {

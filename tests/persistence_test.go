@@ -73,6 +73,10 @@ var roundTrip = map[engine.Kind]struct {
 		before: [][]any{{"ZADD", "{k}", 1, "a", 2.5, "b", "-inf", "c"}, {"EXPIRE", "{k}", 100}},
 		after:  [][]any{{"ZRANGE", "{k}", 0, -1, "WITHSCORES"}, {"ZADD", "{k}", "INCR", 1, "a"}, {"ZPOPMIN", "{k}"}},
 	},
+	engine.KindList: {
+		before: [][]any{{"LPUSH", "{k}", "a", "b", "c"}, {"RPUSH", "{k}", ""}, {"EXPIRE", "{k}", 100}},
+		after:  [][]any{{"LRANGE", "{k}", 0, -1}, {"LPOP", "{k}"}, {"LTRIM", "{k}", 0, 1}, {"LRANGE", "{k}", 0, -1}},
+	},
 }
 
 // serverFromDir starts an in-process server whose snapshots live in dir,

@@ -98,10 +98,11 @@ func TestThrottled(t *testing.T) {
 }
 
 // TestPythonLimits: the `limits` library (Debian python3-limits 2.8.0),
-// tests/clients/python/test_limits.py: its fixed-window and elastic-expiry
-// strategies answer hit/test/get_window_stats the same on both servers;
-// its moving window (Redis lists) and storage.reset() (KEYS in a script)
-// fail on limitdb with the errors that test pins.
+// tests/clients/python/test_limits.py: its fixed-window, elastic-expiry
+// and moving-window (Redis lists) strategies answer hit/test/
+// get_window_stats the same on both servers and leave the same keys;
+// storage.reset() (KEYS in a script) fails on limitdb with the error that
+// test pins.
 func TestPythonLimits(t *testing.T) {
 	t.Parallel()
 	py := python(t)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// typesScript covers every hash, set, sorted set and string command that
+// typesScript covers every hash, set, sorted set, list and string command that
 // limitdb added for Lua limiter libraries, with their options and errors.
 // Replies must not depend on the clock (limitdb runs a fake one) nor on a
 // hash table's order: the hashes and sets whose members HGETALL, HKEYS,
@@ -131,6 +131,46 @@ var typesScript = []struct {
 	{cmd: []any{"ZMSCORE", "zmany", "m3", "nope", "m128"}}, {cmd: []any{"ZMSCORE", "nozset", "a", "b"}}, {cmd: []any{"ZMSCORE", "h", "a"}},
 	{cmd: []any{"ZADD", "pmax", 1, "a", 2, "b", 3, "c"}}, {cmd: []any{"ZPOPMAX", "pmax"}}, {cmd: []any{"ZPOPMAX", "pmax", 5}}, {cmd: []any{"EXISTS", "pmax"}},
 	{cmd: []any{"ZPOPMAX", "pmax", -1}}, {cmd: []any{"ZPOPMAX", "nozset"}},
+
+	// Lists.
+	{cmd: []any{"LPUSH", "l", "a", "b", "c"}}, {cmd: []any{"RPUSH", "l", "d", "e"}}, {cmd: []any{"LRANGE", "l", 0, -1}}, {cmd: []any{"LLEN", "l"}},
+	{cmd: []any{"LPUSH", "l"}}, {cmd: []any{"RPUSH"}}, {cmd: []any{"LPUSHX", "nolist", "a"}}, {cmd: []any{"RPUSHX", "nolist", "a"}}, {cmd: []any{"EXISTS", "nolist"}},
+	{cmd: []any{"LPUSHX", "l", "x", "y"}}, {cmd: []any{"RPUSHX", "l", "z"}}, {cmd: []any{"LRANGE", "l", 0, -1}},
+	{cmd: []any{"LINDEX", "l", 0}}, {cmd: []any{"LINDEX", "l", -1}}, {cmd: []any{"LINDEX", "l", -9}}, {cmd: []any{"LINDEX", "l", -10}}, {cmd: []any{"LINDEX", "l", 9}},
+	{cmd: []any{"LINDEX", "l", "x"}}, {cmd: []any{"LINDEX", "nolist", "x"}}, {cmd: []any{"LINDEX", "nolist", 0}}, {cmd: []any{"LINDEX", "l", "01"}},
+	{cmd: []any{"LRANGE", "l", 1, 3}}, {cmd: []any{"LRANGE", "l", -3, -1}}, {cmd: []any{"LRANGE", "l", -100, 100}}, {cmd: []any{"LRANGE", "l", 5, 2}},
+	{cmd: []any{"LRANGE", "l", 20, 30}}, {cmd: []any{"LRANGE", "l", 0, "x"}}, {cmd: []any{"LRANGE", "nolist", 0, -1}}, {cmd: []any{"LRANGE", "nolist", "x", 1}},
+	{cmd: []any{"LRANGE", "l", "9223372036854775807", "-9223372036854775808"}}, {cmd: []any{"LRANGE", "l", "-9223372036854775808", "9223372036854775807"}},
+	{cmd: []any{"LSET", "l", 0, "first"}}, {cmd: []any{"LSET", "l", -1, "last"}}, {cmd: []any{"LSET", "l", 9, "x"}}, {cmd: []any{"LSET", "l", -10, "x"}},
+	{cmd: []any{"LSET", "l", "x", "x"}}, {cmd: []any{"LSET", "nolist", 0, "x"}}, {cmd: []any{"LSET", "nolist", "x", "x"}}, {cmd: []any{"LRANGE", "l", 0, -1}},
+	{cmd: []any{"RPUSH", "r", "a", "b", "a", "c", "a", "b", "a"}},
+	{cmd: []any{"LREM", "r", 2, "a"}}, {cmd: []any{"LRANGE", "r", 0, -1}}, {cmd: []any{"LREM", "r", -1, "a"}}, {cmd: []any{"LRANGE", "r", 0, -1}},
+	{cmd: []any{"LREM", "r", 0, "b"}}, {cmd: []any{"LREM", "r", 0, "zz"}}, {cmd: []any{"LREM", "r", "x", "a"}}, {cmd: []any{"LREM", "nolist", 1, "a"}},
+	{cmd: []any{"LREM", "r", "-9223372036854775808", "c"}}, {cmd: []any{"LREM", "r", 1, "a"}}, {cmd: []any{"EXISTS", "r"}},
+	{cmd: []any{"RPUSH", "i", "a", "b", "c"}}, {cmd: []any{"LINSERT", "i", "BEFORE", "b", "x"}}, {cmd: []any{"LINSERT", "i", "after", "c", "y"}},
+	{cmd: []any{"LINSERT", "i", "BEFORE", "a", "z"}}, {cmd: []any{"LINSERT", "i", "AFTER", "nope", "q"}}, {cmd: []any{"LINSERT", "i", "MIDDLE", "a", "q"}},
+	{cmd: []any{"LINSERT", "nolist", "BEFORE", "a", "q"}}, {cmd: []any{"LINSERT", "nolist", "NEAR", "a", "q"}}, {cmd: []any{"LINSERT", "i", "BEFORE", "a"}},
+	{cmd: []any{"LRANGE", "i", 0, -1}},
+	{cmd: []any{"RPUSH", "p", "a", "b", "c", "d", "e"}}, {cmd: []any{"LPOP", "p"}}, {cmd: []any{"RPOP", "p"}}, {cmd: []any{"LPOP", "p", 2}},
+	{cmd: []any{"LPOP", "p", 0}}, {cmd: []any{"RPOP", "p", -1}}, {cmd: []any{"RPOP", "p", "x"}}, {cmd: []any{"LPOP", "p", 1, 2}},
+	{cmd: []any{"RPOP", "p", 5}}, {cmd: []any{"EXISTS", "p"}}, {cmd: []any{"LPOP", "p"}}, {cmd: []any{"LPOP", "p", 2}}, {cmd: []any{"RPOP", "nolist", 0}},
+	{cmd: []any{"RPOP", "nolist"}}, {cmd: []any{"RPUSH", "p", "last"}}, {cmd: []any{"LPOP", "p", 1}}, {cmd: []any{"EXISTS", "p"}},
+	{cmd: []any{"RPUSH", "t", 1, 2, 3, 4, 5, 6}}, {cmd: []any{"LTRIM", "t", 1, -2}}, {cmd: []any{"LRANGE", "t", 0, -1}}, {cmd: []any{"LTRIM", "t", 0, 100}},
+	{cmd: []any{"LTRIM", "t", -2, -1}}, {cmd: []any{"LRANGE", "t", 0, -1}}, {cmd: []any{"LTRIM", "t", "x", 1}}, {cmd: []any{"LTRIM", "nolist", 0, 1}},
+	{cmd: []any{"LTRIM", "nolist", 0, "x"}}, {cmd: []any{"LTRIM", "t", 5, 1}}, {cmd: []any{"EXISTS", "t"}}, {cmd: []any{"RPUSH", "t", "a"}},
+	{cmd: []any{"LTRIM", "t", 1, -1}}, {cmd: []any{"EXISTS", "t"}},
+	{cmd: []any{"RPUSH", "pos", "a", "b", "c", "1", "2", "3", "c", "c"}}, {cmd: []any{"LPOS", "pos", "c"}}, {cmd: []any{"LPOS", "pos", "zz"}},
+	{cmd: []any{"LPOS", "pos", "c", "RANK", 2}}, {cmd: []any{"LPOS", "pos", "c", "RANK", -1}}, {cmd: []any{"LPOS", "pos", "c", "RANK", -3}}, {cmd: []any{"LPOS", "pos", "c", "RANK", 4}},
+	{cmd: []any{"LPOS", "pos", "c", "COUNT", 2}}, {cmd: []any{"LPOS", "pos", "c", "COUNT", 0}}, {cmd: []any{"LPOS", "pos", "c", "COUNT", 0, "RANK", -2}},
+	{cmd: []any{"LPOS", "pos", "c", "COUNT", 0, "MAXLEN", 7}}, {cmd: []any{"LPOS", "pos", "c", "MAXLEN", 2}}, {cmd: []any{"LPOS", "pos", "c", "RANK", -1, "MAXLEN", 1}},
+	{cmd: []any{"LPOS", "pos", "zz", "COUNT", 3}}, {cmd: []any{"LPOS", "pos", "c", "rank", 2, "count", 1, "maxlen", 0}},
+	{cmd: []any{"LPOS", "pos", "c", "RANK", 0}}, {cmd: []any{"LPOS", "pos", "c", "RANK", "x"}}, {cmd: []any{"LPOS", "pos", "c", "RANK", "-9223372036854775808"}},
+	{cmd: []any{"LPOS", "pos", "c", "COUNT", -1}}, {cmd: []any{"LPOS", "pos", "c", "COUNT", "x"}}, {cmd: []any{"LPOS", "pos", "c", "MAXLEN", -1}},
+	{cmd: []any{"LPOS", "pos", "c", "MAXLEN", "x"}}, {cmd: []any{"LPOS", "pos", "c", "RANK"}}, {cmd: []any{"LPOS", "pos", "c", "FOO", 1}},
+	{cmd: []any{"LPOS", "nolist", "c"}}, {cmd: []any{"LPOS", "nolist", "c", "COUNT", 1}}, {cmd: []any{"LPOS", "nolist", "c", "RANK", 0}},
+	{cmd: []any{"OBJECT", "ENCODING", "l"}}, {cmd: append([]any{"RPUSH", "lmany"}, numbers(200)...)}, {cmd: []any{"OBJECT", "ENCODING", "lmany"}},
+	{cmd: []any{"RPUSH", "llong", strings.Repeat("v", 100)}}, {cmd: []any{"OBJECT", "ENCODING", "llong"}}, {cmd: []any{"LINDEX", "lmany", 150}},
+	{cmd: []any{"LRANGE", "lmany", -3, -1}}, {cmd: []any{"LTRIM", "lmany", 0, 2}}, {cmd: []any{"OBJECT", "ENCODING", "lmany"}}, {cmd: []any{"TYPE", "l"}},
 	// Strings.
 	{cmd: []any{"INCRBYFLOAT", "fl", "0.1"}}, {cmd: []any{"INCRBYFLOAT", "fl", "0.2"}}, {cmd: []any{"INCRBYFLOAT", "fl", "-0.3"}}, {cmd: []any{"GET", "fl"}},
 	{cmd: []any{"INCRBYFLOAT", "fl", "1.5e10"}}, {cmd: []any{"INCRBYFLOAT", "fl", "x"}}, {cmd: []any{"INCRBYFLOAT", "fl", "inf"}}, {cmd: []any{"INCRBYFLOAT", "fl", ""}},
@@ -159,10 +199,18 @@ var typesScript = []struct {
 	{cmd: []any{"ZADD", "h", 1, "a"}}, {cmd: []any{"ZADD", "h", "x", "a"}}, {cmd: []any{"ZREM", "s", "a"}}, {cmd: []any{"ZCARD", "str"}}, {cmd: []any{"ZCOUNT", "h", 0, 1}},
 	{cmd: []any{"ZSCORE", "s", "a"}}, {cmd: []any{"ZRANK", "str", "a"}}, {cmd: []any{"ZRANGE", "h", 0, 1}}, {cmd: []any{"ZRANGEBYSCORE", "s", 0, 1}},
 	{cmd: []any{"ZREMRANGEBYSCORE", "str", 0, 1}}, {cmd: []any{"ZREMRANGEBYRANK", "h", 0, 1}}, {cmd: []any{"ZPOPMIN", "s"}}, {cmd: []any{"ZPOPMIN", "s", 0}},
+	{cmd: []any{"GET", "l"}}, {cmd: []any{"HGET", "l", "a"}}, {cmd: []any{"SADD", "l", 1}}, {cmd: []any{"ZADD", "l", 1, "a"}}, {cmd: []any{"ZCARD", "l"}},
+	{cmd: []any{"LPUSH", "h", "a"}}, {cmd: []any{"RPUSH", "s", "a"}}, {cmd: []any{"LPUSHX", "z", "a"}}, {cmd: []any{"RPUSHX", "str", "a"}},
+	{cmd: []any{"LPOP", "h"}}, {cmd: []any{"RPOP", "s", 2}}, {cmd: []any{"LPOP", "z", "x"}}, {cmd: []any{"LLEN", "str"}}, {cmd: []any{"LINDEX", "h", 0}},
+	{cmd: []any{"LINDEX", "s", "x"}}, {cmd: []any{"LRANGE", "z", 0, -1}}, {cmd: []any{"LRANGE", "z", "x", -1}}, {cmd: []any{"LTRIM", "str", 0, 1}},
+	{cmd: []any{"LSET", "h", 0, "a"}}, {cmd: []any{"LSET", "h", "x", "a"}}, {cmd: []any{"LREM", "s", 0, "a"}}, {cmd: []any{"LINSERT", "z", "BEFORE", "a", "b"}},
+	{cmd: []any{"LINSERT", "z", "ASIDE", "a", "b"}}, {cmd: []any{"LPOS", "str", "a"}}, {cmd: []any{"LPOS", "str", "a", "RANK", 0}}, {cmd: []any{"INCR", "l"}},
 
 	// The keyspace commands work on the new types as on strings.
 	{cmd: []any{"EXPIRE", "h", 100}}, {cmd: []any{"TTL", "h"}}, {cmd: []any{"EXPIRE", "s", 100, "NX"}}, {cmd: []any{"PERSIST", "h"}}, {cmd: []any{"TTL", "h"}},
 	{cmd: []any{"EXPIREAT", "z", 4102444800}}, {cmd: []any{"EXPIRETIME", "z"}}, {cmd: []any{"EXISTS", "h", "s", "z", "nohash"}},
+	{cmd: []any{"EXPIRE", "l", 100}}, {cmd: []any{"TTL", "l"}}, {cmd: []any{"LPUSH", "l", "kept"}}, {cmd: []any{"LTRIM", "l", 0, 1}}, {cmd: []any{"TTL", "l"}},
+	{cmd: []any{"PERSIST", "l"}}, {cmd: []any{"TTL", "l"}},
 	{cmd: []any{"SET", "h", "now a string"}}, {cmd: []any{"TYPE", "h"}}, {cmd: []any{"GET", "h"}},
 	{cmd: []any{"DEL", "s", "z", "nope"}}, {cmd: []any{"EXISTS", "s", "z"}}, {cmd: []any{"EXPIRE", "one", 0}},
 	{cmd: []any{"HSET", "past", "a", 1}}, {cmd: []any{"PEXPIREAT", "past", 1}}, {cmd: []any{"EXISTS", "past"}},
@@ -285,7 +333,7 @@ func commandInfo(t *testing.T, c *redis.Client, name string) string {
 	return fmt.Sprintf("arity %v flags %v keys %v %v %v", info[1], flags, info[3], info[4], info[5])
 }
 
-// typesLoad writes hashes, sets and sorted sets on c, small and large,
+// typesLoad writes hashes, sets, sorted sets and lists on c, small and large,
 // with and without expiry, and removes some of them again.
 func typesLoad(t *testing.T, c *redis.Client, prefix string) {
 	t.Helper()
@@ -299,6 +347,9 @@ func typesLoad(t *testing.T, c *redis.Client, prefix string) {
 		append([]any{"ZADD", prefix + "zbig"}, scored(300)...), {"ZREMRANGEBYRANK", prefix + "zbig", 0, 9},
 		{"HSET", prefix + "gone", "f", "v"}, {"HDEL", prefix + "gone", "f"},
 		{"ZADD", prefix + "zgone", 1, "m"}, {"ZPOPMIN", prefix + "zgone"},
+		{"LPUSH", prefix + "l", "1700000000.1", "1700000000.2", "1700000000.3"}, {"LTRIM", prefix + "l", 0, 1}, {"EXPIRE", prefix + "l", 60},
+		append([]any{"RPUSH", prefix + "lbig"}, numbers(300)...), {"LSET", prefix + "lbig", 5, strings.Repeat("x", 100)}, {"LPOP", prefix + "lbig", 2},
+		{"RPUSH", prefix + "lgone", "a", "b"}, {"RPOP", prefix + "lgone", 2},
 	} {
 		require.NoError(t, c.Do(ctx, cmd...).Err(), "%.80v", cmd)
 	}
@@ -316,18 +367,19 @@ func TestTypesSurviveASnapshot(t *testing.T) {
 	b := serverFromDir(t, clock.NewFake(t0), dir)
 	cb := b.client(t, 3)
 	want := keyspaceOf(t, a.srv.Engine())
-	require.Len(t, want, 6)
+	require.Len(t, want, 8)
 	require.Equal(t, want, keyspaceOf(t, b.srv.Engine()))
 	for _, cmd := range [][]any{
 		{"HGETALL", "h"}, {"PTTL", "h"}, {"HLEN", "hbig"}, {"HGET", "hbig", "f150"}, {"SMEMBERS", "ints"},
 		{"SCARD", "words"}, {"ZRANGE", "log", 0, -1, "WITHSCORES"}, {"TTL", "log"}, {"ZRANGE", "zbig", 0, 4, "WITHSCORES"},
-		{"ZCARD", "zbig"}, {"OBJECT", "ENCODING", "zbig"}, {"OBJECT", "ENCODING", "h"}, {"EXISTS", "gone", "zgone"},
+		{"ZCARD", "zbig"}, {"OBJECT", "ENCODING", "zbig"}, {"OBJECT", "ENCODING", "h"}, {"EXISTS", "gone", "zgone", "lgone"},
+		{"LRANGE", "l", 0, -1}, {"PTTL", "l"}, {"LRANGE", "lbig", 0, 5}, {"LLEN", "lbig"}, {"OBJECT", "ENCODING", "lbig"},
 	} {
 		require.Equal(t, typesReply(ca.Do(ctx, cmd...).Result()), typesReply(cb.Do(ctx, cmd...).Result()), "%v", cmd)
 	}
 }
 
-// TestTypesReachAReplica: hashes and sorted sets written before a replica
+// TestTypesReachAReplica: hashes, sorted sets and lists written before a replica
 // connects (the full copy) and after (the stream), deletions by emptying
 // included, reach it byte for byte.
 func TestTypesReachAReplica(t *testing.T) {
@@ -339,17 +391,21 @@ func TestTypesReachAReplica(t *testing.T) {
 	typesLoad(t, pc, "after:")
 	require.NoError(t, pc.Do(ctx, "HSET", "before:h", "tokens", 7).Err())
 	require.NoError(t, pc.Do(ctx, "ZREM", "before:log", "r2", "r3").Err()) // empties it: the key goes
+	require.NoError(t, pc.Do(ctx, "LPUSH", "before:l", "1700000000.4").Err())
+	require.NoError(t, pc.Do(ctx, "LTRIM", "before:lbig", 1, 0).Err()) // empties it
 	n, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "WAIT 1: the replica acknowledged")
 	want := keyspaceOf(t, p.srv.Engine())
-	for _, k := range []string{"before:h", "after:h", "before:zbig", "after:log", "after:hbig"} {
+	for _, k := range []string{"before:h", "after:h", "before:zbig", "after:log", "after:hbig", "before:l", "after:lbig"} {
 		require.Contains(t, want, k)
 	}
 	require.NotContains(t, want, "before:log")
+	require.NotContains(t, want, "before:lbig")
 	require.Equal(t, want, keyspaceOf(t, r.srv.Engine()), "the replica's keyspace")
 	require.Equal(t, "7", rc.HGet(ctx, "before:h", "tokens").Val())
 	require.Equal(t, pc.ZRangeWithScores(ctx, "after:zbig", 0, -1).Val(), rc.ZRangeWithScores(ctx, "after:zbig", 0, -1).Val())
+	require.Equal(t, []string{"1700000000.4", "1700000000.3", "1700000000.2"}, rc.LRange(ctx, "before:l", 0, -1).Val())
 	err = rc.Do(ctx, "HSET", "after:h", "x", 1).Err()
 	require.EqualError(t, err, "READONLY You can't write against a read only replica.")
 }

@@ -1,0 +1,419 @@
+package command
+
+import (
+	"strings"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+// List commands, for the limiter libraries whose Lua scripts keep a
+// window's hits in a list (python limits' moving window). Replies, error
+// texts and the order in which arguments and the key are checked are
+// Redis 7.0's. The blocking commands (BLPOP, BRPOP, BLMOVE, ...) are not
+// here.
+
+func registerList(t *Table) {
+	l := func(name string, arity int, flags Flag, complexity, summary, syntax string, fn func(*Client, [][]byte)) *Command {
+		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+			Group: "list", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
+	}
+	t.register(
+		l("lpush", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+			"Pushes elements at the head of a list, one after the other, creating it; answers the length.", "key element [element ...]", cmdPush(true, false)),
+		l("rpush", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+			"Pushes elements at the tail of a list, creating it; answers the length.", "key element [element ...]", cmdPush(false, false)),
+		l("lpushx", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+			"LPUSH only if the list exists; answers the length (0 when absent).", "key element [element ...]", cmdPush(true, true)),
+		l("rpushx", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+			"RPUSH only if the list exists; answers the length (0 when absent).", "key element [element ...]", cmdPush(false, true)),
+		l("lpop", -2, FlagWrite|FlagFast, "O(N) where N is the number of elements popped",
+			"Removes and returns the first element, or with a count up to that many as an array; the key goes with its last element.", "key [count]", cmdPop(true)),
+		l("rpop", -2, FlagWrite|FlagFast, "O(N) where N is the number of elements popped",
+			"Removes and returns the last element, or with a count up to that many as an array.", "key [count]", cmdPop(false)),
+		l("llen", 2, FlagReadonly|FlagFast, "O(1)", "Counts the elements of a list (0 when absent).", "key", cmdLLen),
+		l("lindex", 3, FlagReadonly, "O(1)",
+			"Returns the element at an index (negative: from the tail); nil when out of range.", "key index", cmdLIndex),
+		l("lrange", 4, FlagReadonly, "O(N) where N is the number of elements returned",
+			"Returns the elements from start to stop, both included (negative: from the tail).", "key start stop", cmdLRange),
+		l("ltrim", 4, FlagWrite, "O(N) where N is the number of elements removed",
+			"Keeps the elements from start to stop, both included, and removes the rest; the key goes when none is left.", "key start stop", cmdLTrim),
+		l("lset", 4, FlagWrite|FlagDenyOOM, "O(1)",
+			"Replaces the element at an index; an error when the key is absent or the index out of range.", "key index element", cmdLSet),
+		l("lrem", 4, FlagWrite, "O(N+M) where N is the length of the list and M the number of elements removed",
+			"Removes elements equal to element: count from the head, -count from the tail, 0 all; answers how many.", "key count element", cmdLRem),
+		l("linsert", 5, FlagWrite|FlagDenyOOM, "O(N) where N is the length of the list",
+			"Inserts an element before or after the first element equal to pivot; answers the length, -1 without the pivot, 0 without the key.",
+			"key BEFORE|AFTER pivot element", cmdLInsert),
+		l("lpos", -3, FlagReadonly, "O(N) where N is the length of the list; O(1) near an end or with MAXLEN",
+			"Returns the index of the rank-th match of element (negative rank: from the tail), or with COUNT the indexes of up to that many matches (0: all), looking at MAXLEN elements at most.",
+			"key element [RANK rank] [COUNT num-matches] [MAXLEN len]", cmdLPos),
+	)
+}
+
+// cmdPush is LPUSH and RPUSH, and with onlyExisting LPUSHX and RPUSHX.
+func cmdPush(head, onlyExisting bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		n := 0
+		_, err := c.eng().DoList(args[1], c.Now(), !onlyExisting, func(l *engine.List) bool {
+			for _, v := range args[2:] {
+				if head {
+					l.PushHead(v)
+				} else {
+					l.PushTail(v)
+				}
+			}
+			n = l.Len()
+			return true
+		})
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		c.Int(int64(n))
+	}
+}
+
+func cmdPop(head bool) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		if len(args) > 3 {
+			c.Errf("wrong number of arguments for '%s' command", lower(args[0]))
+			return
+		}
+		withCount, count := len(args) == 3, int64(1)
+		if withCount {
+			var err error
+			if count, err = ParseInt(args[2]); err != nil || count < 0 {
+				c.Err("ERR value is out of range, must be positive")
+				return
+			}
+		}
+		var popped [][]byte
+		found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+			n := int(min(count, int64(l.Len())))
+			popped = make([][]byte, n)
+			for i := range popped {
+				if head {
+					popped[i] = l.PopHead()
+				} else {
+					popped[i] = l.PopTail()
+				}
+			}
+			return n > 0
+		})
+		switch {
+		case err != nil:
+			c.Error(err)
+		case !found && withCount:
+			c.NullArray()
+		case !found:
+			c.Null()
+		case !withCount:
+			c.Bulk(popped[0])
+		default:
+			c.Array(len(popped))
+			for _, v := range popped {
+				c.Bulk(v)
+			}
+		}
+	}
+}
+
+func cmdLLen(c *Client, args [][]byte) {
+	n := 0
+	_, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		n = l.Len()
+		return false
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(int64(n))
+}
+
+// listIndex is index of a list of n elements counted from the head (a
+// negative index counts from the tail); false when out of range.
+func listIndex(index int64, n int) (int, bool) {
+	if index < 0 {
+		index += int64(n)
+	}
+	return int(index), index >= 0 && index < int64(n)
+}
+
+// cmdLIndex looks the key up before it reads the index, as Redis does: an
+// index that is not an integer is an error only on a list.
+func cmdLIndex(c *Client, args [][]byte) {
+	var v []byte
+	var perr error
+	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		var index int64
+		if index, perr = ParseInt(args[2]); perr == nil {
+			if i, ok := listIndex(index, l.Len()); ok {
+				v = l.Index(i)
+			}
+		}
+		return false
+	})
+	switch {
+	case err != nil:
+		c.Error(err)
+	case perr != nil:
+		c.Error(perr)
+	case !found || v == nil:
+		c.Null()
+	default:
+		c.Bulk(v)
+	}
+}
+
+// parseStartStop reads LRANGE's and LTRIM's two indexes.
+func parseStartStop(args [][]byte) (start, stop int64, err error) {
+	if start, err = ParseInt(args[2]); err != nil {
+		return 0, 0, err
+	}
+	stop, err = ParseInt(args[3])
+	return start, stop, err
+}
+
+func cmdLRange(c *Client, args [][]byte) {
+	start, stop, err := parseStartStop(args)
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		from, to, ok := rankRange(start, stop, l.Len())
+		if !ok {
+			c.Array(0)
+			return false
+		}
+		c.Array(to - from + 1)
+		for i := from; i <= to; i++ {
+			c.Bulk(l.Index(i))
+		}
+		return false
+	})
+	switch {
+	case err != nil:
+		c.Error(err)
+	case !found:
+		c.Array(0)
+	}
+}
+
+func cmdLTrim(c *Client, args [][]byte) {
+	start, stop, err := parseStartStop(args)
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	_, err = c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		from, to, ok := rankRange(start, stop, l.Len())
+		switch {
+		case !ok:
+			l.Clear()
+		case from == 0 && to == l.Len()-1:
+			return false
+		default:
+			l.Trim(from, to)
+		}
+		return true
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.OK()
+}
+
+// cmdLSet looks the key up first, as LINDEX does.
+func cmdLSet(c *Client, args [][]byte) {
+	var perr error
+	ok := false
+	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		var index int64
+		if index, perr = ParseInt(args[2]); perr != nil {
+			return false
+		}
+		var i int
+		if i, ok = listIndex(index, l.Len()); ok {
+			l.Set(i, args[3])
+		}
+		return ok
+	})
+	switch {
+	case err != nil:
+		c.Error(err)
+	case !found:
+		c.Err("ERR no such key")
+	case perr != nil:
+		c.Error(perr)
+	case !ok:
+		c.Err("ERR index out of range")
+	default:
+		c.OK()
+	}
+}
+
+func cmdLRem(c *Client, args [][]byte) {
+	count, err := ParseInt(args[2])
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	n := 0
+	_, err = c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		fromTail := count < 0
+		k := count
+		if fromTail {
+			k = -k // count == MinInt64 stays negative: remove them all
+		}
+		if k < 0 || k > int64(l.Len()) {
+			k = 0
+		}
+		n = l.Remove(args[3], int(k), fromTail)
+		return n > 0
+	})
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(int64(n))
+}
+
+func cmdLInsert(c *Client, args [][]byte) {
+	var after bool
+	switch strings.ToLower(string(args[2])) {
+	case "after":
+		after = true
+	case "before":
+	default:
+		c.Error(errSyntax)
+		return
+	}
+	n := 0
+	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		n = -1
+		for i := 0; i < l.Len(); i++ {
+			if string(l.Index(i)) != string(args[3]) {
+				continue
+			}
+			if after {
+				i++
+			}
+			l.Insert(i, args[4])
+			n = l.Len()
+			return true
+		}
+		return false
+	})
+	switch {
+	case err != nil:
+		c.Error(err)
+	case !found:
+		c.Int(0)
+	default:
+		c.Int(int64(n))
+	}
+}
+
+// lposOptions are LPOS's options: count -1 when COUNT is not given.
+type lposOptions struct {
+	rank, count, maxlen int64
+}
+
+func parseLPos(args [][]byte) (lposOptions, error) {
+	o := lposOptions{rank: 1, count: -1}
+	for i := 3; i < len(args); i++ {
+		opt := strings.ToLower(string(args[i]))
+		if i+1 >= len(args) {
+			return o, errSyntax
+		}
+		i++
+		n, err := ParseInt(args[i])
+		switch opt {
+		case "rank":
+			switch {
+			case err != nil:
+				return o, err
+			case n == 0:
+				return o, wireError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... " +
+					"or use negative to start from the end of the list")
+			}
+			o.rank = n
+		case "count":
+			if err != nil || n < 0 {
+				return o, wireError("ERR COUNT can't be negative")
+			}
+			o.count = n
+		case "maxlen":
+			if err != nil || n < 0 {
+				return o, wireError("ERR MAXLEN can't be negative")
+			}
+			o.maxlen = n
+		default:
+			return o, errSyntax
+		}
+	}
+	return o, nil
+}
+
+func cmdLPos(c *Client, args [][]byte) {
+	o, err := parseLPos(args)
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	var matches []int64
+	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		matches = lpos(l, args[2], o)
+		return false
+	})
+	switch {
+	case err != nil:
+		c.Error(err)
+	case o.count >= 0:
+		c.Array(len(matches))
+		for _, m := range matches {
+			c.Int(m)
+		}
+	case !found || len(matches) == 0:
+		c.Null()
+	default:
+		c.Int(matches[0])
+	}
+}
+
+// lpos returns the indexes of the matches LPOS answers: from the rank-th
+// match on (counted from the tail when rank is negative), up to count of
+// them (one without COUNT, all with COUNT 0), among the first maxlen
+// elements looked at (all when 0).
+//
+// Redis 7.0 negates a negative rank as a C long: RANK -9223372036854775808
+// stays negative, which every match passes, so it answers the last match.
+// Go's int64 negation wraps the same way.
+func lpos(l *engine.List, v []byte, o lposOptions) []int64 {
+	step, i, rank := 1, 0, o.rank
+	if rank < 0 {
+		step, i, rank = -1, l.Len()-1, -rank
+	}
+	want := o.count
+	if want < 0 {
+		want = 1
+	}
+	var out []int64
+	seen := int64(0)
+	for looked := int64(0); i >= 0 && i < l.Len() && (o.maxlen == 0 || looked < o.maxlen); i, looked = i+step, looked+1 {
+		if string(l.Index(i)) != string(v) {
+			continue
+		}
+		if seen++; seen < rank {
+			continue
+		}
+		out = append(out, int64(i))
+		if want != 0 && int64(len(out)) >= want {
+			break
+		}
+	}
+	return out
+}
