@@ -71,7 +71,8 @@ const burst = async (server) => {
     assert.equal(await limiter.incrementReservoir(3), 3);
     await until(`8 jobs on ${server}`, settledAt(8));
     out.push(await snapshot('after 3 more'));
-    out.push(['never more than', maxAtOnce, 'at once']);
+    // how many overlapped depends on scheduling; the limit must hold
+    out.push(['at most 2 at once', maxAtOnce <= 2]);
     await limiter.updateSettings({ reservoir: 100 });
     await until(`all jobs on ${server}`, settledAt(20)).catch(async (e) => {
       throw new Error(`${e.message}: ${ran} ran, reservoir ${await limiter.currentReservoir()}, running ${await limiter.running()}, counts ${JSON.stringify(limiter.counts())}, errors ${errors}`);
@@ -94,7 +95,7 @@ test('bottleneck admits the same jobs on Redis and limitdb', async () => {
   assert.deepEqual(onLimitdb.slice(0, 4), [
     ['after the reservoir ran out', 5, 0, 0, 5, 15, { ...idle, QUEUED: 15 }],
     ['after 3 more', 8, 0, 0, 8, 12, { ...idle, QUEUED: 12 }],
-    ['never more than', 2, 'at once'],
+    ['at most 2 at once', true],
     ['after the reservoir was set to 100', 20, 88, 0, 20, 0, idle],
   ]);
   assert.equal(onLimitdb[4][1], Array.from({ length: 20 }, (_, i) => i).join(','));
