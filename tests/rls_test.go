@@ -73,11 +73,19 @@ func startRLS(t *testing.T, rules map[string]string) *rlsServer {
 	for name, body := range rules {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
-	clk := clock.NewFake(t0)
+	return startRLSIn(t, clock.NewFake(t0), t.TempDir(), dir)
+}
+
+// startRLSIn starts a server whose snapshots live in dataDir (loading the
+// one there) with the rules of rulesDir.
+func startRLSIn(t *testing.T, clk *clock.Fake, dataDir, rulesDir string) *rlsServer {
+	t.Helper()
 	cfg := config.Default()
-	cfg.Save, cfg.Port, cfg.Dir = 0, 0, t.TempDir()
-	cfg.RLSConfigDir = dir
+	cfg.Save, cfg.Port, cfg.Dir = 0, 0, dataDir
+	cfg.RLSConfigDir = rulesDir
 	srv := node.New(cfg, engine.New(clk, 0), nil)
+	_, err := srv.LoadSnapshot()
+	require.NoError(t, err)
 	ts := serve(t, srv, clk)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -262,4 +270,25 @@ func TestRLSBrokenRules(t *testing.T) {
 	addr, err := srv.StartGRPC()
 	require.NoError(t, err)
 	require.Nil(t, addr)
+}
+
+// TestRLSSurvivesRestart: the counters are in the snapshot, so a restart
+// answers where the last run left off.
+func TestRLSSurvivesRestart(t *testing.T) {
+	rules, data := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "messaging.yaml"), []byte(rlsMessaging), 0o644))
+	clk := clock.NewFake(t0 + int64(12*time.Hour))
+	const day = rlspb.RateLimitResponse_RateLimit_DAY
+	req := &rlspb.RateLimitRequest{Domain: "messaging", HitsAddend: 3,
+		Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("message_type", "marketing", "to_number", "1")}}
+
+	a := startRLSIn(t, clk, data, rules)
+	a.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 2, 12 * 3600, 5, day})
+	require.NoError(t, a.srv.Save())
+	require.NoError(t, a.srv.Close())
+
+	clk.Advance(time.Hour)
+	b := startRLSIn(t, clk, data, rules)
+	req.HitsAddend = 1
+	b.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 1, 11 * 3600, 5, day})
 }
