@@ -37,6 +37,7 @@ func Builtin() *Directives {
 	ds.Add(policies()...)
 	ds.Add(replication()...)
 	ds.Add(appendOnly()...)
+	ds.Add(rls()...)
 	for _, name := range []string{"busy-reply-threshold", "lua-time-limit"} {
 		d := Int(name, "milliseconds a script runs before other clients get -BUSY and SCRIPT KILL may stop it", true, 0,
 			func(c *Config) *int { return &c.BusyReplyThreshold })
@@ -329,4 +330,13 @@ func oneOf(name, help string, values []string, field func(c *Config) *string) *D
 		return fmt.Errorf("argument must be one of %s", strings.Join(values, ", "))
 	}
 	return d
+}
+
+func rls() []*Directive {
+	return []*Directive{
+		Int("grpc-port", "TCP port of Envoy's rate limit service (gRPC) on bind (0: off)", false, 0,
+			func(c *Config) *int { return &c.GRPCPort }),
+		String("rls-config-dir", "directory of envoyproxy/ratelimit YAML rules files served on grpc-port", false,
+			func(c *Config) *string { return &c.RLSConfigDir }),
+	}
 }

@@ -58,6 +58,7 @@ type Config struct {
 	TLS         // tls-*
 	Limits      // protocol and client limits
 	PolicyRules // rules, rules-poll: named policies
+	RLS         // grpc-port, rls-config-dir: Envoy's rate limit service
 }
 
 // Default is what a newcomer gets with no flags.
@@ -213,4 +214,11 @@ func (c *Config) RulesPollOrDefault() time.Duration {
 		return DefaultRulesPoll
 	}
 	return c.RulesPoll
+}
+
+// RLS is Envoy's rate limit service (gRPC, RateLimitService v3) with
+// envoyproxy/ratelimit's descriptor rules. It is off until GRPCPort is set.
+type RLS struct {
+	GRPCPort     int    // grpc-port: the gRPC port on Bind (0: off)
+	RLSConfigDir string // rls-config-dir: every YAML file in it is one domain's rules
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/resp"
+	"github.com/limitdb/limitdb/rls"
 	"github.com/limitdb/limitdb/server"
 )
 
@@ -42,6 +43,7 @@ type Node struct {
 
 	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
 	ln        net.Listener
+	grpc      []*rls.Server // Envoy's rate limit service (rls.go), stopped by Close
 	done      chan struct{}
 	closeOnce sync.Once
 	startOnce sync.Once
@@ -184,6 +186,9 @@ func (n *Node) Close() error {
 		n.serveMu.Lock()
 		defer n.serveMu.Unlock()
 		close(n.done)
+		for _, g := range n.grpc {
+			g.Stop()
+		}
 		n.Server.Close()
 		err = n.net.Close()
 	})

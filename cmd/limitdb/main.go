@@ -129,6 +129,11 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", command.Version, ln.Addr(), os.Getpid(), eng.Shards())
+	if _, err := srv.StartGRPC(); err != nil {
+		ln.Close()
+		logger.Printf("limitdb: Envoy rate limit service: %v", err)
+		return 1
+	}
 	if cfg.MetricsAddr != "" {
 		addr, err := metrics.Serve(srv.Server, cfg.MetricsAddr, logger)
 		if err != nil {

@@ -27,7 +27,7 @@ var layers = [][]string{
 	// What builds on the keyspace without the protocol.
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
 	// The change stream: replicas and the append-only file.
-	{"replication", "scripting"},
+	{"replication", "scripting", "rls"},
 	// The command layer.
 	{"command"},
 	// The assembly, and the exporters of the command layer's figures.
@@ -55,6 +55,7 @@ var never = map[string][]string{
 	"policy":      {"server", "resp"},
 	"metrics":     {"server", "node"},
 	"httplimit":   {"server", "resp", "command", "node"},
+	"rls":         {"server", "resp", "command", "node"},
 }
 
 // pkg is one package's non-test files.

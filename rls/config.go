@@ -1,0 +1,410 @@
+// Package rls is Envoy's rate limit service (RLS v3) served from limitdb's
+// own keyspace: envoyproxy/ratelimit's YAML rules (config.go), its fixed
+// window counting (limit.go) and the gRPC service Envoy calls (service.go).
+//
+// It builds on engine (the keyspace the counters live in, so they survive
+// snapshots and replicate) and must never import the protocol (resp), the
+// transport (server), the command layer (command) or node, which wires it.
+package rls
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// ErrConfig wraps every error of a rules file: "file:line: field: why".
+var ErrConfig = errors.New("rls config")
+
+// Unit is a rate limit's unit, with the numbers of Envoy's
+// RateLimitResponse.RateLimit.Unit.
+type Unit = rlspb.RateLimitResponse_RateLimit_Unit
+
+// unitSeconds are the units' windows, as envoyproxy/ratelimit counts them:
+// a MONTH is 30 days and a YEAR 365, every window aligned to the Unix
+// epoch (so a WEEK starts on a Thursday).
+var unitSeconds = map[Unit]int64{
+	rlspb.RateLimitResponse_RateLimit_SECOND: 1,
+	rlspb.RateLimitResponse_RateLimit_MINUTE: 60,
+	rlspb.RateLimitResponse_RateLimit_HOUR:   60 * 60,
+	rlspb.RateLimitResponse_RateLimit_DAY:    60 * 60 * 24,
+	rlspb.RateLimitResponse_RateLimit_WEEK:   60 * 60 * 24 * 7,
+	rlspb.RateLimitResponse_RateLimit_MONTH:  60 * 60 * 24 * 30,
+	rlspb.RateLimitResponse_RateLimit_YEAR:   60 * 60 * 24 * 365,
+}
+
+// UnitSeconds is the length of a unit's window in seconds; 0 for UNKNOWN or
+// a number Envoy does not define.
+func UnitSeconds(u Unit) int64 { return unitSeconds[u] }
+
+// RateLimit is one rule's limit: RequestsPerUnit per Unit, or no limit at
+// all when Unlimited.
+type RateLimit struct {
+	RequestsPerUnit uint32
+	Unit            Unit
+	Unlimited       bool
+	Name            string
+	// ShadowMode counts and reports but never makes the overall code
+	// OVER_LIMIT.
+	ShadowMode bool
+	// DetailedMetric names the statistics after the request's values
+	// (envoyproxy/ratelimit's detailed_metric); it changes no answer.
+	DetailedMetric bool
+	// FullKey names the rule as envoyproxy/ratelimit's statistics do:
+	// domain.key_value.key..., the path in the rules.
+	FullKey string
+}
+
+// Entry is one key/value pair of a request's descriptor.
+type Entry struct{ Key, Value string }
+
+// node is one level of a domain's descriptor tree: its children by
+// "key_value" (or "key" when the rule names no value), and, in file
+// order, the children whose value ends in '*'.
+type node struct {
+	limit     *RateLimit
+	children  map[string]*node
+	wildcards []string
+}
+
+// Config is a loaded set of rules: one descriptor tree per domain. It is
+// never modified once loaded.
+type Config struct {
+	domains map[string]*node
+	files   []string
+}
+
+// Domains lists the domains with rules, sorted.
+func (c *Config) Domains() []string {
+	out := make([]string, 0, len(c.domains))
+	for d := range c.domains {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Files lists the files the rules came from, in load order.
+func (c *Config) Files() []string { return c.files }
+
+// LoadDir loads every regular file of dir whose name ends in .yaml or .yml
+// (envoyproxy/ratelimit loads every file; editors' backups and dotfiles
+// are left out here), in name order. Any broken file fails the whole load,
+// naming the file, the line and the field. Two files of one domain are an
+// error, as in envoyproxy/ratelimit without MERGE_DOMAIN_CONFIG.
+func LoadDir(dir string) (*Config, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	c := &Config{domains: map[string]*node{}}
+	for _, e := range ents {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		if err := c.Add(path, data); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Parse loads one file's rules into a new Config.
+func Parse(name string, data []byte) (*Config, error) {
+	c := &Config{domains: map[string]*node{}}
+	if err := c.Add(name, data); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Add loads one more file's rules, named name in errors. On error c is
+// left as it was.
+func (c *Config) Add(name string, data []byte) error {
+	p := parser{file: name}
+	domain, root, err := p.parseFile(data)
+	if err != nil {
+		return err
+	}
+	if _, dup := c.domains[domain]; dup {
+		return fmt.Errorf("%w: %s: domain: duplicate domain '%s'", ErrConfig, name, domain)
+	}
+	c.domains[domain] = root
+	c.files = append(c.files, name)
+	return nil
+}
+
+// parser reads one file's YAML, keeping its name for errors.
+type parser struct{ file string }
+
+func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s:%d: %s: %s", ErrConfig, p.file, n.Line, field, fmt.Sprintf(format, args...))
+}
+
+// parseFile reads a whole file: a mapping of domain and descriptors.
+func (p *parser) parseFile(data []byte) (string, *node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		// yaml.v3's messages carry "line N" already.
+		return "", nil, fmt.Errorf("%w: %s: %v", ErrConfig, p.file, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return "", nil, fmt.Errorf("%w: %s: config file cannot have empty domain", ErrConfig, p.file)
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return "", nil, p.errf(top, "domain", "the file must be a mapping of domain and descriptors")
+	}
+	var domain string
+	var descs *yaml.Node
+	err := p.fields(top, "", func(key string, k, v *yaml.Node) error {
+		switch key {
+		case "domain":
+			return p.scalar(v, "domain", &domain)
+		case "descriptors":
+			descs = v
+			return nil
+		}
+		return p.errf(k, key, "unknown key '%s'", key)
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if domain == "" {
+		return "", nil, p.errf(top, "domain", "config file cannot have empty domain")
+	}
+	root := &node{children: map[string]*node{}}
+	if descs != nil {
+		if err := p.descriptors(descs, root, domain+".", "descriptors"); err != nil {
+			return "", nil, err
+		}
+	}
+	return domain, root, nil
+}
+
+// fields calls fn for each key of mapping m, with the value node; field is
+// the path of m, for errors.
+func (p *parser) fields(m *yaml.Node, field string, fn func(key string, k, v *yaml.Node) error) error {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		path := k.Value
+		if field != "" {
+			path = field + "." + k.Value
+		}
+		if k.Kind != yaml.ScalarNode {
+			return p.errf(k, field, "key is not a string")
+		}
+		if seen[k.Value] {
+			return p.errf(k, path, "key given twice")
+		}
+		seen[k.Value] = true
+		if err := fn(k.Value, k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scalar decodes a scalar value into dst (string, bool or uint32),
+// naming field in errors.
+func (p *parser) scalar(v *yaml.Node, field string, dst any) error {
+	if v.Kind != yaml.ScalarNode {
+		return p.errf(v, field, "want a single value")
+	}
+	if v.Tag == "!!null" {
+		return nil
+	}
+	if err := v.Decode(dst); err != nil {
+		want := "a string"
+		switch dst.(type) {
+		case *uint32:
+			want = "a number from 0 to 4294967295"
+		case *bool:
+			want = "true or false"
+		}
+		return p.errf(v, field, "want %s, got %q", want, v.Value)
+	}
+	return nil
+}
+
+// descriptors reads a list of descriptors into parent's children; prefix
+// is the rule path so far (domain.key_value.), field the YAML path.
+func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string) error {
+	if list.Tag == "!!null" {
+		return nil
+	}
+	if list.Kind != yaml.SequenceNode {
+		return p.errf(list, field, "want a list of descriptors")
+	}
+	for i, d := range list.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if d.Kind != yaml.MappingNode {
+			return p.errf(d, f, "want a mapping with key, value, rate_limit, descriptors")
+		}
+		var key, value string
+		var shadow, detailed bool
+		var rl, children *yaml.Node
+		err := p.fields(d, f, func(name string, k, v *yaml.Node) error {
+			switch name {
+			case "key":
+				return p.scalar(v, f+".key", &key)
+			case "value":
+				return p.scalar(v, f+".value", &value)
+			case "rate_limit":
+				rl = v
+				return nil
+			case "descriptors":
+				children = v
+				return nil
+			case "shadow_mode":
+				return p.scalar(v, f+".shadow_mode", &shadow)
+			case "detailed_metric":
+				return p.scalar(v, f+".detailed_metric", &detailed)
+			case "value_to_metric", "share_threshold":
+				return p.errf(k, f+"."+name, "not supported yet")
+			}
+			return p.errf(k, f+"."+name, "unknown key '%s'", name)
+		})
+		if err != nil {
+			return err
+		}
+		if key == "" {
+			return p.errf(d, f+".key", "descriptor has empty key")
+		}
+		final := key
+		if value != "" {
+			final += "_" + value
+		}
+		path := prefix + final
+		if _, dup := parent.children[final]; dup {
+			return p.errf(d, f, "duplicate descriptor composite key '%s'", path)
+		}
+		n := &node{children: map[string]*node{}}
+		if rl != nil {
+			lim, err := p.rateLimit(rl, f+".rate_limit")
+			if err != nil {
+				return err
+			}
+			if lim != nil {
+				lim.ShadowMode, lim.DetailedMetric, lim.FullKey = shadow, detailed, path
+				n.limit = lim
+			}
+		}
+		if children != nil {
+			if err := p.descriptors(children, n, path+".", f+".descriptors"); err != nil {
+				return err
+			}
+		}
+		parent.children[final] = n
+		if strings.HasSuffix(final, "*") {
+			parent.wildcards = append(parent.wildcards, final)
+		}
+	}
+	return nil
+}
+
+// rateLimit reads a rate_limit mapping; nil for an empty one.
+func (p *parser) rateLimit(m *yaml.Node, field string) (*RateLimit, error) {
+	if m.Tag == "!!null" {
+		return nil, nil
+	}
+	if m.Kind != yaml.MappingNode {
+		return nil, p.errf(m, field, "want a mapping with unit and requests_per_unit")
+	}
+	var lim RateLimit
+	var unit string
+	var unitNode *yaml.Node
+	err := p.fields(m, field, func(name string, k, v *yaml.Node) error {
+		switch name {
+		case "unit":
+			unitNode = v
+			return p.scalar(v, field+".unit", &unit)
+		case "requests_per_unit":
+			return p.scalar(v, field+".requests_per_unit", &lim.RequestsPerUnit)
+		case "unlimited":
+			return p.scalar(v, field+".unlimited", &lim.Unlimited)
+		case "name":
+			return p.scalar(v, field+".name", &lim.Name)
+		case "replaces":
+			return p.errf(k, field+".replaces", "not supported yet")
+		}
+		return p.errf(k, field+"."+name, "unknown key '%s'", name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	u, known := rlspb.RateLimitResponse_RateLimit_Unit_value[strings.ToUpper(unit)]
+	valid := known && u != int32(rlspb.RateLimitResponse_RateLimit_UNKNOWN)
+	switch {
+	case lim.Unlimited && valid:
+		return nil, p.errf(unitNode, field+".unit", "should not specify rate limit unit when unlimited")
+	case !lim.Unlimited && !valid:
+		at := m
+		if unitNode != nil {
+			at = unitNode
+		}
+		return nil, p.errf(at, field+".unit", "invalid rate limit unit '%s'", unit)
+	}
+	lim.Unit = Unit(u)
+	return &lim, nil
+}
+
+// Lookup finds the rule of one request descriptor, as envoyproxy/ratelimit
+// does: the entries walk the domain's tree one level each; at each level
+// the entry matches "key_value" exactly, else the first wildcard rule
+// whose value (without its '*') is a prefix of the entry's value, else a
+// rule with the key and no value. The rule applies only when it matches
+// the descriptor's last entry: a descriptor longer or shorter than the
+// rules' path gets no limit. nil: no limit (an unknown domain too).
+//
+// Wildcards are looked for among the rules of the level being matched
+// (some versions of envoyproxy/ratelimit look among the domain's top-level
+// wildcards at every level, which leaves nested wildcards unmatched).
+func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
+	if c == nil {
+		return nil
+	}
+	level := c.domains[domain]
+	if level == nil {
+		return nil
+	}
+	for i, e := range entries {
+		next := level.children[e.Key+"_"+e.Value]
+		if next == nil {
+			for _, w := range level.wildcards {
+				if strings.HasPrefix(e.Key+"_"+e.Value, strings.TrimSuffix(w, "*")) {
+					next = level.children[w]
+					break
+				}
+			}
+		}
+		if next == nil {
+			next = level.children[e.Key]
+		}
+		if next == nil {
+			return nil
+		}
+		if i == len(entries)-1 {
+			return next.limit
+		}
+		if len(next.children) == 0 {
+			return nil
+		}
+		level = next
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package rls
+
+import (
+	"context"
+	"math"
+	"net"
+	"sync/atomic"
+
+	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+// Service answers envoy.service.ratelimit.v3.RateLimitService from eng's
+// keyspace with the rules it holds, reading the time from eng's clock.
+type Service struct {
+	rlspb.UnimplementedRateLimitServiceServer
+	eng   *engine.Engine
+	rules atomic.Pointer[Config]
+}
+
+// New returns a service of eng with rules (nil: none, every answer OK).
+func New(eng *engine.Engine, rules *Config) *Service {
+	s := &Service{eng: eng}
+	s.SetRules(rules)
+	return s
+}
+
+// SetRules replaces the rules; requests in flight finish with the old ones.
+func (s *Service) SetRules(c *Config) {
+	if c == nil {
+		c = &Config{domains: map[string]*node{}}
+	}
+	s.rules.Store(c)
+}
+
+// Rules is the rules in use.
+func (s *Service) Rules() *Config { return s.rules.Load() }
+
+// ShouldRateLimit implements RateLimitServiceServer. A domain or a
+// descriptor without a rule is OK, as Envoy expects.
+func (s *Service) ShouldRateLimit(ctx context.Context, req *rlspb.RateLimitRequest) (*rlspb.RateLimitResponse, error) {
+	if req.GetDomain() == "" {
+		// envoyproxy/ratelimit's answer to a request without a domain.
+		return nil, status.Error(codes.Unknown, "rate limit domain must not be empty")
+	}
+	if len(req.GetDescriptors()) == 0 {
+		return nil, status.Error(codes.Unknown, "rate limit descriptor list must not be empty")
+	}
+	return s.Decide(req, s.eng.Now())
+}
+
+// Decide answers req at now (Unix ns).
+func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLimitResponse, error) {
+	rules := s.rules.Load()
+	hits := make([]Hit, len(req.Descriptors))
+	for i, d := range req.Descriptors {
+		hits[i] = resolve(rules, req, d)
+	}
+	sts, err := Check(s.eng, req.Domain, hits, now)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK,
+		Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))}
+	for i, st := range sts {
+		resp.Statuses[i] = descriptorStatus(st)
+		if st.Limit != nil && st.Limited() {
+			resp.OverallCode = rlspb.RateLimitResponse_OVER_LIMIT
+		}
+	}
+	return resp, nil
+}
+
+// resolve finds a descriptor's rule and hits. A per-descriptor limit
+// override (from Envoy's route configuration) replaces the rules' limit,
+// as in envoyproxy/ratelimit, but only in a domain that has rules. A
+// per-descriptor hits_addend counts as given, 0 included (a check that
+// charges nothing); otherwise the request's, where 0 means 1.
+func resolve(rules *Config, req *rlspb.RateLimitRequest, d *rlcommon.RateLimitDescriptor) Hit {
+	entries := make([]Entry, len(d.GetEntries()))
+	for i, e := range d.GetEntries() {
+		entries[i] = Entry{Key: e.GetKey(), Value: e.GetValue()}
+	}
+	h := Hit{Entries: entries, Hits: uint64(max(1, req.GetHitsAddend()))}
+	if a := d.GetHitsAddend(); a != nil {
+		h.Hits = min(a.GetValue(), math.MaxUint32)
+	}
+	if _, known := rules.domains[req.GetDomain()]; known && d.GetLimit() != nil {
+		// The override's enum (envoy.type.v3.RateLimitUnit) numbers its
+		// units as the response's does.
+		h.Limit = &RateLimit{RequestsPerUnit: d.GetLimit().GetRequestsPerUnit(),
+			Unit: Unit(d.GetLimit().GetUnit()), FullKey: overrideKey(req.GetDomain(), entries)}
+		return h
+	}
+	h.Limit = rules.Lookup(req.GetDomain(), entries)
+	return h
+}
+
+// overrideKey names an override's statistics as envoyproxy/ratelimit
+// does: domain.key_value.key_value...
+func overrideKey(domain string, entries []Entry) string {
+	k := domain + "."
+	for i, e := range entries {
+		if i > 0 {
+			k += "."
+		}
+		k += e.Key
+		if e.Value != "" {
+			k += "_" + e.Value
+		}
+	}
+	return k
+}
+
+// descriptorStatus is a status on the wire: a rule's status carries its
+// limit and the time to the window's end; an unlimited rule's carries
+// neither, and math.MaxUint32 remaining.
+func descriptorStatus(st Status) *rlspb.RateLimitResponse_DescriptorStatus {
+	out := &rlspb.RateLimitResponse_DescriptorStatus{Code: rlspb.RateLimitResponse_OK, LimitRemaining: st.Remaining}
+	if st.Limit == nil || st.Limit.Unlimited {
+		return out
+	}
+	if st.Limited() {
+		out.Code = rlspb.RateLimitResponse_OVER_LIMIT
+	}
+	out.CurrentLimit = &rlspb.RateLimitResponse_RateLimit{Name: st.Limit.Name,
+		RequestsPerUnit: st.Limit.RequestsPerUnit, Unit: st.Limit.Unit}
+	out.DurationUntilReset = &durationpb.Duration{Seconds: st.ResetAfter}
+	return out
+}
+
+// Server is the gRPC server of a Service, with grpc.health.v1 health
+// checking (SERVING for "" and the RLS service) and reflection.
+type Server struct {
+	grpc   *grpc.Server
+	health *health.Server
+}
+
+// NewServer registers svc on a new gRPC server built with opts.
+func NewServer(svc *Service, opts ...grpc.ServerOption) *Server {
+	g := grpc.NewServer(opts...)
+	rlspb.RegisterRateLimitServiceServer(g, svc)
+	h := health.NewServer()
+	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	h.SetServingStatus(rlspb.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(g, h)
+	reflection.Register(g)
+	return &Server{grpc: g, health: h}
+}
+
+// Serve serves ln until Stop.
+func (s *Server) Serve(ln net.Listener) error { return s.grpc.Serve(ln) }
+
+// Stop reports NOT_SERVING, then closes the listeners and every
+// connection, failing the calls in flight.
+func (s *Server) Stop() {
+	s.health.Shutdown()
+	s.grpc.Stop()
+}
