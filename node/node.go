@@ -44,6 +44,9 @@ type Node struct {
 	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
 	ln        net.Listener
 	grpc      []*rls.Server // Envoy's rate limit service (rls.go), stopped by Close
+	rls       *rls.Service  // what gRPC, HTTP and RL.SHOULD answer from
+	rlsOnce   sync.Once     // StartRLS
+	rlsErr    error
 	done      chan struct{}
 	closeOnce sync.Once
 	startOnce sync.Once
@@ -58,7 +61,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 		logger = log.Default()
 	}
 	cmds := command.New(cfg, eng, logger)
-	n := &Node{Server: cmds, logger: logger, done: make(chan struct{})}
+	n := &Node{Server: cmds, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }

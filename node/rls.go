@@ -11,33 +11,47 @@ import (
 // Envoy's rate limit service: a gRPC listener beside the RESP one, off
 // until grpc-port is set, answering from the same keyspace.
 
-// LoadRLSRules loads the rules of rls-config-dir; no directory, no rules.
-func (n *Node) LoadRLSRules() (*rls.Config, error) {
-	dir := n.Config().RLSConfigDir
-	if dir == "" {
-		return nil, nil
-	}
-	return rls.LoadDir(dir)
+// StartRLS loads the rules of rls-config-dir into the node's rate limit
+// service and watches the directory every second of the engine's clock
+// until Close (a broken edit keeps the last good rules and is logged).
+// Without the directive every request is OK. Calls after the first return
+// the first's error: a directory that does not load at start-up is an
+// error, so the server refuses to start without its limits.
+func (n *Node) StartRLS() error {
+	n.rlsOnce.Do(func() {
+		dir := n.Config().RLSConfigDir
+		if dir == "" {
+			return
+		}
+		if n.rlsErr = n.rls.LoadDir(dir, n.logger); n.rlsErr != nil {
+			return
+		}
+		go n.rls.Watch(n.done, rls.DefaultPoll, n.Engine().Clock())
+	})
+	return n.rlsErr
 }
+
+// RLS is the node's Envoy rate limit service, which gRPC, HTTP and
+// RL.SHOULD all answer from.
+func (n *Node) RLS() *rls.Service { return n.rls }
 
 // StartGRPC listens on bind and grpc-port and serves Envoy's rate limit
 // service there until Close; it does nothing when grpc-port is 0. It
-// returns the listener's address (nil when off). A rules file that does
-// not load stops it before it listens.
+// returns the listener's address (nil when off). A rules directory that
+// does not load stops it before it listens.
 func (n *Node) StartGRPC() (net.Addr, error) {
 	cfg := n.Config()
 	if cfg.GRPCPort == 0 {
 		return nil, nil
 	}
-	rules, err := n.LoadRLSRules()
-	if err != nil {
+	if err := n.StartRLS(); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.GRPCPort)))
 	if err != nil {
 		return nil, err
 	}
-	go n.serveGRPC(ln, rules)
+	go n.serveGRPC(ln)
 	return ln.Addr(), nil
 }
 
@@ -45,16 +59,15 @@ func (n *Node) StartGRPC() (net.Addr, error) {
 // rls-config-dir until Close, whatever grpc-port says (tests listen on
 // 127.0.0.1:0 themselves).
 func (n *Node) ServeGRPC(ln net.Listener) error {
-	rules, err := n.LoadRLSRules()
-	if err != nil {
+	if err := n.StartRLS(); err != nil {
 		ln.Close()
 		return err
 	}
-	return n.serveGRPC(ln, rules)
+	return n.serveGRPC(ln)
 }
 
-func (n *Node) serveGRPC(ln net.Listener, rules *rls.Config) error {
-	srv := rls.NewServer(rls.New(n.Engine(), rules))
+func (n *Node) serveGRPC(ln net.Listener) error {
+	srv := rls.NewServer(n.rls)
 	n.serveMu.Lock()
 	select {
 	case <-n.done: // closed before it started
@@ -65,8 +78,8 @@ func (n *Node) serveGRPC(ln net.Listener, rules *rls.Config) error {
 	}
 	n.grpc = append(n.grpc, srv)
 	n.serveMu.Unlock()
-	if rules != nil {
-		n.logger.Printf("Envoy rate limit service (gRPC) on %s: %d domains from %s", ln.Addr(), len(rules.Domains()), n.Config().RLSConfigDir)
+	if dir := n.Config().RLSConfigDir; dir != "" {
+		n.logger.Printf("Envoy rate limit service (gRPC) on %s: %d domains from %s", ln.Addr(), len(n.rls.Rules().Domains()), dir)
 	} else {
 		n.logger.Printf("Envoy rate limit service (gRPC) on %s: no rls-config-dir, every request is OK", ln.Addr())
 	}

@@ -105,12 +105,10 @@ func LoadDir(dir string) (*Config, error) {
 	}
 	c := &Config{domains: map[string]*node{}}
 	for _, e := range ents {
-		name := e.Name()
-		ext := filepath.Ext(name)
-		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || (ext != ".yaml" && ext != ".yml") {
+		if !ruleFile(e) {
 			continue
 		}
-		path := filepath.Join(dir, name)
+		path := filepath.Join(dir, e.Name())
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)

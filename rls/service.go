@@ -25,6 +25,7 @@ type Service struct {
 	rlspb.UnimplementedRateLimitServiceServer
 	eng   *engine.Engine
 	rules atomic.Pointer[Config]
+	watch watchState // the rules directory (watch.go)
 }
 
 // New returns a service of eng with rules (nil: none, every answer OK).

@@ -22,6 +22,7 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/node"
+	"github.com/limitdb/limitdb/rls"
 )
 
 // rlsMessaging is Example 2 of envoyproxy/ratelimit's README, unchanged.
@@ -291,4 +292,44 @@ func TestRLSSurvivesRestart(t *testing.T) {
 	b := startRLSIn(t, clk, data, rules)
 	req.HitsAddend = 1
 	b.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 1, 11 * 3600, 5, day})
+}
+
+// TestRLSReload: the rules directory is watched on the server's clock; an
+// edit applies to the next request, a broken edit keeps the last good rules
+// and says which file, line and field.
+func TestRLSReload(t *testing.T) {
+	rules := t.TempDir()
+	file := filepath.Join(rules, "messaging.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(rlsMessaging), 0o644))
+	s := startRLSIn(t, clock.NewFake(t0), t.TempDir(), rules)
+	const day = rlspb.RateLimitResponse_RateLimit_DAY
+	req := &rlspb.RateLimitRequest{Domain: "messaging", Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("to_number", "1")}}
+	s.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 99, 86400, 100, day})
+
+	// pollUntil steps the fake clock a second at a time, one poll each,
+	// until cond holds.
+	pollUntil := func(what string, cond func() bool) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			s.clk.Advance(time.Second)
+			return cond()
+		}, 5*time.Second, 10*time.Millisecond, what)
+	}
+	limitOf := func() uint32 {
+		if l := s.srv.RLS().Rules().Lookup("messaging", []rls.Entry{{Key: "to_number", Value: "1"}}); l != nil {
+			return l.RequestsPerUnit
+		}
+		return 0
+	}
+
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(rlsMessaging, "requests_per_unit: 100", "requests_per_unit: 3", 1)), 0o644))
+	pollUntil("the edit applied", func() bool { return limitOf() == 3 })
+	// The counter is the same key: one hit already, so 1 left of 3.
+	s.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 1, 86400 - int64(time.Duration(s.clk.Now()-t0)/time.Second), 3, day})
+
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(rlsMessaging, "unit: day\n      requests_per_unit: 100", "unit: fortnight\n      requests_per_unit: 100", 1)), 0o644))
+	pollUntil("the broken file noticed", func() bool { return s.srv.RLS().LastError() != "" })
+	require.Contains(t, s.srv.RLS().LastError(), "messaging.yaml:15: descriptors[1].rate_limit.unit: invalid rate limit unit 'fortnight'")
+	require.Equal(t, uint32(3), limitOf(), "the last good rules stay")
+	s.expect(t, 2, req, rlsOK, rlsWant{rlsOK, 0, 86400 - int64(time.Duration(s.clk.Now()-t0)/time.Second), 3, day})
 }

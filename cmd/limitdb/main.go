@@ -123,6 +123,10 @@ func run(args []string, stderr io.Writer) int {
 		logger.Printf("limitdb: %v", err)
 		return 1
 	}
+	if err := srv.StartRLS(); err != nil {
+		logger.Printf("limitdb: Envoy rate limit service: %v", err)
+		return 1
+	}
 	ln, err := srv.Listen()
 	if err != nil {
 		logger.Printf("limitdb: cannot listen: %v", err)
