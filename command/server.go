@@ -78,6 +78,10 @@ type Server struct {
 	// hands them to the transport.
 	OnLimits func(config.Limits)
 
+	// EnvoyRLS is Envoy's rate limit service RL.SHOULD asks (cmd_rls.go);
+	// the node sets it. When nil, RL.SHOULD answers an error.
+	EnvoyRLS EnvoyRLS
+
 	policies     *policy.Store            // named policies: cmd_policy.go
 	pubsub       pubsub                   // channels and patterns: pubsub.go
 	monitors     monitors                 // MONITOR connections: monitor.go

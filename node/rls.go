@@ -5,6 +5,11 @@ import (
 	"net"
 	"strconv"
 
+	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/rls"
 )
 
@@ -92,4 +97,25 @@ func (n *Node) serveGRPC(ln net.Listener) error {
 		}
 	}
 	return nil
+}
+
+// rlsCommands gives RL.SHOULD the node's rate limit service, as the
+// command layer's EnvoyRLS.
+type rlsCommands struct{ svc *rls.Service }
+
+func (r rlsCommands) ShouldRateLimit(domain string, entries []command.RLSEntry, hits uint64, now int64) (command.RLSStatus, error) {
+	d := &rlcommon.RateLimitDescriptor{HitsAddend: wrapperspb.UInt64(hits)}
+	for _, e := range entries {
+		d.Entries = append(d.Entries, &rlcommon.RateLimitDescriptor_Entry{Key: e.Key, Value: e.Value})
+	}
+	resp, err := r.svc.Decide(&rlspb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}}, now)
+	if err != nil {
+		return command.RLSStatus{}, err
+	}
+	st := resp.Statuses[0]
+	out := command.RLSStatus{Over: st.Code == rlspb.RateLimitResponse_OVER_LIMIT, Remaining: st.LimitRemaining}
+	if st.CurrentLimit != nil {
+		out.HasLimit, out.RequestsPerUnit, out.ResetAfter = true, st.CurrentLimit.RequestsPerUnit, st.DurationUntilReset.GetSeconds()
+	}
+	return out, nil
 }

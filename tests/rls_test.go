@@ -333,3 +333,42 @@ func TestRLSReload(t *testing.T) {
 	require.Equal(t, uint32(3), limitOf(), "the last good rules stay")
 	s.expect(t, 2, req, rlsOK, rlsWant{rlsOK, 0, 86400 - int64(time.Duration(s.clk.Now()-t0)/time.Second), 3, day})
 }
+
+// TestRLSShouldCommand: RL.SHOULD answers from RESP what ShouldRateLimit
+// answers, from the same counters.
+func TestRLSShouldCommand(t *testing.T) {
+	s := startRLS(t, map[string]string{"messaging.yaml": rlsMessaging, "edge.yml": rlsEdge})
+	require.NoError(t, s.srv.StartRLS())
+	c := s.client(t, 2)
+	steps := []struct {
+		args []any
+		want []any
+	}{
+		{[]any{"messaging", "message_type", "marketing", "to_number", "1", "HITS", "4"}, []any{"OK", "OK", int64(5), int64(1), int64(86400)}},
+		{[]any{"messaging", "message_type", "marketing", "to_number", "1", "hits", "0"}, []any{"OK", "OK", int64(5), int64(1), int64(86400)}},
+		{[]any{"messaging", "message_type", "marketing", "to_number", "1"}, []any{"OK", "OK", int64(5), int64(0), int64(86400)}},
+		{[]any{"messaging", "message_type", "marketing", "to_number", "1"}, []any{"OVER_LIMIT", "OVER_LIMIT", int64(5), int64(0), int64(86400)}},
+		// No rule, and an unknown domain: OK with no limit.
+		{[]any{"messaging", "nope", "x"}, []any{"OK", "OK", nil, int64(0), nil}},
+		{[]any{"unknown", "to_number", "1"}, []any{"OK", "OK", nil, int64(0), nil}},
+		// Shadow mode: over, but OK.
+		{[]any{"edge", "path", "/beta/x", "HITS", "2"}, []any{"OK", "OK", int64(1), int64(0), int64(60)}},
+	}
+	for i, st := range steps {
+		got, err := c.Do(ctx, append([]any{"RL.SHOULD"}, st.args...)...).Result()
+		require.NoError(t, err, "step %d", i)
+		require.Equal(t, st.want, got, "step %d: RL.SHOULD %v", i, st.args)
+	}
+	// The gRPC side sees the counter RL.SHOULD charged.
+	req := &rlspb.RateLimitRequest{Domain: "messaging", HitsAddend: 0,
+		Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("message_type", "marketing", "to_number", "1")}}
+	s.expect(t, len(steps), req, rlsOver, rlsWant{rlsOver, 0, 86400, 5, rlspb.RateLimitResponse_RateLimit_DAY})
+
+	for _, bad := range [][]any{
+		{"RL.SHOULD", "messaging", "to_number"},
+		{"RL.SHOULD", "messaging", "to_number", "1", "x"},
+		{"RL.SHOULD", "messaging", "to_number", "1", "HITS", "-1"},
+	} {
+		require.Error(t, c.Do(ctx, bad...).Err(), "%v", bad)
+	}
+}

@@ -1,0 +1,93 @@
+package command
+
+import "errors"
+
+// RL.SHOULD: Envoy's rate limit service from RESP, so redis-cli can try a
+// rule of rls-config-dir. The service itself (rules, fixed windows) is
+// package rls; the command layer reaches it through EnvoyRLS, which the
+// node sets.
+
+// EnvoyRLS answers one descriptor of a domain as Envoy's rate limit service
+// would answer a ShouldRateLimit request carrying it.
+type EnvoyRLS interface {
+	// ShouldRateLimit charges hits (0: a check that charges nothing) to
+	// the descriptor entries of domain at now (Unix ns).
+	ShouldRateLimit(domain string, entries []RLSEntry, hits uint64, now int64) (RLSStatus, error)
+}
+
+// RLSEntry is one key/value pair of a descriptor.
+type RLSEntry struct{ Key, Value string }
+
+// RLSStatus is one descriptor's answer.
+type RLSStatus struct {
+	Over bool // OVER_LIMIT (never for a rule in shadow mode)
+	// HasLimit: a rule with a limit applied (no rule, or an unlimited one,
+	// have no current_limit and no duration_until_reset).
+	HasLimit        bool
+	RequestsPerUnit uint32
+	Remaining       uint32 // 4294967295 for an unlimited rule
+	ResetAfter      int64  // whole seconds until the window ends
+}
+
+var errNoRLS = errors.New("the Envoy rate limit service is not available on this server")
+
+func registerRLS(t *Table) {
+	t.register(&Command{Name: "rl.should", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagNoMulti,
+		Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of entries",
+		Summary: "Asks Envoy's rate limit service (rls-config-dir's rules) about one descriptor, charging HITS (default 1, 0 only checks): " +
+			"[overall_code, code, current_limit, limit_remaining, duration_until_reset]; codes are OK or OVER_LIMIT, " +
+			"current_limit is requests_per_unit and duration_until_reset whole seconds, both nil without a limiting rule.",
+		Syntax: "domain key value [key value ...] [HITS hits]", Handler: cmdRLShould})
+}
+
+// cmdRLShould answers RL.SHOULD domain key value [key value ...] [HITS n].
+// The last two arguments are HITS n when at least one pair comes before
+// them, so a descriptor whose only key is "hits" still works.
+func cmdRLShould(c *Client, args [][]byte) {
+	rest := args[2:]
+	hits := uint64(1)
+	if n := len(rest); n >= 4 && equalFold(rest[n-2], "hits") {
+		h, err := parseAtLeast(rest[n-1], 0, "hits")
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		hits, rest = uint64(h), rest[:n-2]
+	}
+	if len(rest)%2 != 0 {
+		c.Error(errSyntax)
+		return
+	}
+	svc := c.srv.EnvoyRLS
+	if svc == nil {
+		c.Errf("%v", errNoRLS)
+		return
+	}
+	entries := make([]RLSEntry, len(rest)/2)
+	for i := range entries {
+		entries[i] = RLSEntry{Key: string(rest[2*i]), Value: string(rest[2*i+1])}
+	}
+	st, err := svc.ShouldRateLimit(string(args[1]), entries, hits, c.Now())
+	if err != nil {
+		c.Errf("%v", err)
+		return
+	}
+	code := "OK"
+	if st.Over {
+		code = "OVER_LIMIT"
+	}
+	c.Array(5)
+	c.Simple(code) // one descriptor: the overall code is its code
+	c.Simple(code)
+	if st.HasLimit {
+		c.Int(int64(st.RequestsPerUnit))
+	} else {
+		c.Null()
+	}
+	c.Int(int64(st.Remaining))
+	if st.HasLimit {
+		c.Int(st.ResetAfter)
+	} else {
+		c.Null()
+	}
+}
