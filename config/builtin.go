@@ -338,5 +338,7 @@ func rls() []*Directive {
 			func(c *Config) *int { return &c.GRPCPort }),
 		String("rls-config-dir", "directory of envoyproxy/ratelimit YAML rules files served on grpc-port", false,
 			func(c *Config) *string { return &c.RLSConfigDir }),
+		Int("rls-http-port", "TCP port of the rate limit service's HTTP side (/json, /healthcheck, /rlconfig) on bind (0: off)", false, 0,
+			func(c *Config) *int { return &c.RLSHTTPPort }),
 	}
 }

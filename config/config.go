@@ -58,7 +58,7 @@ type Config struct {
 	TLS         // tls-*
 	Limits      // protocol and client limits
 	PolicyRules // rules, rules-poll: named policies
-	RLS         // grpc-port, rls-config-dir: Envoy's rate limit service
+	RLS         // grpc-port, rls-config-dir, rls-http-port: Envoy's rate limit service
 }
 
 // Default is what a newcomer gets with no flags.
@@ -221,4 +221,5 @@ func (c *Config) RulesPollOrDefault() time.Duration {
 type RLS struct {
 	GRPCPort     int    // grpc-port: the gRPC port on Bind (0: off)
 	RLSConfigDir string // rls-config-dir: every YAML file in it is one domain's rules
+	RLSHTTPPort  int    // rls-http-port: envoyproxy/ratelimit's HTTP side on Bind (0: off)
 }

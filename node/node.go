@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"log"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,9 +44,10 @@ type Node struct {
 
 	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
 	ln        net.Listener
-	grpc      []*rls.Server // Envoy's rate limit service (rls.go), stopped by Close
-	rls       *rls.Service  // what gRPC, HTTP and RL.SHOULD answer from
-	rlsOnce   sync.Once     // StartRLS
+	grpc      []*rls.Server  // Envoy's rate limit service (rls.go), stopped by Close
+	rls       *rls.Service   // what gRPC, HTTP and RL.SHOULD answer from
+	rlsHTTP   []*http.Server // its HTTP side (rls.go), closed by Close
+	rlsOnce   sync.Once      // StartRLS
 	rlsErr    error
 	done      chan struct{}
 	closeOnce sync.Once
@@ -192,6 +194,9 @@ func (n *Node) Close() error {
 		close(n.done)
 		for _, g := range n.grpc {
 			g.Stop()
+		}
+		for _, h := range n.rlsHTTP {
+			h.Close()
 		}
 		n.Server.Close()
 		err = n.net.Close()

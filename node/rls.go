@@ -3,7 +3,9 @@ package node
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
+	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -118,4 +120,54 @@ func (r rlsCommands) ShouldRateLimit(domain string, entries []command.RLSEntry, 
 		out.HasLimit, out.RequestsPerUnit, out.ResetAfter = true, st.CurrentLimit.RequestsPerUnit, st.DurationUntilReset.GetSeconds()
 	}
 	return out, nil
+}
+
+// StartRLSHTTP listens on bind and rls-http-port and serves the rate limit
+// service's HTTP side there (POST /json, GET /healthcheck, GET /rlconfig,
+// as envoyproxy/ratelimit) until Close; it does nothing when rls-http-port
+// is 0. It returns the listener's address (nil when off).
+func (n *Node) StartRLSHTTP() (net.Addr, error) {
+	cfg := n.Config()
+	if cfg.RLSHTTPPort == 0 {
+		return nil, nil
+	}
+	if err := n.StartRLS(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.RLSHTTPPort)))
+	if err != nil {
+		return nil, err
+	}
+	go n.serveRLSHTTP(ln)
+	return ln.Addr(), nil
+}
+
+// ServeRLSHTTP serves the rate limit service's HTTP side on ln until Close,
+// whatever rls-http-port says.
+func (n *Node) ServeRLSHTTP(ln net.Listener) error {
+	if err := n.StartRLS(); err != nil {
+		ln.Close()
+		return err
+	}
+	return n.serveRLSHTTP(ln)
+}
+
+func (n *Node) serveRLSHTTP(ln net.Listener) error {
+	// A slow client's headers must not hold a connection forever.
+	srv := &http.Server{Handler: n.rls.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: n.logger}
+	n.serveMu.Lock()
+	select {
+	case <-n.done:
+		n.serveMu.Unlock()
+		ln.Close()
+		return nil
+	default:
+	}
+	n.rlsHTTP = append(n.rlsHTTP, srv)
+	n.serveMu.Unlock()
+	n.logger.Printf("Envoy rate limit service (HTTP /json, /healthcheck, /rlconfig) on %s", ln.Addr())
+	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		return fmt.Errorf("rls http: %w", err)
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -371,4 +374,89 @@ func TestRLSShouldCommand(t *testing.T) {
 	} {
 		require.Error(t, c.Do(ctx, bad...).Err(), "%v", bad)
 	}
+}
+
+// TestRLSHTTP: envoyproxy/ratelimit's HTTP side: /json answers the JSON
+// form of the gRPC request from the same counters (429 when over),
+// /healthcheck says OK, /rlconfig lists the rules one per line.
+func TestRLSHTTP(t *testing.T) {
+	s := startRLS(t, map[string]string{"messaging.yaml": rlsMessaging, "edge.yml": rlsEdge})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go s.srv.ServeRLSHTTP(ln)
+	base := "http://" + ln.Addr().String()
+
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	post := func(body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(base+"/json", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(out)
+	}
+
+	code, body := get("/healthcheck")
+	require.Equal(t, 200, code)
+	require.Equal(t, "OK", body)
+
+	code, body = get("/rlconfig")
+	require.Equal(t, 200, code)
+	require.Equal(t, "edge.path_/beta/*: unit=MINUTE requests_per_unit=1, shadow_mode: true\n"+
+		"edge.remote_address: unit=SECOND requests_per_unit=3, shadow_mode: false\n"+
+		"messaging.message_type_marketing.to_number: unit=DAY requests_per_unit=5, shadow_mode: false\n"+
+		"messaging.to_number: unit=DAY requests_per_unit=100, shadow_mode: false\n", body)
+
+	const req = `{"domain":"messaging","hits_addend":5,"descriptors":[{"entries":[{"key":"message_type","value":"marketing"},{"key":"to_number","value":"1"}]}]}`
+	steps := []struct {
+		code    int
+		overall string
+		remain  float64
+	}{{200, "OK", 0}, {429, "OVER_LIMIT", 0}}
+	for i, st := range steps {
+		code, body = post(req)
+		require.Equal(t, st.code, code, "step %d: %s", i, body)
+		var got struct {
+			OverallCode string `json:"overallCode"`
+			Statuses    []struct {
+				Code           string  `json:"code"`
+				LimitRemaining float64 `json:"limitRemaining"`
+				CurrentLimit   struct {
+					RequestsPerUnit float64 `json:"requestsPerUnit"`
+					Unit            string  `json:"unit"`
+				} `json:"currentLimit"`
+				DurationUntilReset string `json:"durationUntilReset"`
+			} `json:"statuses"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &got), body)
+		require.Equal(t, st.overall, got.OverallCode, "step %d: %s", i, body)
+		require.Len(t, got.Statuses, 1)
+		require.Equal(t, st.overall, got.Statuses[0].Code, "step %d", i)
+		require.Equal(t, st.remain, got.Statuses[0].LimitRemaining, "step %d", i)
+		require.Equal(t, float64(5), got.Statuses[0].CurrentLimit.RequestsPerUnit)
+		require.Equal(t, "DAY", got.Statuses[0].CurrentLimit.Unit)
+		require.Equal(t, "86400s", got.Statuses[0].DurationUntilReset)
+	}
+	// The gRPC port sees what /json charged.
+	s.expect(t, 2, &rlspb.RateLimitRequest{Domain: "messaging",
+		Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("message_type", "marketing", "to_number", "1")}},
+		rlsOver, rlsWant{rlsOver, 0, 86400, 5, rlspb.RateLimitResponse_RateLimit_DAY})
+
+	for _, bad := range []string{`{`, `{"domain":""}`, `{"domain":"messaging","descriptors":[]}`, `{"nope":1}`} {
+		code, _ = post(bad)
+		require.Equal(t, 400, code, bad)
+	}
+	resp, err := http.Get(base + "/json")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 }

@@ -138,6 +138,11 @@ func run(args []string, stderr io.Writer) int {
 		logger.Printf("limitdb: Envoy rate limit service: %v", err)
 		return 1
 	}
+	if _, err := srv.StartRLSHTTP(); err != nil {
+		ln.Close()
+		logger.Printf("limitdb: Envoy rate limit service (HTTP): %v", err)
+		return 1
+	}
 	if cfg.MetricsAddr != "" {
 		addr, err := metrics.Serve(srv.Server, cfg.MetricsAddr, logger)
 		if err != nil {
