@@ -58,7 +58,7 @@ type Config struct {
 	TLS         // tls-*
 	Limits      // protocol and client limits
 	PolicyRules // rules, rules-poll: named policies
-	RLS         // grpc-port, rls-config-dir, rls-http-port: Envoy's rate limit service
+	RLS         // grpc-port, rls-config-dir, rls-http-port, rls-response-headers: Envoy's rate limit service
 }
 
 // Default is what a newcomer gets with no flags.
@@ -222,4 +222,7 @@ type RLS struct {
 	GRPCPort     int    // grpc-port: the gRPC port on Bind (0: off)
 	RLSConfigDir string // rls-config-dir: every YAML file in it is one domain's rules
 	RLSHTTPPort  int    // rls-http-port: envoyproxy/ratelimit's HTTP side on Bind (0: off)
+	// rls-response-headers: RateLimit-* response_headers_to_add, as
+	// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED.
+	RLSResponseHeaders bool
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math"
 	"net"
+	"strconv"
 	"sync/atomic"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
@@ -26,7 +28,14 @@ type Service struct {
 	eng   *engine.Engine
 	rules atomic.Pointer[Config]
 	watch watchState // the rules directory (watch.go)
+	// headers adds RateLimit-* response_headers_to_add (SetResponseHeaders).
+	headers atomic.Bool
 }
+
+// SetResponseHeaders turns on (or off) the RateLimit-Limit,
+// RateLimit-Remaining and RateLimit-Reset headers in every answer, as
+// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED does.
+func (s *Service) SetResponseHeaders(on bool) { s.headers.Store(on) }
 
 // New returns a service of eng with rules (nil: none, every answer OK).
 func New(eng *engine.Engine, rules *Config) *Service {
@@ -78,7 +87,36 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 			resp.OverallCode = rlspb.RateLimitResponse_OVER_LIMIT
 		}
 	}
+	if s.headers.Load() {
+		resp.ResponseHeadersToAdd = limitHeaders(resp.Statuses)
+	}
 	return resp, nil
+}
+
+// limitHeaders are the RateLimit-* headers of the most restrictive
+// descriptor, chosen as envoyproxy/ratelimit chooses it: the last one that
+// is OVER_LIMIT, else the first with the fewest remaining among those with
+// a current_limit. None when no descriptor has a limit. RateLimit-Reset is
+// the seconds to the end of that descriptor's window.
+func limitHeaders(sts []*rlspb.RateLimitResponse_DescriptorStatus) []*corev3.HeaderValue {
+	var pick *rlspb.RateLimitResponse_DescriptorStatus
+	least := uint32(math.MaxUint32)
+	for _, st := range sts {
+		if st.CurrentLimit != nil && st.LimitRemaining < least {
+			pick, least = st, st.LimitRemaining
+		}
+		if st.Code == rlspb.RateLimitResponse_OVER_LIMIT {
+			pick, least = st, 0
+		}
+	}
+	if pick == nil {
+		return nil
+	}
+	return []*corev3.HeaderValue{
+		{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(pick.CurrentLimit.RequestsPerUnit), 10)},
+		{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(pick.LimitRemaining), 10)},
+		{Key: "RateLimit-Reset", Value: strconv.FormatInt(pick.DurationUntilReset.GetSeconds(), 10)},
+	}
 }
 
 // resolve finds a descriptor's rule and hits. A per-descriptor limit

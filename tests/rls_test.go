@@ -460,3 +460,37 @@ func TestRLSHTTP(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 }
+
+// TestRLSResponseHeaders: rls-response-headers yes adds the RateLimit-*
+// headers to the gRPC answer; the default adds none.
+func TestRLSResponseHeaders(t *testing.T) {
+	rules := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "messaging.yaml"), []byte(rlsMessaging), 0o644))
+	req := &rlspb.RateLimitRequest{Domain: "messaging", HitsAddend: 2, Descriptors: []*rlcommon.RateLimitDescriptor{
+		descriptor("to_number", "1"), descriptor("message_type", "marketing", "to_number", "1")}}
+	for _, on := range []bool{false, true} {
+		clk := clock.NewFake(t0 + int64(20*time.Hour))
+		cfg := config.Default()
+		cfg.Save, cfg.Port, cfg.Dir, cfg.RLSConfigDir, cfg.RLSResponseHeaders = 0, 0, t.TempDir(), rules, on
+		srv := node.New(cfg, engine.New(clk, 0), nil)
+		serve(t, srv, clk)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		go srv.ServeGRPC(ln)
+		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		resp, err := rlspb.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, req)
+		require.NoError(t, err)
+		var got []string
+		for _, h := range resp.ResponseHeadersToAdd {
+			got = append(got, h.Key+": "+h.Value)
+		}
+		if !on {
+			require.Empty(t, got)
+			continue
+		}
+		// The marketing rule (5 a day) is the most restrictive: 3 left.
+		require.Equal(t, []string{"RateLimit-Limit: 5", "RateLimit-Remaining: 3", "RateLimit-Reset: 14400"}, got)
+	}
+}
