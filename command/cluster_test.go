@@ -71,7 +71,11 @@ func TestClusterReplies(t *testing.T) {
 		{[]string{"SET", "{a}x", "1"}, `\+QUEUED\r\n`},
 		{[]string{"GET", "{a}y"}, `\+QUEUED\r\n`},
 		{[]string{"EXEC"}, `\*2\r\n\+OK\r\n\$-1\r\n`},
+		{[]string{"MULTI"}, `\+OK\r\n`},
+		{[]string{"MSET", "a", "1", "b", "2"}, `-CROSSSLOT Keys in request don't hash to the same slot\r\n`},
+		{[]string{"EXEC"}, `-EXECABORT Transaction discarded because of previous errors\.\r\n`},
 		{[]string{"INFO", "cluster"}, `cluster_enabled:1\r\n`},
+		{[]string{"INFO", "server"}, `redis_mode:cluster\r\n`},
 	} {
 		want := regexp.MustCompile(strings.ReplaceAll(st.want, "ID", id))
 		if got := string(c.DoString(st.args...)); !want.MatchString(got) {

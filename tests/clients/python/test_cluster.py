@@ -42,6 +42,10 @@ class RedisClusterTest(unittest.TestCase):
             reply = self.rc.execute_command("RL.HITALL", 2, "api", "{py:42}:api", "login", "{py:42}:login")
             self.assertEqual(reply[0], want)
 
+    def test_keyless_command_to_the_primaries(self):
+        self.rc.execute_command("RL.POLICY", "SET", "py", "gcra", 3, "1m", target_nodes=RedisCluster.PRIMARIES)
+        self.assertEqual(self.rc.execute_command("RL.HIT", "py", "py:k"), [0, 3, 2, -1, 20000])
+
     def test_crossslot(self):
         # redis-py finds RL.HITALL's keys with COMMAND GETKEYS and refuses
         # keys in several slots before sending; the server would answer
