@@ -18,6 +18,9 @@ func registerCommand(t *Table) {
 			{Name: "command|list", Arity: -2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of commands", Summary: "Lists the command names.",
 				Syntax: "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]", Handler: cmdCommandList},
+			{Name: "command|getkeys", Arity: -4, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(N) where N is the number of arguments to the command", Summary: "Extracts the key names from an arbitrary command.",
+				Syntax: "command [arg [arg ...]]", Handler: cmdCommandGetKeys},
 			{Name: "command|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(1)", Summary: "Lists the COMMAND subcommands.", Handler: helpFor("command")},
 		}})
@@ -230,5 +233,35 @@ func cmdCommandList(c *Client, args [][]byte) {
 	c.Array(len(names))
 	for _, n := range names {
 		c.BulkString(n)
+	}
+}
+
+// cmdCommandGetKeys lists the key arguments of a command as a client
+// would send it: the positions of the command table, or KeyArgs for
+// movable keys.
+func cmdCommandGetKeys(c *Client, args [][]byte) {
+	cargs := args[2:]
+	cmd := c.srv.table.Lookup(cargs[0])
+	if cmd == nil {
+		c.Err("ERR Invalid command specified")
+		return
+	}
+	if len(cmd.Subs) > 0 && len(cargs) > 1 {
+		if sub := cmd.sub(cargs[1]); sub != nil {
+			cmd = sub
+		}
+	}
+	if !cmd.arityOK(len(cargs)) {
+		c.Err("ERR Invalid number of arguments specified for command")
+		return
+	}
+	keys := keyArgs(cmd, cargs)
+	if len(keys) == 0 {
+		c.Err("ERR The command has no key arguments")
+		return
+	}
+	c.Array(len(keys))
+	for _, k := range keys {
+		c.Bulk(k)
 	}
 }

@@ -19,11 +19,14 @@ func registerPolicy(t *Table) {
 	t.register(
 		// The keys RL.HIT and RL.HITALL touch are derived, rl:<policy>:<key>:
 		// Keys names them, so that MULTI and scripts lock their shards.
+		// The key positions (COMMAND, COMMAND GETKEYS) are the key
+		// arguments, which decide a cluster client's slot.
 		&Command{Name: "rl.hit", Arity: -3, MaxArgs: 4, Flags: FlagWrite | FlagDenyOOM | FlagFast, Keys: hitKeys,
+			FirstKey: 2, LastKey: 2, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1); sliding_log: O(1) amortized, memory O(limit) per key",
 			Summary: "Applies a named policy to a key: [limited, limit, remaining, retry_after, reset_after] in milliseconds.",
 			Syntax:  "policy key [cost]", Handler: cmdRLHit},
-		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM, Keys: hitAllKeys,
+		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM, Keys: hitAllKeys, KeyArgs: hitAllKeyArgs,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of pairs",
 			Summary: "Applies several policies to keys, all or nothing: [limited, reply1, reply2, ...]; a denial charges none.",
 			Syntax:  "numpairs policy key [policy key ...] [COST cost]", Handler: cmdRLHitAll},
@@ -289,6 +292,19 @@ func hitAllKeys(args [][]byte) [][]byte {
 	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = policy.Key(nil, string(args[2+2*i]), args[3+2*i])
+	}
+	return keys
+}
+
+// hitAllKeyArgs are the key arguments of RL.HITALL numpairs policy key ...
+func hitAllKeyArgs(args [][]byte) [][]byte {
+	n, err := strconv.Atoi(string(args[1]))
+	if err != nil || n < 1 || len(args) < 2+2*n {
+		return nil
+	}
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = args[3+2*i]
 	}
 	return keys
 }

@@ -154,7 +154,11 @@ func infoServer(s *Server, eng *engine.Engine, b *strings.Builder) {
 	up := s.since(s.started)
 	infoLine(b, "redis_version", redisVersion)
 	infoLine(b, "limitdb_version", Version)
-	infoLine(b, "redis_mode", "standalone")
+	mode := "standalone"
+	if s.cluster.on {
+		mode = "cluster"
+	}
+	infoLine(b, "redis_mode", mode)
 	infoLine(b, "os", runtime.GOOS+" "+runtime.GOARCH)
 	infoLine(b, "arch_bits", strconv.IntSize)
 	infoLine(b, "go_version", runtime.Version())

@@ -32,7 +32,7 @@ func registerScripting(t *Table) {
 		if ro {
 			flags |= FlagReadonly
 		}
-		return &Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys,
+		return &Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
 			Complexity: "Depends on the script that is executed.", Summary: summary,
 			Syntax:  map[bool]string{false: "script numkeys [key [key ...]] [arg [arg ...]]", true: "sha1 numkeys [key [key ...]] [arg [arg ...]]"}[bySHA],
 			Handler: func(c *Client, args [][]byte) { cmdEval(c, args, bySHA, ro) }}
@@ -277,7 +277,7 @@ func registerFunctions(t *Table) {
 		if ro {
 			flags |= FlagReadonly
 		}
-		return &Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys,
+		return &Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
 			Complexity: "Depends on the function that is executed.", Summary: summary,
 			Syntax:  "function numkeys [key [key ...]] [arg [arg ...]]",
 			Handler: func(c *Client, args [][]byte) { cmdFCall(c, args, ro) }}

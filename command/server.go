@@ -48,8 +48,9 @@ type Server struct {
 	ln         net.Listener
 	logger     *log.Logger
 
-	clk     clock.Clock // the engine's: every time the command layer reads
-	runID   string      // this run's identity (INFO server run_id)
+	clk     clock.Clock  // the engine's: every time the command layer reads
+	runID   string       // this run's identity (INFO server run_id)
+	cluster clusterState // cluster-enabled's node (cluster.go)
 	started time.Time
 	nextID  atomic.Int64
 
@@ -143,6 +144,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	}
 	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)
+	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
 	return s
 }

@@ -48,7 +48,11 @@ type Command struct {
 	// positions cannot say: movable keys (RL.HITALL, EVAL) or derived
 	// ones (a policy's rl:<policy>:<key>). MULTI and scripts lock their
 	// shards.
-	Keys       func(args [][]byte) [][]byte
+	Keys func(args [][]byte) [][]byte
+	// KeyArgs, when set, lists the key arguments a client names where
+	// positions cannot say (RL.HITALL, EVAL): COMMAND reports the command
+	// movablekeys and COMMAND GETKEYS and cluster slots use it.
+	KeyArgs    func(args [][]byte) [][]byte
 	Group      string // Redis command group: connection, generic, server, rate_limit, ...
 	Since      string // limitdb version that added it
 	Complexity string
@@ -72,6 +76,9 @@ func (cmd *Command) FlagNames() []string {
 		if cmd.Flags&fn.f != 0 {
 			out = append(out, fn.name)
 		}
+	}
+	if cmd.KeyArgs != nil {
+		out = append(out, "movablekeys")
 	}
 	return out
 }
@@ -134,7 +141,7 @@ func NewTable() *Table {
 		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerRLS, registerServer, registerServerInfo,
 		registerStrings, registerHash, registerSet, registerZSet, registerList, registerObject, registerInfoLimits, registerLimits, registerMemory,
-		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerFunctions, registerPubSub, registerMonitor, registerModes,
+		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerFunctions, registerPubSub, registerMonitor, registerModes, registerCluster,
 	} {
 		family(t)
 	}

@@ -26,7 +26,8 @@ func Builtin() *Directives {
 			func(c *Config) *int { return &c.Shards }),
 		// Read-only answers to what redis-benchmark and client libraries ask at start-up.
 		Fixed("databases", "1"),
-		Fixed("cluster-enabled", "no"),
+		Bool("cluster-enabled", "answer cluster clients as the one node owning all 16384 slots (docs/cluster.md)", false,
+			func(c *Config) *bool { return &c.ClusterEnabled }),
 	)
 	ds.Add(security()...)
 	ds.Add(persistence()...)

@@ -26,6 +26,11 @@ type Config struct {
 
 	EventLoop bool // event-loop: TCP connections served by one epoll loop per core (Linux)
 
+	// ClusterEnabled is cluster-enabled: the node answers the Redis Cluster
+	// client protocol as the only node, owning all 16384 slots
+	// (docs/cluster.md).
+	ClusterEnabled bool
+
 	// ConfigFile is the file the server's directives were read from
 	// (--config), which CONFIG REWRITE rewrites; "" when there is none.
 	// It is not a directive.

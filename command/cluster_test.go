@@ -1,0 +1,161 @@
+package command
+
+import (
+	"io"
+	"log"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+)
+
+func newClusterLocal(t *testing.T, dir string) *LocalClient {
+	t.Helper()
+	cfg := config.Default()
+	cfg.ClusterEnabled = true
+	cfg.Dir = dir
+	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	if err := s.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	return s.NewLocalClient()
+}
+
+// TestClusterReplies checks emulated cluster mode's replies against
+// redis-server 7's, field by field (a one-node redis-server with
+// cluster-enabled yes and CLUSTER ADDSLOTSRANGE 0 16383).
+func TestClusterReplies(t *testing.T) {
+	t.Parallel()
+	c := newClusterLocal(t, t.TempDir())
+	id := strings.Split(string(c.DoString("CLUSTER", "MYID")), "\r\n")[1]
+	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(id) {
+		t.Fatalf("CLUSTER MYID = %q, want 40 hex digits", id)
+	}
+	for i, st := range []struct {
+		args []string
+		want string // a regexp; ID stands for the node id
+	}{
+		{[]string{"CLUSTER", "KEYSLOT", "foo"}, `:12182\r\n`},
+		{[]string{"CLUSTER", "KEYSLOT", "{user1000}.following"}, `:3443\r\n`},
+		{[]string{"CLUSTER", "INFO"}, `\$\d+\r\ncluster_state:ok\r\ncluster_slots_assigned:16384\r\ncluster_slots_ok:16384\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\ncluster_known_nodes:1\r\ncluster_size:1\r\ncluster_current_epoch:0\r\ncluster_my_epoch:0\r\ncluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\ntotal_cluster_links_buffer_limit_exceeded:0\r\n\r\n`},
+		{[]string{"CLUSTER", "NODES"}, `\$\d+\r\nID 127\.0\.0\.1:(\d+)@(\d+) myself,master - 0 0 0 connected 0-16383\n\r\n`},
+		{[]string{"CLUSTER", "SLOTS"}, `\*1\r\n\*3\r\n:0\r\n:16383\r\n\*4\r\n\$9\r\n127\.0\.0\.1\r\n:\d+\r\n\$40\r\nID\r\n\*0\r\n`},
+		{[]string{"CLUSTER", "SHARDS"}, `\*1\r\n\*4\r\n\$5\r\nslots\r\n\*2\r\n:0\r\n:16383\r\n\$5\r\nnodes\r\n\*1\r\n\*14\r\n\$2\r\nid\r\n\$40\r\nID\r\n\$4\r\nport\r\n:\d+\r\n\$2\r\nip\r\n\$9\r\n127\.0\.0\.1\r\n\$8\r\nendpoint\r\n\$9\r\n127\.0\.0\.1\r\n\$4\r\nrole\r\n\$6\r\nmaster\r\n\$18\r\nreplication-offset\r\n:0\r\n\$6\r\nhealth\r\n\$6\r\nonline\r\n`},
+		{[]string{"CLUSTER", "MYSHARDID"}, `\$40\r\n[0-9a-f]{40}\r\n`},
+		{[]string{"SET", "foo", "1"}, `\+OK\r\n`},
+		{[]string{"SET", "{foo}2", "1"}, `\+OK\r\n`},
+		{[]string{"CLUSTER", "COUNTKEYSINSLOT", "12182"}, `:2\r\n`},
+		{[]string{"CLUSTER", "GETKEYSINSLOT", "12182", "10"}, `\*2\r\n\$3\r\nfoo\r\n\$6\r\n\{foo\}2\r\n`},
+		{[]string{"CLUSTER", "GETKEYSINSLOT", "12182", "1"}, `\*1\r\n\$3\r\nfoo\r\n`},
+		{[]string{"CLUSTER", "COUNTKEYSINSLOT", "16384"}, `-ERR Invalid slot\r\n`},
+		{[]string{"CLUSTER", "COUNTKEYSINSLOT", "x"}, `-ERR value is not an integer or out of range\r\n`},
+		{[]string{"CLUSTER", "GETKEYSINSLOT", "1", "-1"}, `-ERR Invalid slot or number of keys\r\n`},
+		{[]string{"CLUSTER", "KEYSLOT"}, `-ERR wrong number of arguments for 'cluster\|keyslot' command\r\n`},
+		{[]string{"READONLY"}, `\+OK\r\n`},
+		{[]string{"READWRITE"}, `\+OK\r\n`},
+		{[]string{"MSET", "a", "1", "b", "2"}, `-CROSSSLOT Keys in request don't hash to the same slot\r\n`},
+		{[]string{"MSET", "{a}1", "1", "{a}2", "2"}, `\+OK\r\n`},
+		{[]string{"DEL", "foo", "bar"}, `-CROSSSLOT Keys in request don't hash to the same slot\r\n`},
+		{[]string{"EVAL", "return 1", "2", "a", "b"}, `-CROSSSLOT Keys in request don't hash to the same slot\r\n`},
+		{[]string{"EVAL", "return 1", "2", "{a}x", "{a}y"}, `:1\r\n`},
+		{[]string{"RL.HITALL", "2", "p", "a", "p", "b"}, `-CROSSSLOT Keys in request don't hash to the same slot\r\n`},
+		{[]string{"MULTI"}, `\+OK\r\n`},
+		{[]string{"SET", "a", "1"}, `\+QUEUED\r\n`},
+		{[]string{"SET", "b", "2"}, `\+QUEUED\r\n`},
+		{[]string{"EXEC"}, `-CROSSSLOT Keys in request don't hash to the same slot\r\n`},
+		{[]string{"EXEC"}, `-ERR EXEC without MULTI\r\n`},
+		{[]string{"MULTI"}, `\+OK\r\n`},
+		{[]string{"SET", "{a}x", "1"}, `\+QUEUED\r\n`},
+		{[]string{"GET", "{a}y"}, `\+QUEUED\r\n`},
+		{[]string{"EXEC"}, `\*2\r\n\+OK\r\n\$-1\r\n`},
+		{[]string{"MULTI"}, `\+OK\r\n`},
+		{[]string{"MSET", "a", "1", "b", "2"}, `-CROSSSLOT Keys in request don't hash to the same slot\r\n`},
+		{[]string{"EXEC"}, `-EXECABORT Transaction discarded because of previous errors\.\r\n`},
+		{[]string{"INFO", "cluster"}, `cluster_enabled:1\r\n`},
+		{[]string{"INFO", "server"}, `redis_mode:cluster\r\n`},
+	} {
+		want := regexp.MustCompile(strings.ReplaceAll(st.want, "ID", id))
+		if got := string(c.DoString(st.args...)); !want.MatchString(got) {
+			t.Errorf("step %d: %q = %q, want %s", i, st.args, got, want)
+		}
+	}
+}
+
+// TestClusterNodeIDSurvivesRestart: the node id is kept in --dir.
+func TestClusterNodeIDSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := string(newClusterLocal(t, dir).DoString("CLUSTER", "MYID"))
+	if again := string(newClusterLocal(t, dir).DoString("CLUSTER", "MYID")); again != first {
+		t.Errorf("CLUSTER MYID after a restart = %q, want %q", again, first)
+	}
+	if other := string(newClusterLocal(t, t.TempDir()).DoString("CLUSTER", "MYID")); other == first {
+		t.Errorf("two data directories share node id %q", first)
+	}
+}
+
+// TestClusterDisabled: outside cluster mode the commands answer as a
+// standalone redis-server's, and keys in several slots are fine.
+func TestClusterDisabled(t *testing.T) {
+	t.Parallel()
+	c, _ := newLocal(t)
+	for i, st := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLUSTER", "INFO"}, "-ERR This instance has cluster support disabled\r\n"},
+		{[]string{"READONLY"}, "-ERR This instance has cluster support disabled\r\n"},
+		{[]string{"MSET", "a", "1", "b", "2"}, "+OK\r\n"},
+		{[]string{"CONFIG", "SET", "cluster-enabled", "yes"}, "-ERR CONFIG SET failed (possibly related to argument 'cluster-enabled') - can't set immutable config\r\n"},
+	} {
+		if got := string(c.DoString(st.args...)); got != st.want {
+			t.Errorf("step %d: %q = %q, want %q", i, st.args, got, st.want)
+		}
+	}
+	if got := string(c.DoString("INFO", "cluster")); !strings.Contains(got, "cluster_enabled:0\r\n") {
+		t.Errorf("INFO cluster = %q, want cluster_enabled:0", got)
+	}
+}
+
+// TestCommandKeys: COMMAND reports the key arguments cluster clients
+// route by; GETKEYS answers movable ones.
+func TestCommandKeys(t *testing.T) {
+	t.Parallel()
+	c, _ := newLocal(t)
+	for i, st := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"COMMAND", "GETKEYS", "RL.HIT", "api", "user:42"}, "*1\r\n$7\r\nuser:42\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "RL.HITALL", "2", "api", "{u}a", "login", "{u}b", "COST", "2"}, "*2\r\n$4\r\n{u}a\r\n$4\r\n{u}b\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "EVAL", "x", "2", "a", "b", "c"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "FCALL", "f", "1", "a", "b"}, "*1\r\n$1\r\na\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "MEMORY", "USAGE", "k"}, "*1\r\n$1\r\nk\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "PING", "x"}, "-ERR The command has no key arguments\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "GET", "a", "b"}, "-ERR Invalid number of arguments specified for command\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "NOSUCH", "a"}, "-ERR Invalid command specified\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "GET"}, "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
+	} {
+		if got := string(c.DoString(st.args...)); got != st.want {
+			t.Errorf("step %d: %q = %q, want %q", i, st.args, got, st.want)
+		}
+	}
+	for i, st := range []struct {
+		name string
+		want string // flags, then first key, last key, step
+	}{
+		{"rl.hit", "*3\r\n+write\r\n+denyoom\r\n+fast\r\n:2\r\n:2\r\n:1\r\n"},
+		{"rl.hitall", "*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
+		{"eval", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
+		{"evalsha", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
+		{"fcall", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
+	} {
+		if got := string(c.DoString("COMMAND", "INFO", st.name)); !strings.Contains(got, st.want) {
+			t.Errorf("step %d: COMMAND INFO %s = %q, want it to hold %q", i, st.name, got, st.want)
+		}
+	}
+}
