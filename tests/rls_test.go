@@ -325,12 +325,12 @@ func TestRLSReload(t *testing.T) {
 		return 0
 	}
 
-	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(rlsMessaging, "requests_per_unit: 100", "requests_per_unit: 3", 1)), 0o644))
+	writeRules(t, file, strings.Replace(rlsMessaging, "requests_per_unit: 100", "requests_per_unit: 3", 1))
 	pollUntil("the edit applied", func() bool { return limitOf() == 3 })
 	// The counter is the same key: one hit already, so 1 left of 3.
 	s.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 1, 86400 - int64(time.Duration(s.clk.Now()-t0)/time.Second), 3, day})
 
-	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(rlsMessaging, "unit: day\n      requests_per_unit: 100", "unit: fortnight\n      requests_per_unit: 100", 1)), 0o644))
+	writeRules(t, file, strings.Replace(rlsMessaging, "unit: day\n      requests_per_unit: 100", "unit: fortnight\n      requests_per_unit: 100", 1))
 	pollUntil("the broken file noticed", func() bool { return s.srv.RLS().LastError() != "" })
 	require.Contains(t, s.srv.RLS().LastError(), "messaging.yaml:15: descriptors[1].rate_limit.unit: invalid rate limit unit 'fortnight'")
 	require.Equal(t, uint32(3), limitOf(), "the last good rules stay")
