@@ -1,6 +1,12 @@
 package command
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/limitdb/limitdb/engine"
+)
 
 // RL.SHOULD: Envoy's rate limit service from RESP, so redis-cli can try a
 // rule of rls-config-dir. The service itself (rules, fixed windows) is
@@ -13,6 +19,16 @@ type EnvoyRLS interface {
 	// ShouldRateLimit charges hits (0: a check that charges nothing) to
 	// the descriptor entries of domain at now (Unix ns).
 	ShouldRateLimit(domain string, entries []RLSEntry, hits uint64, now int64) (RLSStatus, error)
+	// RuleStats lists the counters of every rule hit since start, ordered
+	// by domain then key.
+	RuleStats() []RLSRuleStats
+}
+
+// RLSRuleStats are one rule's counters, as envoyproxy/ratelimit names them
+// under ratelimit.service.rate_limit.<Domain>.<Key>.
+type RLSRuleStats struct {
+	Domain, Key                                              string
+	TotalHits, OverLimit, NearLimit, WithinLimit, ShadowMode uint64
 }
 
 // RLSEntry is one key/value pair of a descriptor.
@@ -32,6 +48,7 @@ type RLSStatus struct {
 var errNoRLS = errors.New("the Envoy rate limit service is not available on this server")
 
 func registerRLS(t *Table) {
+	t.registerInfo("rls", -1, infoRLS)
 	t.register(&Command{Name: "rl.should", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagNoMulti,
 		Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of entries",
 		Summary: "Asks Envoy's rate limit service (rls-config-dir's rules) about one descriptor, charging HITS (default 1, 0 only checks): " +
@@ -89,5 +106,20 @@ func cmdRLShould(c *Client, args [][]byte) {
 		c.Int(st.ResetAfter)
 	} else {
 		c.Null()
+	}
+}
+
+// infoRLS is INFO rls: one line per rule hit since start, named
+// rls_<domain>.<key> after envoyproxy/ratelimit's statistic
+// (ratelimit.service.rate_limit.<domain>.<key>), with its five counters.
+// It is left out of the default INFO: a rules directory can hold many
+// rules.
+func infoRLS(s *Server, _ *engine.Engine, b *strings.Builder) {
+	if s.EnvoyRLS == nil {
+		return
+	}
+	for _, r := range s.EnvoyRLS.RuleStats() {
+		fmt.Fprintf(b, "rls_%s.%s:total_hits=%d,over_limit=%d,near_limit=%d,within_limit=%d,shadow_mode=%d\r\n",
+			r.Domain, r.Key, r.TotalHits, r.OverLimit, r.NearLimit, r.WithinLimit, r.ShadowMode)
 	}
 }

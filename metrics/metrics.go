@@ -119,7 +119,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // Prometheus's text format.
 func Handler(srv *command.Server) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(srv), policyCollector{srv}, collectors.NewGoCollector(),
+	reg.MustRegister(NewCollector(srv), policyCollector{srv}, rlsCollector{srv}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: log.Default()})
 }

@@ -122,6 +122,17 @@ func (r rlsCommands) ShouldRateLimit(domain string, entries []command.RLSEntry, 
 	return out, nil
 }
 
+func (r rlsCommands) RuleStats() []command.RLSRuleStats {
+	rules := r.svc.RuleStats()
+	out := make([]command.RLSRuleStats, len(rules))
+	for i, st := range rules {
+		out[i] = command.RLSRuleStats{Domain: st.Domain, Key: st.Key, TotalHits: st.Stats.TotalHits,
+			OverLimit: st.Stats.OverLimit, NearLimit: st.Stats.NearLimit, WithinLimit: st.Stats.WithinLimit,
+			ShadowMode: st.Stats.ShadowMode}
+	}
+	return out
+}
+
 // StartRLSHTTP listens on bind and rls-http-port and serves the rate limit
 // service's HTTP side there (POST /json, GET /healthcheck, GET /rlconfig,
 // as envoyproxy/ratelimit) until Close; it does nothing when rls-http-port

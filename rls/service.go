@@ -30,6 +30,8 @@ type Service struct {
 	watch watchState // the rules directory (watch.go)
 	// headers adds RateLimit-* response_headers_to_add (SetResponseHeaders).
 	headers atomic.Bool
+	// counters are the per-rule statistics (stats.go).
+	counters counters
 }
 
 // SetResponseHeaders turns on (or off) the RateLimit-Limit,
@@ -82,6 +84,7 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK,
 		Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))}
 	for i, st := range sts {
+		s.counters.add(req.Domain, st)
 		resp.Statuses[i] = descriptorStatus(st)
 		if st.Limit != nil && st.Limited() {
 			resp.OverallCode = rlspb.RateLimitResponse_OVER_LIMIT
