@@ -12,7 +12,9 @@
 // requests queued behind the stall (no coordinated omission).
 //
 // Output is one CSV line:
-// label,rate,rps,p50_us,p99_us,p999_us,max_us,ok,over_limit,errors
+// label,rate,rps,p50_us,p99_us,p999_us,max_us,ok,over_limit,errors,sent
+// (sent counts the warm-up's requests too: what the server served while
+// the command ran)
 //
 //	rlsload -addr 127.0.0.1:8081 -duration 5s -keys 100000
 //	rlsload -addr 127.0.0.1:8081 -rate 5000 -descriptor tight -keys 100
@@ -27,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -78,6 +81,7 @@ func main() {
 		interval = time.Duration(int64(time.Second) * int64(*workers) / int64(*rate))
 	}
 	results := make([]result, *workers)
+	var sent atomic.Int64
 	var wg sync.WaitGroup
 	for w := range *workers {
 		wg.Add(1)
@@ -104,6 +108,7 @@ func main() {
 				entry.Value = "u" + strconv.Itoa(rnd.Intn(*keys))
 				resp, err := c.ShouldRateLimit(context.Background(), req)
 				done := clk.Mono()
+				sent.Add(1)
 				if due >= measureFrom {
 					switch {
 					case err != nil:
@@ -129,10 +134,10 @@ func main() {
 		all.lat = append(all.lat, r.lat...)
 	}
 	slices.Sort(all.lat)
-	fmt.Printf("%s,%d,%.0f,%d,%d,%d,%d,%d,%d,%d\n", *label, *rate,
+	fmt.Printf("%s,%d,%.0f,%d,%d,%d,%d,%d,%d,%d,%d\n", *label, *rate,
 		float64(len(all.lat))/duration.Seconds(),
 		quantile(all.lat, 0.50), quantile(all.lat, 0.99), quantile(all.lat, 0.999), quantile(all.lat, 1),
-		all.ok, all.over, all.errors)
+		all.ok, all.over, all.errors, sent.Load()+int64(len(clients)))
 }
 
 type result struct {
