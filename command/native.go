@@ -117,13 +117,54 @@ func redisRateStore(now int64, newTAT, resetAfter float64) (engine.Entry, bool) 
 	return engine.StringEntry(strconv.AppendFloat(nil, newTAT, 'g', 17, 64), at), true
 }
 
-// redisRateReply writes {allowed, remaining, tostring(retry), tostring(reset)}.
-func redisRateReply(c *Client, allowed, remaining float64, retry, reset string) {
-	c.Array(4)
-	c.Int(toLuaInteger(allowed))
-	c.Int(toLuaInteger(remaining))
-	c.BulkString(retry)
-	c.BulkString(reset)
+// redisRateAnswer is what one of redis_rate's scripts decides: its reply,
+// and the theoretical arrival time to SET when store is true and
+// resetAfter > 0 (the scripts' `if reset_after > 0 then SET ...`).
+type redisRateAnswer struct {
+	allowed, remaining float64
+	retry, reset       string
+	store              bool
+	newTAT, resetAfter float64
+}
+
+// redisRate runs one of redis_rate's scripts: its arguments, its clock,
+// its GET, then decide's arithmetic on (tat, now, emission interval,
+// burst offset, cost) in one engine call, then its SET and its reply.
+func redisRate(c *Client, keys, argv [][]byte, decide func(tat, now, emission, burstOffset, cost float64) redisRateAnswer) bool {
+	burst, rate, period, cost, ok := redisRateArgs(keys, argv)
+	if !ok {
+		return false
+	}
+	emission := period / rate
+	burstOffset := emission * burst
+	nowNs := c.Now()
+	now := redisRateNow(nowNs)
+	handled := false
+	var a redisRateAnswer
+	c.eng().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
+		tat, ok := redisRateTAT(ent, now)
+		if !ok {
+			return ent, false
+		}
+		a, handled = decide(tat, now, emission, burstOffset, cost), true
+		if !a.store || a.resetAfter <= 0 {
+			return ent, false
+		}
+		next, ok := redisRateStore(nowNs, a.newTAT, a.resetAfter)
+		if !ok {
+			handled = false
+			return ent, false
+		}
+		return next, true
+	})
+	if handled {
+		c.Array(4)
+		c.Int(toLuaInteger(a.allowed))
+		c.Int(toLuaInteger(a.remaining))
+		c.BulkString(a.retry)
+		c.BulkString(a.reset)
+	}
+	return handled
 }
 
 // toLuaInteger is Redis's conversion of a Lua number to an integer reply.
@@ -135,73 +176,26 @@ func toLuaInteger(f float64) int64 {
 }
 
 func redisRateAllowN(c *Client, keys, argv [][]byte) bool {
-	burst, rate, period, cost, ok := redisRateArgs(keys, argv)
-	if !ok {
-		return false
-	}
-	emission := period / rate
-	increment := emission * cost
-	burstOffset := emission * burst
-	nowNs := c.Now()
-	now := redisRateNow(nowNs)
-	handled := false
-	var allowed, remaining float64
-	var retry, reset string
-	c.eng().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
-		tat, ok := redisRateTAT(ent, now)
-		if !ok {
-			return ent, false
-		}
-		newTAT := tat + increment
+	return redisRate(c, keys, argv, func(tat, now, emission, burstOffset, cost float64) redisRateAnswer {
+		newTAT := tat + emission*cost
 		allowAt := newTAT - burstOffset
 		diff := now - allowAt
-		remaining = diff / emission
+		remaining := diff / emission
 		if remaining < 0 {
-			handled, allowed, remaining = true, 0, 0
-			retry, reset = luaToString(diff*-1), luaToString(tat-now)
-			return ent, false
+			return redisRateAnswer{retry: luaToString(diff * -1), reset: luaToString(tat - now)}
 		}
 		resetAfter := newTAT - now
-		handled, allowed, retry, reset = true, cost, "-1", luaToString(resetAfter)
-		if resetAfter > 0 {
-			next, ok := redisRateStore(nowNs, newTAT, resetAfter)
-			if !ok {
-				handled = false
-				return ent, false
-			}
-			return next, true
-		}
-		return ent, false
+		return redisRateAnswer{allowed: cost, remaining: remaining, retry: "-1", reset: luaToString(resetAfter),
+			store: true, newTAT: newTAT, resetAfter: resetAfter}
 	})
-	if handled {
-		redisRateReply(c, allowed, remaining, retry, reset)
-	}
-	return handled
 }
 
 func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
-	burst, rate, period, cost, ok := redisRateArgs(keys, argv)
-	if !ok {
-		return false
-	}
-	emission := period / rate
-	burstOffset := emission * burst
-	nowNs := c.Now()
-	now := redisRateNow(nowNs)
-	handled := false
-	var allowed, remaining float64
-	var retry, reset string
-	c.eng().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
-		tat, ok := redisRateTAT(ent, now)
-		if !ok {
-			return ent, false
-		}
+	return redisRate(c, keys, argv, func(tat, now, emission, burstOffset, cost float64) redisRateAnswer {
 		diff := now - (tat - burstOffset)
-		remaining = diff / emission
+		remaining := diff / emission
 		if remaining < 1 {
-			handled, allowed, remaining = true, 0, 0
-			retry, reset = luaToString(emission-diff), luaToString(tat-now)
-			return ent, false
+			return redisRateAnswer{retry: luaToString(emission - diff), reset: luaToString(tat - now)}
 		}
 		take := cost
 		if remaining < take {
@@ -211,21 +205,9 @@ func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
 		}
 		newTAT := tat + emission*take
 		resetAfter := newTAT - now
-		handled, allowed, retry, reset = true, take, "-1", luaToString(resetAfter)
-		if resetAfter > 0 {
-			next, ok := redisRateStore(nowNs, newTAT, resetAfter)
-			if !ok {
-				handled = false
-				return ent, false
-			}
-			return next, true
-		}
-		return ent, false
+		return redisRateAnswer{allowed: take, remaining: remaining, retry: "-1", reset: luaToString(resetAfter),
+			store: true, newTAT: newTAT, resetAfter: resetAfter}
 	})
-	if handled {
-		redisRateReply(c, allowed, remaining, retry, reset)
-	}
-	return handled
 }
 
 // ululeIncr is ulule/limiter's increment: INCRBY key count; a key that
