@@ -90,39 +90,39 @@ var scriptCases = [][]string{
 	{"EVALSHA", "0a9ba1bd3cfa5a66ffba6b9ae8e45c9c7bb33fac", "0"},
 	{"GET", "s1"},
 	{"GET", "counter"},
+	// RESP3 types from a script, and after redis.setresp(3)
+	{"EVAL", "return {map={a=1}}", "0"},
+	{"EVAL", "return {set={a=true}}", "0"},
+	{"EVAL", "return {double=3.5}", "0"},
+	{"EVAL", "return {big_number='12345678901234567890'}", "0"},
+	{"EVAL", "redis.setresp(3) return redis.call('get', KEYS[1])", "1", "nokey"},
+	{"EVAL", "redis.setresp(3) local v = redis.call('get', KEYS[1]) return tostring(v)", "1", "nokey"},
+	{"EVAL", "redis.setresp(3) return {true, false}", "0"},
 }
 
 // TestScriptsAnswerAsRedis sends the same commands to limitdb and to
 // redis-server, in RESP2 and RESP3, and compares the replies byte for byte.
 func TestScriptsAnswerAsRedis(t *testing.T) {
 	t.Parallel()
+	sameAsRedis(t, scriptCases)
+}
+
+// sameAsRedis sends cases to redis-server and to limitdb, each from a
+// fresh keyspace, in RESP2 then RESP3, and compares the replies byte for
+// byte.
+func sameAsRedis(t *testing.T, cases [][]string) {
+	t.Helper()
 	rc := startRedis(t)
 	ts := startServer(t)
 	for _, proto := range []string{"2", "3"} {
 		t.Run("RESP"+proto, func(t *testing.T) {
 			red := dialRawNet(t, "unix", rc.Options().Addr)
 			lim := dialRaw(t, ts.addr)
-			red.do("HELLO", proto)
-			lim.do("HELLO", proto)
-			red.do("FLUSHALL")
-			lim.do("FLUSHALL")
-			for _, args := range scriptCases {
-				want, got := red.do(args...), lim.do(args...)
-				if got != want {
-					t.Errorf("%q:\n got  %q\n want %q", args, got, want)
-				}
+			for _, setup := range [][]string{{"HELLO", proto}, {"FLUSHALL"}, {"FUNCTION", "FLUSH"}} {
+				red.do(setup...)
+				lim.do(setup...)
 			}
-			resp3 := [][]string{
-				{"EVAL", "redis.setresp(3) return redis.call('hello', '3')", "0"},
-				{"EVAL", "return {map={a=1}}", "0"},
-				{"EVAL", "return {set={a=true}}", "0"},
-				{"EVAL", "return {double=3.5}", "0"},
-				{"EVAL", "return {big_number='12345678901234567890'}", "0"},
-				{"EVAL", "redis.setresp(3) return redis.call('get', KEYS[1])", "1", "nokey"},
-				{"EVAL", "redis.setresp(3) local v = redis.call('get', KEYS[1]) return tostring(v)", "1", "nokey"},
-				{"EVAL", "redis.setresp(3) return {true, false}", "0"},
-			}
-			for _, args := range resp3[1:] {
+			for _, args := range cases {
 				want, got := red.do(args...), lim.do(args...)
 				if got != want {
 					t.Errorf("%q:\n got  %q\n want %q", args, got, want)
@@ -244,24 +244,7 @@ const fnLib = "#!lua name=mylib\n" +
 // against redis-server, byte for byte, in RESP2 and RESP3.
 func TestFunctionsAnswerAsRedis(t *testing.T) {
 	t.Parallel()
-	rc := startRedis(t)
-	ts := startServer(t)
-	for _, proto := range []string{"2", "3"} {
-		t.Run("RESP"+proto, func(t *testing.T) {
-			red := dialRawNet(t, "unix", rc.Options().Addr)
-			lim := dialRaw(t, ts.addr)
-			red.do("HELLO", proto)
-			lim.do("HELLO", proto)
-			red.do("FLUSHALL")
-			lim.do("FLUSHALL")
-			for _, args := range functionCases {
-				want, got := red.do(args...), lim.do(args...)
-				if got != want {
-					t.Errorf("%q:\n got  %q\n want %q", args, got, want)
-				}
-			}
-		})
-	}
+	sameAsRedis(t, functionCases)
 }
 
 // TestFunctionsAreKept: libraries reach replicas, survive FUNCTION DUMP
