@@ -111,6 +111,27 @@ func (c *Client) Simple(s string) { c.w.Simple(s) }
 // Int writes an integer.
 func (c *Client) Int(n int64) { c.w.Int(n) }
 
+// IntOrError writes err as the reply when there is one, else n.
+func (c *Client) IntOrError(n int64, err error) {
+	if err != nil {
+		c.Error(err)
+		return
+	}
+	c.Int(n)
+}
+
+// countTrue calls f on each item and counts the trues: how many members
+// SADD added, HDEL deleted, ZREM removed.
+func countTrue(items [][]byte, f func([]byte) bool) int64 {
+	n := int64(0)
+	for _, it := range items {
+		if f(it) {
+			n++
+		}
+	}
+	return n
+}
+
 // Bulk writes a bulk string.
 func (c *Client) Bulk(b []byte) { c.w.Bulk(b) }
 

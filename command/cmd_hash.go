@@ -77,11 +77,7 @@ func cmdHSetNX(c *Client, args [][]byte) {
 		set = h.Set(args[2], args[3])
 		return true
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(b2i(set))
+	c.IntOrError(b2i(set), err)
 }
 
 // The read commands reply from inside the callback, under the shard's
@@ -166,11 +162,7 @@ func cmdHLen(c *Client, args [][]byte) {
 		n = h.Len()
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdHStrlen(c *Client, args [][]byte) {
@@ -180,11 +172,7 @@ func cmdHStrlen(c *Client, args [][]byte) {
 		n = len(v)
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdHExists(c *Client, args [][]byte) {
@@ -193,28 +181,16 @@ func cmdHExists(c *Client, args [][]byte) {
 		_, has = h.Get(args[2])
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(b2i(has))
+	c.IntOrError(b2i(has), err)
 }
 
 func cmdHDel(c *Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
-		for _, f := range args[2:] {
-			if h.Delete(f) {
-				n++
-			}
-		}
+		n = countTrue(args[2:], h.Delete)
 		return n > 0
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(n)
+	c.IntOrError(n, err)
 }
 
 func cmdHIncrBy(c *Client, args [][]byte) {

@@ -124,11 +124,7 @@ func cmdLLen(c *Client, args [][]byte) {
 		n = l.Len()
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 // listIndex is index of a list of n elements counted from the head (a
@@ -274,11 +270,7 @@ func cmdLRem(c *Client, args [][]byte) {
 		n = l.Remove(args[3], int(k), fromTail)
 		return n > 0
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdLInsert(c *Client, args [][]byte) {

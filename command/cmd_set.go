@@ -26,35 +26,19 @@ func registerSet(t *Table) {
 func cmdSAdd(c *Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.eng().DoSet(args[1], c.Now(), true, func(s *engine.Set) bool {
-		for _, m := range args[2:] {
-			if s.Add(m) {
-				n++
-			}
-		}
+		n = countTrue(args[2:], s.Add)
 		return n > 0
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(n)
+	c.IntOrError(n, err)
 }
 
 func cmdSRem(c *Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
-		for _, m := range args[2:] {
-			if s.Remove(m) {
-				n++
-			}
-		}
+		n = countTrue(args[2:], s.Remove)
 		return n > 0
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(n)
+	c.IntOrError(n, err)
 }
 
 func cmdSIsMember(c *Client, args [][]byte) {
@@ -63,11 +47,7 @@ func cmdSIsMember(c *Client, args [][]byte) {
 		has = s.Has(args[2])
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(b2i(has))
+	c.IntOrError(b2i(has), err)
 }
 
 func cmdSMIsMember(c *Client, args [][]byte) {
@@ -94,11 +74,7 @@ func cmdSCard(c *Client, args [][]byte) {
 		n = s.Len()
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdSMembers(c *Client, args [][]byte) {

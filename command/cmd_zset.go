@@ -256,18 +256,10 @@ pairs:
 func cmdZRem(c *Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
-		for _, m := range args[2:] {
-			if z.Remove(m) {
-				n++
-			}
-		}
+		n = countTrue(args[2:], z.Remove)
 		return n > 0
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(n)
+	c.IntOrError(n, err)
 }
 
 func cmdZCard(c *Client, args [][]byte) {
@@ -276,11 +268,7 @@ func cmdZCard(c *Client, args [][]byte) {
 		n = z.Len()
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdZCount(c *Client, args [][]byte) {
@@ -294,11 +282,7 @@ func cmdZCount(c *Client, args [][]byte) {
 		n = z.CountRange(r)
 		return false
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdZScore(c *Client, args [][]byte) {
@@ -557,11 +541,7 @@ func cmdZRemRangeByScore(c *Client, args [][]byte) {
 		n = z.RemoveRange(r)
 		return n > 0
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdZRemRangeByRank(c *Client, args [][]byte) {
@@ -582,11 +562,7 @@ func cmdZRemRangeByRank(c *Client, args [][]byte) {
 		}
 		return n > 0
 	})
-	if err != nil {
-		c.Error(err)
-		return
-	}
-	c.Int(int64(n))
+	c.IntOrError(int64(n), err)
 }
 
 func cmdZPop(max bool) func(c *Client, args [][]byte) {
