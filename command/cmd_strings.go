@@ -48,15 +48,7 @@ func registerStrings(t *Table) {
 
 func cmdGet(c *Client, args [][]byte) {
 	val, ok, err := c.eng().GetString(args[1], c.Now(), c.scratch[:0])
-	switch {
-	case err != nil:
-		c.Error(err)
-	case !ok:
-		c.Null()
-	default:
-		c.Bulk(val)
-		c.scratch = val[:0]
-	}
+	c.stringReply(val, ok, err)
 }
 
 // cmdStrlen answers STRLEN: redis-cli --bigkeys sizes strings with it.
@@ -298,15 +290,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 
 func cmdGetDel(c *Client, args [][]byte) {
 	val, ok, err := c.eng().GetDel(args[1], c.Now(), c.scratch[:0])
-	switch {
-	case err != nil:
-		c.Error(err)
-	case !ok:
-		c.Null()
-	default:
-		c.Bulk(val)
-		c.scratch = val[:0]
-	}
+	c.stringReply(val, ok, err)
 }
 
 // cmdGetEx answers GETEX. As in Redis, the options are checked first, the
@@ -349,6 +333,12 @@ func cmdGetEx(c *Client, args [][]byte) {
 		at, err := setExpiry(now, n, unit, abs, "getex")
 		return at, err == nil, err
 	})
+	c.stringReply(val, ok, err)
+}
+
+// stringReply answers a string read into c.scratch: the error, nil for no
+// value, or the value (whose buffer c keeps for the next read).
+func (c *Client) stringReply(val []byte, ok bool, err error) {
 	switch {
 	case err != nil:
 		c.Error(err)
