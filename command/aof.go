@@ -310,30 +310,41 @@ func (s *Server) aofWriteFailed(r *aofRun, err error) {
 // aofRotateAndRewrite starts a new incr file and then, in the background,
 // a new base. The caller holds r.ioMu and has written everything read.
 func (s *Server) aofRotateAndRewrite(r *aofRun) {
-	a := &s.aof
-	if !a.rewriting.CompareAndSwap(false, true) {
+	if !s.beginAOFRewrite() {
 		return
 	}
-	a.rewriteStart.Store(s.aof.clk.Now())
 	seq, err := r.file.Rotate()
 	if err != nil {
 		s.aofRewriteDone(err, 0)
 		return
 	}
-	go func() {
-		start := s.aof.clk.Mono()
-		var keys int
-		err := r.file.Rewrite(seq, func(path string) error {
-			st, err := persistence.Save(path, s.eng, &s.sections)
-			keys = st.Keys
-			return err
-		})
-		d := s.aof.clk.Mono() - start
-		s.aofRewriteDone(err, d)
-		if err == nil {
-			s.logger.Printf("append-only file rewritten: %d keys in the new base, in %v", keys, d.Round(time.Microsecond))
-		}
-	}()
+	go s.rewriteAOF(r.file, seq)
+}
+
+// beginAOFRewrite claims the one rewrite that may run; false when one runs.
+func (s *Server) beginAOFRewrite() bool {
+	if !s.aof.rewriting.CompareAndSwap(false, true) {
+		return false
+	}
+	s.aof.rewriteStart.Store(s.aof.clk.Now())
+	return true
+}
+
+// rewriteAOF writes f's new base, a snapshot, replacing every file before
+// incr file seq, and records the outcome.
+func (s *Server) rewriteAOF(f *persistence.AOF, seq int64) {
+	start := s.aof.clk.Mono()
+	var keys int
+	err := f.Rewrite(seq, func(path string) error {
+		st, err := persistence.Save(path, s.eng, &s.sections)
+		keys = st.Keys
+		return err
+	})
+	d := s.aof.clk.Mono() - start
+	s.aofRewriteDone(err, d)
+	if err == nil {
+		s.logger.Printf("append-only file rewritten: %d keys in the new base, in %v", keys, d.Round(time.Microsecond))
+	}
 }
 
 func (s *Server) aofRewriteDone(err error, d time.Duration) {
@@ -375,18 +386,10 @@ func (s *Server) RewriteAOF() error {
 	if err != nil {
 		return err
 	}
-	if !s.aof.rewriting.CompareAndSwap(false, true) {
+	if !s.beginAOFRewrite() {
 		return errAOFRewriting
 	}
-	s.aof.rewriteStart.Store(s.aof.clk.Now())
-	go func() {
-		start := s.aof.clk.Mono()
-		err := f.Rewrite(math.MaxInt64, func(path string) error {
-			_, err := persistence.Save(path, s.eng, &s.sections)
-			return err
-		})
-		s.aofRewriteDone(err, s.aof.clk.Mono()-start)
-	}()
+	go s.rewriteAOF(f, math.MaxInt64) // no incr file stays
 	return nil
 }
 
