@@ -1,5 +1,7 @@
-// Package cluster holds what the Redis Cluster specification fixes for
-// every node: the key-to-slot function. It is pure; it imports nothing of
+// Package cluster holds what a Redis Cluster's members share: the
+// key-to-slot function the specification fixes, the topology (members,
+// slot owners, epochs) and the consensus that keeps every member's copy
+// of it the same (consensus.go, on hashicorp/raft). It imports nothing of
 // the project and knows nothing of the protocol or the keyspace.
 package cluster
 

@@ -1,0 +1,469 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// The members agree on the topology through hashicorp/raft: every change
+// (a node joins, slots move, a replica is promoted) is an entry of one
+// replicated log, applied in the same order everywhere. The log carries
+// metadata only; commands on keys never wait on it. Each member is a raft
+// voter reached on its bus port.
+//
+// A node starts as a cluster of one, as a Redis node does. CLUSTER MEET
+// sent to such a node makes it join the other node's cluster: it asks that
+// cluster's leader to add it (with the slots it already serves), wipes its
+// own one-node log, and receives the cluster's log as a new voter.
+//
+// The leader watches the members through raft's own heartbeats: a member
+// whose heartbeats have failed for longer than the node timeout is marked
+// failed, and when it was a primary one of its replicas takes its slots.
+// A member that has not heard from a leader for the node timeout knows it
+// may be on the minority side of a partition, and Healthy turns false.
+
+// Config is what a member needs to take part.
+type Config struct {
+	Self        Node          // this node: ID, shard, client and bus addresses
+	Dir         string        // where the log and snapshots live; "" keeps them in memory
+	NodeTimeout time.Duration // cluster-node-timeout
+	Logger      *log.Logger
+	// OnChange is called with each new topology, in log order, from one
+	// goroutine at a time. It must not block for long.
+	OnChange func(*Topology)
+}
+
+// Consensus is this node's membership in the cluster.
+type Consensus struct {
+	cfg  Config
+	topo atomic.Pointer[Topology]
+	ok   atomic.Bool // Healthy
+
+	mu    sync.Mutex // guards the fields below, which Reset replaces
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	store *raftboltdb.BoltStore // nil in memory
+	fsm   *fsm
+
+	failMu  sync.Mutex
+	failing map[string]time.Time // on the leader: members whose heartbeats fail, since when
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// ErrNotLeader is returned by Propose on a member that is not the leader;
+// Leader says which member is.
+var ErrNotLeader = errors.New("cluster: not the leader")
+
+// Open starts this node's part in the cluster: it reloads the log from
+// Dir, or starts a cluster of one.
+func Open(cfg Config) (*Consensus, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = log.Default()
+	}
+	if cfg.NodeTimeout <= 0 {
+		cfg.NodeTimeout = 15 * time.Second
+	}
+	c := &Consensus{cfg: cfg, failing: map[string]time.Time{}, stop: make(chan struct{})}
+	c.topo.Store(Empty())
+	fresh, err := c.start()
+	if err != nil {
+		return nil, err
+	}
+	if fresh {
+		if err := c.bootstrap(nil); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	c.wg.Add(1)
+	go c.watch()
+	return c, nil
+}
+
+// start makes the raft instance from what Dir holds; fresh reports that it
+// held nothing.
+func (c *Consensus) start() (fresh bool, err error) {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.cfg.Self.ID)
+	// Heartbeats and elections scale with the node timeout, so that a
+	// leader is replaced well within it.
+	beat := min(max(c.cfg.NodeTimeout/5, 50*time.Millisecond), time.Second)
+	rc.HeartbeatTimeout, rc.ElectionTimeout = beat, beat
+	rc.LeaderLeaseTimeout = beat / 2
+	rc.CommitTimeout = 10 * time.Millisecond
+	rc.SnapshotThreshold = 1024
+	rc.TrailingLogs = 1024
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "cluster", Level: hclog.Warn, Output: c.cfg.Logger.Writer()})
+
+	addr := net.JoinHostPort(c.cfg.Self.IP, strconv.Itoa(c.cfg.Self.BusPort))
+	trans, err := raft.NewTCPTransportWithLogger(addr, nil, 3, c.cfg.NodeTimeout, rc.Logger)
+	if err != nil {
+		return false, fmt.Errorf("cluster: bus port: %w", err)
+	}
+	var (
+		logs   raft.LogStore
+		stable raft.StableStore
+		snaps  raft.SnapshotStore
+		store  *raftboltdb.BoltStore
+	)
+	if c.cfg.Dir == "" {
+		mem := raft.NewInmemStore()
+		logs, stable, snaps = mem, mem, raft.NewInmemSnapshotStore()
+	} else {
+		if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
+			trans.Close()
+			return false, fmt.Errorf("cluster: %w", err)
+		}
+		if store, err = raftboltdb.NewBoltStore(filepath.Join(c.cfg.Dir, "raft.db")); err != nil {
+			trans.Close()
+			return false, fmt.Errorf("cluster: log: %w", err)
+		}
+		if snaps, err = raft.NewFileSnapshotStoreWithLogger(c.cfg.Dir, 2, rc.Logger); err != nil {
+			store.Close()
+			trans.Close()
+			return false, fmt.Errorf("cluster: snapshots: %w", err)
+		}
+		logs, stable = store, store
+	}
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		trans.Close()
+		return false, fmt.Errorf("cluster: %w", err)
+	}
+	f := &fsm{c: c, cur: Empty()}
+	r, err := raft.NewRaft(rc, f, logs, stable, snaps, trans)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		trans.Close()
+		return false, fmt.Errorf("cluster: %w", err)
+	}
+	obs := make(chan raft.Observation, 64)
+	r.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+			return true
+		}
+		return false
+	}))
+	c.mu.Lock()
+	c.raft, c.trans, c.store, c.fsm = r, trans, store, f
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go c.observe(obs)
+	return !has, nil
+}
+
+// bootstrap makes this node a cluster of one holding itself, with slots
+// (a node that could not join keeps the ones it had).
+func (c *Consensus) bootstrap(slots []Range) error {
+	r := c.current()
+	self := c.cfg.Self
+	cfg := raft.Configuration{Servers: []raft.Server{{ID: raft.ServerID(self.ID), Address: raft.ServerAddress(c.busAddr(&self))}}}
+	if err := r.BootstrapCluster(cfg).Error(); err != nil {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	deadline := time.Now().Add(10 * c.cfg.NodeTimeout)
+	for r.State() != raft.Leader {
+		if time.Now().After(deadline) {
+			return errors.New("cluster: a cluster of one elected no leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return c.Propose(Change{Op: OpAddNode, Node: &self, Slots: slots, Epoch: self.Epoch})
+}
+
+func (c *Consensus) busAddr(n *Node) string {
+	return net.JoinHostPort(n.IP, strconv.Itoa(n.BusPort))
+}
+
+func (c *Consensus) current() *raft.Raft {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.raft
+}
+
+// Topology is the latest topology this member has applied.
+func (c *Consensus) Topology() *Topology { return c.topo.Load() }
+
+// Self is this node as the topology holds it, or as configured before it
+// is in one.
+func (c *Consensus) Self() Node {
+	if n, ok := c.Topology().Node(c.cfg.Self.ID); ok {
+		return *n
+	}
+	return c.cfg.Self
+}
+
+// Healthy reports whether this member is the leader or has heard from one
+// within the node timeout: whether it may be on the majority side.
+func (c *Consensus) Healthy() bool { return c.ok.Load() }
+
+// Alone reports whether this node is a cluster of one.
+func (c *Consensus) Alone() bool {
+	f := c.current().GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	s := f.Configuration().Servers
+	return len(s) == 1 && string(s[0].ID) == c.cfg.Self.ID && len(c.Topology().Nodes()) <= 1
+}
+
+// Leader is the ID of the member that leads, "" when none is known.
+func (c *Consensus) Leader() string {
+	_, id := c.current().LeaderWithID()
+	return string(id)
+}
+
+// Propose appends a change to the log and waits until it is applied here:
+// ErrNotLeader unless this member leads, a cluster Error when the topology
+// refuses it.
+func (c *Consensus) Propose(ch Change) error {
+	r := c.current()
+	if r.State() != raft.Leader {
+		return ErrNotLeader
+	}
+	f := r.Apply(ch.Encode(), c.cfg.NodeTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotLeader
+		}
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err, ok := f.Response().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// Join adds node n to the cluster with the slots it serves; only the
+// leader can. n must have wiped its own log (Reset) first.
+func (c *Consensus) Join(n Node, slots []Range) error {
+	if err := c.Propose(Change{Op: OpAddNode, Node: &n, Slots: slots, Epoch: n.Epoch}); err != nil {
+		return err
+	}
+	f := c.current().AddVoter(raft.ServerID(n.ID), raft.ServerAddress(c.busAddr(&n)), 0, c.cfg.NodeTimeout)
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: adding %s: %w", n.ID, err)
+	}
+	return nil
+}
+
+// Forget removes member id from the cluster; only the leader can.
+func (c *Consensus) Forget(id string) error {
+	if err := c.Propose(Change{Op: OpForget, ID: id}); err != nil {
+		return err
+	}
+	if err := c.current().RemoveServer(raft.ServerID(id), 0, c.cfg.NodeTimeout).Error(); err != nil {
+		return fmt.Errorf("cluster: removing %s: %w", id, err)
+	}
+	return nil
+}
+
+// Reset wipes this node's log and waits, with no cluster, to be added to
+// another one (Join on its leader). The topology stays as it was until
+// the new cluster's log arrives.
+func (c *Consensus) Reset() error {
+	c.mu.Lock()
+	r, trans, store := c.raft, c.trans, c.store
+	c.mu.Unlock()
+	if err := r.Shutdown().Error(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	trans.Close()
+	if store != nil {
+		store.Close()
+		os.Remove(filepath.Join(c.cfg.Dir, "raft.db"))
+		os.RemoveAll(filepath.Join(c.cfg.Dir, "snapshots"))
+	}
+	_, err := c.start()
+	return err
+}
+
+// Rebootstrap makes this node, reset and not taken in by another cluster,
+// a cluster of one again with the slots it had.
+func (c *Consensus) Rebootstrap(slots []Range) error { return c.bootstrap(slots) }
+
+// Close leaves the cluster's work: raft stops, the log is closed.
+func (c *Consensus) Close() {
+	select {
+	case <-c.stop:
+		return
+	default:
+	}
+	close(c.stop)
+	c.mu.Lock()
+	r, trans, store := c.raft, c.trans, c.store
+	c.mu.Unlock()
+	r.Shutdown().Error()
+	trans.Close()
+	if store != nil {
+		store.Close()
+	}
+	c.wg.Wait()
+}
+
+// observe keeps, on the leader, since when each member's heartbeats fail.
+func (c *Consensus) observe(ch chan raft.Observation) {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case o := <-ch:
+			c.failMu.Lock()
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				if _, ok := c.failing[string(d.PeerID)]; !ok {
+					c.failing[string(d.PeerID)] = time.Now()
+				}
+			case raft.ResumedHeartbeatObservation:
+				delete(c.failing, string(d.PeerID))
+			}
+			c.failMu.Unlock()
+		}
+	}
+}
+
+// watch updates Healthy and, on the leader, turns failed heartbeats into
+// failure marks and promotions.
+func (c *Consensus) watch() {
+	defer c.wg.Done()
+	tick := time.NewTicker(min(c.cfg.NodeTimeout/10, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-tick.C:
+		}
+		r := c.current()
+		leader := r.State() == raft.Leader
+		c.ok.Store(leader || time.Since(r.LastContact()) < c.cfg.NodeTimeout)
+		if !leader {
+			c.failMu.Lock()
+			clear(c.failing)
+			c.failMu.Unlock()
+			continue
+		}
+		for _, ch := range c.failureChanges(c.Topology()) {
+			if err := c.Propose(ch); err != nil && !errors.Is(err, ErrNotLeader) {
+				c.cfg.Logger.Printf("cluster: %s %s: %v", ch.Op, ch.ID, err)
+			}
+		}
+	}
+}
+
+// failureChanges is what the leader proposes about its members' health: a
+// mark on each member whose heartbeats have failed for the node timeout
+// and the promotion of a replica for each such primary serving slots, or
+// the end of the mark on a member heard from again.
+func (c *Consensus) failureChanges(t *Topology) []Change {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	var out []Change
+	for _, n := range t.Nodes() {
+		since, failing := c.failing[n.ID]
+		down := failing && time.Since(since) >= c.cfg.NodeTimeout && n.ID != c.cfg.Self.ID
+		switch {
+		case down && !n.Failed:
+			out = append(out, Change{Op: OpFail, ID: n.ID})
+		case !failing && n.Failed:
+			out = append(out, Change{Op: OpRecover, ID: n.ID})
+		}
+		if down && n.Primary == "" && len(t.SlotsOf(n.ID)) > 0 {
+			if r := promotable(t, n.ID, c.failing); r != "" {
+				out = append(out, Change{Op: OpFailover, ID: r})
+			}
+		}
+	}
+	return out
+}
+
+// promotable picks the replica of primary id to promote: the first, by
+// ID, that is not failing.
+func promotable(t *Topology, id string, failing map[string]time.Time) string {
+	rs := t.Replicas(id)
+	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+	for _, r := range rs {
+		if _, bad := failing[r.ID]; !bad && !r.Failed {
+			return r.ID
+		}
+	}
+	return ""
+}
+
+// fsm applies the log to the topology.
+type fsm struct {
+	c   *Consensus
+	cur *Topology // touched only by raft's apply goroutine
+}
+
+func (f *fsm) Apply(l *raft.Log) any {
+	ch, err := DecodeChange(l.Data)
+	if err != nil {
+		return err
+	}
+	next, err := f.cur.Apply(ch)
+	if err != nil {
+		return err
+	}
+	f.publish(next)
+	return nil
+}
+
+func (f *fsm) publish(t *Topology) {
+	f.cur = t
+	f.c.topo.Store(t)
+	if f.c.cfg.OnChange != nil {
+		f.c.cfg.OnChange(t)
+	}
+}
+
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	b, err := json.Marshal(f.cur)
+	return snapshotBytes(b), err
+}
+
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	t := Empty()
+	if err := json.NewDecoder(rc).Decode(t); err != nil {
+		return fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	f.publish(t)
+	return nil
+}
+
+type snapshotBytes []byte
+
+func (s snapshotBytes) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (snapshotBytes) Release() {}
