@@ -63,8 +63,9 @@ type Consensus struct {
 	failMu  sync.Mutex
 	failing map[string]time.Time // on the leader: members whose heartbeats fail, since when
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
 }
 
 // ErrNotLeader is returned by Propose on a member that is not the leader;
@@ -191,7 +192,8 @@ func (c *Consensus) bootstrap(slots []Range) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return c.Propose(Change{Op: OpAddNode, Node: &self, Slots: slots, Epoch: self.Epoch})
+	_, err := c.Propose(Change{Op: OpAddNode, Node: &self, Slots: slots, Epoch: self.Epoch})
+	return err
 }
 
 func (c *Consensus) busAddr(n *Node) string {
@@ -238,47 +240,58 @@ func (c *Consensus) Leader() string {
 
 // Propose appends a change to the log and waits until it is applied here:
 // ErrNotLeader unless this member leads, a cluster Error when the topology
-// refuses it.
-func (c *Consensus) Propose(ch Change) error {
+// refuses it. It returns the change's log index.
+func (c *Consensus) Propose(ch Change) (uint64, error) {
 	r := c.current()
 	if r.State() != raft.Leader {
-		return ErrNotLeader
+		return 0, ErrNotLeader
 	}
 	f := r.Apply(ch.Encode(), c.cfg.NodeTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return ErrNotLeader
+			return 0, ErrNotLeader
 		}
-		return fmt.Errorf("cluster: %w", err)
+		return 0, fmt.Errorf("cluster: %w", err)
 	}
 	if err, ok := f.Response().(error); ok {
-		return err
+		return 0, err
 	}
-	return nil
+	return f.Index(), nil
+}
+
+// WaitApplied waits, at most the node timeout, until this member has
+// applied the log up to index: a change the leader made is then visible
+// here too.
+func (c *Consensus) WaitApplied(index uint64) {
+	r := c.current()
+	for deadline := time.Now().Add(c.cfg.NodeTimeout); r.AppliedIndex() < index && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Join adds node n to the cluster with the slots it serves; only the
 // leader can. n must have wiped its own log (Reset) first.
-func (c *Consensus) Join(n Node, slots []Range) error {
-	if err := c.Propose(Change{Op: OpAddNode, Node: &n, Slots: slots, Epoch: n.Epoch}); err != nil {
-		return err
+func (c *Consensus) Join(n Node, slots []Range) (uint64, error) {
+	if _, err := c.Propose(Change{Op: OpAddNode, Node: &n, Slots: slots, Epoch: n.Epoch}); err != nil {
+		return 0, err
 	}
 	f := c.current().AddVoter(raft.ServerID(n.ID), raft.ServerAddress(c.busAddr(&n)), 0, c.cfg.NodeTimeout)
 	if err := f.Error(); err != nil {
-		return fmt.Errorf("cluster: adding %s: %w", n.ID, err)
+		return 0, fmt.Errorf("cluster: adding %s: %w", n.ID, err)
 	}
-	return nil
+	return f.Index(), nil
 }
 
 // Forget removes member id from the cluster; only the leader can.
-func (c *Consensus) Forget(id string) error {
-	if err := c.Propose(Change{Op: OpForget, ID: id}); err != nil {
-		return err
+func (c *Consensus) Forget(id string) (uint64, error) {
+	if _, err := c.Propose(Change{Op: OpForget, ID: id}); err != nil {
+		return 0, err
 	}
-	if err := c.current().RemoveServer(raft.ServerID(id), 0, c.cfg.NodeTimeout).Error(); err != nil {
-		return fmt.Errorf("cluster: removing %s: %w", id, err)
+	f := c.current().RemoveServer(raft.ServerID(id), 0, c.cfg.NodeTimeout)
+	if err := f.Error(); err != nil {
+		return 0, fmt.Errorf("cluster: removing %s: %w", id, err)
 	}
-	return nil
+	return f.Index(), nil
 }
 
 // Reset wipes this node's log and waits, with no cluster, to be added to
@@ -307,21 +320,18 @@ func (c *Consensus) Rebootstrap(slots []Range) error { return c.bootstrap(slots)
 
 // Close leaves the cluster's work: raft stops, the log is closed.
 func (c *Consensus) Close() {
-	select {
-	case <-c.stop:
-		return
-	default:
-	}
-	close(c.stop)
-	c.mu.Lock()
-	r, trans, store := c.raft, c.trans, c.store
-	c.mu.Unlock()
-	r.Shutdown().Error()
-	trans.Close()
-	if store != nil {
-		store.Close()
-	}
-	c.wg.Wait()
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		c.mu.Lock()
+		r, trans, store := c.raft, c.trans, c.store
+		c.mu.Unlock()
+		r.Shutdown().Error()
+		trans.Close()
+		if store != nil {
+			store.Close()
+		}
+		c.wg.Wait()
+	})
 }
 
 // observe keeps, on the leader, since when each member's heartbeats fail.
@@ -368,7 +378,7 @@ func (c *Consensus) watch() {
 			continue
 		}
 		for _, ch := range c.failureChanges(c.Topology()) {
-			if err := c.Propose(ch); err != nil && !errors.Is(err, ErrNotLeader) {
+			if _, err := c.Propose(ch); err != nil && !errors.Is(err, ErrNotLeader) {
 				c.cfg.Logger.Printf("cluster: %s %s: %v", ch.Op, ch.ID, err)
 			}
 		}

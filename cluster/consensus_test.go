@@ -60,10 +60,10 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 	if !a.Alone() || !b.Alone() {
 		t.Fatal("a new member is a cluster of one")
 	}
-	if err := a.Propose(Change{Op: OpAddSlots, ID: nodeID('a'), Slots: []Range{{0, 8191}}}); err != nil {
+	if _, err := a.Propose(Change{Op: OpAddSlots, ID: nodeID('a'), Slots: []Range{{0, 8191}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Propose(Change{Op: OpAddSlots, ID: nodeID('b'), Slots: []Range{{8192, 16383}}}); err != nil {
+	if _, err := b.Propose(Change{Op: OpAddSlots, ID: nodeID('b'), Slots: []Range{{8192, 16383}}}); err != nil {
 		t.Fatal(err)
 	}
 	// b and r join a's cluster, as CLUSTER MEET makes them.
@@ -72,11 +72,11 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 		if err := m.Reset(); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Join(self, slots); err != nil {
+		if _, err := a.Join(self, slots); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.Propose(Change{Op: OpReplicate, ID: nodeID('c'), Target: nodeID('b')}); err != nil {
+	if _, err := a.Propose(Change{Op: OpReplicate, ID: nodeID('c'), Target: nodeID('b')}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []*Consensus{a, b, r} {
@@ -88,7 +88,7 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 			t.Fatalf("owner of 16383 = %v, want b", o)
 		}
 	}
-	if err := b.Propose(Change{Op: OpBumpEpoch, ID: nodeID('b')}); !errors.Is(err, ErrNotLeader) {
+	if _, err := b.Propose(Change{Op: OpBumpEpoch, ID: nodeID('b')}); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("a follower's Propose = %v, want ErrNotLeader", err)
 	}
 	if a.Leader() != nodeID('a') || b.Leader() != nodeID('a') {

@@ -60,6 +60,9 @@ type Client struct {
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32
 
+	asking   bool // ASKING: the next command may reach a slot being imported (cluster.go)
+	readonly bool // READONLY: reads may be served by a replica of the slot's primary
+
 	repl atomic.Pointer[replClient] // what it said as a replica (replication.go); nil for others
 	blk  *blocked                   // while a command waits to answer (blocking.go)
 }

@@ -1,58 +1,84 @@
 package command
 
 import (
-	"fmt"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/limitdb/limitdb/cluster"
 	"github.com/limitdb/limitdb/config"
-	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/replication"
 )
 
-// Emulated cluster mode (cluster-enabled yes): the node answers the Redis
-// Cluster client protocol as a cluster of one primary owning every slot,
-// as Dragonfly's emulated mode does. Cluster clients discover it with
-// CLUSTER SLOTS, NODES or SHARDS, route by themselves, and are refused
-// commands whose keys span slots, so that an application written against
-// it keeps working when the slots are spread over several nodes.
+// Cluster mode answers the Redis Cluster client protocol: cluster clients
+// learn which node serves which slot (CLUSTER SLOTS, NODES, SHARDS),
+// route each command there by themselves, and are sent on with -MOVED or
+// -ASK when they guess wrong.
+//
+// With cluster-enabled yes the node is a member of a cluster that
+// redis-cli --cluster builds and changes; the members agree on the
+// topology through the cluster package's consensus (cluster_admin.go),
+// and the routing check here reads the topology this node last applied:
+// one atomic load and an array index per command, never a round of
+// consensus. With cluster-enabled emulated the node answers as a cluster
+// of one primary owning every slot, as Dragonfly's emulated mode does, so
+// that an application written for a cluster runs against one node.
 
 const (
 	errCrossSlot       = "CROSSSLOT Keys in request don't hash to the same slot"
 	errClusterDisabled = "ERR This instance has cluster support disabled"
+	errClusterDown     = "CLUSTERDOWN The cluster is down"
+	errSlotUnserved    = "CLUSTERDOWN Hash slot not served"
+	errTryAgain        = "TRYAGAIN Multiple keys request during rehashing of slot"
 	// nodeIDFile keeps the node's identity in --dir across restarts, as
 	// Redis keeps it in nodes.conf.
 	nodeIDFile = "cluster-node-id"
 )
 
-// clusterState is the node's cluster identity; on is false unless
-// cluster-enabled is yes, which cannot change while the server runs.
+// clusterState is the node's part in a cluster; on is false unless
+// cluster-enabled is yes or emulated, which cannot change while the
+// server runs.
 type clusterState struct {
-	on      bool
-	id      string // 40 hex digits, CLUSTER MYID
-	shardID string // 40 hex digits, CLUSTER MYSHARDID
+	on       bool
+	emulated bool
+	id       string // 40 hex digits, CLUSTER MYID
+	shardID  string // 40 hex digits, CLUSTER MYSHARDID
+
+	cons atomic.Pointer[cluster.Consensus] // cluster-enabled yes, once started
+
+	// Slots this node is moving out or in (CLUSTER SETSLOT MIGRATING and
+	// IMPORTING): its own state, as in Redis, not the cluster's.
+	open      atomic.Int32 // len(migrating) + len(importing), read without mu
+	mu        sync.Mutex
+	migrating map[int]string // slot -> the node it moves to
+	importing map[int]string // slot -> the node it comes from
+
+	changed chan struct{} // a new topology to act on (cluster_admin.go)
 }
 
 // newClusterState reads the node's identity from --dir, or makes one and
 // writes it there. Without a usable --dir the identity lasts one run.
-func newClusterState(cfg config.Config, logger *log.Logger) clusterState {
-	if !cfg.ClusterEnabled {
-		return clusterState{}
+func newClusterState(cfg config.Config, logger *log.Logger) *clusterState {
+	st := &clusterState{migrating: map[int]string{}, importing: map[int]string{}, changed: make(chan struct{}, 1)}
+	switch cfg.ClusterEnabled {
+	case "yes":
+		st.on = true
+	case "emulated":
+		st.on, st.emulated = true, true
+	default:
+		return st
 	}
-	st := clusterState{on: true}
 	if cfg.Dir == "" {
 		st.id, st.shardID = replication.NewID(), replication.NewID()
 		return st
 	}
 	path := filepath.Join(cfg.Dir, nodeIDFile)
 	if b, err := os.ReadFile(path); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 && isNodeID(f[0]) && isNodeID(f[1]) {
+		if f := strings.Fields(string(b)); len(f) == 2 && cluster.IsNodeID(f[0]) && cluster.IsNodeID(f[1]) {
 			st.id, st.shardID = f[0], f[1]
 			return st
 		}
@@ -63,18 +89,6 @@ func newClusterState(cfg config.Config, logger *log.Logger) clusterState {
 		logger.Printf("cluster: the node id lasts this run only: %v", err)
 	}
 	return st
-}
-
-func isNodeID(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for _, r := range s {
-		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // writeFileAtomic writes b to path through a temporary file, synced and
@@ -109,70 +123,176 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-func registerCluster(t *Table) {
-	sub := func(name string, arity int, syntax, summary string, h func(*Client, [][]byte)) *Command {
-		return &Command{Name: "cluster|" + name, Arity: arity, Flags: FlagStale, Group: "cluster", Since: "0.1.0",
-			Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
-	}
-	keysIn := func(c *Command) *Command { c.Complexity = "O(N) where N is the number of keys"; return c }
-	mode := func(name, summary string, h func(*Client, [][]byte)) *Command {
-		return &Command{Name: name, Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Group: "cluster", Since: "0.1.0",
-			Complexity: "O(1)", Summary: summary, Handler: h}
-	}
-	t.register(
-		&Command{Name: "cluster", Arity: -2, Group: "cluster", Since: "0.1.0", Complexity: "Depends on subcommand.",
-			Summary: "A container for Redis Cluster commands (cluster-enabled yes).",
-			Subs: []*Command{
-				sub("info", 2, "", "Returns the cluster's state.", cmdClusterInfo),
-				sub("myid", 2, "", "Returns this node's id.", cmdClusterMyID),
-				sub("myshardid", 2, "", "Returns this node's shard id.", cmdClusterMyShardID),
-				sub("nodes", 2, "", "Returns the cluster's nodes in nodes.conf's format.", cmdClusterNodes),
-				sub("slots", 2, "", "Returns the slot ranges and their nodes.", cmdClusterSlots),
-				sub("shards", 2, "", "Returns the shards, their slots and nodes.", cmdClusterShards),
-				sub("keyslot", 3, "key", "Returns the hash slot of a key.", cmdClusterKeySlot),
-				keysIn(sub("countkeysinslot", 3, "slot", "Counts the keys stored in a hash slot.", cmdClusterCountKeys)),
-				keysIn(sub("getkeysinslot", 4, "slot count", "Returns up to count keys stored in a hash slot.", cmdClusterGetKeys)),
-				{Name: "cluster|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "cluster", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the CLUSTER subcommands.", Handler: helpFor("cluster")},
-			}},
-		mode("readonly", "Lets a cluster client read from a replica (OK: this node is a primary).", cmdClusterMode),
-		mode("readwrite", "Ends READONLY (OK).", cmdClusterMode),
-	)
-	t.registerGate(19, "cluster", clusterGate)
-	t.registerInfo("cluster", 85, infoCluster)
-}
-
 // clusterGate refuses, in cluster mode, a command whose keys hash to
 // different slots, and an EXEC whose queued commands do (Redis checks a
-// transaction as one request at EXEC and discards it).
+// transaction as one request at EXEC and discards it); in a real cluster
+// it sends a command on a slot this node does not serve to the node that
+// does.
 func clusterGate(c *Client, cmd *Command, args [][]byte) bool {
-	if !c.srv.cluster.on {
+	cs := c.srv.cluster
+	if !cs.on {
 		return true
+	}
+	asking := c.asking
+	if cmd.Name != "asking" {
+		c.asking = false // ASKING covers the next command only
 	}
 	if cmd.Name == "exec" {
-		m := c.multi
-		if m == nil || !m.active || m.dirty {
-			return true
-		}
-		slot := -1
-		for _, q := range m.queue {
-			s := commandSlot(q.cmd, q.args)
-			if s == crossSlot || (s >= 0 && slot >= 0 && s != slot) {
-				c.endMulti()
-				c.Err(errCrossSlot)
-				return false
-			}
-			if s >= 0 {
-				slot = s
-			}
-		}
-		return true
+		return execSlotCheck(c, asking)
 	}
-	if commandSlot(cmd, args) == crossSlot {
+	slot := commandSlot(cmd, args)
+	if slot == crossSlot {
 		c.Err(errCrossSlot)
 		return false
 	}
+	if slot < 0 || cs.emulated || c.inScript {
+		return true
+	}
+	return c.route(cmd, args, slot, asking)
+}
+
+// execSlotCheck checks a transaction's queued commands as one request.
+func execSlotCheck(c *Client, asking bool) bool {
+	m := c.multi
+	if m == nil || !m.active || m.dirty {
+		return true
+	}
+	slot := -1
+	var first *queued
+	for i := range m.queue {
+		q := &m.queue[i]
+		s := commandSlot(q.cmd, q.args)
+		if s == crossSlot || (s >= 0 && slot >= 0 && s != slot) {
+			c.endMulti()
+			c.Err(errCrossSlot)
+			return false
+		}
+		if s >= 0 && slot < 0 {
+			slot, first = s, q
+		}
+	}
+	if slot < 0 || c.srv.cluster.emulated {
+		return true
+	}
+	if !c.route(first.cmd, first.args, slot, asking) {
+		c.endMulti()
+		return false
+	}
 	return true
+}
+
+// route serves a command on slot here, or answers where it must go: the
+// slot's owner (-MOVED), the node a migrating slot's missing keys have
+// gone to (-ASK), or that the cluster cannot serve it (-CLUSTERDOWN).
+func (c *Client) route(cmd *Command, args [][]byte, slot int, asking bool) bool {
+	cs := c.srv.cluster
+	cons := cs.cons.Load()
+	if cons == nil {
+		c.Err(errClusterDown)
+		return false
+	}
+	t := cons.Topology()
+	if !clusterServing(cons, t) {
+		c.Err(errClusterDown)
+		return false
+	}
+	owner := t.Owner(slot)
+	if owner != nil && owner.ID == cs.id {
+		if cs.open.Load() == 0 {
+			return true
+		}
+		return c.routeMigrating(cmd, args, slot)
+	}
+	if cs.open.Load() != 0 && (asking || cmd.Name == "restore-asking") && cs.isImporting(slot) {
+		return true
+	}
+	if owner == nil {
+		c.Err(errSlotUnserved)
+		return false
+	}
+	if c.readonly && owner.ID == cs.primaryOf(t) && (cmd.Flags&FlagWrite == 0 || isPeek(cmd, args)) {
+		return true // READONLY: a replica serves its primary's reads
+	}
+	c.Err("MOVED " + itoa(int64(slot)) + " " + owner.Addr())
+	return false
+}
+
+// routeMigrating serves a command on a slot this node is moving out only
+// when its keys are still here; when none are it sends the client to the
+// new node (-ASK), and when some are it asks to try again later.
+func (c *Client) routeMigrating(cmd *Command, args [][]byte, slot int) bool {
+	target, ok := c.srv.cluster.migratingTo(slot)
+	if !ok {
+		return true
+	}
+	keys := storedKeys(cmd, args)
+	here, now := 0, c.Now()
+	for _, k := range keys {
+		if _, ok := c.eng().Get(k, now); ok {
+			here++
+		}
+	}
+	switch {
+	case here == len(keys):
+		return true
+	case here > 0:
+		c.Err(errTryAgain)
+		return false
+	}
+	t := c.srv.cluster.cons.Load().Topology()
+	if n, ok := t.Node(target); ok {
+		c.Err("ASK " + itoa(int64(slot)) + " " + n.Addr())
+		return false
+	}
+	return true
+}
+
+// clusterServing reports whether the cluster, as this node sees it, may
+// serve commands on keys: this node has the majority's word, and every
+// slot has a primary that is not failed (cluster-require-full-coverage,
+// Redis's default).
+func clusterServing(cons *cluster.Consensus, t *cluster.Topology) bool {
+	if !cons.Healthy() {
+		return false
+	}
+	_, ok := t.Assigned()
+	return ok == cluster.Slots
+}
+
+// primaryOf is the ID of the primary this node replicates, "" when it is
+// one.
+func (cs *clusterState) primaryOf(t *cluster.Topology) string {
+	if n, ok := t.Node(cs.id); ok {
+		return n.Primary
+	}
+	return ""
+}
+
+func (cs *clusterState) isImporting(slot int) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	_, ok := cs.importing[slot]
+	return ok
+}
+
+func (cs *clusterState) migratingTo(slot int) (string, bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	id, ok := cs.migrating[slot]
+	return id, ok
+}
+
+// setOpen records slot as migrating to or importing from node id; an
+// empty id closes it.
+func (cs *clusterState) setOpen(m map[int]string, slot int, id string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if id == "" {
+		delete(m, slot)
+	} else {
+		m[slot] = id
+	}
+	cs.open.Store(int32(len(cs.migrating) + len(cs.importing)))
 }
 
 // crossSlot is commandSlot's answer for keys in several slots.
@@ -234,203 +354,23 @@ func keyArgs(cmd *Command, args [][]byte) [][]byte {
 	return keys
 }
 
-func cmdClusterMode(c *Client, _ [][]byte) {
-	if !c.srv.cluster.on {
-		c.Err(errClusterDisabled)
-		return
+// storedKeys lists the keyspace keys a command reads or writes: for
+// RL.HIT, the policy's rl:<policy>:<key>, not the key argument.
+func storedKeys(cmd *Command, args [][]byte) [][]byte {
+	if cmd.Keys != nil {
+		return cmd.Keys(args)
 	}
-	c.OK()
+	return keyArgs(cmd, args)
 }
 
-// clusterOn answers the error Redis gives outside cluster mode.
-func clusterOn(c *Client) bool {
-	if !c.srv.cluster.on {
-		c.Err(errClusterDisabled)
-		return false
+// storedSlot is the slot a keyspace key belongs to: its own, except for a
+// named policy's state, rl:<policy>:<key>, which lives in the slot of the
+// key its client names, so that it moves with that slot.
+func storedSlot(k []byte) int {
+	if rest, ok := strings.CutPrefix(string(k), "rl:"); ok {
+		if name, key, ok := strings.Cut(rest, ":"); ok && policy.ValidName(name) {
+			return cluster.Slot([]byte(key))
+		}
 	}
-	return true
-}
-
-// endpoint is the address cluster clients are sent to: the one this
-// client reached the node at, so that a node bound to every interface
-// names one its client can use.
-func (c *Client) endpoint() (ip string, port int) {
-	port, _ = strconv.Atoi(portOf(c.srv))
-	if h, _, err := net.SplitHostPort(c.LAddr); err == nil && h != "" {
-		return h, port
-	}
-	ip = c.srv.Config().Bind
-	if ip == "" || ip == "0.0.0.0" || ip == "::" {
-		ip = "127.0.0.1"
-	}
-	return ip, port
-}
-
-func cmdClusterInfo(c *Client, _ [][]byte) {
-	if !clusterOn(c) {
-		return
-	}
-	var b strings.Builder
-	for _, kv := range []struct {
-		k string
-		v any
-	}{
-		{"cluster_state", "ok"}, {"cluster_slots_assigned", cluster.Slots}, {"cluster_slots_ok", cluster.Slots},
-		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", 1}, {"cluster_size", 1},
-		{"cluster_current_epoch", 0}, {"cluster_my_epoch", 0},
-		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
-		{"total_cluster_links_buffer_limit_exceeded", 0},
-	} {
-		fmt.Fprintf(&b, "%s:%v\r\n", kv.k, kv.v)
-	}
-	c.Verbatim(b.String())
-}
-
-func cmdClusterMyID(c *Client, _ [][]byte) {
-	if clusterOn(c) {
-		c.BulkString(c.srv.cluster.id)
-	}
-}
-
-func cmdClusterMyShardID(c *Client, _ [][]byte) {
-	if clusterOn(c) {
-		c.BulkString(c.srv.cluster.shardID)
-	}
-}
-
-// cmdClusterNodes answers one line in nodes.conf's format: id, ip:port@
-// cluster-bus-port, flags, primary ("-"), ping sent, pong received,
-// config epoch, link state, slots.
-func cmdClusterNodes(c *Client, _ [][]byte) {
-	if !clusterOn(c) {
-		return
-	}
-	ip, port := c.endpoint()
-	c.Verbatim(fmt.Sprintf("%s %s:%d@%d myself,master - 0 0 0 connected 0-%d\n",
-		c.srv.cluster.id, ip, port, port+10000, cluster.Slots-1))
-}
-
-func cmdClusterSlots(c *Client, _ [][]byte) {
-	if !clusterOn(c) {
-		return
-	}
-	ip, port := c.endpoint()
-	c.Array(1)
-	c.Array(3)
-	c.Int(0)
-	c.Int(cluster.Slots - 1)
-	c.Array(4)
-	c.BulkString(ip)
-	c.Int(int64(port))
-	c.BulkString(c.srv.cluster.id)
-	c.Map(0) // no hostname: the endpoint is the ip
-}
-
-func cmdClusterShards(c *Client, _ [][]byte) {
-	if !clusterOn(c) {
-		return
-	}
-	ip, port := c.endpoint()
-	c.Array(1)
-	c.Map(2)
-	c.BulkString("slots")
-	c.Array(2)
-	c.Int(0)
-	c.Int(cluster.Slots - 1)
-	c.BulkString("nodes")
-	c.Array(1)
-	c.Map(7)
-	c.BulkString("id")
-	c.BulkString(c.srv.cluster.id)
-	c.BulkString("port")
-	c.Int(int64(port))
-	c.BulkString("ip")
-	c.BulkString(ip)
-	c.BulkString("endpoint")
-	c.BulkString(ip)
-	c.BulkString("role")
-	c.BulkString("master")
-	c.BulkString("replication-offset")
-	c.Int(0)
-	c.BulkString("health")
-	c.BulkString("online")
-}
-
-func cmdClusterKeySlot(c *Client, args [][]byte) {
-	if clusterOn(c) {
-		c.Int(int64(cluster.Slot(args[2])))
-	}
-}
-
-// slotArg parses a slot number as Redis does.
-func slotArg(c *Client, b []byte, errRange string) (int, bool) {
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		c.Err("ERR value is not an integer or out of range")
-		return 0, false
-	}
-	if n < 0 || n >= cluster.Slots {
-		c.Err(errRange)
-		return 0, false
-	}
-	return int(n), true
-}
-
-// keysInSlot lists up to max keys stored in slot (max < 0: all), sorted.
-// It walks the keyspace: the emulated node keeps no per-slot index.
-func keysInSlot(c *Client, slot, max int) []string {
-	eng, now := c.eng(), c.Now()
-	var keys []string
-	for i := 0; i < eng.Shards(); i++ {
-		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
-			if cluster.Slot([]byte(k)) == slot {
-				keys = append(keys, k)
-			}
-			return true
-		})
-	}
-	sort.Strings(keys)
-	if max >= 0 && len(keys) > max {
-		keys = keys[:max]
-	}
-	return keys
-}
-
-func cmdClusterCountKeys(c *Client, args [][]byte) {
-	if !clusterOn(c) {
-		return
-	}
-	if slot, ok := slotArg(c, args[2], "ERR Invalid slot"); ok {
-		c.Int(int64(len(keysInSlot(c, slot, -1))))
-	}
-}
-
-func cmdClusterGetKeys(c *Client, args [][]byte) {
-	if !clusterOn(c) {
-		return
-	}
-	const errBad = "ERR Invalid slot or number of keys"
-	slot, err1 := strconv.ParseInt(string(args[2]), 10, 64)
-	n, err2 := strconv.ParseInt(string(args[3]), 10, 64)
-	if err1 != nil || err2 != nil {
-		c.Err("ERR value is not an integer or out of range")
-		return
-	}
-	if slot < 0 || slot >= cluster.Slots || n < 0 {
-		c.Err(errBad)
-		return
-	}
-	keys := keysInSlot(c, int(slot), int(min(n, 1<<31-1)))
-	c.Array(len(keys))
-	for _, k := range keys {
-		c.BulkString(k)
-	}
-}
-
-func infoCluster(s *Server, _ *engine.Engine, b *strings.Builder) {
-	on := 0
-	if s.cluster.on {
-		on = 1
-	}
-	infoLine(b, "cluster_enabled", on)
+	return cluster.Slot(k)
 }

@@ -15,7 +15,7 @@ import (
 func newClusterLocal(t *testing.T, dir string) *LocalClient {
 	t.Helper()
 	cfg := config.Default()
-	cfg.ClusterEnabled = true
+	cfg.ClusterEnabled = "emulated"
 	cfg.Dir = dir
 	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
 	if err := s.Prepare(); err != nil {

@@ -152,14 +152,26 @@ func isPeek(cmd *Command, args [][]byte) bool {
 	return cmd.CostArg > 0 && len(args) > cmd.CostArg && string(args[cmd.CostArg]) == "0"
 }
 
+// becomePrimary makes a replica a primary; false when it was one.
+func (s *Server) becomePrimary() bool {
+	if !s.repl.Promote() {
+		return false
+	}
+	s.cfgMu.Lock()
+	s.cfg.ReplicaOf = ""
+	s.cfgMu.Unlock()
+	s.reloadReplication()
+	return true
+}
+
 func cmdReplicaOf(c *Client, args [][]byte) {
 	s := c.srv
+	if s.cluster.on && !s.cluster.emulated {
+		c.Errf("REPLICAOF not allowed in cluster mode.")
+		return
+	}
 	if equalFold(args[1], "no") && equalFold(args[2], "one") {
-		if s.repl.Promote() {
-			s.cfgMu.Lock()
-			s.cfg.ReplicaOf = ""
-			s.cfgMu.Unlock()
-			s.reloadReplication()
+		if s.becomePrimary() {
 			s.logger.Printf("REPLICAOF NO ONE from %s: now a primary", c.Addr)
 		}
 		c.OK()

@@ -50,7 +50,7 @@ type Server struct {
 
 	clk     clock.Clock  // the engine's: every time the command layer reads
 	runID   string       // this run's identity (INFO server run_id)
-	cluster clusterState // cluster-enabled's node (cluster.go)
+	cluster *clusterState // cluster-enabled's node (cluster.go)
 	started time.Time
 	nextID  atomic.Int64
 
@@ -171,6 +171,9 @@ func (s *Server) Close() error {
 		s.StopAOF()
 		if s.repl != nil {
 			s.repl.Close()
+		}
+		if cons := s.cluster.cons.Load(); cons != nil {
+			cons.Close()
 		}
 	})
 	return nil

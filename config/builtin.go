@@ -26,9 +26,8 @@ func Builtin() *Directives {
 			func(c *Config) *int { return &c.Shards }),
 		// Read-only answers to what redis-benchmark and client libraries ask at start-up.
 		Fixed("databases", "1"),
-		Bool("cluster-enabled", "answer cluster clients as the one node owning all 16384 slots (docs/cluster.md)", false,
-			func(c *Config) *bool { return &c.ClusterEnabled }),
 	)
+	ds.Add(clusterDirectives()...)
 	ds.Add(security()...)
 	ds.Add(persistence()...)
 	ds.Add(limits()...)
@@ -315,6 +314,21 @@ func appendOnly() []*Directive {
 			func(c *Config) *string { return &c.AppendDirname }).protected(),
 		Bool("aof-load-truncated", "start from an append-only file whose last record is torn (a crash mid-write), dropping that record", true,
 			func(c *Config) *bool { return &c.AOFLoadTruncated }),
+	}
+}
+
+func clusterDirectives() []*Directive {
+	mode := oneOf("cluster-enabled", "yes: a Redis Cluster node (build the cluster with redis-cli --cluster); emulated: one node answering as a cluster owning all 16384 slots (docs/cluster.md)",
+		[]string{"no", "yes", "emulated"}, func(c *Config) *string { return &c.ClusterEnabled })
+	mode.Mutable = false
+	return []*Directive{
+		mode,
+		Int("cluster-node-timeout", "milliseconds a cluster member may be unreachable before it is failed over, and a member without the majority stops serving", false, 100,
+			func(c *Config) *int { return &c.ClusterNodeTimeout }),
+		Int("cluster-port", "the cluster bus port the members agree on their topology through (0: port + 10000)", false, 0,
+			func(c *Config) *int { return &c.ClusterPort }),
+		String("cluster-announce-ip", "the address the other members and cluster clients are given for this node (empty: the bind address, or 127.0.0.1)", false,
+			func(c *Config) *string { return &c.ClusterAnnounceIP }),
 	}
 }
 

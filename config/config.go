@@ -26,10 +26,14 @@ type Config struct {
 
 	EventLoop bool // event-loop: TCP connections served by one epoll loop per core (Linux)
 
-	// ClusterEnabled is cluster-enabled: the node answers the Redis Cluster
-	// client protocol as the only node, owning all 16384 slots
+	// ClusterEnabled is cluster-enabled: "no"; "yes", a member of a Redis
+	// Cluster built with redis-cli --cluster; or "emulated", one node that
+	// answers the cluster client protocol owning all 16384 slots
 	// (docs/cluster.md).
-	ClusterEnabled bool
+	ClusterEnabled     string
+	ClusterNodeTimeout int    // cluster-node-timeout, milliseconds
+	ClusterPort        int    // cluster-port: the bus port; 0 is port + 10000
+	ClusterAnnounceIP  string // cluster-announce-ip
 
 	// ConfigFile is the file the server's directives were read from
 	// (--config), which CONFIG REWRITE rewrites; "" when there is none.
@@ -71,7 +75,7 @@ func Default() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000,
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
-		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
+		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10},
 		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
 }

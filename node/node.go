@@ -156,8 +156,14 @@ func (n *Node) Serve(ln net.Listener) error {
 	}
 	n.ln = ln
 	n.serveMu.Unlock()
+	port := n.Config().Port
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		n.SetListenPort(a.Port)
+		port = a.Port
+	}
+	if err := n.StartCluster(port); err != nil {
+		ln.Close()
+		return err
 	}
 	n.Start()
 	err := n.net.Serve(ln)

@@ -26,7 +26,7 @@ func startClusterServer(t *testing.T) *testServer {
 	cfg.Save = 0
 	cfg.Port = 0
 	cfg.Dir = t.TempDir()
-	cfg.ClusterEnabled = true
+	cfg.ClusterEnabled = "emulated"
 	ts := serve(t, node.New(cfg, engine.New(clk, 0), nil), clk)
 	c := ts.client(t, 2)
 	for _, p := range [][]any{{"api", "gcra", 5, "1m"}, {"login", "gcra", 2, "1m"}} {
