@@ -48,8 +48,8 @@ type Server struct {
 	ln         net.Listener
 	logger     *log.Logger
 
-	clk     clock.Clock  // the engine's: every time the command layer reads
-	runID   string       // this run's identity (INFO server run_id)
+	clk     clock.Clock   // the engine's: every time the command layer reads
+	runID   string        // this run's identity (INFO server run_id)
 	cluster *clusterState // cluster-enabled's node (cluster.go)
 	started time.Time
 	nextID  atomic.Int64
