@@ -111,7 +111,9 @@ func (c *Consensus) start() (fresh bool, err error) {
 	rc.CommitTimeout = 10 * time.Millisecond
 	rc.SnapshotThreshold = 1024
 	rc.TrailingLogs = 1024
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "cluster", Level: hclog.Warn, Output: c.cfg.Logger.Writer()})
+	// raft logs every failed heartbeat to a member that is down, many a
+	// second; the decisions that matter are logged by watch instead.
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "cluster", Level: hclog.Off, Output: c.cfg.Logger.Writer()})
 
 	addr := net.JoinHostPort(c.cfg.Self.IP, strconv.Itoa(c.cfg.Self.BusPort))
 	trans, err := raft.NewTCPTransportWithLogger(addr, nil, 3, c.cfg.NodeTimeout, rc.Logger)
@@ -378,11 +380,21 @@ func (c *Consensus) watch() {
 			continue
 		}
 		for _, ch := range c.failureChanges(c.Topology()) {
-			if _, err := c.Propose(ch); err != nil && !errors.Is(err, ErrNotLeader) {
+			_, err := c.Propose(ch)
+			switch {
+			case err == nil:
+				c.cfg.Logger.Printf("cluster: %s %s", failureVerbs[ch.Op], ch.ID)
+			case !errors.Is(err, ErrNotLeader):
 				c.cfg.Logger.Printf("cluster: %s %s: %v", ch.Op, ch.ID, err)
 			}
 		}
 	}
+}
+
+var failureVerbs = map[Op]string{
+	OpFail:     "unreachable for the node timeout, marked failed:",
+	OpRecover:  "reachable again:",
+	OpFailover: "promoted in its failed primary's place:",
 }
 
 // failureChanges is what the leader proposes about its members' health: a

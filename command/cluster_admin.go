@@ -81,7 +81,7 @@ func registerCluster(t *Table) {
 		mode("readwrite", "Ends READONLY.", cmdClusterReadWrite),
 		mode("asking", "Lets the next command reach a slot this node is importing.", cmdClusterAsking),
 	)
-	t.registerGate(19, "cluster", clusterGate)
+	t.registerGate(16, "cluster", clusterGate)
 	t.registerInfo("cluster", 85, infoCluster)
 }
 

@@ -1,0 +1,376 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/cluster"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// A cluster of limitdb processes built and checked with the real
+// redis-cli --cluster, used through go-redis's ClusterClient and
+// redis-cli -c. The node timeout is short so that failovers take about a
+// second.
+
+const clusterNodeTimeout = "1000" // ms
+
+// clusterNode is one limitdb process of a cluster, on fixed ports so that
+// it can be restarted at the address the others know.
+type clusterNode struct {
+	p         *proc
+	dir       string
+	port, bus int
+}
+
+func (n *clusterNode) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+func (n *clusterNode) start(t *testing.T) {
+	t.Helper()
+	n.p = mustStart(t, n.dir, "--port", strconv.Itoa(n.port), "--cluster-port", strconv.Itoa(n.bus),
+		"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout, "--save", "0")
+}
+
+func (n *clusterNode) client(t *testing.T) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: n.addr(), MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// freePorts returns n loopback ports nothing listens on now.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out
+}
+
+// startClusterNodes starts n cluster-enabled nodes, each a cluster of one.
+func startClusterNodes(t *testing.T, n int) []*clusterNode {
+	t.Helper()
+	ports := freePorts(t, 2*n)
+	nodes := make([]*clusterNode, n)
+	for i := range nodes {
+		nodes[i] = &clusterNode{dir: t.TempDir(), port: ports[i], bus: ports[n+i]}
+		nodes[i].start(t)
+	}
+	return nodes
+}
+
+// redisCliCluster runs redis-cli --cluster and returns its output without
+// colour codes.
+func redisCliCluster(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cli := need(t, "redis-cli")
+	out, err := exec.Command(cli, append([]string{"--cluster"}, args...)...).CombinedOutput()
+	return regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(string(out), ""), err
+}
+
+// createCluster builds a cluster of the nodes with redis-cli --cluster
+// create, one replica per primary.
+func createCluster(t *testing.T, nodes []*clusterNode) {
+	t.Helper()
+	args := []string{"create"}
+	for _, n := range nodes {
+		args = append(args, n.addr())
+	}
+	out, err := redisCliCluster(t, append(args, "--cluster-replicas", "1", "--cluster-yes")...)
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, out, "[OK] All 16384 slots covered.", out)
+	requireClusterCheck(t, nodes[0])
+}
+
+// requireClusterCheck asserts that redis-cli --cluster check finds every
+// node agreeing, no open slot and every slot covered.
+func requireClusterCheck(t *testing.T, n *clusterNode) {
+	t.Helper()
+	var out string
+	eventually(t, 10*time.Second, func() bool {
+		var err error
+		out, err = redisCliCluster(t, "check", n.addr())
+		return err == nil && strings.Contains(out, "[OK] All nodes agree about slots configuration.") &&
+			strings.Contains(out, "[OK] All 16384 slots covered.") && !strings.Contains(out, "[WARNING]") && !strings.Contains(out, "[ERR]")
+	}, func() string { return "redis-cli --cluster check:\n" + out })
+}
+
+// clusterClient is a go-redis ClusterClient that keeps retrying through a
+// failover.
+func clusterClient(t *testing.T, n *clusterNode) *redis.ClusterClient {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{n.addr()}, MaxRedirects: 16, MaxRetries: 20,
+		MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond})
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// setPolicies defines the policies on every primary: the policy table is
+// each node's own, and replicas receive it in the replication stream.
+func setPolicies(t *testing.T, cc *redis.ClusterClient) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		for _, p := range [][]any{{"api", "gcra", 5, "1m"}, {"login", "gcra", 2, "1m"}} {
+			if err := c.Do(ctx, append([]any{"RL.POLICY", "SET"}, p...)...).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// slotOwner is the address of the primary serving slot, from the CLUSTER
+// SLOTS of the node c talks to.
+func slotOwner(t *testing.T, c redis.UniversalClient, slot int) string {
+	t.Helper()
+	slots, err := c.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		return ""
+	}
+	for _, s := range slots {
+		if s.Start <= slot && slot <= s.End {
+			return s.Nodes[0].Addr
+		}
+	}
+	return ""
+}
+
+// TestClusterBuiltWithRedisCli: six nodes become three primaries with a
+// replica each through redis-cli --cluster create; go-redis and redis-cli
+// -c run limiter commands on keys across every slot, RL.HITALL on
+// hash-tagged keys, and reads on replicas after READONLY.
+func TestClusterBuiltWithRedisCli(t *testing.T) {
+	t.Parallel()
+	need(t, "redis-cli")
+	nodes := startClusterNodes(t, 6)
+	createCluster(t, nodes)
+	ctx := context.Background()
+	cc := clusterClient(t, nodes[0])
+	setPolicies(t, cc)
+
+	served := map[string]int{}
+	for i := 0; i < 600; i++ {
+		key := fmt.Sprintf("user:%d", i)
+		require.Equal(t, []int64{0, 2, 1, -1, 30}, ints(t, cc.Do(ctx, "CL.THROTTLE", key, 1, 2, 60)), key)
+		require.Equal(t, []int64{0, 5, 4, -1, 12000}, ints(t, cc.Do(ctx, "RL.HIT", "api", key)), key)
+		served[slotOwner(t, cc, cluster.Slot([]byte(key)))]++
+	}
+	require.Len(t, served, 3, "the keys should be served by all three primaries: %v", served)
+
+	for i, want := range []int64{0, 0, 1} {
+		reply, err := cc.Do(ctx, "RL.HITALL", 2, "api", "{user:42}:api", "login", "{user:42}:login").Result()
+		require.NoError(t, err, "RL.HITALL %d", i)
+		require.Equal(t, want, reply.([]any)[0], "RL.HITALL %d: limited", i)
+	}
+	_, err := cc.Do(ctx, "RL.HITALL", 2, "api", "user:1", "api", "user:2").Result()
+	require.EqualError(t, err, "CROSSSLOT Keys in request don't hash to the same slot")
+
+	// A node that does not serve a key's slot answers MOVED to the one that does.
+	key := "user:7"
+	owner := slotOwner(t, cc, cluster.Slot([]byte(key)))
+	for _, n := range nodes {
+		if n.addr() == owner {
+			continue
+		}
+		err := n.client(t).Do(ctx, "CL.THROTTLE", key, 1, 2, 60).Err()
+		require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", cluster.Slot([]byte(key)), owner))
+		break
+	}
+
+	// redis-cli -c follows MOVED from any node.
+	cli := need(t, "redis-cli")
+	for _, n := range nodes {
+		out, err := exec.Command(cli, "-c", "-p", strconv.Itoa(n.port), "CL.THROTTLE", "cli:"+strconv.Itoa(n.port), "1", "2", "60").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Equal(t, "0\n2\n1\n-1\n30", strings.TrimSpace(string(out)))
+	}
+
+	// After READONLY a replica serves reads and peeks of its primary's slots.
+	require.NoError(t, cc.Set(ctx, "ro:key", "v", 0).Err())
+	roOwner := slotOwner(t, cc, cluster.Slot([]byte("ro:key")))
+	slots, err := cc.ClusterSlots(ctx).Result()
+	require.NoError(t, err)
+	var replica string
+	for _, s := range slots {
+		if s.Nodes[0].Addr == roOwner && len(s.Nodes) > 1 {
+			replica = s.Nodes[1].Addr
+		}
+	}
+	require.NotEmpty(t, replica)
+	rc := redis.NewClient(&redis.Options{Addr: replica, MaxRetries: -1, OnConnect: func(ctx context.Context, c *redis.Conn) error {
+		return c.ReadOnly(ctx).Err()
+	}})
+	defer rc.Close()
+	eventually(t, 5*time.Second, func() bool { return rc.Get(ctx, "ro:key").Val() == "v" }, func() string { return "replica read" })
+	require.ErrorContains(t, rc.Set(ctx, "ro:key", "w", 0).Err(), "MOVED")
+
+	info, err := cc.ClusterInfo(ctx).Result()
+	require.NoError(t, err)
+	require.Contains(t, info, "cluster_state:ok\r\n")
+	require.Contains(t, info, "cluster_known_nodes:6\r\n")
+	require.Contains(t, info, "cluster_size:3\r\n")
+}
+
+// TestClusterFailsOverAPrimary: kill -9 of a primary promotes its replica
+// without an operator; the clients follow MOVED to it and every slot is
+// served again; the old primary, restarted, comes back as a replica of
+// the new one, and redis-cli --cluster check is clean.
+func TestClusterFailsOverAPrimary(t *testing.T) {
+	t.Parallel()
+	need(t, "redis-cli")
+	nodes := startClusterNodes(t, 6)
+	createCluster(t, nodes)
+	ctx := context.Background()
+	cc := clusterClient(t, nodes[0])
+
+	// 3 a day: the state does not drift back during the test.
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("fo:%d", i)
+		require.Equal(t, []int64{0, 3, 2, -1, 28800}, ints(t, cc.Do(ctx, "CL.THROTTLE", keys[i], 2, 3, 86400)))
+	}
+	victimAddr := slotOwner(t, cc, cluster.Slot([]byte(keys[0])))
+	var victim *clusterNode
+	for _, n := range nodes {
+		if n.addr() == victimAddr {
+			victim = n
+		}
+	}
+	require.NotNil(t, victim)
+	id, err := victim.client(t).ClusterMyID(ctx).Result()
+	require.NoError(t, err)
+	// The replicas have every write: WAIT on the primary.
+	acked, err := victim.client(t).Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, acked, "the primary's replica acknowledges its writes")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("node %s:\n%s", n.addr(), lastLines(n.p.log.String(), 30))
+			}
+		}
+	})
+
+	require.NoError(t, victim.p.cmd.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	var promoted string
+	var survivor *redis.Client
+	for _, n := range nodes {
+		if n != victim {
+			survivor = n.client(t)
+			break
+		}
+	}
+	eventually(t, 15*time.Second, func() bool {
+		promoted = slotOwner(t, survivor, cluster.Slot([]byte(keys[0])))
+		return promoted != "" && promoted != victimAddr
+	}, func() string { return "a replica to take the killed primary's slots" })
+	t.Logf("replica %s promoted %.1fs after kill -9", promoted, time.Since(killed).Seconds())
+
+	// Every key answers from its state: the second hit of each.
+	for _, k := range keys {
+		require.Equal(t, []int64{0, 3, 1, -1}, ints(t, cc.Do(ctx, "CL.THROTTLE", k, 2, 3, 86400))[:4], k)
+	}
+	nodesOut, err := cc.ClusterNodes(ctx).Result()
+	require.NoError(t, err)
+	require.Regexp(t, regexp.MustCompile(id+` \S+ slave,fail `), nodesOut)
+
+	// The old primary comes back as a replica of the promoted one.
+	victim.start(t)
+	vc := victim.client(t)
+	eventually(t, 20*time.Second, func() bool {
+		r, err := vc.Do(ctx, "ROLE").Slice()
+		return err == nil && len(r) > 2 && r[0] == "slave" && fmt.Sprintf("127.0.0.1:%v", r[2]) == promoted
+	}, func() string { r, err := vc.Do(ctx, "ROLE").Result(); return fmt.Sprintf("ROLE %v %v", r, err) })
+	requireClusterCheck(t, nodes[0])
+}
+
+// TestClusterReshardUnderLoad: redis-cli --cluster reshard moves 1000
+// slots between primaries while clients keep hitting CL.THROTTLE limits on
+// keys in those slots; every key admits exactly its limit, once, across
+// the move.
+func TestClusterReshardUnderLoad(t *testing.T) {
+	t.Parallel()
+	need(t, "redis-cli")
+	nodes := startClusterNodes(t, 6)
+	createCluster(t, nodes)
+	ctx := context.Background()
+	cc := clusterClient(t, nodes[0])
+
+	from, to := slotOwnerID(t, cc, 0), slotOwnerID(t, cc, 16383)
+	// Keys in the slots the reshard takes from the owner of slot 0.
+	var keys []string
+	for i := 0; len(keys) < 200; i++ {
+		k := fmt.Sprintf("rs:%d", i)
+		if cluster.Slot([]byte(k)) < 1000 {
+			keys = append(keys, k)
+		}
+	}
+	const limit, hits = 50, 120 // CL.THROTTLE k 49 50 86400: 50 a day, no refill during the test
+	admitted := make([]int, len(keys))
+	var wg sync.WaitGroup
+	errs := make(chan error, len(keys))
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for h := 0; h < hits; h++ {
+				for i := w; i < len(keys); i += 4 {
+					r, err := cc.Do(ctx, "CL.THROTTLE", keys[i], limit-1, limit, 86400).Int64Slice()
+					if err != nil {
+						errs <- fmt.Errorf("%s: %w", keys[i], err)
+						return
+					}
+					if r[0] == 0 {
+						admitted[i]++
+					}
+				}
+			}
+		}(w)
+	}
+	out, err := redisCliCluster(t, "reshard", nodes[0].addr(), "--cluster-from", from, "--cluster-to", to,
+		"--cluster-slots", "1000", "--cluster-yes")
+	require.NoError(t, err, "%s", out)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		require.Equal(t, limit, admitted[i], "%s admitted %d of %d hits, want exactly %d", k, admitted[i], hits, limit)
+	}
+	require.Equal(t, to, slotOwnerID(t, cc, 999))
+	requireClusterCheck(t, nodes[0])
+}
+
+func slotOwnerID(t *testing.T, cc *redis.ClusterClient, slot int) string {
+	t.Helper()
+	slots, err := cc.ClusterSlots(context.Background()).Result()
+	require.NoError(t, err)
+	for _, s := range slots {
+		if s.Start <= slot && slot <= s.End {
+			return s.Nodes[0].ID
+		}
+	}
+	t.Fatalf("slot %d has no owner", slot)
+	return ""
+}
