@@ -1,0 +1,233 @@
+package command
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/limitdb/limitdb/resp"
+)
+
+// MIGRATE moves keys to another limitdb: DUMP here, RESTORE there, DEL
+// here, with Redis 7's arguments, replies and errors. It dials the target
+// for each call (Redis keeps the connection for 10 s), and runs on its
+// client's connection as Redis runs it on its only thread: the
+// connection's event loop waits for the target, at most timeout ms per
+// step. No shard lock is held across the network: the payloads are read,
+// the target is written to and read, then the keys it took are deleted,
+// whatever they hold by then, as Redis deletes them.
+
+func migrateCommand() *Command {
+	return &Command{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagNoMulti | FlagDangerous,
+		FirstKey: 3, LastKey: 3, Step: 1, Keys: migrateKeys, KeyArgs: migrateKeys,
+		Group: "generic", Since: "0.2.0", Complexity: "O(N) where N is the size of the values",
+		Summary: "Moves keys to another limitdb node: RESTORE there (RESTORE-ASKING in cluster mode) with their TTL, then deletes them here unless COPY; +NOKEY when none exists. " +
+			"Not in MULTI or scripts, which would hold their shards through the network round trip.",
+		Syntax:  `host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password] [AUTH2 username password] [KEYS key [key ...]]`,
+		Handler: cmdMigrate}
+}
+
+// migrateKeys lists MIGRATE's keys: the one at 3, or those after KEYS when
+// it is "" (COMMAND GETKEYS, cluster slots).
+func migrateKeys(args [][]byte) [][]byte {
+	if len(args) < 6 {
+		return nil
+	}
+	if len(args[3]) == 0 {
+		for i := 6; i < len(args); i++ {
+			if equalFold(args[i], "keys") {
+				return args[i+1:]
+			}
+		}
+	}
+	return args[3:4]
+}
+
+// migrateArgs is a parsed MIGRATE.
+type migrateArgs struct {
+	addr           string
+	keys           [][]byte
+	db, timeout    int64 // timeout in ms
+	copy, replace  bool
+	user, password string // password "": no AUTH
+	auth           bool
+}
+
+func parseMigrate(c *Client, args [][]byte) (migrateArgs, bool) {
+	m := migrateArgs{addr: net.JoinHostPort(string(args[1]), string(args[2])), keys: args[3:4]}
+	for i := 6; i < len(args); i++ {
+		more := len(args) - i - 1
+		switch {
+		case equalFold(args[i], "copy"):
+			m.copy = true
+		case equalFold(args[i], "replace"):
+			m.replace = true
+		case equalFold(args[i], "auth") && more >= 1:
+			m.auth, m.password = true, string(args[i+1])
+			i++
+		case equalFold(args[i], "auth2") && more >= 2:
+			m.auth, m.user, m.password = true, string(args[i+1]), string(args[i+2])
+			i += 2
+		case equalFold(args[i], "keys"):
+			if len(args[3]) != 0 {
+				c.Err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+				return m, false
+			}
+			m.keys = args[i+1:]
+			i = len(args)
+		default:
+			c.Error(errSyntax)
+			return m, false
+		}
+	}
+	var err error
+	if m.timeout, err = ParseInt(args[5]); err != nil {
+		c.Error(err)
+		return m, false
+	}
+	if m.db, err = ParseInt(args[4]); err != nil {
+		c.Error(err)
+		return m, false
+	}
+	if m.timeout <= 0 {
+		m.timeout = 1000
+	}
+	return m, true
+}
+
+// migrating is one key on its way: its payload and the ttl to give it.
+type migrating struct {
+	key, payload []byte
+	pttl         int64
+}
+
+func cmdMigrate(c *Client, args [][]byte) {
+	m, ok := parseMigrate(c, args)
+	if !ok {
+		return
+	}
+	now := c.Now()
+	var batch []migrating
+	for _, k := range m.keys {
+		p, expire, ok, err := readDump(c.eng(), k, now)
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		if ok {
+			ttl := int64(0)
+			if expire != 0 {
+				ttl = pttl(expire, now) // rounded up: a limiter never expires early on the target
+			}
+			batch = append(batch, migrating{key: k, payload: p, pttl: ttl})
+		}
+	}
+	if len(batch) == 0 {
+		c.Simple("NOKEY")
+		return
+	}
+	taken, reply := sendRestores(m, batch, c.srv.cluster.on)
+	if !m.copy {
+		// The same path as DEL: the change stream, replicas and the AOF
+		// see each deletion.
+		for i, b := range batch {
+			if taken[i] {
+				c.eng().Delete(b.key, now)
+			}
+		}
+	}
+	if reply != "" {
+		c.Err(reply)
+		return
+	}
+	c.OK()
+}
+
+// sendRestores sends AUTH, SELECT and one RESTORE per key to the target in
+// one write and reads their replies. It answers which keys the target
+// took, and the error MIGRATE answers ("" for none), in Redis's words.
+func sendRestores(m migrateArgs, batch []migrating, cluster bool) (taken []bool, reply string) {
+	timeout := time.Duration(m.timeout) * time.Millisecond
+	conn, err := net.DialTimeout("tcp", m.addr, timeout)
+	if err != nil {
+		return nil, "IOERR error or timeout connecting to the client"
+	}
+	defer conn.Close()
+	w := resp.NewWriter(conn)
+	command := func(args ...[]byte) {
+		w.Array(len(args))
+		for _, a := range args {
+			w.Bulk(a)
+		}
+	}
+	if m.auth {
+		if m.user != "" {
+			command([]byte("AUTH"), []byte(m.user), []byte(m.password))
+		} else {
+			command([]byte("AUTH"), []byte(m.password))
+		}
+	}
+	command([]byte("SELECT"), strconv.AppendInt(nil, m.db, 10))
+	verb := []byte("RESTORE")
+	if cluster {
+		verb = []byte("RESTORE-ASKING")
+	}
+	for _, b := range batch {
+		args := [][]byte{verb, b.key, strconv.AppendInt(nil, b.pttl, 10), b.payload}
+		if m.replace {
+			args = append(args, []byte("REPLACE"))
+		}
+		command(args...)
+	}
+	conn.SetWriteDeadline(time.Now().Add(timeout))
+	if err := w.Flush(); err != nil {
+		return nil, "IOERR error or timeout writing to target instance"
+	}
+	br := bufio.NewReader(conn)
+	read := func() (resp.Reply, bool) {
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		r, err := resp.ReadReply(br)
+		return r, err == nil
+	}
+	// AUTH's or SELECT's error fails every key, reported before any
+	// RESTORE's; otherwise the first RESTORE error is reported and the
+	// keys the target took are still taken.
+	var setup string
+	for _, sent := range []bool{m.auth, true} {
+		if !sent {
+			continue
+		}
+		r, ok := read()
+		if !ok {
+			return nil, "IOERR error or timeout reading to target instance"
+		}
+		if r.IsError() && setup == "" {
+			setup = r.Line
+		}
+	}
+	taken = make([]bool, len(batch))
+	var first string
+	for i := range batch {
+		r, ok := read()
+		if !ok {
+			return taken, "IOERR error or timeout reading to target instance"
+		}
+		switch {
+		case setup != "":
+		case r.IsError():
+			if first == "" {
+				first = r.Line
+			}
+		default:
+			taken[i] = true
+		}
+	}
+	if setup != "" {
+		first = setup
+	}
+	if first != "" {
+		return taken, "ERR Target instance replied with error: " + first
+	}
+	return taken, ""
+}
