@@ -127,13 +127,20 @@ func cmdMigrate(c *Client, args [][]byte) {
 		c.Simple("NOKEY")
 		return
 	}
+	if m.db != 0 {
+		// A target is a limitdb, whose SELECT refuses any other database:
+		// refused here, before the target runs RESTOREs a failed SELECT
+		// would not stop.
+		c.Err("ERR DB index is out of range")
+		return
+	}
 	taken, reply := sendRestores(m, batch, c.srv.cluster.on)
 	if !m.copy {
 		// The same path as DEL: the change stream, replicas and the AOF
 		// see each deletion.
-		for i, b := range batch {
-			if taken[i] {
-				c.eng().Delete(b.key, now)
+		for i, took := range taken {
+			if took {
+				c.eng().Delete(batch[i].key, now)
 			}
 		}
 	}
@@ -144,8 +151,9 @@ func cmdMigrate(c *Client, args [][]byte) {
 	c.OK()
 }
 
-// sendRestores sends AUTH, SELECT and one RESTORE per key to the target in
-// one write and reads their replies. It answers which keys the target
+// sendRestores sends AUTH and one RESTORE per key to the target in one
+// write and reads their replies (no SELECT: the database is 0, the only
+// one). It answers which keys the target
 // took, and the error MIGRATE answers ("" for none), in Redis's words.
 func sendRestores(m migrateArgs, batch []migrating, cluster bool) (taken []bool, reply string) {
 	timeout := time.Duration(m.timeout) * time.Millisecond
@@ -168,7 +176,6 @@ func sendRestores(m migrateArgs, batch []migrating, cluster bool) (taken []bool,
 			command([]byte("AUTH"), []byte(m.password))
 		}
 	}
-	command([]byte("SELECT"), strconv.AppendInt(nil, m.db, 10))
 	verb := []byte("RESTORE")
 	if cluster {
 		verb = []byte("RESTORE-ASKING")
@@ -190,19 +197,16 @@ func sendRestores(m migrateArgs, batch []migrating, cluster bool) (taken []bool,
 		r, err := resp.ReadReply(br)
 		return r, err == nil
 	}
-	// AUTH's or SELECT's error fails every key, reported before any
-	// RESTORE's; otherwise the first RESTORE error is reported and the
-	// keys the target took are still taken.
+	// AUTH's error fails every key, reported before any RESTORE's;
+	// otherwise the first RESTORE error is reported and the keys the
+	// target took are still taken.
 	var setup string
-	for _, sent := range []bool{m.auth, true} {
-		if !sent {
-			continue
-		}
+	if m.auth {
 		r, ok := read()
 		if !ok {
 			return nil, "IOERR error or timeout reading to target instance"
 		}
-		if r.IsError() && setup == "" {
+		if r.IsError() {
 			setup = r.Line
 		}
 	}
