@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -294,4 +295,44 @@ func TestMigrateInClusterMode(t *testing.T) {
 	require.Equal(t, "v", dc.Get(ctx, "{u1}s").Val())
 	require.Contains(t, infoOf(t, dc, "commandstats", "cmdstat_restore-asking"), "calls=2,")
 	require.Equal(t, ints(t, sc.Do(ctx, "RL.HIT", "api", "{u1}")), ints(t, dc.Do(ctx, "RL.HIT", "api", "{u1}")))
+}
+
+// TestDumpCommandInfo: COMMAND INFO's arity, key positions and ACL
+// categories are Redis's; so are the flags, but for two on purpose:
+// MIGRATE is no_multi here, and RESTORE-ASKING lacks Redis's "asking"
+// (the cluster layer gives it that meaning).
+func TestDumpCommandInfo(t *testing.T) {
+	t.Parallel()
+	ours, theirs := startServer(t).client(t, 2), startRedis(t)
+	for _, name := range []string{"dump", "restore", "restore-asking", "migrate"} {
+		want, got := commandInfoAll(t, theirs, name), commandInfoAll(t, ours, name)
+		switch name {
+		case "migrate":
+			want.flags = strings.Replace(want.flags, "movablekeys", "movablekeys no_multi", 1)
+		case "restore-asking":
+			want.flags = strings.Replace(want.flags, "asking ", "", 1)
+		}
+		require.Equal(t, want, got, "COMMAND INFO %s", name)
+	}
+}
+
+type cmdInfo struct{ arity, flags, keys, categories string }
+
+// commandInfoAll is a command's arity, key positions, and sorted flags and
+// ACL categories.
+func commandInfoAll(t *testing.T, c *redis.Client, name string) cmdInfo {
+	t.Helper()
+	v, err := c.Do(ctx, "COMMAND", "INFO", name).Slice()
+	require.NoError(t, err)
+	info, ok := v[0].([]any)
+	require.True(t, ok, "COMMAND INFO %s: %v", name, v)
+	sorted := func(x any) string {
+		var out []string
+		for _, f := range x.([]any) {
+			out = append(out, fmt.Sprint(f))
+		}
+		sort.Strings(out)
+		return strings.Join(out, " ")
+	}
+	return cmdInfo{fmt.Sprint(info[1]), sorted(info[2]), fmt.Sprint(info[3:6]), sorted(info[6])}
 }
