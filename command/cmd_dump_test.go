@@ -2,9 +2,13 @@ package command
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc64"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/persistence"
 )
 
 // bulkOf is a copy of the bytes of a bulk string reply.
@@ -129,6 +133,9 @@ func TestRestoreReplies(t *testing.T) {
 	p := bulkOf(t, c.DoString("DUMP", "src"))
 	flipped := append([]byte(nil), p...)
 	flipped[0] ^= 1
+	// Version 2, under a checksum that matches it.
+	v2 := binary.LittleEndian.AppendUint16(append([]byte(nil), p[:len(p)-10]...), persistence.DumpVersion+1)
+	v2 = binary.LittleEndian.AppendUint64(v2, crc64.Checksum(v2, crc64.MakeTable(crc64.ECMA)))
 	now := clk.Now() / 1e6
 	for i, st := range []struct {
 		args []any
@@ -153,6 +160,7 @@ func TestRestoreReplies(t *testing.T) {
 		{[]any{"RESTORE", "k", "0", flipped}, "-ERR DUMP payload version or checksum are wrong\r\n"},
 		{[]any{"RESTORE", "k", "0", p[:len(p)-1]}, "-ERR DUMP payload version or checksum are wrong\r\n"},
 		{[]any{"RESTORE", "k", "0", ""}, "-ERR DUMP payload version or checksum are wrong\r\n"},
+		{[]any{"RESTORE", "k", "0", v2}, "-ERR DUMP payload version or checksum are wrong\r\n"},
 		{[]any{"EXISTS", "k"}, ":0\r\n"},
 		{[]any{"RESTORE", "k", "0", p, "IDLETIME", "10"}, "+OK\r\n"},
 		{[]any{"RESTORE", "k", "0", p, "REPLACE", "FREQ", "255"}, "+OK\r\n"},

@@ -125,7 +125,8 @@ func TestMigrateKeepsLimits(t *testing.T) {
 
 // TestMigrateAuthAndFailures: AUTH and AUTH2 reach a target that wants a
 // password; a wrong one or none is the target's error passed on; a port
-// nobody listens on is IOERR, and the key stays.
+// nobody listens on, or a target silent past the timeout, is IOERR; the
+// key stays unless the target took it.
 func TestMigrateAuthAndFailures(t *testing.T) {
 	t.Parallel()
 	dst, _ := startWith(t, func(c *config.Config) { c.RequirePass = "pw" }, nil)
@@ -134,6 +135,20 @@ func TestMigrateAuthAndFailures(t *testing.T) {
 	require.NoError(t, err)
 	_, closed := hostPort(t, ln.Addr().String())
 	ln.Close()
+	// A target that takes the connection and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { silent.Close() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	_, mute := hostPort(t, silent.Addr().String())
 	for _, tc := range []struct {
 		name  string
 		port  string
@@ -145,13 +160,14 @@ func TestMigrateAuthAndFailures(t *testing.T) {
 		{"no auth", port, nil, "error: ERR Target instance replied with error: NOAUTH Authentication required."},
 		{"wrong password", port, []any{"AUTH", "nope"}, "error: ERR Target instance replied with error: WRONGPASS invalid username-password pair or user is disabled."},
 		{"refused", closed, nil, "error: IOERR error or timeout connecting to the client"},
+		{"no answer", mute, nil, "error: IOERR error or timeout reading to target instance"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			src := startServer(t)
 			sc := src.client(t, 2)
 			require.NoError(t, sc.Set(ctx, "k:"+tc.name, "v", 0).Err())
-			args := append([]any{"MIGRATE", host, tc.port, "k:" + tc.name, 0, 2000}, tc.flags...)
+			args := append([]any{"MIGRATE", host, tc.port, "k:" + tc.name, 0, 200}, tc.flags...)
 			got := outcome(sc, args...)
 			require.Equal(t, tc.want, got)
 			left := sc.Exists(ctx, "k:"+tc.name).Val()
