@@ -50,11 +50,13 @@ type migrateArgs struct {
 	keys           [][]byte
 	db, timeout    int64 // timeout in ms
 	copy, replace  bool
-	user, password string // password "": no AUTH
-	auth           bool
+	auth           bool // AUTH password, or AUTH2 user password
+	user, password string
 }
 
-func parseMigrate(c *Client, args [][]byte) (migrateArgs, bool) {
+// parseMigrate reads MIGRATE's arguments, with Redis's errors in Redis's
+// order: the options first, then timeout and db.
+func parseMigrate(args [][]byte) (migrateArgs, error) {
 	m := migrateArgs{addr: net.JoinHostPort(string(args[1]), string(args[2])), keys: args[3:4]}
 	for i := 6; i < len(args); i++ {
 		more := len(args) - i - 1
@@ -71,29 +73,25 @@ func parseMigrate(c *Client, args [][]byte) (migrateArgs, bool) {
 			i += 2
 		case equalFold(args[i], "keys"):
 			if len(args[3]) != 0 {
-				c.Err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
-				return m, false
+				return m, wireError("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
 			}
 			m.keys = args[i+1:]
 			i = len(args)
 		default:
-			c.Error(errSyntax)
-			return m, false
+			return m, errSyntax
 		}
 	}
 	var err error
 	if m.timeout, err = ParseInt(args[5]); err != nil {
-		c.Error(err)
-		return m, false
+		return m, err
 	}
 	if m.db, err = ParseInt(args[4]); err != nil {
-		c.Error(err)
-		return m, false
+		return m, err
 	}
 	if m.timeout <= 0 {
 		m.timeout = 1000
 	}
-	return m, true
+	return m, nil
 }
 
 // migrating is one key on its way: its payload and the ttl to give it.
@@ -103,34 +101,24 @@ type migrating struct {
 }
 
 func cmdMigrate(c *Client, args [][]byte) {
-	m, ok := parseMigrate(c, args)
-	if !ok {
+	m, err := parseMigrate(args)
+	if err != nil {
+		c.Error(err)
 		return
 	}
 	now := c.Now()
-	var batch []migrating
-	for _, k := range m.keys {
-		p, expire, ok, err := readDump(c.eng(), k, now)
-		if err != nil {
-			c.Error(err)
-			return
-		}
-		if ok {
-			ttl := int64(0)
-			if expire != 0 {
-				ttl = pttl(expire, now) // rounded up: a limiter never expires early on the target
-			}
-			batch = append(batch, migrating{key: k, payload: p, pttl: ttl})
-		}
-	}
-	if len(batch) == 0 {
+	batch, err := readMigrating(c, m.keys, now)
+	switch {
+	case err != nil:
+		c.Error(err)
+		return
+	case len(batch) == 0:
 		c.Simple("NOKEY")
 		return
-	}
-	if m.db != 0 {
+	case m.db != 0:
 		// A target is a limitdb, whose SELECT refuses any other database:
-		// refused here, before the target runs RESTOREs a failed SELECT
-		// would not stop.
+		// refused here, as a failed SELECT would not stop the RESTOREs
+		// pipelined behind it.
 		c.Err("ERR DB index is out of range")
 		return
 	}
@@ -151,10 +139,29 @@ func cmdMigrate(c *Client, args [][]byte) {
 	c.OK()
 }
 
+// readMigrating reads the payload and PTTL of each key that exists.
+func readMigrating(c *Client, keys [][]byte, now int64) ([]migrating, error) {
+	var batch []migrating
+	for _, k := range keys {
+		p, expire, ok, err := readDump(c.eng(), k, now)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ttl := int64(0)
+			if expire != 0 {
+				ttl = pttl(expire, now) // rounded up: a limiter never expires early on the target
+			}
+			batch = append(batch, migrating{key: k, payload: p, pttl: ttl})
+		}
+	}
+	return batch, nil
+}
+
 // sendRestores sends AUTH and one RESTORE per key to the target in one
-// write and reads their replies (no SELECT: the database is 0, the only
-// one). It answers which keys the target
-// took, and the error MIGRATE answers ("" for none), in Redis's words.
+// write (no SELECT: the database is 0, the only one) and reads their
+// replies, each within the timeout. It answers which keys the target took,
+// and the error MIGRATE answers ("" for none), in Redis's words.
 func sendRestores(m migrateArgs, batch []migrating, cluster bool) (taken []bool, reply string) {
 	timeout := time.Duration(m.timeout) * time.Millisecond
 	conn, err := net.DialTimeout("tcp", m.addr, timeout)
@@ -163,18 +170,31 @@ func sendRestores(m migrateArgs, batch []migrating, cluster bool) (taken []bool,
 	}
 	defer conn.Close()
 	w := resp.NewWriter(conn)
+	writeRestores(w, m, batch, cluster)
+	conn.SetWriteDeadline(time.Now().Add(timeout))
+	if err := w.Flush(); err != nil {
+		return nil, "IOERR error or timeout writing to target instance"
+	}
+	br := bufio.NewReader(conn)
+	return readRestoreReplies(m.auth, len(batch), func() (resp.Reply, error) {
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		return resp.ReadReply(br)
+	})
+}
+
+// writeRestores buffers MIGRATE's commands to the target in w.
+func writeRestores(w *resp.Writer, m migrateArgs, batch []migrating, cluster bool) {
 	command := func(args ...[]byte) {
 		w.Array(len(args))
 		for _, a := range args {
 			w.Bulk(a)
 		}
 	}
-	if m.auth {
-		if m.user != "" {
-			command([]byte("AUTH"), []byte(m.user), []byte(m.password))
-		} else {
-			command([]byte("AUTH"), []byte(m.password))
-		}
+	switch {
+	case m.auth && m.user != "":
+		command([]byte("AUTH"), []byte(m.user), []byte(m.password))
+	case m.auth:
+		command([]byte("AUTH"), []byte(m.password))
 	}
 	verb := []byte("RESTORE")
 	if cluster {
@@ -187,51 +207,43 @@ func sendRestores(m migrateArgs, batch []migrating, cluster bool) (taken []bool,
 		}
 		command(args...)
 	}
-	conn.SetWriteDeadline(time.Now().Add(timeout))
-	if err := w.Flush(); err != nil {
-		return nil, "IOERR error or timeout writing to target instance"
-	}
-	br := bufio.NewReader(conn)
-	read := func() (resp.Reply, bool) {
-		conn.SetReadDeadline(time.Now().Add(timeout))
-		r, err := resp.ReadReply(br)
-		return r, err == nil
-	}
-	// AUTH's error fails every key, reported before any RESTORE's;
-	// otherwise the first RESTORE error is reported and the keys the
-	// target took are still taken.
-	var setup string
-	if m.auth {
-		r, ok := read()
-		if !ok {
-			return nil, "IOERR error or timeout reading to target instance"
+}
+
+// readRestoreReplies reads AUTH's reply (when sent) and n RESTOREs'. An
+// AUTH error fails every key and is the one reported; otherwise the first
+// RESTORE error is reported, and the keys the target took are taken all
+// the same, as in Redis.
+func readRestoreReplies(auth bool, n int, read func() (resp.Reply, error)) (taken []bool, reply string) {
+	const ioErr = "IOERR error or timeout reading to target instance"
+	var failed string
+	if auth {
+		r, err := read()
+		if err != nil {
+			return nil, ioErr
 		}
 		if r.IsError() {
-			setup = r.Line
+			failed = r.Line
 		}
 	}
-	taken = make([]bool, len(batch))
-	var first string
-	for i := range batch {
-		r, ok := read()
-		if !ok {
-			return taken, "IOERR error or timeout reading to target instance"
+	authFailed := failed != ""
+	taken = make([]bool, n)
+	for i := range taken {
+		r, err := read()
+		if err != nil {
+			return taken, ioErr
 		}
 		switch {
-		case setup != "":
+		case authFailed:
 		case r.IsError():
-			if first == "" {
-				first = r.Line
+			if failed == "" {
+				failed = r.Line
 			}
 		default:
 			taken[i] = true
 		}
 	}
-	if setup != "" {
-		first = setup
-	}
-	if first != "" {
-		return taken, "ERR Target instance replied with error: " + first
+	if failed != "" {
+		return taken, "ERR Target instance replied with error: " + failed
 	}
 	return taken, ""
 }
