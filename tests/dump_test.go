@@ -352,3 +352,51 @@ func commandInfoAll(t *testing.T, c *redis.Client, name string) cmdInfo {
 	}
 	return cmdInfo{fmt.Sprint(info[1]), sorted(info[2]), fmt.Sprint(info[3:6]), sorted(info[6])}
 }
+
+// TestMigrateEveryKind: a key of every kind moved with MIGRATE COPY is the
+// same on the target (its DUMP byte for byte, its PTTL), and the next
+// command answers the same on both sides, now and 1.5 s later.
+func TestMigrateEveryKind(t *testing.T) {
+	t.Parallel()
+	src, dst := startServer(t), startServer(t)
+	sc, dc := src.client(t, 2), dst.client(t, 2)
+	for _, c := range []*redis.Client{sc, dc} {
+		require.NoError(t, c.Do(ctx, "RL.POLICY", "SET", "p", "token_bucket", 5, "10s").Err())
+	}
+	kinds := []struct {
+		key         string
+		setup, next []any
+	}{
+		{"str", []any{"SET", "str", "v", "EX", 100}, []any{"GET", "str"}},
+		{"cl", []any{"CL.THROTTLE", "cl", 2, 3, 60, 2}, []any{"CL.THROTTLE", "cl", 2, 3, 60}},
+		{"gcra", []any{"GCRA", "gcra", 4, 2, "1.5"}, []any{"GCRA", "gcra", 4, 2, "1.5"}},
+		{"tb", []any{"TB.TAKE", "tb", 5, 1, "1s", 4}, []any{"TB.TAKE", "tb", 5, 1, "1s"}},
+		{"lb", []any{"LB.QUEUE", "lb", 5, 2, "1s", 3}, []any{"LB.QUEUE", "lb", 5, 2, "1s"}},
+		{"fw", []any{"FW.INCR", "fw", 3, "10s", 2}, []any{"FW.INCR", "fw", 3, "10s"}},
+		{"sw", []any{"SW.INCR", "sw", 5, "2s", 3, "PRECISION", 4}, []any{"SW.INCR", "sw", 5, "2s", 1, "PRECISION", 4}},
+		{"sl", []any{"SL.INCR", "sl", 4, "2s", 3}, []any{"SL.INCR", "sl", 4, "2s"}},
+		{"rl:p:u", []any{"RL.HIT", "p", "u", 3}, []any{"RL.HIT", "p", "u"}},
+		{"h", []any{"HSET", "h", "tokens", 5, "ts", 17}, []any{"HINCRBY", "h", "tokens", -1}},
+		{"s", []any{"SADD", "s", 3, 1, "word"}, []any{"SMISMEMBER", "s", 1, 2, 3, "word"}},
+		{"z", []any{"ZADD", "z", 1.5, "a", -2, "b"}, []any{"ZRANGE", "z", 0, -1, "WITHSCORES"}},
+		{"l", []any{"RPUSH", "l", "a", "", "c"}, []any{"LRANGE", "l", 0, -1}},
+	}
+	args := []any{"MIGRATE", "", "", "", 0, 5000, "COPY", "KEYS"}
+	args[1], args[2] = hostPort(t, dst.addr)
+	for _, k := range kinds {
+		require.NoError(t, sc.Do(ctx, k.setup...).Err(), "%v", k.setup)
+		args = append(args, k.key)
+	}
+	require.Equal(t, "OK", outcome(sc, args...))
+	for _, k := range kinds {
+		require.Equal(t, sc.Dump(ctx, k.key).Val(), dc.Dump(ctx, k.key).Val(), "DUMP %s", k.key)
+		require.Equal(t, sc.PTTL(ctx, k.key).Val(), dc.PTTL(ctx, k.key).Val(), "PTTL %s", k.key)
+	}
+	for round := 0; round < 2; round++ {
+		for _, k := range kinds {
+			require.Equal(t, outcome(sc, k.next...), outcome(dc, k.next...), "round %d: %v", round, k.next)
+		}
+		src.clk.Advance(1500 * time.Millisecond)
+		dst.clk.Advance(1500 * time.Millisecond)
+	}
+}
