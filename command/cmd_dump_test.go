@@ -203,6 +203,7 @@ func TestMigrateArguments(t *testing.T) {
 		{[]string{"MIGRATE", "127.0.0.1", "1", "k", "x", "100"}, "-ERR value is not an integer or out of range\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "MIGRATE", "h", "1", "k", "0", "100"}, "*1\r\n$1\r\nk\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "100", "COPY", "KEYS", "a", "b"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{[]string{"COMMAND", "GETKEYS", "MIGRATE", "h", "1", "", "0", "100", "AUTH", "keys", "KEYS", "a"}, "*1\r\n$1\r\na\r\n"},
 		{[]string{"MULTI"}, "+OK\r\n"},
 		{[]string{"MIGRATE", "127.0.0.1", "1", "k", "0", "100"}, "-ERR Command not allowed inside a transaction\r\n"},
 		{[]string{"DISCARD"}, "+OK\r\n"},

@@ -29,19 +29,17 @@ func migrateCommand() *Command {
 }
 
 // migrateKeys lists MIGRATE's keys: the one at 3, or those after KEYS when
-// it is "" (COMMAND GETKEYS, cluster slots).
+// it is "" (COMMAND GETKEYS, cluster slots); none when the arguments are
+// wrong, which the handler answers.
 func migrateKeys(args [][]byte) [][]byte {
 	if len(args) < 6 {
 		return nil
 	}
-	if len(args[3]) == 0 {
-		for i := 6; i < len(args); i++ {
-			if equalFold(args[i], "keys") {
-				return args[i+1:]
-			}
-		}
+	m, err := parseMigrate(args)
+	if err != nil {
+		return nil
 	}
-	return args[3:4]
+	return m.keys
 }
 
 // migrateArgs is a parsed MIGRATE.
