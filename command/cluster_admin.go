@@ -205,12 +205,12 @@ func (s *Server) followTopology(cons *cluster.Consensus) {
 // words, anything else as ERR.
 func clusterError(c *Client, err error) {
 	var te cluster.Error
-	var re resp.ReplyError
+	var pe peerError
 	switch {
 	case errors.As(err, &te):
 		c.Err(string(te))
-	case errors.As(err, &re):
-		c.Err(string(re))
+	case errors.As(err, &pe):
+		c.Err(string(pe))
 	default:
 		c.Errf("%v", err)
 	}
@@ -241,11 +241,11 @@ func (s *Server) onLeader(cons *cluster.Consensus, do func() (uint64, error), ar
 		if id := cons.Leader(); id != "" && id != s.cluster.id {
 			if n, ok := cons.Topology().Node(id); ok {
 				r, err := s.peerCall(n.Addr(), args...)
-				if err == nil && !strings.HasPrefix(r.Str, "TRYAGAIN") {
-					if r.Kind == ':' {
-						cons.WaitApplied(uint64(r.Int))
+				if err == nil && !strings.HasPrefix(r.Line, "TRYAGAIN") {
+					if index, err := strconv.ParseUint(r.Line, 10, 64); r.Type == ':' && err == nil {
+						cons.WaitApplied(index)
 					}
-					return r.Err()
+					return replyErr(r)
 				}
 			}
 		}
@@ -254,6 +254,18 @@ func (s *Server) onLeader(cons *cluster.Consensus, do func() (uint64, error), ar
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// peerError is an error another node answered, in its words.
+type peerError string
+
+func (e peerError) Error() string { return string(e) }
+
+func replyErr(r resp.Reply) error {
+	if r.IsError() {
+		return peerError(r.Line)
+	}
+	return nil
 }
 
 // peerCall sends one command to another node and reads its reply.
@@ -286,7 +298,7 @@ func (s *Server) peerCall(addr string, args ...string) (resp.Reply, error) {
 		if r, err = resp.ReadReply(br); err != nil {
 			return r, err
 		}
-		if r.Kind == '-' {
+		if r.IsError() {
 			return r, nil
 		}
 	}
@@ -373,7 +385,7 @@ func cmdClusterMeet(c *Client, args [][]byte) {
 	self := cons.Self()
 	r, err := c.srv.peerCall(addr, "CLUSTER", "RAFT-MEET", self.IP, strconv.Itoa(self.Port))
 	if err == nil {
-		err = r.Err()
+		err = replyErr(r)
 	}
 	if err != nil {
 		clusterError(c, err)
@@ -413,7 +425,7 @@ func (s *Server) joinCluster(cons *cluster.Consensus, addr string) error {
 	}
 	r, err := s.peerCall(addr, "CLUSTER", "RAFT-JOIN", string(node), string(rs))
 	if err == nil {
-		err = r.Err()
+		err = replyErr(r)
 	}
 	if err != nil {
 		if berr := cons.Rebootstrap(slots); berr != nil {
@@ -675,7 +687,7 @@ func cmdClusterReset(c *Client, args [][]byte) {
 				continue
 			}
 			r, err := c.srv.peerCall(n.Addr(), "CLUSTER", "FORGET", id)
-			if err == nil && r.Err() == nil {
+			if err == nil && !r.IsError() {
 				break
 			}
 		}

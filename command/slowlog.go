@@ -112,7 +112,7 @@ func infoLatencyStats(s *Server, eng *engine.Engine, b *strings.Builder) {
 // threshold; commands read from a connection call it directly (batch.go).
 func (s *Server) logIfSlow(c *Client, cmd *Command, args [][]byte, d time.Duration) {
 	if t := s.slow.threshold.Load(); t >= 0 && d.Microseconds() >= t && cmd.Name != "exec" {
-		s.slow.add(c, args, clock.Time(s.clk).Add(-d), d)
+		s.slow.add(c, args, secretArgs(cmd, args), clock.Time(s.clk).Add(-d), d)
 	}
 }
 
@@ -150,12 +150,16 @@ const (
 	slowMaxArgLen = 128
 )
 
-func (l *slowLog) add(c *Client, args [][]byte, start time.Time, d time.Duration) {
+func (l *slowLog) add(c *Client, args [][]byte, secret []bool, start time.Time, d time.Duration) {
 	e := slowEntry{at: start.Unix(), usec: d.Microseconds(), addr: c.Addr, name: c.Name()}
 	for i, a := range args {
 		if i == slowMaxArgs-1 && len(args) > slowMaxArgs {
 			e.args = append(e.args, fmt.Sprintf("... (%d more arguments)", len(args)-i))
 			break
+		}
+		if secret != nil && secret[i] {
+			e.args = append(e.args, "(redacted)")
+			continue
 		}
 		if len(a) > slowMaxArgLen {
 			e.args = append(e.args, fmt.Sprintf("%s... (%d more bytes)", a[:slowMaxArgLen], len(a)-slowMaxArgLen))

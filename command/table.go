@@ -138,7 +138,7 @@ type Table struct {
 func NewTable() *Table {
 	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
-		registerAuth, registerCommand, registerConn, registerExpire, registerGcra, registerKeys,
+		registerAuth, registerCommand, registerConn, registerDump, registerExpire, registerGcra, registerKeys,
 		registerLimiters, registerPersist, registerPolicy, registerRLS, registerServer, registerServerInfo,
 		registerStrings, registerHash, registerSet, registerZSet, registerList, registerObject, registerInfoLimits, registerLimits, registerMemory,
 		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerFunctions, registerPubSub, registerMonitor, registerModes, registerCluster,

@@ -46,7 +46,9 @@ var ErrCorrupt = errors.New("engine: corrupt entry")
 
 // AppendBinary appends the entry's serialised form to b: the kind byte, then
 // Expire, A and B as signed varints, then the Ext bytes behind a uvarint
-// length (0 when there is no Ext). The form is part of the snapshot format.
+// length (0 when there is no Ext). The form is part of the snapshot format
+// and of DUMP's payload (persistence/doc.go), which other nodes and later
+// versions read: change it only with their versions.
 func (e Entry) AppendBinary(b []byte) ([]byte, error) {
 	var ext []byte
 	if e.Ext != nil {

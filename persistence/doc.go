@@ -1,7 +1,7 @@
 // Package persistence writes and loads limitdb snapshots (every live key of
 // the keyspace, in engine's one serialised entry form, plus named sections
 // that other features register: named policies, ...), the change stream's
-// records, and the append-only file made of both.
+// records, the append-only file made of both, and DUMP's one-key payload.
 //
 // persistence may import engine; it must never import resp (the protocol).
 //
@@ -98,4 +98,27 @@
 // exception is a record that the last incr file ends inside of (a crash in
 // the middle of a write): with aof-load-truncated yes the file is cut back
 // to its last whole record and loading goes on; with no it is refused too.
+//
+// # DUMP payload, version 1
+//
+// DUMP answers, and RESTORE and MIGRATE take, one key's value in limitdb's
+// own form, laid out as Redis lays out its own (value, version, checksum)
+// but not Redis's RDB encoding: a payload from redis-server is refused
+// here, and one from limitdb by redis-server.
+//
+//	entry    engine.Entry.AppendBinary: kind byte, varint Expire (always
+//	         0 here), varint A, varint B, uvarint(len(ext)) ext
+//	version  uint16 little-endian   1
+//	crc      uint64 little-endian   CRC-64/ECMA (hash/crc64.ECMA) of the
+//	                                entry and the version
+//
+// The entry carries no expiry: RESTORE's ttl argument sets it, as in Redis.
+// A limiter's state is absolute wall-clock time (integer Unix ns), so a
+// limiter restored on another node with the PTTL it had answers exactly as
+// it would have on its source, given clocks in step.
+//
+// Redis's payloads carry an RDB version (6 to 12) and a CRC-64/Jones, so one
+// fails this version check; ours fails Redis's checksum. A payload is
+// decoded only after its length, version and checksum are verified, and
+// only when its entry uses every byte before the version.
 package persistence

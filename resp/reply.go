@@ -8,80 +8,107 @@ import (
 	"strconv"
 )
 
-// A Reply is one RESP2 reply as a client reads it: the answer of a server
-// this one talks to (a cluster member it forwards to, a MIGRATE target).
+// Reply is the head of one reply, as a client that needs only each
+// reply's outcome (MIGRATE) reads it: the type byte and the rest of the
+// first line: an error's or simple string's text, an integer, a bulk
+// string's or an aggregate's length.
 type Reply struct {
-	Kind  byte // '+', '-', ':', '$' or '*'
-	Str   string
-	Int   int64
-	Elems []Reply
-	Nil   bool // $-1 or *-1
+	Type byte
+	Line string
 }
 
-// Err is the reply as an error when it is one, nil otherwise.
-func (r Reply) Err() error {
-	if r.Kind == '-' {
-		return ReplyError(r.Str)
+// IsError reports whether the reply is an error ('-', or RESP3's '!').
+func (r Reply) IsError() bool { return r.Type == '-' || r.Type == '!' }
+
+// maxReplyDepth bounds the nesting ReadReply follows, so a hostile peer
+// cannot make it recurse without end.
+const maxReplyDepth = 32
+
+// maxReplyBulk is the longest bulk string ReadReply skips: Redis's
+// proto-max-bulk-len default.
+const maxReplyBulk = 512 << 20
+
+// maxErrorText is the longest bulk error ReadReply keeps the text of.
+const maxErrorText = 64 << 10
+
+// ReadReply reads one whole reply from r, RESP2 or RESP3, and returns its
+// head. A bulk error's text ('!') is returned as its Line. An error in the
+// framing is returned as an error; io.EOF only when r ends before the
+// reply's first byte.
+func ReadReply(r *bufio.Reader) (Reply, error) {
+	return readReply(r, 0)
+}
+
+func readReply(r *bufio.Reader, depth int) (Reply, error) {
+	if depth > maxReplyDepth {
+		return Reply{}, errors.New("resp: reply nested too deep")
 	}
-	return nil
-}
-
-// ReplyError is an error reply's text, as the server sent it.
-type ReplyError string
-
-func (e ReplyError) Error() string { return string(e) }
-
-// maxReplyElems bounds what a peer's array header may announce, so that
-// a broken or hostile peer cannot make this server allocate without end.
-const maxReplyElems = 1 << 20
-
-// ReadReply reads one reply from br.
-func ReadReply(br *bufio.Reader) (Reply, error) {
-	line, err := br.ReadSlice('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
+		if err == io.EOF && line != "" {
+			err = io.ErrUnexpectedEOF
+		}
 		return Reply{}, err
 	}
 	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return Reply{}, errors.New("resp: bad reply line")
+		return Reply{}, fmt.Errorf("resp: malformed reply line %q", line)
 	}
-	r := Reply{Kind: line[0], Str: string(line[1 : len(line)-2])}
-	switch r.Kind {
-	case '+', '-':
-		return r, nil
-	case ':':
-		r.Int, err = strconv.ParseInt(r.Str, 10, 64)
-		return r, err
-	case '$':
-		n, err := strconv.Atoi(r.Str)
-		if err != nil || n < -1 || n > 512<<20 {
-			return r, fmt.Errorf("resp: bad bulk length %q", r.Str)
+	rep := Reply{Type: line[0], Line: line[1 : len(line)-2]}
+	switch rep.Type {
+	case '+', '-', ':', '_', ',', '#', '(':
+		return rep, nil
+	case '$', '!', '=':
+		n, err := strconv.ParseInt(rep.Line, 10, 64)
+		if err != nil || n < -1 || n > maxReplyBulk {
+			return Reply{}, fmt.Errorf("resp: bad bulk length %q", rep.Line)
 		}
 		if n < 0 {
-			r.Nil, r.Str = true, ""
-			return r, nil
+			return rep, nil
 		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return r, err
+		if rep.Type != '!' { // skipped, not held: the head is all a caller gets
+			if _, err := r.Discard(int(n)); err != nil {
+				return Reply{}, noEOF(err)
+			}
+			n = 0
+		} else if n > maxErrorText {
+			return Reply{}, fmt.Errorf("resp: bulk error of %d bytes", n)
 		}
-		r.Str = string(b[:n])
-		return r, nil
-	case '*':
-		n, err := strconv.Atoi(r.Str)
-		if err != nil || n < -1 || n > maxReplyElems {
-			return r, fmt.Errorf("resp: bad array length %q", r.Str)
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return Reply{}, noEOF(err)
 		}
-		if n < 0 {
-			r.Nil = true
-			return r, nil
+		if body[n] != '\r' || body[n+1] != '\n' {
+			return Reply{}, errors.New("resp: bulk string not ended by CRLF")
 		}
-		r.Elems = make([]Reply, n)
-		for i := range r.Elems {
-			if r.Elems[i], err = ReadReply(br); err != nil {
-				return r, err
+		if rep.Type == '!' {
+			rep.Line = string(body[:n])
+		}
+		return rep, nil
+	case '*', '~', '>', '%', '|':
+		n, err := strconv.ParseInt(rep.Line, 10, 64)
+		if err != nil || n < -1 || n > maxReplyBulk {
+			return Reply{}, fmt.Errorf("resp: bad aggregate length %q", rep.Line)
+		}
+		if rep.Type == '%' || rep.Type == '|' {
+			n *= 2
+		}
+		for i := int64(0); i < n; i++ {
+			if _, err := readReply(r, depth+1); err != nil {
+				return Reply{}, noEOF(err)
 			}
 		}
-		return r, nil
+		if rep.Type == '|' { // attributes precede the reply they describe
+			return readReply(r, depth+1)
+		}
+		return rep, nil
 	}
-	return r, fmt.Errorf("resp: unknown reply type %q", r.Kind)
+	return Reply{}, fmt.Errorf("resp: unknown reply type %q", rep.Type)
+}
+
+// noEOF turns an end of input inside a reply into io.ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
