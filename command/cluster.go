@@ -56,6 +56,13 @@ type clusterState struct {
 	mu        sync.Mutex
 	migrating map[int]string // slot -> the node it moves to
 	importing map[int]string // slot -> the node it comes from
+	// A command served on a migrating slot holds the slot until it has
+	// run; MIGRATE freezes the slot (others get TRYAGAIN) and waits for
+	// the holds to end, so that no hit lands between its read of a key
+	// and its deletion, and none is lost or counted twice.
+	holds   map[int]int
+	frozen  map[int]bool
+	settled *sync.Cond // on mu: a hold ended
 
 	changed chan struct{} // a new topology to act on (cluster_admin.go)
 }
@@ -63,7 +70,9 @@ type clusterState struct {
 // newClusterState reads the node's identity from --dir, or makes one and
 // writes it there. Without a usable --dir the identity lasts one run.
 func newClusterState(cfg config.Config, logger *log.Logger) *clusterState {
-	st := &clusterState{migrating: map[int]string{}, importing: map[int]string{}, changed: make(chan struct{}, 1)}
+	st := &clusterState{migrating: map[int]string{}, importing: map[int]string{}, holds: map[int]int{}, frozen: map[int]bool{},
+		changed: make(chan struct{}, 1)}
+	st.settled = sync.NewCond(&st.mu)
 	switch cfg.ClusterEnabled {
 	case "yes":
 		st.on = true
@@ -221,8 +230,9 @@ func (c *Client) route(cmd *Command, args [][]byte, slot int, asking bool) bool 
 // when its keys are still here; when none are it sends the client to the
 // new node (-ASK), and when some are it asks to try again later.
 func (c *Client) routeMigrating(cmd *Command, args [][]byte, slot int) bool {
-	target, ok := c.srv.cluster.migratingTo(slot)
-	if !ok {
+	cs := c.srv.cluster
+	target, ok := cs.migratingTo(slot)
+	if !ok || cmd.Name == "migrate" {
 		return true
 	}
 	keys := storedKeys(cmd, args)
@@ -234,6 +244,11 @@ func (c *Client) routeMigrating(cmd *Command, args [][]byte, slot int) bool {
 	}
 	switch {
 	case here == len(keys):
+		if !cs.hold(slot) {
+			c.Err(errTryAgain)
+			return false
+		}
+		c.heldSlot = slot + 1
 		return true
 	case here > 0:
 		c.Err(errTryAgain)
@@ -266,6 +281,61 @@ func (cs *clusterState) primaryOf(t *cluster.Topology) string {
 		return n.Primary
 	}
 	return ""
+}
+
+// hold marks a command running on migrating slot; false while a MIGRATE
+// has the slot frozen.
+func (cs *clusterState) hold(slot int) bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.frozen[slot] {
+		return false
+	}
+	cs.holds[slot]++
+	return true
+}
+
+// release ends the hold c's command took, once it has run.
+func (cs *clusterState) release(c *Client) {
+	slot := c.heldSlot - 1
+	c.heldSlot = 0
+	cs.mu.Lock()
+	if cs.holds[slot]--; cs.holds[slot] <= 0 {
+		delete(cs.holds, slot)
+		cs.settled.Broadcast()
+	}
+	cs.mu.Unlock()
+}
+
+// freeze stops new commands on the migrating slots among keys' and waits
+// for the running ones to finish; the returned func thaws them. Outside
+// a real cluster, or with no migrating slot, it does nothing.
+func (cs *clusterState) freeze(keys [][]byte) (thaw func()) {
+	if !cs.on || cs.emulated || cs.open.Load() == 0 {
+		return func() {}
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var slots []int
+	for _, k := range keys {
+		s := storedSlot(k)
+		if _, ok := cs.migrating[s]; ok && !cs.frozen[s] {
+			cs.frozen[s] = true
+			slots = append(slots, s)
+		}
+	}
+	for _, s := range slots {
+		for cs.holds[s] > 0 {
+			cs.settled.Wait()
+		}
+	}
+	return func() {
+		cs.mu.Lock()
+		for _, s := range slots {
+			delete(cs.frozen, s)
+		}
+		cs.mu.Unlock()
+	}
 }
 
 func (cs *clusterState) isImporting(slot int) bool {

@@ -15,8 +15,9 @@ import (
 // client's connection as Redis runs it on its only thread: the
 // connection's event loop waits for the target, at most timeout ms per
 // step. No shard lock is held across the network: the payloads are read,
-// the target is written to and read, then the keys it took are deleted,
-// whatever they hold by then, as Redis deletes them.
+// the target is written to and read, then the keys it took are deleted.
+// In a cluster, the keys' migrating slots are frozen meanwhile, so that
+// what is deleted is what was sent.
 
 func migrateCommand() *Command {
 	return &Command{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagNoMulti | FlagDangerous,
@@ -104,6 +105,9 @@ func cmdMigrate(c *Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
+	// A key moves whole: no command on its slot runs between the read
+	// and the deletion (cluster.go).
+	defer c.srv.cluster.freeze(m.keys)()
 	now := c.Now()
 	batch, err := readMigrating(c, m.keys, now)
 	switch {

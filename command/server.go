@@ -313,6 +313,9 @@ func (s *Server) handle(c *Client, args [][]byte) {
 	c.enter(cmd)
 	c.failed = false
 	s.run(c, cmd, args)
+	if c.heldSlot != 0 {
+		s.cluster.release(c)
+	}
 	c.leave(cmd, args)
 }
 
