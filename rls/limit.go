@@ -20,10 +20,13 @@ import (
 //     over the limit when the count after adding exceeds requests_per_unit;
 //     limit_remaining is requests_per_unit minus that count (0 when over);
 //     duration_until_reset is the whole seconds left in the window;
-//   - a request of several descriptors is first checked: when one of them
-//     would go over, only the first such descriptor is charged and the
-//     others get 0 hits (they report their counts as they stand), so a
-//     denied request does not use up the other limits.
+//   - every descriptor of a request is charged, whether or not another
+//     one goes over (envoyproxy/ratelimit's default,
+//     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false); two descriptors
+//     with the same key (the same path, or values that share a counter)
+//     add up, the later seeing the earlier's hits;
+//   - a count that stays 0 (hits 0) writes nothing: an absent counter is
+//     a 0 count (envoyproxy/ratelimit's INCRBY 0 leaves a key holding 0).
 //
 // The counter is an FW.INCR entry (A = the window's start in ns, B = the
 // count), expiring at the window's end, so it is snapshotted, replicated
@@ -45,6 +48,11 @@ type Hit struct {
 	Limit   *RateLimit
 	Entries []Entry
 	Hits    uint64
+	// Shared and StatsKey are the rules' Match's: the wildcard values that
+	// stand for entries' values in the counter's key (share_threshold), and
+	// the statistics' name when not Limit.FullKey.
+	Shared   []string
+	StatsKey string
 }
 
 // Status is one descriptor's answer.
@@ -56,6 +64,8 @@ type Status struct {
 	Remaining  uint32
 	ResetAfter int64 // seconds until the window ends; 0 without a rule
 	Stats      Stats // what this descriptor adds to its rule's counters
+	// StatsKey names the counters Stats add to; "": Limit.FullKey.
+	StatsKey string
 }
 
 // Limited reports whether the descriptor makes the request OVER_LIMIT: over
@@ -88,7 +98,7 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64) ([]Status, 
 			out[i] = Status{}
 			continue
 		}
-		keys = append(keys, cacheKey(domain, h.Entries, floorDiv(nowSec, unit)*unit))
+		keys = append(keys, cacheKey(domain, h.Entries, h.Shared, floorDiv(nowSec, unit)*unit))
 		idx = append(idx, i)
 	}
 	if len(keys) == 0 {
@@ -108,38 +118,20 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64) ([]Status, 
 				counts[k] = e.B
 			}
 		}
-		charge := make([]uint64, len(keys))
-		for k := range keys {
-			charge[k] = hits[idx[k]].Hits
-		}
-		// envoyproxy/ratelimit checks only requests of several descriptors
-		// (counting those without a rule).
-		if len(hits) > 1 {
-			for k := range keys {
-				h := hits[idx[k]]
-				if counts[first[k]]+int64(h.Hits) > int64(h.Limit.RequestsPerUnit) {
-					for j := range charge {
-						if j != k {
-							charge[j] = 0
-						}
-					}
-					break
-				}
-			}
-		}
 		write := false
 		for k := range keys {
 			h, f := hits[idx[k]], first[k]
 			unit := UnitSeconds(h.Limit.Unit)
 			start := floorDiv(nowSec, unit) * unit
 			before := counts[f]
-			after := before + int64(charge[k])
+			after := before + int64(h.Hits)
 			counts[f] = after
-			if charge[k] > 0 {
+			if h.Hits > 0 {
 				write = true
 				ents[f] = engine.Entry{Kind: engine.KindFixedWindow, A: start * 1e9, B: after, Expire: (start + unit) * 1e9}
 			}
 			out[idx[k]] = decide(h, before, after, start+unit-nowSec)
+			out[idx[k]].StatsKey = h.StatsKey
 		}
 		return write
 	})
@@ -150,8 +142,7 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64) ([]Status, 
 }
 
 // decide is the answer and the statistics of a descriptor whose count went
-// from before to after (after - before may be 0: a check, or a descriptor
-// left uncharged because another went over).
+// from before to after (after - before may be 0: a check).
 func decide(h Hit, before, after, resetAfter int64) Status {
 	lim := int64(h.Limit.RequestsPerUnit)
 	near := int64(math.Floor(float64(float32(lim) * NearLimitRatio)))
@@ -182,19 +173,27 @@ func decide(h Hit, before, after, resetAfter int64) Status {
 	return st
 }
 
-// cacheKey is envoyproxy/ratelimit's counter key: domain_key_value_..._start.
-func cacheKey(domain string, entries []Entry, start int64) []byte {
+// cacheKey is envoyproxy/ratelimit's counter key: domain_key_value_..._start,
+// with shared[i] in place of entry i's value when it is not "".
+func cacheKey(domain string, entries []Entry, shared []string, start int64) []byte {
 	n := len(domain) + 21
-	for _, e := range entries {
+	for i, e := range entries {
 		n += len(e.Key) + len(e.Value) + 2
+		if shared != nil {
+			n += len(shared[i])
+		}
 	}
 	b := make([]byte, 0, n)
 	b = append(b, domain...)
 	b = append(b, '_')
-	for _, e := range entries {
+	for i, e := range entries {
 		b = append(b, e.Key...)
 		b = append(b, '_')
-		b = append(b, e.Value...)
+		if shared != nil && shared[i] != "" {
+			b = append(b, shared[i]...)
+		} else {
+			b = append(b, e.Value...)
+		}
 		b = append(b, '_')
 	}
 	return strconv.AppendInt(b, start, 10)
