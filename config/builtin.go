@@ -334,7 +334,11 @@ func oneOf(name, help string, values []string, field func(c *Config) *string) *D
 }
 
 func rls() []*Directive {
+	grpcTLS := oneOf("grpc-tls", "TLS on grpc-port with the tls-* certificates and client policy: auto (when tls-cert-file and tls-key-file are set), yes or no",
+		[]string{"auto", "yes", "no"}, func(c *Config) *string { return &c.GRPCTLS })
+	grpcTLS.Mutable = false // the listener is built once, at start-up
 	return []*Directive{
+		grpcTLS,
 		Int("grpc-port", "TCP port of Envoy's rate limit service (gRPC) on bind (0: off)", false, 0,
 			func(c *Config) *int { return &c.GRPCPort }),
 		String("rls-config-dir", "directory of envoyproxy/ratelimit YAML rules files served on grpc-port", false,

@@ -73,7 +73,7 @@ func Default() Config {
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10},
-		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
+		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto"}, Limits: DefaultLimits()}
 }
 
 // Replica is how a node describes itself as a replica, named as in Redis:
@@ -230,4 +230,8 @@ type RLS struct {
 	// rls-response-headers: RateLimit-* response_headers_to_add, as
 	// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED.
 	RLSResponseHeaders bool
+	// grpc-tls: auto (TLS with the tls-* certificates when tls-cert-file
+	// and tls-key-file are set; "" means auto too), yes (TLS, refusing to
+	// start without them) or no (plain text).
+	GRPCTLS string
 }
