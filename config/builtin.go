@@ -345,6 +345,8 @@ func rls() []*Directive {
 			func(c *Config) *string { return &c.RLSConfigDir }),
 		Int("rls-http-port", "TCP port of the rate limit service's HTTP side (/json, /healthcheck, /rlconfig) on bind (0: off)", false, 0,
 			func(c *Config) *int { return &c.RLSHTTPPort }),
+		Bool("rls-all-or-nothing", "charge a rate limit request only when every descriptor is admitted, and nothing otherwise (RL.HITALL's rule), instead of each descriptor on its own as envoyproxy/ratelimit does", false,
+			func(c *Config) *bool { return &c.RLSAllOrNothing }),
 		Bool("rls-response-headers", "add RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset of the most restrictive descriptor to the rate limit service's answers", false,
 			func(c *Config) *bool { return &c.RLSResponseHeaders }),
 	}

@@ -230,6 +230,9 @@ type RLS struct {
 	// rls-response-headers: RateLimit-* response_headers_to_add, as
 	// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED.
 	RLSResponseHeaders bool
+	// rls-all-or-nothing: a request is charged only when every descriptor
+	// is admitted (RL.HITALL's rule) instead of each on its own.
+	RLSAllOrNothing bool
 	// grpc-tls: auto (TLS with the tls-* certificates when tls-cert-file
 	// and tls-key-file are set; "" means auto too), yes (TLS, refusing to
 	// start without them) or no (plain text).

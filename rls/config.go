@@ -14,9 +14,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/policy"
 )
 
 // ErrConfig wraps every error of a rules file: "file:line: field: why".
@@ -63,6 +67,13 @@ type RateLimit struct {
 	// listed by any rule matched in the same request is left out of that
 	// request's decision (envoyproxy/ratelimit's replaces).
 	Replaces []string
+	// Algorithm is limitdb's extension: one of its other algorithms for
+	// this rule, with Burst where the algorithm has one (0: the limit);
+	// "" is envoyproxy/ratelimit's fixed window. Limiter is the algorithm
+	// built with requests_per_unit per unit (nil for the fixed window).
+	Algorithm policy.Algorithm
+	Burst     int64
+	Limiter   engine.Limiter
 }
 
 // Entry is one key/value pair of a request's descriptor.
@@ -339,8 +350,8 @@ func (p *parser) rateLimit(m *yaml.Node, field string) (*RateLimit, error) {
 		return nil, p.errf(m, field, "want a mapping with unit and requests_per_unit")
 	}
 	var lim RateLimit
-	var unit string
-	var unitNode *yaml.Node
+	var unit, algorithm string
+	var unitNode, algNode, burstNode *yaml.Node
 	err := p.fields(m, field, func(name string, k, v *yaml.Node) error {
 		switch name {
 		case "unit":
@@ -354,6 +365,15 @@ func (p *parser) rateLimit(m *yaml.Node, field string) (*RateLimit, error) {
 			return p.scalar(v, field+".name", &lim.Name)
 		case "replaces":
 			return p.replaces(v, field+".replaces", &lim.Replaces)
+		case "algorithm":
+			algNode = v
+			return p.scalar(v, field+".algorithm", &algorithm)
+		case "burst":
+			burstNode = v
+			var b uint32
+			err := p.scalar(v, field+".burst", &b)
+			lim.Burst = int64(b)
+			return err
 		}
 		return p.errf(k, field+"."+name, "unknown key '%s'", name)
 	})
@@ -378,7 +398,49 @@ func (p *parser) rateLimit(m *yaml.Node, field string) (*RateLimit, error) {
 		return nil, p.errf(at, field+".unit", "invalid rate limit unit '%s'", unit)
 	}
 	lim.Unit = Unit(u)
+	if err := p.algorithm(&lim, algorithm, m, algNode, burstNode, field); err != nil {
+		return nil, err
+	}
 	return &lim, nil
+}
+
+// algorithm builds the extension's algorithm of lim, named alg ("" or
+// fixed_window: envoyproxy/ratelimit's fixed window, no burst).
+func (p *parser) algorithm(lim *RateLimit, alg string, m, algNode, burstNode *yaml.Node, field string) error {
+	if alg == "" || strings.EqualFold(alg, string(policy.FixedWindow)) {
+		if burstNode != nil {
+			return p.errf(burstNode, field+".burst", "burst needs an algorithm that has one (gcra, token_bucket)")
+		}
+		return nil
+	}
+	a, ok := policy.ParseAlgorithm(alg)
+	if !ok || a == policy.LeakyQueue {
+		return p.errf(algNode, field+".algorithm", "unknown algorithm '%s' (use fixed_window, gcra, token_bucket, sliding_window or sliding_log)", alg)
+	}
+	if lim.Unlimited {
+		return p.errf(algNode, field+".algorithm", "should not specify an algorithm when unlimited")
+	}
+	l, err := policy.Limiter(policy.Policy{Algorithm: a, Limit: int64(lim.RequestsPerUnit),
+		Period: time.Duration(UnitSeconds(lim.Unit)) * time.Second, Burst: lim.Burst})
+	if err != nil {
+		at, f := m, field
+		var fe *policy.FieldError
+		if errors.As(err, &fe) {
+			switch fe.Field {
+			case "burst":
+				at, f = burstNode, field+".burst"
+			case "limit":
+				f = field + ".requests_per_unit"
+			}
+			err = errors.New(fe.Msg)
+		}
+		if at == nil {
+			at = m
+		}
+		return p.errf(at, f, "%v", err)
+	}
+	lim.Algorithm, lim.Limiter = a, l
+	return nil
 }
 
 // replaces reads a replaces list: mappings of one name each.

@@ -32,7 +32,15 @@ type Service struct {
 	headers atomic.Bool
 	// counters are the per-rule statistics (stats.go).
 	counters counters
+	// allOrNothing: requests are charged in AllOrNothing mode
+	// (SetAllOrNothing).
+	allOrNothing atomic.Bool
 }
+
+// SetAllOrNothing chooses how a request of several descriptors is charged:
+// on, only when every descriptor is admitted (AllOrNothing); off, each on
+// its own (PerDescriptor, envoyproxy/ratelimit's way, the default).
+func (s *Service) SetAllOrNothing(on bool) { s.allOrNothing.Store(on) }
 
 // SetResponseHeaders turns on (or off) the RateLimit-Limit,
 // RateLimit-Remaining and RateLimit-Reset headers in every answer, as
@@ -82,7 +90,11 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 	if replaced {
 		dropReplaced(hits)
 	}
-	sts, err := Check(s.eng, req.Domain, hits, now)
+	mode := PerDescriptor
+	if s.allOrNothing.Load() {
+		mode = AllOrNothing
+	}
+	sts, err := Check(s.eng, req.Domain, hits, now, mode)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}

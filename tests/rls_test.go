@@ -494,3 +494,45 @@ func TestRLSResponseHeaders(t *testing.T) {
 		require.Equal(t, []string{"RateLimit-Limit: 5", "RateLimit-Remaining: 3", "RateLimit-Reset: 14400"}, got)
 	}
 }
+
+// TestRLSAlgorithmsAllOrNothing: over gRPC, a rule with limitdb's
+// algorithm extension and the rls-all-or-nothing directive.
+func TestRLSAlgorithmsAllOrNothing(t *testing.T) {
+	rules := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "api.yaml"), []byte(`domain: api
+descriptors:
+  - key: user
+    rate_limit: {unit: second, requests_per_unit: 1, algorithm: gcra, burst: 2}
+  - key: tenant
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`), 0o644))
+	clk := clock.NewFake(t0)
+	cfg := config.Default()
+	cfg.Save, cfg.Port, cfg.Dir, cfg.RLSConfigDir, cfg.RLSAllOrNothing = 0, 0, t.TempDir(), rules, true
+	srv := node.New(cfg, engine.New(clk, 0), nil)
+	ts := serve(t, srv, clk)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go srv.ServeGRPC(ln)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	s := &rlsServer{testServer: ts, conn: conn, rls: rlspb.NewRateLimitServiceClient(conn)}
+
+	const (
+		second = rlspb.RateLimitResponse_RateLimit_SECOND
+		minute = rlspb.RateLimitResponse_RateLimit_MINUTE
+	)
+	req := &rlspb.RateLimitRequest{Domain: "api", Descriptors: []*rlcommon.RateLimitDescriptor{
+		descriptor("user", "u1"), descriptor("tenant", "t1")}}
+	// GCRA, one a second and two at once: two pass, the third is refused
+	// and, all or nothing, the tenant's window is not charged for it.
+	s.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 1, 1, 1, second}, rlsWant{rlsOK, 99, 60, 100, minute})
+	s.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 0, 2, 1, second}, rlsWant{rlsOK, 98, 60, 100, minute})
+	s.expect(t, 2, req, rlsOver, rlsWant{rlsOver, 0, 1, 1, second}, rlsWant{rlsOK, 98, 60, 100, minute})
+	// A second later one more fits.
+	s.clk.Advance(time.Second)
+	s.expect(t, 3, req, rlsOK, rlsWant{rlsOK, 0, 2, 1, second}, rlsWant{rlsOK, 97, 59, 100, minute})
+	c := s.client(t, 2)
+	require.Equal(t, "gcra", c.Type(ctx, "api_user_u1_gcra").Val())
+}
