@@ -185,6 +185,8 @@ func conformanceSteps() []conformanceStep {
 		{"detailed_metric over", req("conf", 2, d("client", "c1"))},
 		{"detailed_metric of an address", req("conf", 0, d("client", "10.0.0.1:80|x"))},
 		{"empty value", req("conf", 0, d("user", ""))},
+		{"no entries", req("conf", 0, &rlcommon.RateLimitDescriptor{}, d("user", "j"))},
+		{"the same counter twice in one request", req("conf", 2, d("user", "k"), d("user", "k"), d("path", "/shared/d"))},
 	}
 }
 
