@@ -3,8 +3,10 @@
 // window counting (limit.go) and the gRPC service Envoy calls (service.go).
 //
 // It builds on engine (the keyspace the counters live in, so they survive
-// snapshots and replicate) and must never import the protocol (resp), the
-// transport (server), the command layer (command) or node, which wires it.
+// snapshots and replicate) and policy (which builds limitdb's other
+// algorithms for the rules' algorithm extension), and must never import
+// the protocol (resp), the transport (server), the command layer (command)
+// or node, which wires it.
 package rls
 
 import (

@@ -34,14 +34,20 @@ import (
 // count), expiring at the window's end, so it is snapshotted, replicated
 // and shown by TYPE like any fixed window. A request's counters are read
 // and written under their shards' locks at once (engine.DoMulti): unlike
-// envoyproxy/ratelimit's GET then INCRBY, no other request comes between.
+// envoyproxy/ratelimit's pipelined INCRBYs, no other request comes between
+// two of them.
+//
+// A rule naming another algorithm (limitdb's extension, decideAlgorithm)
+// keeps that algorithm's state instead, and the AllOrNothing mode changes
+// the charging of a whole request; neither is envoyproxy/ratelimit's.
 
 // NearLimitRatio is envoyproxy/ratelimit's NEAR_LIMIT_RATIO default: hits
 // past this share of the limit count as near the limit.
 const NearLimitRatio = 0.8
 
-// ErrWrongType is a counter's key held by something else than a fixed
-// window (a string set from redis-cli, say).
+// ErrWrongType is a counter's key held by something else than a limiter's
+// state (a string set from redis-cli, say), or a fixed window's key held
+// by another limiter.
 var ErrWrongType = errors.New("rls: a counter's key holds another type")
 
 // Hit is one descriptor of a request, resolved: its rule (nil: none), its
