@@ -63,7 +63,7 @@ type Config struct {
 	TLS         // tls-*
 	Limits      // protocol and client limits
 	PolicyRules // rules, rules-poll: named policies
-	RLS         // grpc-port, rls-config-dir, rls-http-port, rls-response-headers: Envoy's rate limit service
+	RLS         // grpc-port, rls-config-dir, rls-http-port, rls-response-headers, rls-all-or-nothing, grpc-tls: Envoy's rate limit service
 }
 
 // Default is what a newcomer gets with no flags.
