@@ -286,15 +286,24 @@ func TestRLSSurvivesRestart(t *testing.T) {
 	req := &rlspb.RateLimitRequest{Domain: "messaging", HitsAddend: 3,
 		Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("message_type", "marketing", "to_number", "1")}}
 
+	// A rule of the algorithm extension keeps its state the same way (a
+	// sliding log: its ring of stamps is Ext state in the snapshot).
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "log.yaml"), []byte(
+		"domain: log\ndescriptors:\n  - key: user\n    rate_limit: {unit: day, requests_per_unit: 3, algorithm: sliding_log}\n"), 0o644))
+	logReq := &rlspb.RateLimitRequest{Domain: "log", HitsAddend: 2, Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("user", "u")}}
+
 	a := startRLSIn(t, clk, data, rules)
 	a.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 2, 12 * 3600, 5, day})
+	a.expect(t, 1, logReq, rlsOK, rlsWant{rlsOK, 1, 24 * 3600, 3, day})
 	require.NoError(t, a.srv.Save())
 	require.NoError(t, a.srv.Close())
 
 	clk.Advance(time.Hour)
 	b := startRLSIn(t, clk, data, rules)
 	req.HitsAddend = 1
-	b.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 1, 11 * 3600, 5, day})
+	b.expect(t, 2, req, rlsOK, rlsWant{rlsOK, 1, 11 * 3600, 5, day})
+	logReq.HitsAddend = 2
+	b.expect(t, 3, logReq, rlsOver, rlsWant{rlsOver, 1, 23 * 3600, 3, day})
 }
 
 // TestRLSReload: the rules directory is watched on the server's clock; an
