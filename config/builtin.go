@@ -348,13 +348,19 @@ func oneOf(name, help string, values []string, field func(c *Config) *string) *D
 }
 
 func rls() []*Directive {
+	grpcTLS := oneOf("grpc-tls", "TLS on grpc-port with the tls-* certificates and client policy: auto (when tls-cert-file and tls-key-file are set), yes or no",
+		[]string{"auto", "yes", "no"}, func(c *Config) *string { return &c.GRPCTLS })
+	grpcTLS.Mutable = false // the listener is built once, at start-up
 	return []*Directive{
+		grpcTLS,
 		Int("grpc-port", "TCP port of Envoy's rate limit service (gRPC) on bind (0: off)", false, 0,
 			func(c *Config) *int { return &c.GRPCPort }),
 		String("rls-config-dir", "directory of envoyproxy/ratelimit YAML rules files served on grpc-port", false,
 			func(c *Config) *string { return &c.RLSConfigDir }),
 		Int("rls-http-port", "TCP port of the rate limit service's HTTP side (/json, /healthcheck, /rlconfig) on bind (0: off)", false, 0,
 			func(c *Config) *int { return &c.RLSHTTPPort }),
+		Bool("rls-all-or-nothing", "charge a rate limit request only when every descriptor is admitted, and nothing otherwise (RL.HITALL's rule), instead of each descriptor on its own as envoyproxy/ratelimit does", false,
+			func(c *Config) *bool { return &c.RLSAllOrNothing }),
 		Bool("rls-response-headers", "add RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset of the most restrictive descriptor to the rate limit service's answers", false,
 			func(c *Config) *bool { return &c.RLSResponseHeaders }),
 	}

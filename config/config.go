@@ -67,7 +67,7 @@ type Config struct {
 	TLS         // tls-*
 	Limits      // protocol and client limits
 	PolicyRules // rules, rules-poll: named policies
-	RLS         // grpc-port, rls-config-dir, rls-http-port, rls-response-headers: Envoy's rate limit service
+	RLS         // grpc-port, rls-config-dir, rls-http-port, rls-response-headers, rls-all-or-nothing, grpc-tls: Envoy's rate limit service
 }
 
 // Default is what a newcomer gets with no flags.
@@ -77,7 +77,7 @@ func Default() Config {
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10},
-		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, Limits: DefaultLimits()}
+		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto"}, Limits: DefaultLimits()}
 }
 
 // Replica is how a node describes itself as a replica, named as in Redis:
@@ -234,4 +234,11 @@ type RLS struct {
 	// rls-response-headers: RateLimit-* response_headers_to_add, as
 	// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED.
 	RLSResponseHeaders bool
+	// rls-all-or-nothing: a request is charged only when every descriptor
+	// is admitted (RL.HITALL's rule) instead of each on its own.
+	RLSAllOrNothing bool
+	// grpc-tls: auto (TLS with the tls-* certificates when tls-cert-file
+	// and tls-key-file are set; "" means auto too), yes (TLS, refusing to
+	// start without them) or no (plain text).
+	GRPCTLS string
 }

@@ -70,6 +70,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	cmds.ClientMemory = n.net.ClientMemory
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
 	n.rls.SetResponseHeaders(cfg.RLSResponseHeaders)
+	n.rls.SetAllOrNothing(cfg.RLSAllOrNothing)
 	cmds.EnvoyRLS = rlsCommands{n.rls}
 	return n
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/limitdb/limitdb/command"
@@ -54,12 +57,38 @@ func (n *Node) StartGRPC() (net.Addr, error) {
 	if err := n.StartRLS(); err != nil {
 		return nil, err
 	}
+	tc, err := n.GRPCTLSConfig()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.GRPCPort)))
 	if err != nil {
 		return nil, err
 	}
-	go n.serveGRPC(ln)
+	go n.serveGRPC(ln, tc)
 	return ln.Addr(), nil
+}
+
+// GRPCTLSConfig is the TLS configuration of the gRPC port, nil for plain
+// text: the tls-* directives' certificates and client certificate policy
+// (as the RESP TLS port uses them) when grpc-tls is yes, or auto with
+// tls-cert-file and tls-key-file set.
+func (n *Node) GRPCTLSConfig() (*tls.Config, error) {
+	cfg := n.Config()
+	switch cfg.GRPCTLS {
+	case "no":
+		return nil, nil
+	case "yes":
+	default: // auto
+		if cfg.TLSCertFile == "" || cfg.TLSKeyFile == "" {
+			return nil, nil
+		}
+	}
+	tc, err := n.TLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("grpc-tls: %w", err)
+	}
+	return tc, nil
 }
 
 // ServeGRPC serves Envoy's rate limit service on ln with the rules of
@@ -70,11 +99,23 @@ func (n *Node) ServeGRPC(ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	return n.serveGRPC(ln)
+	tc, err := n.GRPCTLSConfig()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	return n.serveGRPC(ln, tc)
 }
 
-func (n *Node) serveGRPC(ln net.Listener) error {
-	srv := rls.NewServer(n.rls)
+// serveGRPC serves on ln, over TLS with tc unless it is nil.
+func (n *Node) serveGRPC(ln net.Listener, tc *tls.Config) error {
+	var opts []grpc.ServerOption
+	security := "plain text"
+	if tc != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+		security = "TLS, client certificates: " + n.Config().TLSAuthClients
+	}
+	srv := rls.NewServer(n.rls, opts...)
 	n.serveMu.Lock()
 	select {
 	case <-n.done: // closed before it started
@@ -86,9 +127,9 @@ func (n *Node) serveGRPC(ln net.Listener) error {
 	n.grpc = append(n.grpc, srv)
 	n.serveMu.Unlock()
 	if dir := n.Config().RLSConfigDir; dir != "" {
-		n.logger.Printf("Envoy rate limit service (gRPC) on %s: %d domains from %s", ln.Addr(), len(n.rls.Rules().Domains()), dir)
+		n.logger.Printf("Envoy rate limit service (gRPC, %s) on %s: %d domains from %s", security, ln.Addr(), len(n.rls.Rules().Domains()), dir)
 	} else {
-		n.logger.Printf("Envoy rate limit service (gRPC) on %s: no rls-config-dir, every request is OK", ln.Addr())
+		n.logger.Printf("Envoy rate limit service (gRPC, %s) on %s: no rls-config-dir, every request is OK", security, ln.Addr())
 	}
 	if err := srv.Serve(ln); err != nil {
 		select {

@@ -118,3 +118,15 @@ func rescale(d, newInterval, oldInterval int64) int64 {
 	}
 	return int64(q)
 }
+
+// Limiter validates p's algorithm, limit, period and burst and builds its
+// engine.Limiter, for callers that name and key their limits themselves
+// (Envoy's rate limit service): p.Name is not looked at, and p.Shadow is
+// the caller's to honour. Errors are *FieldError.
+func Limiter(p Policy) (engine.Limiter, error) {
+	p.Name = "limiter"
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return newLimiter(p)
+}

@@ -3,8 +3,10 @@
 // window counting (limit.go) and the gRPC service Envoy calls (service.go).
 //
 // It builds on engine (the keyspace the counters live in, so they survive
-// snapshots and replicate) and must never import the protocol (resp), the
-// transport (server), the command layer (command) or node, which wires it.
+// snapshots and replicate) and policy (which builds limitdb's other
+// algorithms for the rules' algorithm extension), and must never import
+// the protocol (resp), the transport (server), the command layer (command)
+// or node, which wires it.
 package rls
 
 import (
@@ -14,9 +16,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"gopkg.in/yaml.v3"
+
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/policy"
 )
 
 // ErrConfig wraps every error of a rules file: "file:line: field: why".
@@ -59,6 +65,17 @@ type RateLimit struct {
 	// FullKey names the rule as envoyproxy/ratelimit's statistics do:
 	// domain.key_value.key..., the path in the rules.
 	FullKey string
+	// Replaces names the rules this one replaces: a rule whose Name is
+	// listed by any rule matched in the same request is left out of that
+	// request's decision (envoyproxy/ratelimit's replaces).
+	Replaces []string
+	// Algorithm is limitdb's extension: one of its other algorithms for
+	// this rule, with Burst where the algorithm has one (0: the limit);
+	// "" is envoyproxy/ratelimit's fixed window. Limiter is the algorithm
+	// built with requests_per_unit per unit (nil for the fixed window).
+	Algorithm policy.Algorithm
+	Burst     int64
+	Limiter   engine.Limiter
 }
 
 // Entry is one key/value pair of a request's descriptor.
@@ -71,6 +88,12 @@ type node struct {
 	limit     *RateLimit
 	children  map[string]*node
 	wildcards []string
+	// shareThreshold: the values this wildcard rule matches share one
+	// counter, keyed by the wildcard (share_threshold).
+	shareThreshold bool
+	// valueToMetric: a value matched by this key-only or wildcard rule is
+	// named in the statistics (value_to_metric).
+	valueToMetric bool
 }
 
 // Config is a loaded set of rules: one descriptor tree per domain. It is
@@ -254,7 +277,7 @@ func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string
 			return p.errf(d, f, "want a mapping with key, value, rate_limit, descriptors")
 		}
 		var key, value string
-		var shadow, detailed bool
+		var shadow, detailed, share, toMetric bool
 		var rl, children *yaml.Node
 		err := p.fields(d, f, func(name string, k, v *yaml.Node) error {
 			switch name {
@@ -272,8 +295,10 @@ func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string
 				return p.scalar(v, f+".shadow_mode", &shadow)
 			case "detailed_metric":
 				return p.scalar(v, f+".detailed_metric", &detailed)
-			case "value_to_metric", "share_threshold":
-				return p.errf(k, f+"."+name, "not supported yet")
+			case "value_to_metric":
+				return p.scalar(v, f+".value_to_metric", &toMetric)
+			case "share_threshold":
+				return p.scalar(v, f+".share_threshold", &share)
 			}
 			return p.errf(k, f+"."+name, "unknown key '%s'", name)
 		})
@@ -291,7 +316,10 @@ func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string
 		if _, dup := parent.children[final]; dup {
 			return p.errf(d, f, "duplicate descriptor composite key '%s'", path)
 		}
-		n := &node{children: map[string]*node{}}
+		if share && !strings.HasSuffix(final, "*") {
+			return p.errf(d, f+".share_threshold", "share_threshold can only be used with wildcard values (ending with '*'), but found key '%s'", final)
+		}
+		n := &node{children: map[string]*node{}, shareThreshold: share, valueToMetric: toMetric}
 		if rl != nil {
 			lim, err := p.rateLimit(rl, f+".rate_limit")
 			if err != nil {
@@ -324,8 +352,8 @@ func (p *parser) rateLimit(m *yaml.Node, field string) (*RateLimit, error) {
 		return nil, p.errf(m, field, "want a mapping with unit and requests_per_unit")
 	}
 	var lim RateLimit
-	var unit string
-	var unitNode *yaml.Node
+	var unit, algorithm string
+	var unitNode, algNode, burstNode *yaml.Node
 	err := p.fields(m, field, func(name string, k, v *yaml.Node) error {
 		switch name {
 		case "unit":
@@ -338,12 +366,26 @@ func (p *parser) rateLimit(m *yaml.Node, field string) (*RateLimit, error) {
 		case "name":
 			return p.scalar(v, field+".name", &lim.Name)
 		case "replaces":
-			return p.errf(k, field+".replaces", "not supported yet")
+			return p.replaces(v, field+".replaces", &lim.Replaces)
+		case "algorithm":
+			algNode = v
+			return p.scalar(v, field+".algorithm", &algorithm)
+		case "burst":
+			burstNode = v
+			var b uint32
+			err := p.scalar(v, field+".burst", &b)
+			lim.Burst = int64(b)
+			return err
 		}
 		return p.errf(k, field+"."+name, "unknown key '%s'", name)
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range lim.Replaces {
+		if r == lim.Name {
+			return nil, p.errf(m, field+".replaces", "replaces should not contain name of same descriptor")
+		}
 	}
 	u, known := rlspb.RateLimitResponse_RateLimit_Unit_value[strings.ToUpper(unit)]
 	valid := known && u != int32(rlspb.RateLimitResponse_RateLimit_UNKNOWN)
@@ -358,51 +400,218 @@ func (p *parser) rateLimit(m *yaml.Node, field string) (*RateLimit, error) {
 		return nil, p.errf(at, field+".unit", "invalid rate limit unit '%s'", unit)
 	}
 	lim.Unit = Unit(u)
+	if err := p.algorithm(&lim, algorithm, m, algNode, burstNode, field); err != nil {
+		return nil, err
+	}
 	return &lim, nil
 }
 
-// Lookup finds the rule of one request descriptor, as envoyproxy/ratelimit
-// does: the entries walk the domain's tree one level each; at each level
-// the entry matches "key_value" exactly, else the first wildcard rule
-// whose value (without its '*') is a prefix of the entry's value, else a
-// rule with the key and no value. The rule applies only when it matches
-// the descriptor's last entry: a descriptor longer or shorter than the
-// rules' path gets no limit. nil: no limit (an unknown domain too).
+// algorithm builds the extension's algorithm of lim, named alg ("" or
+// fixed_window: envoyproxy/ratelimit's fixed window, no burst).
+func (p *parser) algorithm(lim *RateLimit, alg string, m, algNode, burstNode *yaml.Node, field string) error {
+	if alg == "" || strings.EqualFold(alg, string(policy.FixedWindow)) {
+		if burstNode != nil {
+			return p.errf(burstNode, field+".burst", "burst needs an algorithm that has one (gcra, token_bucket)")
+		}
+		return nil
+	}
+	a, ok := policy.ParseAlgorithm(alg)
+	if !ok || a == policy.LeakyQueue {
+		return p.errf(algNode, field+".algorithm", "unknown algorithm '%s' (use fixed_window, gcra, token_bucket, sliding_window or sliding_log)", alg)
+	}
+	if lim.Unlimited {
+		return p.errf(algNode, field+".algorithm", "should not specify an algorithm when unlimited")
+	}
+	l, err := policy.Limiter(policy.Policy{Algorithm: a, Limit: int64(lim.RequestsPerUnit),
+		Period: time.Duration(UnitSeconds(lim.Unit)) * time.Second, Burst: lim.Burst})
+	if err != nil {
+		at, f := m, field
+		var fe *policy.FieldError
+		if errors.As(err, &fe) {
+			switch fe.Field {
+			case "burst":
+				at, f = burstNode, field+".burst"
+			case "limit":
+				f = field + ".requests_per_unit"
+			}
+			err = errors.New(fe.Msg)
+		}
+		if at == nil {
+			at = m
+		}
+		return p.errf(at, f, "%v", err)
+	}
+	lim.Algorithm, lim.Limiter = a, l
+	return nil
+}
+
+// replaces reads a replaces list: mappings of one name each.
+func (p *parser) replaces(list *yaml.Node, field string, dst *[]string) error {
+	if list.Tag == "!!null" {
+		return nil
+	}
+	if list.Kind != yaml.SequenceNode {
+		return p.errf(list, field, "want a list of mappings with a name")
+	}
+	for i, r := range list.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if r.Kind != yaml.MappingNode {
+			return p.errf(r, f, "want a mapping with a name")
+		}
+		var name string
+		err := p.fields(r, f, func(key string, k, v *yaml.Node) error {
+			if key == "name" {
+				return p.scalar(v, f+".name", &name)
+			}
+			return p.errf(k, f+"."+key, "unknown key '%s'", key)
+		})
+		if err != nil {
+			return err
+		}
+		if name == "" {
+			return p.errf(r, f+".name", "should not have an empty replaces entry")
+		}
+		*dst = append(*dst, name)
+	}
+	return nil
+}
+
+// Match is what the rules say about one request descriptor.
+type Match struct {
+	// Limit is the rule that applies; nil: none.
+	Limit *RateLimit
+	// Shared holds, per entry of the descriptor, the wildcard value
+	// ("/api/*") that stands for the entry's value in the counter's key
+	// when a share_threshold rule matched it, "" otherwise; nil when no
+	// share_threshold rule matched.
+	Shared []string
+	// StatsKey names the statistics the descriptor counts under when it
+	// is not Limit.FullKey (detailed_metric, value_to_metric); "" otherwise.
+	StatsKey string
+}
+
+// Lookup is Match's rule alone.
+func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
+	return c.Match(domain, entries).Limit
+}
+
+// step matches one entry among a level's rules: the rule with the same
+// key and value; else the first wildcard rule (in file order) whose value
+// without its '*' starts the entry's value, returned as wild ("path_/api/*");
+// else the rule with the key and no value (byValue false). nil: no rule.
+func (n *node) step(e Entry) (next *node, wild string, byValue bool) {
+	kv := e.Key + "_" + e.Value
+	if next = n.children[kv]; next != nil {
+		return next, "", true
+	}
+	for _, w := range n.wildcards {
+		if strings.HasPrefix(kv, w[:len(w)-1]) {
+			return n.children[w], w, true
+		}
+	}
+	return n.children[e.Key], "", false
+}
+
+// Match finds the rule of one request descriptor, as envoyproxy/ratelimit
+// does: the entries walk the domain's tree one level each, each matched by
+// step. The rule applies only when it matches the descriptor's last entry:
+// a descriptor longer or shorter than the rules' path gets no limit. An
+// unknown domain gets none either.
 //
 // Wildcards are looked for among the rules of the level being matched
 // (some versions of envoyproxy/ratelimit look among the domain's top-level
 // wildcards at every level, which leaves nested wildcards unmatched).
-func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
+func (c *Config) Match(domain string, entries []Entry) Match {
 	if c == nil {
-		return nil
+		return Match{}
 	}
 	level := c.domains[domain]
 	if level == nil {
-		return nil
+		return Match{}
 	}
+	var m Match
+	toMetric := false // a value_to_metric rule named a value
 	for i, e := range entries {
-		next := level.children[e.Key+"_"+e.Value]
+		next, wild, byValue := level.step(e)
 		if next == nil {
-			for _, w := range level.wildcards {
-				if strings.HasPrefix(e.Key+"_"+e.Value, strings.TrimSuffix(w, "*")) {
-					next = level.children[w]
-					break
-				}
+			return Match{}
+		}
+		if wild != "" && next.shareThreshold {
+			if m.Shared == nil {
+				m.Shared = make([]string, len(entries))
 			}
+			m.Shared[i] = strings.TrimPrefix(wild, e.Key+"_")
 		}
-		if next == nil {
-			next = level.children[e.Key]
-		}
-		if next == nil {
-			return nil
+		if next.valueToMetric && !next.shareThreshold && (wild != "" || !byValue) {
+			toMetric = true
 		}
 		if i == len(entries)-1 {
-			return next.limit
+			m.Limit = next.limit
+			break
 		}
 		if len(next.children) == 0 {
-			return nil
+			return Match{}
 		}
 		level = next
 	}
-	return nil
+	switch {
+	case m.Limit == nil:
+		return Match{}
+	case m.Limit.DetailedMetric:
+		m.StatsKey = detailedKey(domain, entries, m.Shared)
+	case toMetric:
+		if k := c.valueKey(domain, entries); k != m.Limit.FullKey {
+			m.StatsKey = k
+		}
+	}
+	return m
+}
+
+// detailedKey names a detailed_metric rule's statistics after the
+// request's values: domain.key_value.key_value... (the '_' even before an
+// empty value), a shared entry named by its wildcard, as
+// envoyproxy/ratelimit names them.
+func detailedKey(domain string, entries []Entry, shared []string) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	for i, e := range entries {
+		b.WriteByte('.')
+		b.WriteString(e.Key)
+		switch {
+		case shared != nil && shared[i] != "":
+			b.WriteByte('_')
+			b.WriteString(shared[i])
+		case shared == nil || e.Value != "":
+			b.WriteByte('_')
+			b.WriteString(e.Value)
+		}
+	}
+	return b.String()
+}
+
+// valueKey names statistics as value_to_metric does: the rule's path, with
+// the request's value in place of a value_to_metric rule's wildcard or
+// missing value (a share_threshold wildcard stays the wildcard).
+func (c *Config) valueKey(domain string, entries []Entry) string {
+	var b strings.Builder
+	b.WriteString(domain)
+	level := c.domains[domain]
+	for _, e := range entries {
+		next, wild, byValue := level.step(e)
+		b.WriteByte('.')
+		b.WriteString(e.Key)
+		value := e.Value
+		switch {
+		case wild != "" && (next.shareThreshold || !next.valueToMetric):
+			value = strings.TrimPrefix(wild, e.Key+"_")
+		case !byValue && !next.valueToMetric:
+			value = ""
+		}
+		if value != "" {
+			b.WriteByte('_')
+			b.WriteString(value)
+		}
+		level = next
+	}
+	return b.String()
 }

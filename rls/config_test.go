@@ -161,6 +161,96 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// metricRules exercise share_threshold, detailed_metric and
+// value_to_metric, which change the counter's key or the statistics' name.
+const metricRules = `domain: m
+descriptors:
+  - key: path
+    value: /shared/*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: path
+    value: /named/*
+    value_to_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: path
+    value: /detailed/*
+    share_threshold: true
+    detailed_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: route
+    value_to_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: client
+    detailed_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: org
+    value_to_metric: true
+    descriptors:
+      - key: path
+        value: /v1/*
+        share_threshold: true
+        rate_limit: {unit: hour, requests_per_unit: 3}
+      - key: user
+        rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: exact
+    value: x
+    value_to_metric: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+`
+
+// TestMatchMetricsAndSharing: the wildcard values standing for entries'
+// values in counter keys, and the statistics' names, as
+// envoyproxy/ratelimit derives them.
+func TestMatchMetricsAndSharing(t *testing.T) {
+	c := mustParse(t, "m.yaml", metricRules)
+	cases := []struct {
+		name     string
+		entries  []Entry
+		shared   []string
+		statsKey string // "": the rule's FullKey
+		fullKey  string
+	}{
+		{"share_threshold", entries("path", "/shared/a"), []string{"/shared/*"}, "", "m.path_/shared/*"},
+		{"value_to_metric on a wildcard", entries("path", "/named/a"), nil, "m.path_/named/a", "m.path_/named/*"},
+		{"detailed_metric with share_threshold", entries("path", "/detailed/a"), []string{"/detailed/*"}, "m.path_/detailed/*", "m.path_/detailed/*"},
+		{"value_to_metric on a key-only rule", entries("route", "/r"), nil, "m.route_/r", "m.route"},
+		{"value_to_metric, empty value", entries("route", ""), nil, "", "m.route"},
+		{"detailed_metric", entries("client", "c1"), nil, "m.client_c1", "m.client"},
+		{"detailed_metric, empty value", entries("client", ""), nil, "m.client_", "m.client"},
+		{"nested share_threshold under value_to_metric", entries("org", "o", "path", "/v1/x"), []string{"", "/v1/*"}, "m.org_o.path_/v1/*", "m.org.path_/v1/*"},
+		{"nested key-only under value_to_metric", entries("org", "o", "user", "u"), nil, "m.org_o.user", "m.org.user"},
+		{"value_to_metric on an exact value changes nothing", entries("exact", "x"), nil, "", "m.exact_x"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := c.Match("m", tc.entries)
+			if m.Limit == nil {
+				t.Fatal("no rule")
+			}
+			if m.Limit.FullKey != tc.fullKey {
+				t.Errorf("full key %q, want %q", m.Limit.FullKey, tc.fullKey)
+			}
+			if strings.Join(m.Shared, ",") != strings.Join(tc.shared, ",") || (m.Shared == nil) != (tc.shared == nil) {
+				t.Errorf("shared %q, want %q", m.Shared, tc.shared)
+			}
+			if m.StatsKey != tc.statsKey {
+				t.Errorf("stats key %q, want %q", m.StatsKey, tc.statsKey)
+			}
+		})
+	}
+	if got := string(cacheKey("m", entries("org", "o", "path", "/v1/x"), []string{"", "/v1/*"}, 3600)); got != "m_org_o_path_/v1/*_3600" {
+		t.Errorf("shared cache key %q", got)
+	}
+}
+
+func TestReplacesParsed(t *testing.T) {
+	c := mustParse(t, "r.yaml", "domain: r\ndescriptors:\n  - key: k\n    rate_limit:\n      name: b\n      unit: hour\n      requests_per_unit: 1\n      replaces:\n        - name: a\n        - name: c\n")
+	if got := strings.Join(c.Lookup("r", entries("k", "v")).Replaces, ","); got != "a,c" {
+		t.Errorf("replaces %q", got)
+	}
+}
+
 func TestUnits(t *testing.T) {
 	for unit, secs := range map[string]int64{"second": 1, "MINUTE": 60, "Hour": 3600, "day": 86400,
 		"week": 7 * 86400, "month": 30 * 86400, "year": 365 * 86400} {
@@ -185,8 +275,18 @@ func TestBrokenFiles(t *testing.T) {
 			"f.yaml:6: descriptors[0].rate_limit.requests_per_unit: want a number from 0 to 4294967295, got \"-1\""},
 		{"unknown key", "domain: d\ndescriptors:\n  - key: k\n    valeu: v\n",
 			"f.yaml:4: descriptors[0].valeu: unknown key 'valeu'"},
-		{"unknown key in a nested descriptor", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n        rate_limit: {unit: second, requests_per_unit: 1, burst: 3}\n",
-			"f.yaml:6: descriptors[0].descriptors[0].rate_limit.burst: unknown key 'burst'"},
+		{"unknown key in a nested descriptor", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n        rate_limit: {unit: second, requests_per_unit: 1, brust: 3}\n",
+			"f.yaml:6: descriptors[0].descriptors[0].rate_limit.brust: unknown key 'brust'"},
+		{"burst without an algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      burst: 3\n",
+			"f.yaml:7: descriptors[0].rate_limit.burst: burst needs an algorithm that has one (gcra, token_bucket)"},
+		{"unknown algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: leaky_queue\n",
+			"f.yaml:7: descriptors[0].rate_limit.algorithm: unknown algorithm 'leaky_queue' (use fixed_window, gcra, token_bucket, sliding_window or sliding_log)"},
+		{"burst on a sliding window", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: sliding_window\n      burst: 3\n",
+			"f.yaml:8: descriptors[0].rate_limit.burst: sliding_window has no burst: it admits exactly limit per period"},
+		{"algorithm with no requests", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 0\n      algorithm: gcra\n",
+			"f.yaml:5: descriptors[0].rate_limit.requests_per_unit: must be at least 1, got 0"},
+		{"algorithm when unlimited", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      algorithm: gcra\n",
+			"f.yaml:6: descriptors[0].rate_limit.algorithm: should not specify an algorithm when unlimited"},
 		{"empty key", "domain: d\ndescriptors:\n  - value: v\n",
 			"f.yaml:3: descriptors[0].key: descriptor has empty key"},
 		{"duplicate descriptor", "domain: d\ndescriptors:\n  - key: k\n    value: v\n  - key: k\n    value: v\n",
@@ -199,8 +299,14 @@ func TestBrokenFiles(t *testing.T) {
 			"f.yaml:4: descriptors[0].shadow_mode: want true or false, got \"sometimes\""},
 		{"descriptors not a list", "domain: d\ndescriptors: {key: k}\n",
 			"f.yaml:2: descriptors: want a list of descriptors"},
-		{"replaces not yet", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replaces: [{name: x}]}\n",
-			"f.yaml:4: descriptors[0].rate_limit.replaces: not supported yet"},
+		{"replaces its own name", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {name: x, unit: second, requests_per_unit: 1, replaces: [{name: x}]}\n",
+			"f.yaml:4: descriptors[0].rate_limit.replaces: replaces should not contain name of same descriptor"},
+		{"replaces an empty name", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replaces: [{name: \"\"}]}\n",
+			"f.yaml:4: descriptors[0].rate_limit.replaces[0].name: should not have an empty replaces entry"},
+		{"replaces not a list", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replaces: x}\n",
+			"f.yaml:4: descriptors[0].rate_limit.replaces: want a list of mappings with a name"},
+		{"share_threshold without a wildcard", "domain: d\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n",
+			"f.yaml:3: descriptors[0].share_threshold: share_threshold can only be used with wildcard values (ending with '*'), but found key 'k_v'"},
 		{"bad YAML", "domain: d\ndescriptors:\n  - key: [\n",
 			"f.yaml: yaml: line 3"},
 	}

@@ -81,7 +81,9 @@ func httpStatus(w http.ResponseWriter, code int) {
 //
 //	messaging.message_type_marketing.to_number: unit=DAY requests_per_unit=5, shadow_mode: false
 //
-// (an unlimited rule shows unit=UNKNOWN requests_per_unit=0). Domains come
+// (a rule of limitdb's algorithm extension adds ", algorithm: gcra" and,
+// where the algorithm has one, ", burst: 20";
+// an unlimited rule shows unit=UNKNOWN requests_per_unit=0). Domains come
 // in name order and each level's rules in key order (envoyproxy/ratelimit's
 // order is its maps').
 func (c *Config) Dump() string {
@@ -94,7 +96,18 @@ func (c *Config) Dump() string {
 
 func (n *node) dump(b *strings.Builder) {
 	if l := n.limit; l != nil {
-		fmt.Fprintf(b, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t\n", l.FullKey, l.Unit, l.RequestsPerUnit, l.ShadowMode)
+		fmt.Fprintf(b, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t", l.FullKey, l.Unit, l.RequestsPerUnit, l.ShadowMode)
+		if l.Algorithm != "" {
+			fmt.Fprintf(b, ", algorithm: %s", l.Algorithm)
+		}
+		if l.Algorithm.HasBurst() {
+			burst := l.Burst
+			if burst == 0 {
+				burst = int64(l.RequestsPerUnit)
+			}
+			fmt.Fprintf(b, ", burst: %d", burst)
+		}
+		b.WriteByte('\n')
 	}
 	keys := make([]string, 0, len(n.children))
 	for k := range n.children {

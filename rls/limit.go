@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/limit"
+	"github.com/limitdb/limitdb/policy"
 )
 
 // Counting as envoyproxy/ratelimit's Redis fixed window does, in limitdb's
@@ -20,23 +22,32 @@ import (
 //     over the limit when the count after adding exceeds requests_per_unit;
 //     limit_remaining is requests_per_unit minus that count (0 when over);
 //     duration_until_reset is the whole seconds left in the window;
-//   - a request of several descriptors is first checked: when one of them
-//     would go over, only the first such descriptor is charged and the
-//     others get 0 hits (they report their counts as they stand), so a
-//     denied request does not use up the other limits.
+//   - every descriptor of a request is charged, whether or not another
+//     one goes over (envoyproxy/ratelimit's default,
+//     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false); two descriptors
+//     with the same key (the same path, or values that share a counter)
+//     add up, the later seeing the earlier's hits;
+//   - a count that stays 0 (hits 0) writes nothing: an absent counter is
+//     a 0 count (envoyproxy/ratelimit's INCRBY 0 leaves a key holding 0).
 //
 // The counter is an FW.INCR entry (A = the window's start in ns, B = the
 // count), expiring at the window's end, so it is snapshotted, replicated
 // and shown by TYPE like any fixed window. A request's counters are read
 // and written under their shards' locks at once (engine.DoMulti): unlike
-// envoyproxy/ratelimit's GET then INCRBY, no other request comes between.
+// envoyproxy/ratelimit's pipelined INCRBYs, no other request comes between
+// two of them.
+//
+// A rule naming another algorithm (limitdb's extension, decideAlgorithm)
+// keeps that algorithm's state instead, and the AllOrNothing mode changes
+// the charging of a whole request; neither is envoyproxy/ratelimit's.
 
 // NearLimitRatio is envoyproxy/ratelimit's NEAR_LIMIT_RATIO default: hits
 // past this share of the limit count as near the limit.
 const NearLimitRatio = 0.8
 
-// ErrWrongType is a counter's key held by something else than a fixed
-// window (a string set from redis-cli, say).
+// ErrWrongType is a counter's key held by something else than a limiter's
+// state (a string set from redis-cli, say), or a fixed window's key held
+// by another limiter.
 var ErrWrongType = errors.New("rls: a counter's key holds another type")
 
 // Hit is one descriptor of a request, resolved: its rule (nil: none), its
@@ -45,6 +56,11 @@ type Hit struct {
 	Limit   *RateLimit
 	Entries []Entry
 	Hits    uint64
+	// Shared and StatsKey are the rules' Match's: the wildcard values that
+	// stand for entries' values in the counter's key (share_threshold), and
+	// the statistics' name when not Limit.FullKey.
+	Shared   []string
+	StatsKey string
 }
 
 // Status is one descriptor's answer.
@@ -56,6 +72,8 @@ type Status struct {
 	Remaining  uint32
 	ResetAfter int64 // seconds until the window ends; 0 without a rule
 	Stats      Stats // what this descriptor adds to its rule's counters
+	// StatsKey names the counters Stats add to; "": Limit.FullKey.
+	StatsKey string
 }
 
 // Limited reports whether the descriptor makes the request OVER_LIMIT: over
@@ -68,9 +86,25 @@ type Stats struct {
 	TotalHits, OverLimit, NearLimit, WithinLimit, ShadowMode uint64
 }
 
+// Mode is how a request of several descriptors is charged.
+type Mode int
+
+const (
+	// PerDescriptor charges each descriptor on its own, as
+	// envoyproxy/ratelimit does: a fixed window rule counts every hit,
+	// admitted or not; a rule of another algorithm charges only what it
+	// admits.
+	PerDescriptor Mode = iota
+	// AllOrNothing charges every descriptor only when every rule not in
+	// shadow mode admits it, and nothing otherwise (RL.HITALL's rule). On a
+	// denial the descriptors that refused answer OVER_LIMIT and the others
+	// answer their state as it stands, uncharged.
+	AllOrNothing
+)
+
 // Check charges hits against their rules at now (Unix ns) in eng and
 // returns one status per hit.
-func Check(eng *engine.Engine, domain string, hits []Hit, now int64) ([]Status, error) {
+func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode) ([]Status, error) {
 	out := make([]Status, len(hits))
 	nowSec := floorDiv(now, 1e9)
 	var keys [][]byte
@@ -88,7 +122,11 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64) ([]Status, 
 			out[i] = Status{}
 			continue
 		}
-		keys = append(keys, cacheKey(domain, h.Entries, floorDiv(nowSec, unit)*unit))
+		if h.Limit.Limiter != nil {
+			keys = append(keys, algorithmKey(domain, h.Entries, h.Shared, h.Limit.Algorithm))
+		} else {
+			keys = append(keys, cacheKey(domain, h.Entries, h.Shared, floorDiv(nowSec, unit)*unit))
+		}
 		idx = append(idx, i)
 	}
 	if len(keys) == 0 {
@@ -97,61 +135,140 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64) ([]Status, 
 	first := engine.FirstPlaces(keys)
 	var err error
 	eng.DoMulti(keys, now, func(ents []engine.Entry) bool {
-		counts := make([]int64, len(keys))
+		// work holds each key's state as the earlier descriptors left it
+		// (at its first place): a key charged twice sees the first charge.
+		work := make([]engine.Entry, len(keys))
 		for k := range keys {
-			e := ents[first[k]]
-			switch {
-			case e.Kind != engine.KindNone && e.Kind != engine.KindFixedWindow:
-				err = ErrWrongType
-				return false
-			case e.Kind == engine.KindFixedWindow:
-				counts[k] = e.B
-			}
-		}
-		charge := make([]uint64, len(keys))
-		for k := range keys {
-			charge[k] = hits[idx[k]].Hits
-		}
-		// envoyproxy/ratelimit checks only requests of several descriptors
-		// (counting those without a rule).
-		if len(hits) > 1 {
-			for k := range keys {
-				h := hits[idx[k]]
-				if counts[first[k]]+int64(h.Hits) > int64(h.Limit.RequestsPerUnit) {
-					for j := range charge {
-						if j != k {
-							charge[j] = 0
-						}
-					}
-					break
+			if first[k] == k {
+				if work[k], err = own(ents[k], hits[idx[k]].Limit); err != nil {
+					return false
 				}
 			}
 		}
-		write := false
+		dirty := make([]bool, len(keys))
+		refused := false
 		for k := range keys {
 			h, f := hits[idx[k]], first[k]
-			unit := UnitSeconds(h.Limit.Unit)
-			start := floorDiv(nowSec, unit) * unit
-			before := counts[f]
-			after := before + int64(charge[k])
-			counts[f] = after
-			if charge[k] > 0 {
-				write = true
-				ents[f] = engine.Entry{Kind: engine.KindFixedWindow, A: start * 1e9, B: after, Expire: (start + unit) * 1e9}
+			var next engine.Entry
+			var write bool
+			out[idx[k]], next, write, err = apply(h, work[f], now, nowSec, h.Hits)
+			if err != nil {
+				return false
 			}
-			out[idx[k]] = decide(h, before, after, start+unit-nowSec)
+			if write {
+				work[f], dirty[f] = next, true
+			}
+			refused = refused || out[idx[k]].Limited()
+		}
+		if mode == AllOrNothing && refused {
+			// Nothing is charged: the refusals stand, the rest answer a
+			// check of the state before the request.
+			for k := range keys {
+				i := idx[k]
+				if out[i].Limited() {
+					continue
+				}
+				base, _ := own(ents[first[k]], hits[i].Limit)
+				out[i], _, _, err = apply(hits[i], base, now, nowSec, 0)
+				if err != nil {
+					return false
+				}
+			}
+			return false
+		}
+		write := false
+		for k := range keys {
+			if dirty[k] {
+				ents[k], write = work[k], true
+			}
 		}
 		return write
 	})
 	if err != nil {
 		return nil, err
 	}
+	for k := range keys {
+		out[idx[k]].StatsKey = hits[idx[k]].StatsKey
+	}
 	return out, nil
 }
 
+// own is the state a rule may read from its key's entry: an absent entry,
+// or one of the rule's kind. A fixed window rule finds only fixed windows
+// under its keys; another algorithm's key holding another limiter's state
+// (the rule's algorithm changed) counts as absent, so it starts afresh. A
+// Redis type there (a string set from redis-cli) is ErrWrongType.
+func own(e engine.Entry, lim *RateLimit) (engine.Entry, error) {
+	kind := engine.KindFixedWindow
+	if lim.Limiter != nil {
+		kind = lim.Limiter.Kind()
+	}
+	switch {
+	case e.Kind == engine.KindNone || e.Kind == kind:
+		return e, nil
+	case lim.Limiter != nil && e.Kind.Limiter():
+		return engine.Entry{}, nil
+	}
+	return e, ErrWrongType
+}
+
+// apply decides one descriptor of hits units against its key's entry e
+// and returns its status and the entry to store when write.
+func apply(h Hit, e engine.Entry, now, nowSec int64, hits uint64) (st Status, next engine.Entry, write bool, err error) {
+	if l := h.Limit.Limiter; l != nil {
+		next, r, write, err := l.Apply(e, now, int64(hits))
+		if err != nil {
+			return Status{}, e, false, err
+		}
+		return decideAlgorithm(h.Limit, r, hits), next, write, nil
+	}
+	unit := UnitSeconds(h.Limit.Unit)
+	start := floorDiv(nowSec, unit) * unit
+	before := e.B
+	after := before + int64(hits)
+	h.Hits = hits
+	st = decide(h, before, after, start+unit-nowSec)
+	if hits == 0 {
+		return st, e, false, nil
+	}
+	return st, engine.Entry{Kind: engine.KindFixedWindow, A: start * 1e9, B: after, Expire: (start + unit) * 1e9}, true, nil
+}
+
+// decideAlgorithm is the answer and the statistics of a rule of another
+// algorithm (limitdb's extension), from its limiter's result r for hits:
+// limit_remaining is the limiter's remaining (what a request could still
+// take now); duration_until_reset, in whole seconds rounded up, is the
+// time until a request of this size would be admitted when over, and
+// until the state is fresh again (the whole limit available) otherwise.
+// A refused request charged nothing. Hits count as near the limit when
+// admitted with more than NearLimitRatio of the limit used.
+func decideAlgorithm(lim *RateLimit, r limit.Result, hits uint64) Status {
+	st := Status{Limit: lim, Over: r.Limited, Stats: Stats{TotalHits: hits}}
+	ms := r.ResetAfter
+	if r.Limited && r.RetryAfter >= 0 {
+		ms = r.RetryAfter
+	}
+	st.ResetAfter = (ms + 999) / 1000
+	if r.Remaining > 0 {
+		st.Remaining = uint32(min(r.Remaining, math.MaxUint32))
+	}
+	switch {
+	case r.Limited:
+		st.Stats.OverLimit = hits
+		if lim.ShadowMode {
+			st.Stats.ShadowMode = hits
+		}
+	default:
+		st.Stats.WithinLimit = hits
+		if used := r.Limit - r.Remaining; float64(used) > math.Floor(float64(float32(r.Limit)*NearLimitRatio)) {
+			st.Stats.NearLimit = hits
+		}
+	}
+	return st
+}
+
 // decide is the answer and the statistics of a descriptor whose count went
-// from before to after (after - before may be 0: a check, or a descriptor
-// left uncharged because another went over).
+// from before to after (after - before may be 0: a check).
 func decide(h Hit, before, after, resetAfter int64) Status {
 	lim := int64(h.Limit.RequestsPerUnit)
 	near := int64(math.Floor(float64(float32(lim) * NearLimitRatio)))
@@ -182,22 +299,39 @@ func decide(h Hit, before, after, resetAfter int64) Status {
 	return st
 }
 
-// cacheKey is envoyproxy/ratelimit's counter key: domain_key_value_..._start.
-func cacheKey(domain string, entries []Entry, start int64) []byte {
+// cacheKey is envoyproxy/ratelimit's counter key: domain_key_value_..._start,
+// with shared[i] in place of entry i's value when it is not "".
+func cacheKey(domain string, entries []Entry, shared []string, start int64) []byte {
 	n := len(domain) + 21
-	for _, e := range entries {
+	for i, e := range entries {
 		n += len(e.Key) + len(e.Value) + 2
+		if shared != nil {
+			n += len(shared[i])
+		}
 	}
 	b := make([]byte, 0, n)
 	b = append(b, domain...)
 	b = append(b, '_')
-	for _, e := range entries {
+	for i, e := range entries {
 		b = append(b, e.Key...)
 		b = append(b, '_')
-		b = append(b, e.Value...)
+		if shared != nil && shared[i] != "" {
+			b = append(b, shared[i]...)
+		} else {
+			b = append(b, e.Value...)
+		}
 		b = append(b, '_')
 	}
 	return strconv.AppendInt(b, start, 10)
+}
+
+// algorithmKey is the state's key of a rule of another algorithm: the
+// counter key's domain_key_value_... then the algorithm's name in place of
+// the window's start (a state that spans windows has none), so it never
+// meets envoyproxy/ratelimit's keys.
+func algorithmKey(domain string, entries []Entry, shared []string, a policy.Algorithm) []byte {
+	b := cacheKey(domain, entries, shared, 0)
+	return append(b[:len(b)-1], a...)
 }
 
 // floorDiv is a / b rounded toward minus infinity (b > 0).

@@ -141,10 +141,11 @@ func TestCacheKey(t *testing.T) {
 	}
 }
 
-func itoa(n int64) string { return string(cacheKey("", nil, n)[1:]) }
+func itoa(n int64) string { return string(cacheKey("", nil, nil, n)[1:]) }
 
-// TestSeveralDescriptors: each descriptor is counted on its own; when one
-// would go over, only it is charged.
+// TestSeveralDescriptors: each descriptor is counted on its own, and every
+// one is charged even when another goes over, as envoyproxy/ratelimit
+// charges them (tests/rls_conformance_test.go checks against it).
 func TestSeveralDescriptors(t *testing.T) {
 	svc, _ := newService(t, readmeMessaging)
 	const day = 86400
@@ -161,10 +162,10 @@ func TestSeveralDescriptors(t *testing.T) {
 	}{
 		{req(1, marketing, number, unknown), rlspb.RateLimitResponse_OK, []want{{false, 4, day}, {false, 99, day}, {false, 0, -1}}},
 		{req(4, marketing, number), rlspb.RateLimitResponse_OK, []want{{false, 0, day}, {false, 95, day}}},
-		// marketing would go to 6: only it is charged, the number keeps 95.
-		{req(1, marketing, number), rlspb.RateLimitResponse_OVER_LIMIT, []want{{true, 0, day}, {false, 95, day}}},
+		// marketing goes to 6, over; the number is charged all the same.
+		{req(1, marketing, number), rlspb.RateLimitResponse_OVER_LIMIT, []want{{true, 0, day}, {false, 94, day}}},
 		// The number alone is still counted.
-		{req(2, number), rlspb.RateLimitResponse_OK, []want{{false, 93, day}}},
+		{req(2, number), rlspb.RateLimitResponse_OK, []want{{false, 92, day}}},
 	}
 	for i, s := range steps {
 		resp, err := svc.Decide(s.req, t0)
@@ -215,6 +216,48 @@ func TestShadowModeAndUnlimited(t *testing.T) {
 		rem := uint32(max(6-i, 0))
 		// 2026-01-01 is a Thursday, the start of an epoch-aligned week.
 		check(t, i, resp, rlspb.RateLimitResponse_OK, want{false, rem, 7 * 86400}, want{false, math.MaxUint32, -1})
+	}
+}
+
+// TestReplaces: a rule named in the replaces of another rule matched by
+// the same request is left out: OK, no limit, nothing charged, counted
+// nowhere; alone it applies. An unlimited rule's replaces count, and a
+// replaced rule's own replaces still apply.
+func TestReplaces(t *testing.T) {
+	svc, _ := newService(t, `domain: r
+descriptors:
+  - key: tenant
+    rate_limit: {name: default, unit: hour, requests_per_unit: 10}
+  - key: tier
+    rate_limit: {name: vip, unit: hour, requests_per_unit: 2, replaces: [{name: default}]}
+  - key: internal
+    rate_limit: {unlimited: true, replaces: [{name: vip}]}
+`)
+	req := func(ds ...*rlcommon.RateLimitDescriptor) *rlspb.RateLimitRequest {
+		return &rlspb.RateLimitRequest{Domain: "r", Descriptors: ds}
+	}
+	steps := []struct {
+		req     *rlspb.RateLimitRequest
+		overall rlspb.RateLimitResponse_Code
+		want    []want
+	}{
+		{req(desc("tenant", "a"), desc("tier", "gold")), rlspb.RateLimitResponse_OK, []want{{false, 0, -1}, {false, 1, 3600}}},
+		{req(desc("tenant", "a")), rlspb.RateLimitResponse_OK, []want{{false, 9, 3600}}},
+		{req(desc("tenant", "a"), desc("tier", "gold"), desc("internal", "x")), rlspb.RateLimitResponse_OK,
+			[]want{{false, 0, -1}, {false, 0, -1}, {false, math.MaxUint32, -1}}},
+		{req(desc("tier", "gold"), desc("tier", "gold")), rlspb.RateLimitResponse_OVER_LIMIT, []want{{false, 0, 3600}, {true, 0, 3600}}},
+	}
+	for i, s := range steps {
+		resp, err := svc.Decide(s.req, t0)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		check(t, i, resp, s.overall, s.want...)
+	}
+	for _, r := range svc.RuleStats() {
+		if r.Key == "tenant" && r.Stats.TotalHits != 1 {
+			t.Errorf("tenant counted %d hits, want 1 (replaced hits count nowhere)", r.Stats.TotalHits)
+		}
 	}
 }
 

@@ -32,7 +32,15 @@ type Service struct {
 	headers atomic.Bool
 	// counters are the per-rule statistics (stats.go).
 	counters counters
+	// allOrNothing: requests are charged in AllOrNothing mode
+	// (SetAllOrNothing).
+	allOrNothing atomic.Bool
 }
+
+// SetAllOrNothing chooses how a request of several descriptors is charged:
+// on, only when every descriptor is admitted (AllOrNothing); off, each on
+// its own (PerDescriptor, envoyproxy/ratelimit's way, the default).
+func (s *Service) SetAllOrNothing(on bool) { s.allOrNothing.Store(on) }
 
 // SetResponseHeaders turns on (or off) the RateLimit-Limit,
 // RateLimit-Remaining and RateLimit-Reset headers in every answer, as
@@ -74,10 +82,19 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlspb.RateLimitReque
 func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLimitResponse, error) {
 	rules := s.rules.Load()
 	hits := make([]Hit, len(req.Descriptors))
+	replaced := false
 	for i, d := range req.Descriptors {
 		hits[i] = resolve(rules, req, d)
+		replaced = replaced || (hits[i].Limit != nil && len(hits[i].Limit.Replaces) > 0)
 	}
-	sts, err := Check(s.eng, req.Domain, hits, now)
+	if replaced {
+		dropReplaced(hits)
+	}
+	mode := PerDescriptor
+	if s.allOrNothing.Load() {
+		mode = AllOrNothing
+	}
+	sts, err := Check(s.eng, req.Domain, hits, now, mode)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
@@ -143,8 +160,30 @@ func resolve(rules *Config, req *rlspb.RateLimitRequest, d *rlcommon.RateLimitDe
 			Unit: Unit(d.GetLimit().GetUnit()), FullKey: overrideKey(req.GetDomain(), entries)}
 		return h
 	}
-	h.Limit = rules.Lookup(req.GetDomain(), entries)
+	m := rules.Match(req.GetDomain(), entries)
+	h.Limit, h.Shared, h.StatsKey = m.Limit, m.Shared, m.StatsKey
 	return h
+}
+
+// dropReplaced leaves out of the decision every rule named in the replaces
+// of a rule matched by the same request (an unlimited rule's replaces
+// count too, and a replaced rule's own replaces still apply), as
+// envoyproxy/ratelimit does: the descriptor is then OK with no limit and
+// counts nowhere.
+func dropReplaced(hits []Hit) {
+	names := map[string]bool{}
+	for _, h := range hits {
+		if h.Limit != nil {
+			for _, r := range h.Limit.Replaces {
+				names[r] = true
+			}
+		}
+	}
+	for i, h := range hits {
+		if h.Limit != nil && h.Limit.Name != "" && names[h.Limit.Name] {
+			hits[i].Limit, hits[i].Shared, hits[i].StatsKey = nil, nil, ""
+		}
+	}
 }
 
 // overrideKey names an override's statistics as envoyproxy/ratelimit

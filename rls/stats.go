@@ -1,7 +1,9 @@
 package rls
 
 import (
+	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -26,16 +28,23 @@ type counters struct{ m sync.Map }
 
 // add counts one descriptor's statistics against its rule in domain.
 func (c *counters) add(domain string, st Status) {
-	if st.Limit == nil || st.Limit.Unlimited || st.Limit.FullKey == "" {
+	if st.Limit == nil || st.Limit.Unlimited {
 		return
 	}
-	v, ok := c.m.Load(st.Limit.FullKey)
+	full := st.StatsKey
+	if full == "" {
+		full = st.Limit.FullKey
+	}
+	if full == "" {
+		return
+	}
+	v, ok := c.m.Load(full)
 	if !ok {
-		key := st.Limit.FullKey
+		key := full
 		if len(key) > len(domain) && key[:len(domain)] == domain && key[len(domain)] == '.' {
 			key = key[len(domain)+1:]
 		}
-		v, _ = c.m.LoadOrStore(st.Limit.FullKey, &ruleCounters{domain: domain, key: key})
+		v, _ = c.m.LoadOrStore(full, &ruleCounters{domain: domain, key: statName(key)})
 	}
 	r := v.(*ruleCounters)
 	s := st.Stats
@@ -54,12 +63,25 @@ func (c *counters) add(domain string, st Status) {
 	}
 }
 
+// ipv4 finds dotted quads, whose dots would read as levels of a name.
+var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
+
+// statName makes a statistic's name as envoyproxy/ratelimit does before
+// publishing it: ':' and '|' become '_', and so do the dots of an IPv4
+// address (a detailed_metric rule on remote_address names
+// "remote_address_10_0_0_1").
+func statName(s string) string {
+	s = strings.NewReplacer(":", "_", "|", "_").Replace(s)
+	return ipv4.ReplaceAllStringFunc(s, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
+}
+
 // RuleStats are one rule's counters since the service started.
 type RuleStats struct {
 	Domain string
 	// Key is the rule's path below its domain, as in envoyproxy/ratelimit's
 	// statistics: key_value.key_value... ("database_users",
-	// "message_type_marketing.to_number").
+	// "message_type_marketing.to_number"), made a statistic's name by
+	// statName.
 	Key   string
 	Stats Stats
 }

@@ -174,21 +174,21 @@ func TestRLSReadmeExample(t *testing.T) {
 	// hits_addend > 1 charges every descriptor that many.
 	s.expect(t, 1, req("messaging", 3, marketing, number), rlsOK,
 		rlsWant{rlsOK, 1, left, 5, day}, rlsWant{rlsOK, 96, left, 100, day})
-	// 4 + 2 > 5: marketing is over and alone charged; the number keeps 96.
+	// 4 + 2 > 5: marketing is over; the number is charged all the same.
 	s.clk.Advance(time.Hour + 500*time.Millisecond)
 	s.expect(t, 2, req("messaging", 2, marketing, number), rlsOver,
-		rlsWant{rlsOver, 0, left - 3600, 5, day}, rlsWant{rlsOK, 96, left - 3600, 100, day})
+		rlsWant{rlsOver, 0, left - 3600, 5, day}, rlsWant{rlsOK, 94, left - 3600, 100, day})
 	// A descriptor the rules do not know, and one deeper than any rule,
 	// are OK with no limit; the number alone still counts.
 	s.expect(t, 3, req("messaging", 0, descriptor("message_type", "transactional"), number, descriptor("to_number", "1", "x", "y")), rlsOK,
-		rlsWant{rlsOK, 0, -1, 0, 0}, rlsWant{rlsOK, 95, left - 3600, 100, day}, rlsWant{rlsOK, 0, -1, 0, 0})
+		rlsWant{rlsOK, 0, -1, 0, 0}, rlsWant{rlsOK, 93, left - 3600, 100, day}, rlsWant{rlsOK, 0, -1, 0, 0})
 	// An unknown domain is OK for every descriptor.
 	s.expect(t, 4, req("nowhere", 7, marketing, number), rlsOK,
 		rlsWant{rlsOK, 0, -1, 0, 0}, rlsWant{rlsOK, 0, -1, 0, 0})
 	// A per-descriptor hits_addend of 0 checks without charging.
 	peek := descriptor("to_number", "2061111111")
 	peek.HitsAddend = wrapperspb.UInt64(0)
-	s.expect(t, 5, req("messaging", 0, peek), rlsOK, rlsWant{rlsOK, 95, left - 3600, 100, day})
+	s.expect(t, 5, req("messaging", 0, peek), rlsOK, rlsWant{rlsOK, 93, left - 3600, 100, day})
 	// The counters are keys of limitdb's keyspace, named as
 	// envoyproxy/ratelimit names them in Redis (2026-01-01 is Unix day
 	// 1767225600), held as fixed windows that expire with their window.
@@ -286,15 +286,24 @@ func TestRLSSurvivesRestart(t *testing.T) {
 	req := &rlspb.RateLimitRequest{Domain: "messaging", HitsAddend: 3,
 		Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("message_type", "marketing", "to_number", "1")}}
 
+	// A rule of the algorithm extension keeps its state the same way (a
+	// sliding log: its ring of stamps is Ext state in the snapshot).
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "log.yaml"), []byte(
+		"domain: log\ndescriptors:\n  - key: user\n    rate_limit: {unit: day, requests_per_unit: 3, algorithm: sliding_log}\n"), 0o644))
+	logReq := &rlspb.RateLimitRequest{Domain: "log", HitsAddend: 2, Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("user", "u")}}
+
 	a := startRLSIn(t, clk, data, rules)
 	a.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 2, 12 * 3600, 5, day})
+	a.expect(t, 1, logReq, rlsOK, rlsWant{rlsOK, 1, 24 * 3600, 3, day})
 	require.NoError(t, a.srv.Save())
 	require.NoError(t, a.srv.Close())
 
 	clk.Advance(time.Hour)
 	b := startRLSIn(t, clk, data, rules)
 	req.HitsAddend = 1
-	b.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 1, 11 * 3600, 5, day})
+	b.expect(t, 2, req, rlsOK, rlsWant{rlsOK, 1, 11 * 3600, 5, day})
+	logReq.HitsAddend = 2
+	b.expect(t, 3, logReq, rlsOver, rlsWant{rlsOver, 1, 23 * 3600, 3, day})
 }
 
 // TestRLSReload: the rules directory is watched on the server's clock; an
@@ -493,4 +502,46 @@ func TestRLSResponseHeaders(t *testing.T) {
 		// The marketing rule (5 a day) is the most restrictive: 3 left.
 		require.Equal(t, []string{"RateLimit-Limit: 5", "RateLimit-Remaining: 3", "RateLimit-Reset: 14400"}, got)
 	}
+}
+
+// TestRLSAlgorithmsAllOrNothing: over gRPC, a rule with limitdb's
+// algorithm extension and the rls-all-or-nothing directive.
+func TestRLSAlgorithmsAllOrNothing(t *testing.T) {
+	rules := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "api.yaml"), []byte(`domain: api
+descriptors:
+  - key: user
+    rate_limit: {unit: second, requests_per_unit: 1, algorithm: gcra, burst: 2}
+  - key: tenant
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`), 0o644))
+	clk := clock.NewFake(t0)
+	cfg := config.Default()
+	cfg.Save, cfg.Port, cfg.Dir, cfg.RLSConfigDir, cfg.RLSAllOrNothing = 0, 0, t.TempDir(), rules, true
+	srv := node.New(cfg, engine.New(clk, 0), nil)
+	ts := serve(t, srv, clk)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go srv.ServeGRPC(ln)
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	s := &rlsServer{testServer: ts, conn: conn, rls: rlspb.NewRateLimitServiceClient(conn)}
+
+	const (
+		second = rlspb.RateLimitResponse_RateLimit_SECOND
+		minute = rlspb.RateLimitResponse_RateLimit_MINUTE
+	)
+	req := &rlspb.RateLimitRequest{Domain: "api", Descriptors: []*rlcommon.RateLimitDescriptor{
+		descriptor("user", "u1"), descriptor("tenant", "t1")}}
+	// GCRA, one a second and two at once: two pass, the third is refused
+	// and, all or nothing, the tenant's window is not charged for it.
+	s.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 1, 1, 1, second}, rlsWant{rlsOK, 99, 60, 100, minute})
+	s.expect(t, 1, req, rlsOK, rlsWant{rlsOK, 0, 2, 1, second}, rlsWant{rlsOK, 98, 60, 100, minute})
+	s.expect(t, 2, req, rlsOver, rlsWant{rlsOver, 0, 1, 1, second}, rlsWant{rlsOK, 98, 60, 100, minute})
+	// A second later one more fits.
+	s.clk.Advance(time.Second)
+	s.expect(t, 3, req, rlsOK, rlsWant{rlsOK, 0, 2, 1, second}, rlsWant{rlsOK, 97, 59, 100, minute})
+	c := s.client(t, 2)
+	require.Equal(t, "gcra", c.Type(ctx, "api_user_u1_gcra").Val())
 }
