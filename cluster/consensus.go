@@ -248,6 +248,9 @@ func (c *Consensus) Propose(ch Change) (uint64, error) {
 	if r.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
+	if ch.Op == OpSetSlot && c.Topology().owns(ch.ID, ch.Slots) {
+		return r.AppliedIndex(), nil // redis-cli tells every primary; the log needs it once
+	}
 	f := r.Apply(ch.Encode(), c.cfg.NodeTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {

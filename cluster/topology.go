@@ -68,6 +68,22 @@ func (t *Topology) Owner(slot int) *Node {
 	return nil
 }
 
+// owns reports whether primary id serves every slot of rs.
+func (t *Topology) owns(id string, rs []Range) bool {
+	i := t.index(id)
+	if i < 0 {
+		return false
+	}
+	for _, r := range rs {
+		for s := r.First; s <= r.Last && s < Slots; s++ {
+			if s < 0 || int(t.owner[s]) != i+1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // CurrentEpoch is the highest config epoch the cluster has used.
 func (t *Topology) CurrentEpoch() uint64 { return t.epoch }
 

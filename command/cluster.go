@@ -56,6 +56,12 @@ type clusterState struct {
 	mu        sync.Mutex
 	migrating map[int]string // slot -> the node it moves to
 	importing map[int]string // slot -> the node it comes from
+	// claimed are importing slots this node has been told are its own
+	// (SETSLOT NODE, sent once every key has moved) while the change is
+	// on its way through consensus: it serves them to every client, as a
+	// Redis target does at once, so that a source that has already
+	// applied the change and sends clients here never sees them sent back.
+	claimed map[int]bool
 	// A command served on a migrating slot holds the slot until it has
 	// run; MIGRATE freezes the slot (others get TRYAGAIN) and waits for
 	// the holds to end, so that no hit lands between its read of a key
@@ -70,7 +76,7 @@ type clusterState struct {
 // newClusterState reads the node's identity from --dir, or makes one and
 // writes it there. Without a usable --dir the identity lasts one run.
 func newClusterState(cfg config.Config, logger *log.Logger) *clusterState {
-	st := &clusterState{migrating: map[int]string{}, importing: map[int]string{}, holds: map[int]int{}, frozen: map[int]bool{},
+	st := &clusterState{migrating: map[int]string{}, importing: map[int]string{}, claimed: map[int]bool{}, holds: map[int]int{}, frozen: map[int]bool{},
 		changed: make(chan struct{}, 1)}
 	st.settled = sync.NewCond(&st.mu)
 	switch cfg.ClusterEnabled {
@@ -212,7 +218,7 @@ func (c *Client) route(cmd *Command, args [][]byte, slot int, asking bool) bool 
 		}
 		return c.routeMigrating(cmd, args, slot)
 	}
-	if cs.open.Load() != 0 && (asking || cmd.Name == "restore-asking") && cs.isImporting(slot) {
+	if cs.open.Load() != 0 && cs.servesImported(slot, asking || cmd.Name == "restore-asking") {
 		return true
 	}
 	if owner == nil {
@@ -338,11 +344,25 @@ func (cs *clusterState) freeze(keys [][]byte) (thaw func()) {
 	}
 }
 
-func (cs *clusterState) isImporting(slot int) bool {
+// servesImported reports whether a command on a slot this node imports
+// is served here: after ASKING, or once the slot is claimed.
+func (cs *clusterState) servesImported(slot int, asking bool) bool {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	_, ok := cs.importing[slot]
-	return ok
+	return ok && (asking || cs.claimed[slot])
+}
+
+// claim marks an importing slot as this node's own ahead of consensus
+// (on false, no longer).
+func (cs *clusterState) claim(slot int, on bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if _, ok := cs.importing[slot]; ok && on {
+		cs.claimed[slot] = true
+	} else {
+		delete(cs.claimed, slot)
+	}
 }
 
 func (cs *clusterState) migratingTo(slot int) (string, bool) {
@@ -359,6 +379,7 @@ func (cs *clusterState) setOpen(m map[int]string, slot int, id string) {
 	defer cs.mu.Unlock()
 	if id == "" {
 		delete(m, slot)
+		delete(cs.claimed, slot)
 	} else {
 		m[slot] = id
 	}

@@ -194,6 +194,7 @@ func (s *Server) followTopology(cons *cluster.Consensus) {
 		for slot := range cs.importing {
 			if o := t.Owner(slot); o != nil && o.ID == cs.id {
 				delete(cs.importing, slot)
+				delete(cs.claimed, slot)
 			}
 		}
 		cs.open.Store(int32(len(cs.migrating) + len(cs.importing)))
@@ -216,9 +217,14 @@ func clusterError(c *Client, err error) {
 	}
 }
 
-// propose makes a change through the leader and answers OK or why not.
-func (c *Client) propose(cons *cluster.Consensus, ch cluster.Change) {
-	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) },
+// propose makes a change through the leader and answers OK or why not,
+// once this node has applied it.
+func (c *Client) propose(cons *cluster.Consensus, ch cluster.Change) { c.proposeWait(cons, ch, true) }
+
+// proposeWait is propose that, without wait, answers as soon as the
+// leader has applied the change.
+func (c *Client) proposeWait(cons *cluster.Consensus, ch cluster.Change, wait bool) {
+	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) }, wait,
 		"CLUSTER", "RAFT-PROPOSE", string(ch.Encode()))
 	if err != nil {
 		clusterError(c, err)
@@ -229,9 +235,9 @@ func (c *Client) propose(cons *cluster.Consensus, ch cluster.Change) {
 
 // onLeader runs do, which needs the leader, here; when this node does not
 // lead it sends args to the node that does, retrying while a leader is
-// elected. Either way it returns once this node has applied the change,
+// elected. With wait it returns once this node has applied the change,
 // so that the client that asked reads its own change here.
-func (s *Server) onLeader(cons *cluster.Consensus, do func() (uint64, error), args ...string) error {
+func (s *Server) onLeader(cons *cluster.Consensus, do func() (uint64, error), wait bool, args ...string) error {
 	deadline := time.Now().Add(2 * time.Duration(s.Config().ClusterNodeTimeout) * time.Millisecond)
 	for {
 		_, err := do()
@@ -242,7 +248,7 @@ func (s *Server) onLeader(cons *cluster.Consensus, do func() (uint64, error), ar
 			if n, ok := cons.Topology().Node(id); ok {
 				r, err := s.peerCall(n.Addr(), args...)
 				if err == nil && !strings.HasPrefix(r.Line, "TRYAGAIN") {
-					if index, err := strconv.ParseUint(r.Line, 10, 64); r.Type == ':' && err == nil {
+					if index, err := strconv.ParseUint(r.Line, 10, 64); wait && r.Type == ':' && err == nil {
 						cons.WaitApplied(index)
 					}
 					return replyErr(r)
@@ -342,7 +348,7 @@ func cmdClusterRaftJoin(c *Client, args [][]byte) {
 		c.Errf("bad join request")
 		return
 	}
-	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Join(n, slots) },
+	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Join(n, slots) }, true,
 		"CLUSTER", "RAFT-JOIN", string(args[2]), string(args[3]))
 	if err != nil {
 		clusterError(c, err)
@@ -539,10 +545,21 @@ func cmdClusterSetSlot(c *Client, args [][]byte) {
 			c.Errf("Can't assign hashslot %d to a different node while I still hold keys for this hash slot.", slot)
 			return
 		}
-		c.propose(cons, cluster.Change{Op: cluster.OpSetSlot, ID: id, Slots: []cluster.Range{{First: slot, Last: slot}}})
-		if !c.failed {
+		if owner != nil && owner.ID == id { // already applied here: nothing to propose
 			cs.setOpen(cs.migrating, slot, "")
 			cs.setOpen(cs.importing, slot, "")
+			c.OK()
+			return
+		}
+		// The slot stays open here until this node applies the change
+		// (followTopology closes it): a source that closed it sooner would
+		// serve the slot again in the meantime. A target claims it at once.
+		if id == cs.id {
+			cs.claim(slot, true)
+		}
+		c.proposeWait(cons, cluster.Change{Op: cluster.OpSetSlot, ID: id, Slots: []cluster.Range{{First: slot, Last: slot}}}, false)
+		if c.failed {
+			cs.claim(slot, false)
 		}
 	}
 }
@@ -567,7 +584,7 @@ func cmdClusterBumpEpoch(c *Client, _ [][]byte) {
 	}
 	id := c.srv.cluster.id
 	ch := cluster.Change{Op: cluster.OpBumpEpoch, ID: id}
-	if err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) }, "CLUSTER", "RAFT-PROPOSE", string(ch.Encode())); err != nil {
+	if err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) }, true, "CLUSTER", "RAFT-PROPOSE", string(ch.Encode())); err != nil {
 		clusterError(c, err)
 		return
 	}
@@ -656,7 +673,7 @@ func cmdClusterForget(c *Client, args [][]byte) {
 		c.Errf("Unknown node %s", id)
 		return
 	}
-	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Forget(id) }, "CLUSTER", "FORGET", id)
+	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Forget(id) }, true, "CLUSTER", "FORGET", id)
 	if err != nil {
 		clusterError(c, err)
 		return

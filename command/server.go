@@ -307,11 +307,14 @@ func (s *Server) handle(c *Client, args [][]byte) {
 		c.Errf("wrong number of arguments for '%s' command", cmd.Name)
 		return
 	}
+	c.failed = false
 	if len(s.table.gates) > 0 && !s.table.admit(c, cmd, args) {
+		if c.failed { // refused before running (NOAUTH, MOVED, OOM...): Redis's rejected_calls
+			cmd.stats.rejected.Add(1)
+		}
 		return
 	}
 	c.enter(cmd)
-	c.failed = false
 	s.run(c, cmd, args)
 	if c.heldSlot != 0 {
 		s.cluster.release(c)

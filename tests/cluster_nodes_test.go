@@ -193,6 +193,9 @@ func TestClusterBuiltWithRedisCli(t *testing.T) {
 		}
 		err := n.client(t).Do(ctx, "CL.THROTTLE", key, 1, 2, 60).Err()
 		require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", cluster.Slot([]byte(key)), owner))
+		stats, err := n.client(t).Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		require.Regexp(t, `cmdstat_cl\.throttle:calls=\d+,[^\r]*rejected_calls=1,`, stats, "Redis counts a redirected command as rejected")
 		break
 	}
 
