@@ -39,7 +39,10 @@ import (
 
 // Config is what a member needs to take part.
 type Config struct {
-	Self        Node          // this node: ID, shard, client and bus addresses
+	Self Node // this node: ID, shard, client and bus addresses, as the others reach it
+	// BusListen is the port the bus listens on when the others reach it
+	// through another (cluster-announce-bus-port); 0 is Self.BusPort.
+	BusListen   int
 	Dir         string        // where the log and snapshots live; "" keeps them in memory
 	NodeTimeout time.Duration // cluster-node-timeout
 	Logger      *log.Logger
@@ -115,8 +118,13 @@ func (c *Consensus) start() (fresh bool, err error) {
 	// second; the decisions that matter are logged by watch instead.
 	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "cluster", Level: hclog.Off, Output: c.cfg.Logger.Writer()})
 
-	addr := net.JoinHostPort(c.cfg.Self.IP, strconv.Itoa(c.cfg.Self.BusPort))
-	trans, err := raft.NewTCPTransportWithLogger(addr, nil, 3, c.cfg.NodeTimeout, rc.Logger)
+	listen := c.cfg.BusListen
+	if listen == 0 {
+		listen = c.cfg.Self.BusPort
+	}
+	advertise := &net.TCPAddr{IP: net.ParseIP(c.cfg.Self.IP), Port: c.cfg.Self.BusPort}
+	addr := net.JoinHostPort(c.cfg.Self.IP, strconv.Itoa(listen))
+	trans, err := raft.NewTCPTransportWithLogger(addr, advertise, 3, c.cfg.NodeTimeout, rc.Logger)
 	if err != nil {
 		return false, fmt.Errorf("cluster: bus port: %w", err)
 	}

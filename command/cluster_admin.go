@@ -136,12 +136,17 @@ func (s *Server) StartCluster(port int) error {
 	if bus == 0 {
 		bus = port + 10000
 	}
+	announced := bus
+	if cfg.ClusterAnnounceBusPort != 0 {
+		announced = cfg.ClusterAnnounceBusPort
+	}
 	dir := ""
 	if cfg.Dir != "" {
 		dir = filepath.Join(cfg.Dir, "cluster")
 	}
 	cons, err := cluster.Open(cluster.Config{
-		Self:        cluster.Node{ID: cs.id, Shard: cs.shardID, IP: announceIP(cfg.Bind, cfg.ClusterAnnounceIP), Port: port, BusPort: bus},
+		Self:        cluster.Node{ID: cs.id, Shard: cs.shardID, IP: announceIP(cfg.Bind, cfg.ClusterAnnounceIP), Port: port, BusPort: announced},
+		BusListen:   bus,
 		Dir:         dir,
 		NodeTimeout: time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond,
 		Logger:      s.logger,

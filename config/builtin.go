@@ -327,6 +327,8 @@ func clusterDirectives() []*Directive {
 			func(c *Config) *int { return &c.ClusterNodeTimeout }),
 		Int("cluster-port", "the cluster bus port the members agree on their topology through (0: port + 10000)", false, 0,
 			func(c *Config) *int { return &c.ClusterPort }),
+		Int("cluster-announce-bus-port", "the bus port the other members are given for this node, behind a proxy or NAT (0: cluster-port)", false, 0,
+			func(c *Config) *int { return &c.ClusterAnnounceBusPort }),
 		String("cluster-announce-ip", "the address the other members and cluster clients are given for this node (empty: the bind address, or 127.0.0.1)", false,
 			func(c *Config) *string { return &c.ClusterAnnounceIP }),
 	}

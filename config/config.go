@@ -34,6 +34,10 @@ type Config struct {
 	ClusterNodeTimeout int    // cluster-node-timeout, milliseconds
 	ClusterPort        int    // cluster-port: the bus port; 0 is port + 10000
 	ClusterAnnounceIP  string // cluster-announce-ip
+	// ClusterAnnounceBusPort is cluster-announce-bus-port: the bus port the
+	// other members are given, when they reach this one through a proxy
+	// or NAT; 0 is cluster-port.
+	ClusterAnnounceBusPort int
 
 	// ConfigFile is the file the server's directives were read from
 	// (--config), which CONFIG REWRITE rewrites; "" when there is none.

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"regexp"
@@ -376,4 +377,126 @@ func slotOwnerID(t *testing.T, cc *redis.ClusterClient, slot int) string {
 	}
 	t.Fatalf("slot %d has no owner", slot)
 	return ""
+}
+
+// busCut is a TCP proxy in front of a node's cluster bus that can cut the
+// other members off from it: a network partition that leaves the node
+// itself running and serving its clients.
+type busCut struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  []net.Conn
+}
+
+func newBusCut(t *testing.T, port, target int) *busCut {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	require.NoError(t, err)
+	b := &busCut{ln: ln, target: "127.0.0.1:" + strconv.Itoa(target)}
+	t.Cleanup(func() { ln.Close(); b.setCut(true) })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			if b.cut {
+				b.mu.Unlock()
+				in.Close()
+				continue
+			}
+			out, err := net.Dial("tcp", b.target)
+			if err != nil {
+				b.mu.Unlock()
+				in.Close()
+				continue
+			}
+			b.conns = append(b.conns, in, out)
+			b.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return b
+}
+
+// setCut cuts the node off (closing what is open) or lets it be reached.
+func (b *busCut) setCut(cut bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cut = cut
+	if cut {
+		for _, c := range b.conns {
+			c.Close()
+		}
+		b.conns = nil
+	}
+}
+
+// TestClusterPartitionedPrimary: a primary the other members cannot reach
+// (its bus behind a proxy that is cut) stops serving its slots within
+// about the node timeout (CLUSTERDOWN), while the majority promotes its
+// replica and serves them; when the partition heals, the old primary
+// comes back as a replica of the new one.
+func TestClusterPartitionedPrimary(t *testing.T) {
+	t.Parallel()
+	need(t, "redis-cli")
+	ports := freePorts(t, 13)
+	nodes := make([]*clusterNode, 6)
+	for i := range nodes {
+		nodes[i] = &clusterNode{dir: t.TempDir(), port: ports[i], bus: ports[6+i]}
+	}
+	// nodes[1] will be a primary (redis-cli makes the first three so) whose
+	// bus the others reach only through the proxy.
+	isolated := nodes[1]
+	cut := newBusCut(t, ports[12], isolated.bus)
+	for _, n := range nodes {
+		if n == isolated {
+			n.p = mustStart(t, n.dir, "--port", strconv.Itoa(n.port), "--cluster-port", strconv.Itoa(n.bus),
+				"--cluster-announce-bus-port", strconv.Itoa(ports[12]),
+				"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout, "--save", "0")
+			continue
+		}
+		n.start(t)
+	}
+	createCluster(t, nodes)
+	ctx := context.Background()
+	ic, survivor := isolated.client(t), nodes[0].client(t)
+	id, err := ic.ClusterMyID(ctx).Result()
+	require.NoError(t, err)
+	var key string
+	for i := 0; key == ""; i++ {
+		if k := fmt.Sprintf("part:%d", i); slotOwnerID(t, clusterClient(t, nodes[0]), cluster.Slot([]byte(k))) == id {
+			key = k
+		}
+	}
+	require.NoError(t, ic.Set(ctx, key, "before", 0).Err())
+
+	cut.setCut(true)
+	cutAt := time.Now()
+	eventually(t, 10*time.Second, func() bool {
+		return ic.Set(ctx, key, "minority", 0).Err() != nil
+	}, func() string { return "the cut-off primary to refuse writes" })
+	require.EqualError(t, ic.Set(ctx, key, "minority", 0).Err(), "CLUSTERDOWN The cluster is down")
+	t.Logf("the cut-off primary refuses writes %.1fs after the cut", time.Since(cutAt).Seconds())
+
+	var promoted string
+	eventually(t, 15*time.Second, func() bool {
+		promoted = slotOwner(t, survivor, cluster.Slot([]byte(key)))
+		return promoted != "" && promoted != isolated.addr()
+	}, func() string { return "the majority to promote the replica" })
+	cc := clusterClient(t, nodes[0])
+	require.NoError(t, cc.Set(ctx, key, "majority", 0).Err())
+	require.Equal(t, "majority", cc.Get(ctx, key).Val())
+
+	cut.setCut(false)
+	eventually(t, 20*time.Second, func() bool {
+		r, err := ic.Do(ctx, "ROLE").Slice()
+		return err == nil && len(r) > 2 && r[0] == "slave" && fmt.Sprintf("127.0.0.1:%v", r[2]) == promoted
+	}, func() string { r, err := ic.Do(ctx, "ROLE").Result(); return fmt.Sprintf("ROLE %v %v", r, err) })
+	requireClusterCheck(t, nodes[0])
+	require.Equal(t, "majority", cc.Get(ctx, key).Val())
 }
