@@ -297,6 +297,9 @@ func (c *Consensus) Join(n Node, slots []Range) (uint64, error) {
 
 // Forget removes member id from the cluster; only the leader can.
 func (c *Consensus) Forget(id string) (uint64, error) {
+	if c.Topology().Forgotten(id) && c.current().State() == raft.Leader {
+		return c.current().AppliedIndex(), nil // every member but the first asked redis-cli sends it again
+	}
 	if _, err := c.Propose(Change{Op: OpForget, ID: id}); err != nil {
 		return 0, err
 	}

@@ -35,6 +35,23 @@ type Topology struct {
 	// it; 0 when the slot is unassigned.
 	owner [Slots]uint16
 	epoch uint64 // cluster_current_epoch
+	// forgotten are the last nodes removed, so that the FORGET redis-cli
+	// sends every member after the first (which removed the node for
+	// all) is answered OK rather than "unknown node".
+	forgotten []string
+}
+
+// maxForgotten bounds Topology.forgotten.
+const maxForgotten = 64
+
+// Forgotten reports whether id is among the nodes recently removed.
+func (t *Topology) Forgotten(id string) bool {
+	for _, f := range t.forgotten {
+		if f == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Empty is a topology with no node.
@@ -224,6 +241,7 @@ func (t *Topology) Apply(c Change) (*Topology, error) {
 func (t *Topology) clone() *Topology {
 	n := *t
 	n.nodes = append([]Node(nil), t.nodes...)
+	n.forgotten = append([]string(nil), t.forgotten...)
 	return &n
 }
 
@@ -266,6 +284,12 @@ func (t *Topology) addNode(c Change) error {
 		}
 	}
 	nd := *c.Node
+	for i, f := range t.forgotten { // a forgotten node may come back
+		if f == nd.ID {
+			t.forgotten = append(t.forgotten[:i], t.forgotten[i+1:]...)
+			break
+		}
+	}
 	at := sort.Search(len(t.nodes), func(i int) bool { return t.nodes[i].ID >= nd.ID })
 	t.nodes = append(t.nodes, Node{})
 	copy(t.nodes[at+1:], t.nodes[at:])
@@ -292,6 +316,9 @@ func (t *Topology) forget(id string) error {
 		return unknownNode(id)
 	}
 	t.nodes = append(t.nodes[:at], t.nodes[at+1:]...)
+	if t.forgotten = append(t.forgotten, id); len(t.forgotten) > maxForgotten {
+		t.forgotten = t.forgotten[1:]
+	}
 	for s := range t.owner {
 		switch o := int(t.owner[s]); {
 		case o == at+1:
@@ -464,14 +491,15 @@ func (t *Topology) bump(nd *Node) {
 
 // snapshot is the topology as the consensus snapshot stores it.
 type snapshot struct {
-	Nodes []Node             `json:"nodes"`
-	Slots map[string][]Range `json:"slots"`
-	Epoch uint64             `json:"epoch"`
+	Nodes     []Node             `json:"nodes"`
+	Slots     map[string][]Range `json:"slots"`
+	Epoch     uint64             `json:"epoch"`
+	Forgotten []string           `json:"forgotten,omitempty"`
 }
 
 // MarshalJSON writes the topology for a consensus snapshot.
 func (t *Topology) MarshalJSON() ([]byte, error) {
-	s := snapshot{Nodes: t.nodes, Slots: map[string][]Range{}, Epoch: t.epoch}
+	s := snapshot{Nodes: t.nodes, Slots: map[string][]Range{}, Epoch: t.epoch, Forgotten: t.forgotten}
 	for _, nd := range t.nodes {
 		if rs := t.SlotsOf(nd.ID); len(rs) > 0 {
 			s.Slots[nd.ID] = rs
@@ -487,7 +515,7 @@ func (t *Topology) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	n := Empty()
-	n.epoch = s.Epoch
+	n.epoch, n.forgotten = s.Epoch, s.Forgotten
 	for i := range s.Nodes {
 		nd := s.Nodes[i]
 		if err := n.addNode(Change{Node: &nd}); err != nil {

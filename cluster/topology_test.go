@@ -76,6 +76,11 @@ func TestTopologyApply(t *testing.T) {
 				t.Fatalf("owner of 16383 = %s, want c", o.ID)
 			}
 		}},
+		{"b is remembered as forgotten", Change{Op: OpBumpEpoch, ID: c}, "", func(t *testing.T, top *Topology) {
+			if !top.Forgotten(b) || top.Forgotten(c) {
+				t.Fatal("b forgotten, c not")
+			}
+		}},
 		{"unknown node", Change{Op: OpAddSlots, ID: b, Slots: []Range{{0, 0}}}, "ERR Unknown node " + b, nil},
 		{"out of range", Change{Op: OpDelSlots, Slots: []Range{{0, Slots}}}, "ERR Invalid or out of range slot", nil},
 	}
@@ -103,7 +108,7 @@ func TestTopologyApply(t *testing.T) {
 		if err := json.Unmarshal(b, back); err != nil {
 			t.Fatalf("%s: snapshot: %v", st.name, err)
 		}
-		if back.owner != next.owner || back.epoch != next.epoch || len(back.nodes) != len(next.nodes) {
+		if back.owner != next.owner || back.epoch != next.epoch || len(back.nodes) != len(next.nodes) || len(back.forgotten) != len(next.forgotten) {
 			t.Fatalf("%s: snapshot does not restore the topology", st.name)
 		}
 		for i := range back.nodes {

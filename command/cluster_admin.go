@@ -675,6 +675,10 @@ func cmdClusterForget(c *Client, args [][]byte) {
 		return
 	}
 	if _, known := t.Node(id); !known {
+		if t.Forgotten(id) { // removed for every member by an earlier FORGET
+			c.OK()
+			return
+		}
 		c.Errf("Unknown node %s", id)
 		return
 	}

@@ -500,3 +500,93 @@ func TestClusterPartitionedPrimary(t *testing.T) {
 	requireClusterCheck(t, nodes[0])
 	require.Equal(t, "majority", cc.Get(ctx, key).Val())
 }
+
+// TestClusterAddRebalanceDelNode: redis-cli --cluster add-node brings a
+// fourth primary in, reshard gives it slots (and the keys in them, with
+// their state), rebalance takes them back, del-node removes it, fix
+// closes a slot left open, and check and info read the cluster after each
+// step.
+func TestClusterAddRebalanceDelNode(t *testing.T) {
+	t.Parallel()
+	need(t, "redis-cli")
+	nodes := startClusterNodes(t, 4)
+	args := []string{"create"}
+	for _, n := range nodes[:3] {
+		args = append(args, n.addr())
+	}
+	out, err := redisCliCluster(t, append(args, "--cluster-replicas", "0", "--cluster-yes")...)
+	require.NoError(t, err, "%s", out)
+	requireClusterCheck(t, nodes[0])
+	ctx := context.Background()
+	cc := clusterClient(t, nodes[0])
+
+	// Limits of 3 a day: each hit below takes one, wherever the key lives.
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("rb:%d", i)
+		require.Equal(t, []int64{0, 3, 2, -1}, ints(t, cc.Do(ctx, "CL.THROTTLE", keys[i], 2, 3, 86400))[:4])
+	}
+	hit := func(remaining int64) {
+		t.Helper()
+		cc.ReloadState(ctx)
+		for _, k := range keys {
+			require.Equal(t, []int64{0, 3, remaining, -1}, ints(t, cc.Do(ctx, "CL.THROTTLE", k, 2, 3, 86400))[:4], k)
+		}
+	}
+
+	out, err = redisCliCluster(t, "add-node", nodes[3].addr(), nodes[0].addr())
+	require.NoError(t, err, "%s", out)
+	requireClusterCheck(t, nodes[0])
+	newID, err := nodes[3].client(t).ClusterMyID(ctx).Result()
+	require.NoError(t, err)
+
+	// 300 slots from every primary (a rebalance onto the empty node would
+	// move 4096, a minute of CI at the ~10 ms each a slot's consensus
+	// change costs here).
+	out, err = redisCliCluster(t, "reshard", nodes[0].addr(), "--cluster-from", "all", "--cluster-to", newID,
+		"--cluster-slots", "300", "--cluster-yes")
+	require.NoError(t, err, "%s", out)
+	requireClusterCheck(t, nodes[0])
+	info, err := nodes[3].client(t).ClusterInfo(ctx).Result()
+	require.NoError(t, err)
+	require.Contains(t, info, "cluster_size:4\r\n")
+	moved, err := nodes[3].client(t).DBSize(ctx).Result()
+	require.NoError(t, err)
+	require.Greater(t, moved, int64(0), "the new primary should hold some of the keys")
+	hit(1)
+
+	out, err = redisCliCluster(t, "rebalance", nodes[0].addr(), "--cluster-weight", newID+"=0")
+	require.NoError(t, err, "%s", out)
+	requireClusterCheck(t, nodes[0])
+	hit(0)
+
+	out, err = redisCliCluster(t, "del-node", nodes[0].addr(), newID)
+	require.NoError(t, err, "%s", out)
+	requireClusterCheck(t, nodes[0])
+	info, err = nodes[0].client(t).ClusterInfo(ctx).Result()
+	require.NoError(t, err)
+	require.Contains(t, info, "cluster_known_nodes:3\r\n")
+	eventually(t, 5*time.Second, func() bool {
+		info, err := nodes[3].client(t).ClusterInfo(ctx).Result()
+		return err == nil && strings.Contains(info, "cluster_known_nodes:1\r\n")
+	}, func() string { return "the deleted node to be alone" })
+
+	// A slot left migrating is reported by check and closed by fix.
+	owner, other := slotOwnerID(t, cc, 100), slotOwnerID(t, cc, 16383)
+	var ownerNode *redis.Client
+	for _, n := range nodes[:3] {
+		if id, _ := n.client(t).ClusterMyID(ctx).Result(); id == owner {
+			ownerNode = n.client(t)
+		}
+	}
+	require.NoError(t, ownerNode.Do(ctx, "CLUSTER", "SETSLOT", 100, "MIGRATING", other).Err())
+	out, _ = redisCliCluster(t, "check", nodes[0].addr())
+	require.Contains(t, out, "open slot", out)
+	out, err = redisCliCluster(t, "fix", nodes[0].addr(), "--cluster-yes")
+	require.NoError(t, err, "%s", out)
+	requireClusterCheck(t, nodes[0])
+
+	out, err = redisCliCluster(t, "info", nodes[0].addr())
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, out, "3 masters.")
+}
