@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/limitdb/limitdb/clock"
 )
 
 // The members agree on the topology through hashicorp/raft: every change
@@ -46,6 +47,7 @@ type Config struct {
 	Dir         string        // where the log and snapshots live; "" keeps them in memory
 	NodeTimeout time.Duration // cluster-node-timeout
 	Logger      *log.Logger
+	Clock       clock.Clock // what its waits and failure times read; real time when nil
 	// OnChange is called with each new topology, in log order, from one
 	// goroutine at a time. It must not block for long.
 	OnChange func(*Topology)
@@ -54,6 +56,7 @@ type Config struct {
 // Consensus is this node's membership in the cluster.
 type Consensus struct {
 	cfg  Config
+	clk  clock.Clock
 	topo atomic.Pointer[Topology]
 	ok   atomic.Bool // Healthy
 
@@ -64,7 +67,7 @@ type Consensus struct {
 	fsm   *fsm
 
 	failMu  sync.Mutex
-	failing map[string]time.Time // on the leader: members whose heartbeats fail, since when
+	failing map[string]time.Duration // on the leader: members whose heartbeats fail, since when (clk.Mono)
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -84,7 +87,10 @@ func Open(cfg Config) (*Consensus, error) {
 	if cfg.NodeTimeout <= 0 {
 		cfg.NodeTimeout = 15 * time.Second
 	}
-	c := &Consensus{cfg: cfg, failing: map[string]time.Time{}, stop: make(chan struct{})}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
+	c := &Consensus{cfg: cfg, clk: cfg.Clock, failing: map[string]time.Duration{}, stop: make(chan struct{})}
 	c.topo.Store(Empty())
 	fresh, err := c.start()
 	if err != nil {
@@ -195,12 +201,12 @@ func (c *Consensus) bootstrap(slots []Range) error {
 	if err := r.BootstrapCluster(cfg).Error(); err != nil {
 		return fmt.Errorf("cluster: bootstrap: %w", err)
 	}
-	deadline := time.Now().Add(10 * c.cfg.NodeTimeout)
+	deadline := c.clk.Mono() + 10*c.cfg.NodeTimeout
 	for r.State() != raft.Leader {
-		if time.Now().After(deadline) {
+		if c.clk.Mono() > deadline {
 			return errors.New("cluster: a cluster of one elected no leader")
 		}
-		time.Sleep(5 * time.Millisecond)
+		c.clk.Sleep(5 * time.Millisecond)
 	}
 	_, err := c.Propose(Change{Op: OpAddNode, Node: &self, Slots: slots, Epoch: self.Epoch})
 	return err
@@ -277,8 +283,43 @@ func (c *Consensus) Propose(ch Change) (uint64, error) {
 // here too.
 func (c *Consensus) WaitApplied(index uint64) {
 	r := c.current()
-	for deadline := time.Now().Add(c.cfg.NodeTimeout); r.AppliedIndex() < index && time.Now().Before(deadline); {
-		time.Sleep(2 * time.Millisecond)
+	for deadline := c.clk.Mono() + c.cfg.NodeTimeout; r.AppliedIndex() < index && c.clk.Mono() < deadline; {
+		c.clk.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Forward hands a request that needs the leader to leader, another
+// member: it returns the log index of the change when the leader gave one,
+// and retry when the leader could not be reached or no longer leads.
+type Forward func(leader *Node) (index uint64, retry bool, err error)
+
+// OnLeader runs do, which needs the leader, here when this member leads;
+// otherwise it hands the request to the leader with forward, retrying
+// while a leader is elected, for at most twice the node timeout. With
+// wait it returns once this member has applied the change, so that the
+// client that asked reads its own change here.
+func (c *Consensus) OnLeader(do func() (uint64, error), forward Forward, wait bool) error {
+	deadline := c.clk.Mono() + 2*c.cfg.NodeTimeout
+	for {
+		_, err := do()
+		if !errors.Is(err, ErrNotLeader) {
+			return err
+		}
+		if id := c.Leader(); id != "" && id != c.cfg.Self.ID {
+			if n, ok := c.Topology().Node(id); ok {
+				index, retry, err := forward(n)
+				if !retry {
+					if err == nil && wait {
+						c.WaitApplied(index)
+					}
+					return err
+				}
+			}
+		}
+		if c.clk.Mono() > deadline {
+			return errors.New("cluster: no leader answered; the cluster may have lost its majority")
+		}
+		c.clk.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -362,7 +403,7 @@ func (c *Consensus) observe(ch chan raft.Observation) {
 			switch d := o.Data.(type) {
 			case raft.FailedHeartbeatObservation:
 				if _, ok := c.failing[string(d.PeerID)]; !ok {
-					c.failing[string(d.PeerID)] = time.Now()
+					c.failing[string(d.PeerID)] = c.clk.Mono()
 				}
 			case raft.ResumedHeartbeatObservation:
 				delete(c.failing, string(d.PeerID))
@@ -376,17 +417,17 @@ func (c *Consensus) observe(ch chan raft.Observation) {
 // failure marks and promotions.
 func (c *Consensus) watch() {
 	defer c.wg.Done()
-	tick := time.NewTicker(min(c.cfg.NodeTimeout/10, 100*time.Millisecond))
+	tick := c.clk.NewTicker(min(c.cfg.NodeTimeout/10, 100*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 		r := c.current()
 		leader := r.State() == raft.Leader
-		c.ok.Store(leader || time.Since(r.LastContact()) < c.cfg.NodeTimeout)
+		c.ok.Store(leader || time.Duration(c.clk.Now()-r.LastContact().UnixNano()) < c.cfg.NodeTimeout)
 		if !leader {
 			c.failMu.Lock()
 			clear(c.failing)
@@ -421,7 +462,7 @@ func (c *Consensus) failureChanges(t *Topology) []Change {
 	var out []Change
 	for _, n := range t.Nodes() {
 		since, failing := c.failing[n.ID]
-		down := failing && time.Since(since) >= c.cfg.NodeTimeout && n.ID != c.cfg.Self.ID
+		down := failing && c.clk.Mono()-since >= c.cfg.NodeTimeout && n.ID != c.cfg.Self.ID
 		switch {
 		case down && !n.Failed:
 			out = append(out, Change{Op: OpFail, ID: n.ID})
@@ -439,7 +480,7 @@ func (c *Consensus) failureChanges(t *Topology) []Change {
 
 // promotable picks the replica of primary id to promote: the first, by
 // ID, that is not failing.
-func promotable(t *Topology, id string, failing map[string]time.Time) string {
+func promotable(t *Topology, id string, failing map[string]time.Duration) string {
 	rs := t.Replicas(id)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
 	for _, r := range rs {

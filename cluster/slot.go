@@ -1,8 +1,8 @@
 // Package cluster holds what a Redis Cluster's members share: the
 // key-to-slot function the specification fixes, the topology (members,
 // slot owners, epochs) and the consensus that keeps every member's copy
-// of it the same (consensus.go, on hashicorp/raft). It imports nothing of
-// the project and knows nothing of the protocol or the keyspace.
+// of it the same (consensus.go, on hashicorp/raft). Of the project it
+// imports only the clock; it knows nothing of the protocol or the keyspace.
 package cluster
 
 // Slots is the number of hash slots of a Redis Cluster.

@@ -238,33 +238,20 @@ func (c *Client) proposeWait(cons *cluster.Consensus, ch cluster.Change, wait bo
 	c.OK()
 }
 
-// onLeader runs do, which needs the leader, here; when this node does not
-// lead it sends args to the node that does, retrying while a leader is
-// elected. With wait it returns once this node has applied the change,
-// so that the client that asked reads its own change here.
+// onLeader runs do on the leader (cluster.Consensus.OnLeader), handing
+// args to it over its client port when this node does not lead.
 func (s *Server) onLeader(cons *cluster.Consensus, do func() (uint64, error), wait bool, args ...string) error {
-	deadline := time.Now().Add(2 * time.Duration(s.Config().ClusterNodeTimeout) * time.Millisecond)
-	for {
-		_, err := do()
-		if !errors.Is(err, cluster.ErrNotLeader) {
-			return err
+	return cons.OnLeader(do, func(leader *cluster.Node) (uint64, bool, error) {
+		r, err := s.peerCall(leader.Addr(), args...)
+		if err != nil || strings.HasPrefix(r.Line, "TRYAGAIN") {
+			return 0, true, nil
 		}
-		if id := cons.Leader(); id != "" && id != s.cluster.id {
-			if n, ok := cons.Topology().Node(id); ok {
-				r, err := s.peerCall(n.Addr(), args...)
-				if err == nil && !strings.HasPrefix(r.Line, "TRYAGAIN") {
-					if index, err := strconv.ParseUint(r.Line, 10, 64); wait && r.Type == ':' && err == nil {
-						cons.WaitApplied(index)
-					}
-					return replyErr(r)
-				}
-			}
+		if r.Type == ':' {
+			index, _ := strconv.ParseUint(r.Line, 10, 64)
+			return index, false, nil
 		}
-		if time.Now().After(deadline) {
-			return errors.New("no cluster leader answered; the cluster may have lost its majority")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return 0, false, replyErr(r)
+	}, wait)
 }
 
 // peerError is an error another node answered, in its words.

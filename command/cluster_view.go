@@ -140,7 +140,7 @@ func (c *Client) nodeLine(b *strings.Builder, v clusterView, n *cluster.Node) {
 	if primary == "" {
 		primary = "-"
 	}
-	pong, link := time.Now().UnixMilli(), "connected"
+	pong, link := c.srv.clk.Now()/int64(time.Millisecond), "connected"
 	if n.ID == v.me || c.srv.cluster.emulated {
 		pong = 0
 	}

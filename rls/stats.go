@@ -63,15 +63,15 @@ func (c *counters) add(domain string, st Status) {
 	}
 }
 
-// ipv4 finds dotted quads, whose dots would read as levels of a name.
-var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
-
 // statName makes a statistic's name as envoyproxy/ratelimit does before
 // publishing it: ':' and '|' become '_', and so do the dots of an IPv4
 // address (a detailed_metric rule on remote_address names
 // "remote_address_10_0_0_1").
 func statName(s string) string {
 	s = strings.NewReplacer(":", "_", "|", "_").Replace(s)
+	// Dotted quads, whose dots would read as levels of a name. Compiled
+	// per call: a name is made once per rule (or value), at its first hit.
+	ipv4 := regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
 	return ipv4.ReplaceAllStringFunc(s, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
 }
 

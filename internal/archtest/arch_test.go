@@ -19,9 +19,9 @@ const module = "github.com/limitdb/limitdb/"
 // lower layers, so imports flow one way. A new package must be placed here.
 var layers = [][]string{
 	// The wire format, the clock, pure helpers and the storage table.
-	{"resp", "clock", "acl", "cluster", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "internal/archtest", "internal/testlog"},
-	// Pure algorithms; the configuration; the transport.
-	{"engine/gcra", "engine/bucket", "engine/window", "config", "server"},
+	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "internal/archtest", "internal/testlog"},
+	// Pure algorithms; the configuration; the transport; the cluster's topology and consensus.
+	{"engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster"},
 	// The keyspace.
 	{"engine"},
 	// What builds on the keyspace without the protocol.
