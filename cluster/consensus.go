@@ -208,6 +208,7 @@ func (c *Consensus) bootstrap(slots []Range) error {
 		}
 		c.clk.Sleep(5 * time.Millisecond)
 	}
+	c.ok.Store(true) // it leads itself
 	_, err := c.Propose(Change{Op: OpAddNode, Node: &self, Slots: slots, Epoch: self.Epoch})
 	return err
 }

@@ -35,6 +35,10 @@ type Topology struct {
 	// it; 0 when the slot is unassigned.
 	owner [Slots]uint16
 	epoch uint64 // cluster_current_epoch
+	// assigned and served count the slots with an owner and those whose
+	// owner has not failed, counted once per change: routing reads them
+	// for every command.
+	assigned, served int
 	// forgotten are the last nodes removed, so that the FORGET redis-cli
 	// sends every member after the first (which removed the node for
 	// all) is answered OK rather than "unknown node".
@@ -129,16 +133,19 @@ func (t *Topology) SlotsOf(id string) []Range {
 
 // Assigned counts the slots with an owner, and of those the ones whose
 // owner has not failed.
-func (t *Topology) Assigned() (assigned, ok int) {
+func (t *Topology) Assigned() (assigned, ok int) { return t.assigned, t.served }
+
+// count sets assigned and served after a change.
+func (t *Topology) count() {
+	t.assigned, t.served = 0, 0
 	for s := 0; s < Slots; s++ {
 		if o := t.owner[s]; o != 0 {
-			assigned++
+			t.assigned++
 			if !t.nodes[o-1].Failed {
-				ok++
+				t.served++
 			}
 		}
 	}
-	return assigned, ok
 }
 
 // Replicas lists the members replicating primary id, sorted by ID.
@@ -235,6 +242,7 @@ func (t *Topology) Apply(c Change) (*Topology, error) {
 	if err != nil {
 		return t, err
 	}
+	n.count()
 	return n, nil
 }
 
@@ -527,6 +535,7 @@ func (t *Topology) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
+	n.count()
 	*t = *n
 	return nil
 }

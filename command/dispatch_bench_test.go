@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"syscall"
 	"testing"
 
@@ -14,10 +15,38 @@ import (
 
 // BenchmarkDispatchThrottle is one CL.THROTTLE through the command table,
 // gates, handler, limiter, reply and the statistics kept after it.
-func BenchmarkDispatchThrottle(b *testing.B) {
+func BenchmarkDispatchThrottle(b *testing.B) { benchmarkThrottle(b, config.Default()) }
+
+// BenchmarkRoutedThrottle is BenchmarkDispatchThrottle on a member of a
+// cluster (of one, serving every slot): the difference is the routing
+// check every keyed command passes in cluster mode.
+func BenchmarkRoutedThrottle(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bus := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg := config.Default()
+	cfg.ClusterEnabled, cfg.Dir, cfg.ClusterPort = "yes", "", bus
+	benchmarkThrottle(b, cfg)
+}
+
+func benchmarkThrottle(b *testing.B, cfg config.Config) {
 	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s := New(cfg, engine.New(clk, 0), log.New(io.Discard, "", 0))
+	defer s.Close()
 	c := s.NewLocalClient()
+	if cfg.ClusterEnabled == "yes" {
+		if err := s.StartCluster(6379); err != nil {
+			b.Fatal(err)
+		}
+		s.handle(c.Client, [][]byte{[]byte("CLUSTER"), []byte("ADDSLOTSRANGE"), []byte("0"), []byte("16383")})
+		if out := string(c.w.Bytes()); out != "+OK\r\n" {
+			b.Fatalf("ADDSLOTSRANGE: %q", out)
+		}
+		c.w.Reset()
+	}
 	cmds := make([][][]byte, 1000)
 	for i := range cmds {
 		cmds[i] = [][]byte{[]byte("CL.THROTTLE"), []byte(fmt.Sprint("user:", i)), []byte("15"), []byte("30"), []byte("60")}
@@ -29,6 +58,9 @@ func BenchmarkDispatchThrottle(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s.handle(c.Client, cmds[i%len(cmds)])
 		if i%16 == 15 { // end a batch as the transport does
+			if i == 15 && c.failed {
+				b.Fatalf("CL.THROTTLE refused: %q", c.w.Bytes())
+			}
 			c.endBatch()
 			c.w.Reset()
 		}
