@@ -115,6 +115,34 @@ test('a keyless RL.POLICY on every primary', async () => {
   assert.equal(served.size, primaries, [...served].join(' '));
 });
 
+// limiterCall sends a command ioredis's table does not know (a limiter)
+// with its key named, so that ioredis routes it by the key's slot as it
+// routes its own commands, instead of to a random primary that answers
+// MOVED (docs/cluster.md, "How each client connects").
+async function limiterCall(c, name, key, ...rest) {
+  const cmd = new Redis.Command(name, [key, ...rest], { replyEncoding: 'utf8' });
+  cmd.keys = [key];
+  c.sendCommand(cmd);
+  return cmd.promise;
+}
+
+// rejected sums the limiter calls the primaries refused (MOVED included).
+async function rejected(c, name) {
+  const re = new RegExp(`cmdstat_${name.toLowerCase().replace('.', '\\.')}:[^\r]*rejected_calls=(\\d+)`);
+  const infos = await Promise.all(c.nodes('master').map((n) => n.info('commandstats')));
+  return infos.reduce((sum, info) => sum + Number(re.exec(info)?.[1] ?? 0), 0);
+}
+
+test('a limiter command routed by its key, with no MOVED', async () => {
+  await ready(cluster);
+  const before = await rejected(cluster, 'CL.THROTTLE');
+  for (let i = 0; i < 60; i++) {
+    const key = `${run}:io:routed:${i}`;
+    assert.deepEqual(await limiterCall(cluster, 'CL.THROTTLE', key, 1, 2, 60), [0, 2, 1, -1, 30], key);
+  }
+  assert.equal(await rejected(cluster, 'CL.THROTTLE'), before, 'no call was sent to a node that does not serve its key');
+});
+
 test('CROSSSLOT', async () => {
   await assert.rejects(cluster.call('RL.HITALL', 2, 'api', 'io:a', 'api', 'io:b'), /CROSSSLOT/);
 });
