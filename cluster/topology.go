@@ -397,7 +397,7 @@ func (t *Topology) delSlots(rs []Range) error {
 func (t *Topology) setSlots(id string, rs []Range) error {
 	i := t.index(id)
 	if i < 0 {
-		return Error("ERR I don't know about node " + id)
+		return unknownNode(id)
 	}
 	if err := validRanges(rs); err != nil {
 		return err

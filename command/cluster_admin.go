@@ -360,18 +360,28 @@ func cmdClusterMeet(c *Client, args [][]byte) {
 		return
 	}
 	ip := string(args[2])
-	port, err := strconv.Atoi(string(args[3]))
-	if err != nil || port <= 0 || port > 65535 || net.ParseIP(ip) == nil {
+	port, err := strconv.ParseInt(string(args[3]), 10, 64)
+	if err != nil {
+		c.Errf("Invalid TCP base port specified: %s", args[3])
+		return
+	}
+	if len(args) > 4 {
+		if _, err := strconv.ParseInt(string(args[4]), 10, 64); err != nil {
+			c.Errf("Invalid TCP bus port specified: %s", args[4])
+			return
+		}
+	}
+	if port <= 0 || port > 65535 || net.ParseIP(ip) == nil {
 		c.Errf("Invalid node address specified: %s:%s", args[2], args[3])
 		return
 	}
 	for _, n := range cons.Topology().Nodes() {
-		if n.IP == ip && n.Port == port {
+		if n.IP == ip && int64(n.Port) == port {
 			c.OK()
 			return
 		}
 	}
-	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	addr := net.JoinHostPort(ip, strconv.FormatInt(port, 10))
 	if cons.Alone() {
 		if err := c.srv.joinCluster(cons, addr); err != nil {
 			clusterError(c, err)
@@ -435,6 +445,18 @@ func (s *Server) joinCluster(cons *cluster.Consensus, addr string) error {
 	return nil
 }
 
+// slotOrReply parses a slot of the subcommands that change slots, which
+// Redis answers with one error whether the slot is not a number or out of
+// range.
+func slotOrReply(c *Client, b []byte) (int, bool) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || n < 0 || n >= cluster.Slots {
+		c.Errf("Invalid or out of range slot")
+		return 0, false
+	}
+	return int(n), true
+}
+
 // slotRanges parses CLUSTER ADDSLOTS' slots or ADDSLOTSRANGE's pairs.
 func slotRanges(c *Client, args [][]byte, pairs bool) ([]cluster.Range, bool) {
 	if pairs && len(args)%2 != 0 {
@@ -443,14 +465,14 @@ func slotRanges(c *Client, args [][]byte, pairs bool) ([]cluster.Range, bool) {
 	}
 	var out []cluster.Range
 	for i := 0; i < len(args); i++ {
-		first, ok := slotArg(c, args[i], "ERR Invalid or out of range slot")
+		first, ok := slotOrReply(c, args[i])
 		if !ok {
 			return nil, false
 		}
 		last := first
 		if pairs {
 			i++
-			if last, ok = slotArg(c, args[i], "ERR Invalid or out of range slot"); !ok {
+			if last, ok = slotOrReply(c, args[i]); !ok {
 				return nil, false
 			}
 			if first > last {
@@ -490,7 +512,7 @@ func cmdClusterSetSlot(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	slot, ok := slotArg(c, args[2], "ERR Invalid or out of range slot")
+	slot, ok := slotOrReply(c, args[2])
 	if !ok {
 		return
 	}
@@ -512,7 +534,11 @@ func cmdClusterSetSlot(c *Client, args [][]byte) {
 	}
 	id := string(args[4])
 	if _, known := t.Node(id); !known {
-		c.Errf("I don't know about node %s", id)
+		if how == "node" {
+			c.Errf("Unknown node %s", id)
+		} else {
+			c.Errf("I don't know about node %s", id)
+		}
 		return
 	}
 	owner := t.Owner(slot)
@@ -575,6 +601,18 @@ func cmdClusterBumpEpoch(c *Client, _ [][]byte) {
 		return
 	}
 	id := c.srv.cluster.id
+	// As Redis: a node whose epoch is already the highest keeps it.
+	t := cons.Topology()
+	if me, ok := t.Node(id); ok && me.Epoch != 0 {
+		highest := t.CurrentEpoch()
+		for _, n := range t.Nodes() {
+			highest = max(highest, n.Epoch)
+		}
+		if me.Epoch == highest {
+			c.Simple(fmt.Sprintf("STILL %d", me.Epoch))
+			return
+		}
+	}
 	ch := cluster.Change{Op: cluster.OpBumpEpoch, ID: id}
 	if err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) }, true, "CLUSTER", "RAFT-PROPOSE", string(ch.Encode())); err != nil {
 		clusterError(c, err)
