@@ -93,11 +93,14 @@ func TestClusterAdminMatchesRedis(t *testing.T) {
 			out = "error: " + err.Error()
 		}
 		out = strings.ReplaceAll(out, id, "MYID")
-		if step[1] == "INFO" { // the lines that say what the steps did
+		// The lines that say what the steps did. Not cluster_size: Redis
+		// recounts it only once its state may change, at the earliest 2 s
+		// after start-up, so its answer depends on when the test runs.
+		if step[1] == "INFO" {
 			var keep []string
 			for _, l := range strings.Split(out, "\r\n") {
 				if strings.HasPrefix(l, "cluster_slots_assigned:") || strings.HasPrefix(l, "cluster_my_epoch:") ||
-					strings.HasPrefix(l, "cluster_known_nodes:") || strings.HasPrefix(l, "cluster_size:") {
+					strings.HasPrefix(l, "cluster_known_nodes:") {
 					keep = append(keep, l)
 				}
 			}
