@@ -51,6 +51,11 @@ type Config struct {
 	// OnChange is called with each new topology, in log order, from one
 	// goroutine at a time. It must not block for long.
 	OnChange func(*Topology)
+	// Offsets, when set, asks replicas how much of their primary's
+	// stream they hold (replication offsets; -1 for one that does not
+	// answer), so that the leader promotes the one furthest ahead, as
+	// Redis ranks its replicas. Without it the first by ID is promoted.
+	Offsets func(replicas []Node) map[string]int64
 }
 
 // Consensus is this node's membership in the cluster.
@@ -459,8 +464,8 @@ var failureVerbs = map[Op]string{
 // the end of the mark on a member heard from again.
 func (c *Consensus) failureChanges(t *Topology) []Change {
 	c.failMu.Lock()
-	defer c.failMu.Unlock()
 	var out []Change
+	var orphaned []string // failed primaries serving slots
 	for _, n := range t.Nodes() {
 		since, failing := c.failing[n.ID]
 		down := failing && c.clk.Mono()-since >= c.cfg.NodeTimeout && n.ID != c.cfg.Self.ID
@@ -471,25 +476,44 @@ func (c *Consensus) failureChanges(t *Topology) []Change {
 			out = append(out, Change{Op: OpRecover, ID: n.ID})
 		}
 		if down && n.Primary == "" && len(t.SlotsOf(n.ID)) > 0 {
-			if r := promotable(t, n.ID, c.failing); r != "" {
-				out = append(out, Change{Op: OpFailover, ID: r})
+			orphaned = append(orphaned, n.ID)
+		}
+	}
+	candidates := map[string][]Node{}
+	for _, id := range orphaned {
+		for _, r := range t.Replicas(id) {
+			if _, bad := c.failing[r.ID]; !bad && !r.Failed {
+				candidates[id] = append(candidates[id], *r)
 			}
+		}
+	}
+	c.failMu.Unlock()
+	for _, id := range orphaned { // asking the replicas is network I/O: outside the lock
+		if r := c.promotable(candidates[id]); r != "" {
+			out = append(out, Change{Op: OpFailover, ID: r})
 		}
 	}
 	return out
 }
 
-// promotable picks the replica of primary id to promote: the first, by
-// ID, that is not failing.
-func promotable(t *Topology, id string, failing map[string]time.Duration) string {
-	rs := t.Replicas(id)
-	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
-	for _, r := range rs {
-		if _, bad := failing[r.ID]; !bad && !r.Failed {
-			return r.ID
-		}
+// promotable picks the replica to promote among a failed primary's
+// reachable ones: the furthest ahead when Offsets can tell, then the
+// first by ID.
+func (c *Consensus) promotable(rs []Node) string {
+	if len(rs) == 0 {
+		return ""
 	}
-	return ""
+	var offsets map[string]int64
+	if c.cfg.Offsets != nil && len(rs) > 1 {
+		offsets = c.cfg.Offsets(rs)
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		if oi, oj := offsets[rs[i].ID], offsets[rs[j].ID]; oi != oj {
+			return oi > oj
+		}
+		return rs[i].ID < rs[j].ID
+	})
+	return rs[0].ID
 }
 
 // fsm applies the log to the topology.

@@ -20,10 +20,15 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func openMember(t *testing.T, id byte, dir string) *Consensus {
+func openMember(t *testing.T, id byte, dir string, offsets ...func([]Node) map[string]int64) *Consensus {
 	t.Helper()
 	bus := freePort(t)
+	var off func([]Node) map[string]int64
+	if len(offsets) > 0 {
+		off = offsets[0]
+	}
 	c, err := Open(Config{
+		Offsets:     off,
 		Self:        Node{ID: nodeID(id), Shard: nodeID(id), IP: "127.0.0.1", Port: bus - 10000, BusPort: bus},
 		Dir:         dir,
 		NodeTimeout: 500 * time.Millisecond,
@@ -45,16 +50,24 @@ func eventually(t *testing.T, what string, ok func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// TestConsensusJoinAndFailover: three members that each start alone with
-// slots join one cluster and keep their slots; every member applies the
+// TestConsensusJoinAndFailover: members that each start alone, two with
+// slots, join one cluster and keep their slots; every member applies the
 // same changes; when a primary stops, the leader marks it failed and
-// promotes its replica.
+// promotes the replica furthest ahead (d, though c comes first by ID).
 func TestConsensusJoinAndFailover(t *testing.T) {
-	a := openMember(t, 'a', t.TempDir())
+	var asked []string
+	a := openMember(t, 'a', t.TempDir(), func(rs []Node) map[string]int64 {
+		for _, n := range rs {
+			asked = append(asked, n.ID)
+		}
+		return map[string]int64{nodeID('c'): 50, nodeID('d'): 100}
+	})
 	defer a.Close()
 	b := openMember(t, 'b', "")
 	defer b.Close()
-	r := openMember(t, 'c', "")
+	c := openMember(t, 'c', "")
+	defer c.Close()
+	r := openMember(t, 'd', "")
 	defer r.Close()
 
 	if !a.Alone() || !b.Alone() {
@@ -66,8 +79,8 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 	if _, err := b.Propose(Change{Op: OpAddSlots, ID: nodeID('b'), Slots: []Range{{8192, 16383}}}); err != nil {
 		t.Fatal(err)
 	}
-	// b and r join a's cluster, as CLUSTER MEET makes them.
-	for _, m := range []*Consensus{b, r} {
+	// b, c and r join a's cluster, as CLUSTER MEET makes them.
+	for _, m := range []*Consensus{b, c, r} {
 		self, slots := m.Self(), m.Topology().SlotsOf(m.Self().ID)
 		if err := m.Reset(); err != nil {
 			t.Fatal(err)
@@ -76,13 +89,15 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := a.Propose(Change{Op: OpReplicate, ID: nodeID('c'), Target: nodeID('b')}); err != nil {
-		t.Fatal(err)
+	for _, id := range []byte{'c', 'd'} {
+		if _, err := a.Propose(Change{Op: OpReplicate, ID: nodeID(id), Target: nodeID('b')}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, m := range []*Consensus{a, b, r} {
-		eventually(t, "every member to see the replica", func() bool {
-			n, ok := m.Topology().Node(nodeID('c'))
-			return ok && n.Primary == nodeID('b') && len(m.Topology().Nodes()) == 3
+	for _, m := range []*Consensus{a, b, c, r} {
+		eventually(t, "every member to see the replicas", func() bool {
+			n, ok := m.Topology().Node(nodeID('d'))
+			return ok && n.Primary == nodeID('b') && len(m.Topology().Nodes()) == 4
 		})
 		if o := m.Topology().Owner(16383); o == nil || o.ID != nodeID('b') {
 			t.Fatalf("owner of 16383 = %v, want b", o)
@@ -96,19 +111,24 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 	}
 
 	b.Close()
-	eventually(t, "the replica to take b's slots", func() bool {
+	eventually(t, "the replica furthest ahead to take b's slots", func() bool {
 		o := a.Topology().Owner(16383)
-		return o != nil && o.ID == nodeID('c')
+		return o != nil && o.ID == nodeID('d')
 	})
-	eventually(t, "the replica to learn it", func() bool {
-		o := r.Topology().Owner(16383)
-		n, _ := r.Topology().Node(nodeID('b'))
-		return o != nil && o.ID == nodeID('c') && n.Failed && n.Primary == nodeID('c')
+	eventually(t, "the replicas to learn it", func() bool {
+		o := c.Topology().Owner(16383)
+		n, _ := c.Topology().Node(nodeID('b'))
+		me, _ := c.Topology().Node(nodeID('c'))
+		return o != nil && o.ID == nodeID('d') && n.Failed && n.Primary == nodeID('d') && me.Primary == nodeID('d')
 	})
+	if len(asked) < 2 {
+		t.Fatalf("the leader asked %v for their offsets, want both replicas", asked)
+	}
 	if !a.Healthy() || !r.Healthy() {
 		t.Fatal("the majority side is healthy")
 	}
-	// With a gone too, r is a minority of one: it must stop saying so.
+	// With a and c gone too, r is a minority of one: it must stop saying so.
 	a.Close()
+	c.Close()
 	eventually(t, "a minority to know it", func() bool { return !r.Healthy() })
 }

@@ -150,6 +150,7 @@ func (s *Server) StartCluster(port int) error {
 		Dir:         dir,
 		NodeTimeout: time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond,
 		Logger:      s.logger,
+		Offsets:     s.replicaOffsets,
 		OnChange: func(*cluster.Topology) {
 			select {
 			case cs.changed <- struct{}{}:
@@ -163,6 +164,28 @@ func (s *Server) StartCluster(port int) error {
 	cs.cons.Store(cons)
 	go s.followTopology(cons)
 	return nil
+}
+
+// replicaOffsets asks each replica, over its client port, how much of its
+// primary's stream it holds (INFO replication's slave_repl_offset); -1
+// for one that does not answer.
+func (s *Server) replicaOffsets(replicas []cluster.Node) map[string]int64 {
+	out := make(map[string]int64, len(replicas))
+	for _, n := range replicas {
+		out[n.ID] = -1
+		r, info, err := s.peerRead(n.Addr(), "INFO", "replication")
+		if err != nil || r.IsError() {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\r\n") {
+			if v, ok := strings.CutPrefix(line, "slave_repl_offset:"); ok {
+				if off, err := strconv.ParseInt(v, 10, 64); err == nil {
+					out[n.ID] = off
+				}
+			}
+		}
+	}
+	return out
 }
 
 // followTopology makes this node what the topology says it is: a replica
@@ -268,39 +291,42 @@ func replyErr(r resp.Reply) error {
 
 // peerCall sends one command to another node and reads its reply.
 func (s *Server) peerCall(addr string, args ...string) (resp.Reply, error) {
+	r, _, err := s.peerRead(addr, args...)
+	return r, err
+}
+
+// maxPeerBulk bounds the bulk reply peerRead keeps: an INFO section.
+const maxPeerBulk = 1 << 20
+
+// peerRead is peerCall that also returns a bulk reply's body.
+func (s *Server) peerRead(addr string, args ...string) (resp.Reply, []byte, error) {
 	cfg := s.Config()
 	timeout := time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
-		return resp.Reply{}, err
+		return resp.Reply{}, nil, err
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(2 * timeout))
 	var out []byte
-	calls := 1
 	if cfg.MasterAuth != "" {
 		auth := []string{"AUTH", cfg.MasterAuth}
 		if cfg.MasterUser != "" {
 			auth = []string{"AUTH", cfg.MasterUser, cfg.MasterAuth}
 		}
 		out = replication.AppendCommand(out, auth...)
-		calls++
 	}
 	out = replication.AppendCommand(out, args...)
 	if _, err := conn.Write(out); err != nil {
-		return resp.Reply{}, err
+		return resp.Reply{}, nil, err
 	}
 	br := bufio.NewReader(conn)
-	var r resp.Reply
-	for range calls {
-		if r, err = resp.ReadReply(br); err != nil {
-			return r, err
-		}
-		if r.IsError() {
-			return r, nil
+	if cfg.MasterAuth != "" {
+		if r, err := resp.ReadReply(br); err != nil || r.IsError() {
+			return r, nil, err
 		}
 	}
-	return r, nil
+	return resp.ReadBulk(br, maxPeerBulk)
 }
 
 func cmdClusterRaftPropose(c *Client, args [][]byte) {

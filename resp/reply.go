@@ -112,3 +112,42 @@ func noEOF(err error) error {
 	}
 	return err
 }
+
+// ReadBulk reads one reply as ReadReply does and, when it is a bulk
+// string of at most max bytes, returns its body too (nil otherwise): the
+// text of an INFO that a client needs to read.
+func ReadBulk(r *bufio.Reader, max int) (Reply, []byte, error) {
+	b, err := r.Peek(1)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	if b[0] != '$' {
+		rep, err := ReadReply(r)
+		return rep, nil, err
+	}
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return Reply{}, nil, noEOF(err)
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return Reply{}, nil, fmt.Errorf("resp: malformed reply line %q", line)
+	}
+	rep := Reply{Type: '$', Line: line[1 : len(line)-2]}
+	n, err := strconv.ParseInt(rep.Line, 10, 64)
+	switch {
+	case err != nil || n < -1:
+		return Reply{}, nil, fmt.Errorf("resp: bad bulk length %q", rep.Line)
+	case n < 0:
+		return rep, nil, nil
+	case n > int64(max):
+		return Reply{}, nil, fmt.Errorf("resp: bulk string of %d bytes, more than %d", n, max)
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return Reply{}, nil, noEOF(err)
+	}
+	if body[n] != '\r' || body[n+1] != '\n' {
+		return Reply{}, nil, errors.New("resp: bulk string not ended by CRLF")
+	}
+	return rep, body[:n], nil
+}

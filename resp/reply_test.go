@@ -60,3 +60,39 @@ func FuzzReadReply(f *testing.F) {
 		ReadReply(bufio.NewReader(strings.NewReader(string(b))))
 	})
 }
+
+// TestReadBulk: a bulk string's body is returned, other replies are read
+// as ReadReply reads them, and a body over the limit is refused.
+func TestReadBulk(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in string
+		want     Reply
+		body     string
+		err      bool
+	}{
+		{"bulk", "$5\r\na\r\nbc\r\n", Reply{'$', "5"}, "a\r\nbc", false},
+		{"null", "$-1\r\n", Reply{'$', "-1"}, "", false},
+		{"error", "-ERR no\r\n", Reply{'-', "ERR no"}, "", false},
+		{"array", "*1\r\n$1\r\na\r\n", Reply{'*', "1"}, "", false},
+		{"too long", "$20\r\n01234567890123456789\r\n", Reply{}, "", true},
+		{"cut", "$5\r\nab", Reply{}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := bufio.NewReader(strings.NewReader(tc.in + "+NEXT\r\n"))
+			got, body, err := ReadBulk(r, 10)
+			if tc.err {
+				if err == nil {
+					t.Fatalf("ReadBulk(%q) = %v, want an error", tc.in, got)
+				}
+				return
+			}
+			if err != nil || got != tc.want || string(body) != tc.body {
+				t.Fatalf("ReadBulk(%q) = %v %q %v, want %v %q", tc.in, got, body, err, tc.want, tc.body)
+			}
+			if next, err := ReadReply(r); err != nil || next.Line != "NEXT" {
+				t.Fatalf("after %q: %v %v", tc.in, next, err)
+			}
+		})
+	}
+}
