@@ -122,7 +122,10 @@ func (c *Consensus) start() (fresh bool, err error) {
 	beat := min(max(c.cfg.NodeTimeout/5, 50*time.Millisecond), time.Second)
 	rc.HeartbeatTimeout, rc.ElectionTimeout = beat, beat
 	rc.LeaderLeaseTimeout = beat / 2
-	rc.CommitTimeout = 10 * time.Millisecond
+	// Idle, the leader sends every follower an append this often to
+	// carry the commit index: what a follower waits to apply a change
+	// (WaitApplied), against what an idle cluster spends.
+	rc.CommitTimeout = max(beat/4, 10*time.Millisecond)
 	rc.SnapshotThreshold = 1024
 	rc.TrailingLogs = 1024
 	// raft logs every failed heartbeat to a member that is down, many a
