@@ -143,6 +143,48 @@ func openLibs(L *lua.LState) {
 		}
 		return 1
 	}))
+	// string.format's %s and %q take a number as Lua 5.1 writes it too.
+	// The string table is also strings' methods table: ("%s"):format(n).
+	if str, ok := g.RawGetString("string").(*lua.LTable); ok {
+		if format, ok := str.RawGetString("format").(*lua.LFunction); ok {
+			str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
+				numbersAsLua51(L, L.CheckString(1))
+				top := L.GetTop()
+				L.Push(format)
+				for i := 1; i <= top; i++ {
+					L.Push(L.Get(i))
+				}
+				L.Call(top, 1)
+				return 1
+			}))
+		}
+	}
+}
+
+// numbersAsLua51 replaces, among string.format's arguments on L's stack,
+// each number that a %s or %q of spec formats with its Lua 5.1 text.
+func numbersAsLua51(L *lua.LState, spec string) {
+	arg := 2
+	for i := 0; i < len(spec); i++ {
+		if spec[i] != '%' {
+			continue
+		}
+		if i++; i < len(spec) && spec[i] == '%' {
+			continue
+		}
+		for i < len(spec) && strings.IndexByte("-+ #0123456789.", spec[i]) >= 0 {
+			i++
+		}
+		if i >= len(spec) {
+			return
+		}
+		if c := spec[i]; (c == 's' || c == 'q') && arg <= L.GetTop() {
+			if n, ok := L.Get(arg).(lua.LNumber); ok {
+				L.Replace(arg, lua.LString(LuaNumber(float64(n))))
+			}
+		}
+		arg++
+	}
 }
 
 // LuaNumber is Lua 5.1's text of a number: "%.14g".

@@ -68,6 +68,7 @@ var scriptCases = [][]string{
 	{"EVAL", "return tonumber('12') + 1", "0"},
 	{"EVAL", "return {tostring(1/3), tostring(1e15), tostring(123456789012345678), tostring(-0.0), tostring(100), tostring(0.1+0.2)}", "0"},
 	{"EVAL", "local n = 1700000000123456 return {1/3 .. '', n .. ':' .. 7, 'a' .. 'b' .. 'c', 2 .. 3}", "0"},
+	{"EVAL", "return {string.format('%s|%5s|%-8s|%q|%%s|%d', 0.1+0.2, 1/4, 1e15, 1/3, 7), ('%s:%s'):format(1/3, 'x'), string.format('%.3s', 1/3)}", "0"},
 	{"EVAL", "return 'x' .. nil", "0"},
 	{"EVAL", "return string.format('%d-%s', 5, 'x')", "0"},
 	{"EVAL", "return math.floor(7/2)", "0"},
