@@ -114,6 +114,15 @@ func (c *Client) realCluster() (*cluster.Consensus, bool) {
 	return nil, false
 }
 
+// clusterReply answers OK, or err as clusterError does.
+func clusterReply(c *Client, err error) {
+	if err != nil {
+		clusterError(c, err)
+		return
+	}
+	c.OK()
+}
+
 // clusterError answers err as Redis would: a topology refusal in its own
 // words, anything else as ERR.
 func clusterError(c *Client, err error) {
@@ -138,11 +147,7 @@ func (c *Client) propose(cons *cluster.Consensus, ch cluster.Change) { c.propose
 func (c *Client) proposeWait(cons *cluster.Consensus, ch cluster.Change, wait bool) {
 	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) }, wait,
 		"CLUSTER", "RAFT-PROPOSE", string(ch.Encode()))
-	if err != nil {
-		clusterError(c, err)
-		return
-	}
-	c.OK()
+	clusterReply(c, err)
 }
 
 // slotOrReply parses a slot of the subcommands that change slots, which
@@ -408,11 +413,7 @@ func cmdClusterForget(c *Client, args [][]byte) {
 		return
 	}
 	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Forget(id) }, true, "CLUSTER", "FORGET", id)
-	if err != nil {
-		clusterError(c, err)
-		return
-	}
-	c.OK()
+	clusterReply(c, err)
 }
 
 // cmdClusterReset makes this node leave its cluster and be a primary

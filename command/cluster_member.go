@@ -235,11 +235,7 @@ func cmdClusterRaftJoin(c *Client, args [][]byte) {
 	}
 	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Join(n, slots) }, true,
 		"CLUSTER", "RAFT-JOIN", string(args[2]), string(args[3]))
-	if err != nil {
-		clusterError(c, err)
-		return
-	}
-	c.OK()
+	clusterReply(c, err)
 }
 
 // cmdClusterMeet joins this node and the node at ip:port into one
@@ -288,11 +284,7 @@ func cmdClusterMeet(c *Client, args [][]byte) {
 	if err == nil {
 		err = replyErr(r)
 	}
-	if err != nil {
-		clusterError(c, err)
-		return
-	}
-	c.OK()
+	clusterReply(c, err)
 }
 
 // cmdClusterRaftMeet is MEET asked of a node by a cluster it should join:
