@@ -281,16 +281,6 @@ func (t *Topology) addNode(c Change) error {
 	if t.index(c.Node.ID) >= 0 {
 		return nil // joined already: a retried join is not an error
 	}
-	if err := validRanges(c.Slots); err != nil {
-		return err
-	}
-	for _, r := range c.Slots {
-		for s := r.First; s <= r.Last; s++ {
-			if t.owner[s] != 0 {
-				return Error(fmt.Sprintf("ERR Slot %d is already busy", s))
-			}
-		}
-	}
 	nd := *c.Node
 	for i, f := range t.forgotten { // a forgotten node may come back
 		if f == nd.ID {
@@ -307,10 +297,8 @@ func (t *Topology) addNode(c Change) error {
 			t.owner[s]++
 		}
 	}
-	for _, r := range c.Slots {
-		for s := r.First; s <= r.Last; s++ {
-			t.owner[s] = uint16(at + 1)
-		}
+	if err := t.claim(at, c.Slots); err != nil {
+		return err // t is Apply's copy, dropped on error
 	}
 	t.epoch = max(t.epoch, nd.Epoch)
 	return nil
@@ -348,13 +336,19 @@ func (t *Topology) addSlots(id string, rs []Range) error {
 	if i < 0 {
 		return unknownNode(id)
 	}
-	if err := validRanges(rs); err != nil {
-		return err
-	}
 	if t.nodes[i].Primary != "" {
 		return Error("ERR Please use ADDSLOTS only with masters.")
 	}
-	seen := map[int]bool{}
+	return t.claim(i, rs)
+}
+
+// claim gives the node at index i the slots of rs, all unassigned and
+// each named once, or none of them and Redis's reason.
+func (t *Topology) claim(i int, rs []Range) error {
+	if err := validRanges(rs); err != nil {
+		return err
+	}
+	var seen [Slots]bool
 	for _, r := range rs {
 		for s := r.First; s <= r.Last; s++ {
 			if t.owner[s] != 0 {
@@ -366,8 +360,10 @@ func (t *Topology) addSlots(id string, rs []Range) error {
 			seen[s] = true
 		}
 	}
-	for s := range seen {
-		t.owner[s] = uint16(i + 1)
+	for _, r := range rs {
+		for s := r.First; s <= r.Last; s++ {
+			t.owner[s] = uint16(i + 1)
+		}
 	}
 	return nil
 }
