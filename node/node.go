@@ -147,16 +147,9 @@ func (n *Node) Serve(ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	n.serveMu.Lock()
-	select {
-	case <-n.done: // closed before it started
-		n.serveMu.Unlock()
-		ln.Close()
+	if !n.register(ln, func() { n.ln = ln }) {
 		return nil
-	default:
 	}
-	n.ln = ln
-	n.serveMu.Unlock()
 	port := n.Config().Port
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		n.SetListenPort(a.Port)
@@ -181,6 +174,22 @@ func (n *Node) Serve(ln net.Listener) error {
 	default:
 		return err
 	}
+}
+
+// register records what a listener serves, with add, so that Close
+// stops it; when the node has closed already it closes ln instead and
+// reports false.
+func (n *Node) register(ln net.Listener, add func()) bool {
+	n.serveMu.Lock()
+	defer n.serveMu.Unlock()
+	select {
+	case <-n.done: // closed before it started
+		ln.Close()
+		return false
+	default:
+	}
+	add()
+	return true
 }
 
 // Addr is the address the server listens on, once Serve has started.

@@ -116,16 +116,9 @@ func (n *Node) serveGRPC(ln net.Listener, tc *tls.Config) error {
 		security = "TLS, client certificates: " + n.Config().TLSAuthClients
 	}
 	srv := rls.NewServer(n.rls, opts...)
-	n.serveMu.Lock()
-	select {
-	case <-n.done: // closed before it started
-		n.serveMu.Unlock()
-		ln.Close()
+	if !n.register(ln, func() { n.grpc = append(n.grpc, srv) }) {
 		return nil
-	default:
 	}
-	n.grpc = append(n.grpc, srv)
-	n.serveMu.Unlock()
 	if dir := n.Config().RLSConfigDir; dir != "" {
 		n.logger.Printf("Envoy rate limit service (gRPC, %s) on %s: %d domains from %s", security, ln.Addr(), len(n.rls.Rules().Domains()), dir)
 	} else {
@@ -207,16 +200,9 @@ func (n *Node) ServeRLSHTTP(ln net.Listener) error {
 func (n *Node) serveRLSHTTP(ln net.Listener) error {
 	// A slow client's headers must not hold a connection forever.
 	srv := &http.Server{Handler: n.rls.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: n.logger}
-	n.serveMu.Lock()
-	select {
-	case <-n.done:
-		n.serveMu.Unlock()
-		ln.Close()
+	if !n.register(ln, func() { n.rlsHTTP = append(n.rlsHTTP, srv) }) {
 		return nil
-	default:
 	}
-	n.rlsHTTP = append(n.rlsHTTP, srv)
-	n.serveMu.Unlock()
 	n.logger.Printf("Envoy rate limit service (HTTP /json, /healthcheck, /rlconfig) on %s", ln.Addr())
 	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 		return fmt.Errorf("rls http: %w", err)
