@@ -18,17 +18,8 @@ import (
 // primaries they must discover.
 func startClientsCluster(t *testing.T) []string {
 	t.Helper()
-	need(t, "redis-cli")
-	nodes := startClusterNodes(t, 6)
-	createCluster(t, nodes)
-	setPolicies(t, clusterClient(t, nodes[0]))
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range nodes {
-				t.Logf("node %s:\n%s", n.addr(), lastLines(n.p.log.String(), 20))
-			}
-		}
-	})
+	nodes, cc := sixNodeCluster(t)
+	setPolicies(t, cc)
 	return []string{"LIMITDB_PORT=" + strconv.Itoa(nodes[len(nodes)-1].port), "LIMITDB_PRIMARIES=3"}
 }
 

@@ -155,17 +155,42 @@ func slotOwner(t *testing.T, c redis.UniversalClient, slot int) string {
 	return ""
 }
 
+// sixNodeCluster builds three primaries with a replica each with
+// redis-cli --cluster create, and a ClusterClient for it. A failed test
+// shows the end of each node's log.
+func sixNodeCluster(t *testing.T) ([]*clusterNode, *redis.ClusterClient) {
+	t.Helper()
+	need(t, "redis-cli")
+	nodes := startClusterNodes(t, 6)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("node %s:\n%s", n.addr(), lastLines(n.p.log.String(), 30))
+			}
+		}
+	})
+	createCluster(t, nodes)
+	return nodes, clusterClient(t, nodes[0])
+}
+
+// requireReplicaOf waits for the node c talks to to replicate addr, as
+// ROLE says.
+func requireReplicaOf(t *testing.T, c *redis.Client, addr string) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() bool {
+		r, err := c.Do(ctx, "ROLE").Slice()
+		return err == nil && len(r) > 2 && r[0] == "slave" && fmt.Sprintf("127.0.0.1:%v", r[2]) == addr
+	}, func() string { r, err := c.Do(ctx, "ROLE").Result(); return fmt.Sprintf("ROLE %v %v", r, err) })
+}
+
 // TestClusterBuiltWithRedisCli: six nodes become three primaries with a
 // replica each through redis-cli --cluster create; go-redis and redis-cli
 // -c run limiter commands on keys across every slot, RL.HITALL on
 // hash-tagged keys, and reads on replicas after READONLY.
 func TestClusterBuiltWithRedisCli(t *testing.T) {
 	t.Parallel()
-	need(t, "redis-cli")
-	nodes := startClusterNodes(t, 6)
-	createCluster(t, nodes)
+	nodes, cc := sixNodeCluster(t)
 	ctx := context.Background()
-	cc := clusterClient(t, nodes[0])
 	setPolicies(t, cc)
 
 	served := map[string]int{}
@@ -240,11 +265,8 @@ func TestClusterBuiltWithRedisCli(t *testing.T) {
 // the new one, and redis-cli --cluster check is clean.
 func TestClusterFailsOverAPrimary(t *testing.T) {
 	t.Parallel()
-	need(t, "redis-cli")
-	nodes := startClusterNodes(t, 6)
-	createCluster(t, nodes)
+	nodes, cc := sixNodeCluster(t)
 	ctx := context.Background()
-	cc := clusterClient(t, nodes[0])
 
 	// 3 a day: the state does not drift back during the test.
 	keys := make([]string, 300)
@@ -266,13 +288,6 @@ func TestClusterFailsOverAPrimary(t *testing.T) {
 	acked, err := victim.client(t).Do(ctx, "WAIT", 1, 5000).Int()
 	require.NoError(t, err)
 	require.Equal(t, 1, acked, "the primary's replica acknowledges its writes")
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, n := range nodes {
-				t.Logf("node %s:\n%s", n.addr(), lastLines(n.p.log.String(), 30))
-			}
-		}
-	})
 
 	require.NoError(t, victim.p.cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
@@ -300,11 +315,7 @@ func TestClusterFailsOverAPrimary(t *testing.T) {
 
 	// The old primary comes back as a replica of the promoted one.
 	victim.start(t)
-	vc := victim.client(t)
-	eventually(t, 20*time.Second, func() bool {
-		r, err := vc.Do(ctx, "ROLE").Slice()
-		return err == nil && len(r) > 2 && r[0] == "slave" && fmt.Sprintf("127.0.0.1:%v", r[2]) == promoted
-	}, func() string { r, err := vc.Do(ctx, "ROLE").Result(); return fmt.Sprintf("ROLE %v %v", r, err) })
+	requireReplicaOf(t, victim.client(t), promoted)
 	requireClusterCheck(t, nodes[0])
 }
 
@@ -314,11 +325,8 @@ func TestClusterFailsOverAPrimary(t *testing.T) {
 // the move.
 func TestClusterReshardUnderLoad(t *testing.T) {
 	t.Parallel()
-	need(t, "redis-cli")
-	nodes := startClusterNodes(t, 6)
-	createCluster(t, nodes)
+	nodes, cc := sixNodeCluster(t)
 	ctx := context.Background()
-	cc := clusterClient(t, nodes[0])
 
 	from, to := slotOwnerID(t, cc, 0), slotOwnerID(t, cc, 16383)
 	// Keys in the slots the reshard takes from the owner of slot 0.
@@ -496,10 +504,7 @@ func TestClusterPartitionedPrimary(t *testing.T) {
 	require.Equal(t, "majority", cc.Get(ctx, key).Val())
 
 	cut.setCut(false)
-	eventually(t, 20*time.Second, func() bool {
-		r, err := ic.Do(ctx, "ROLE").Slice()
-		return err == nil && len(r) > 2 && r[0] == "slave" && fmt.Sprintf("127.0.0.1:%v", r[2]) == promoted
-	}, func() string { r, err := ic.Do(ctx, "ROLE").Result(); return fmt.Sprintf("ROLE %v %v", r, err) })
+	requireReplicaOf(t, ic, promoted)
 	requireClusterCheck(t, nodes[0])
 	require.Equal(t, "majority", cc.Get(ctx, key).Val())
 }
