@@ -36,73 +36,91 @@ const maxErrorText = 64 << 10
 // framing is returned as an error; io.EOF only when r ends before the
 // reply's first byte.
 func ReadReply(r *bufio.Reader) (Reply, error) {
-	return readReply(r, 0)
+	rep, _, err := readReply(r, 0, 0)
+	return rep, err
 }
 
-func readReply(r *bufio.Reader, depth int) (Reply, error) {
+// ReadBulk reads one reply as ReadReply does and, when it is a bulk
+// string, returns its body too, refusing one of more than max bytes: the
+// text of an INFO that a client needs to read.
+func ReadBulk(r *bufio.Reader, max int) (Reply, []byte, error) {
+	return readReply(r, 0, max)
+}
+
+// readReply reads one reply; a top-level bulk string's body is held when
+// keep > 0 (and must be at most keep bytes), else skipped.
+func readReply(r *bufio.Reader, depth, keep int) (Reply, []byte, error) {
 	if depth > maxReplyDepth {
-		return Reply{}, errors.New("resp: reply nested too deep")
+		return Reply{}, nil, errors.New("resp: reply nested too deep")
 	}
 	line, err := r.ReadString('\n')
 	if err != nil {
 		if err == io.EOF && line != "" {
 			err = io.ErrUnexpectedEOF
 		}
-		return Reply{}, err
+		return Reply{}, nil, err
 	}
 	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return Reply{}, fmt.Errorf("resp: malformed reply line %q", line)
+		return Reply{}, nil, fmt.Errorf("resp: malformed reply line %q", line)
 	}
 	rep := Reply{Type: line[0], Line: line[1 : len(line)-2]}
 	switch rep.Type {
 	case '+', '-', ':', '_', ',', '#', '(':
-		return rep, nil
+		return rep, nil, nil
 	case '$', '!', '=':
 		n, err := strconv.ParseInt(rep.Line, 10, 64)
 		if err != nil || n < -1 || n > maxReplyBulk {
-			return Reply{}, fmt.Errorf("resp: bad bulk length %q", rep.Line)
+			return Reply{}, nil, fmt.Errorf("resp: bad bulk length %q", rep.Line)
 		}
 		if n < 0 {
-			return rep, nil
+			return rep, nil, nil
 		}
-		if rep.Type != '!' { // skipped, not held: the head is all a caller gets
+		held := rep.Type == '!' || (rep.Type == '$' && keep > 0 && depth == 0)
+		switch {
+		case rep.Type == '!' && n > maxErrorText:
+			return Reply{}, nil, fmt.Errorf("resp: bulk error of %d bytes", n)
+		case held && rep.Type == '$' && n > int64(keep):
+			return Reply{}, nil, fmt.Errorf("resp: bulk string of %d bytes, more than %d", n, keep)
+		case !held: // skipped, not held: the head is all a caller gets
 			if _, err := r.Discard(int(n)); err != nil {
-				return Reply{}, noEOF(err)
+				return Reply{}, nil, noEOF(err)
 			}
 			n = 0
-		} else if n > maxErrorText {
-			return Reply{}, fmt.Errorf("resp: bulk error of %d bytes", n)
 		}
 		body := make([]byte, n+2)
 		if _, err := io.ReadFull(r, body); err != nil {
-			return Reply{}, noEOF(err)
+			return Reply{}, nil, noEOF(err)
 		}
 		if body[n] != '\r' || body[n+1] != '\n' {
-			return Reply{}, errors.New("resp: bulk string not ended by CRLF")
+			return Reply{}, nil, errors.New("resp: bulk string not ended by CRLF")
 		}
 		if rep.Type == '!' {
 			rep.Line = string(body[:n])
+			return rep, nil, nil
 		}
-		return rep, nil
+		if held {
+			return rep, body[:n], nil
+		}
+		return rep, nil, nil
 	case '*', '~', '>', '%', '|':
 		n, err := strconv.ParseInt(rep.Line, 10, 64)
 		if err != nil || n < -1 || n > maxReplyBulk {
-			return Reply{}, fmt.Errorf("resp: bad aggregate length %q", rep.Line)
+			return Reply{}, nil, fmt.Errorf("resp: bad aggregate length %q", rep.Line)
 		}
 		if rep.Type == '%' || rep.Type == '|' {
 			n *= 2
 		}
 		for i := int64(0); i < n; i++ {
-			if _, err := readReply(r, depth+1); err != nil {
-				return Reply{}, noEOF(err)
+			if _, _, err := readReply(r, depth+1, 0); err != nil {
+				return Reply{}, nil, noEOF(err)
 			}
 		}
 		if rep.Type == '|' { // attributes precede the reply they describe
-			return readReply(r, depth+1)
+			return readReply(r, depth+1, 0)
 		}
-		return rep, nil
+		return rep, nil, nil
 	}
-	return Reply{}, fmt.Errorf("resp: unknown reply type %q", rep.Type)
+	return Reply{}, nil, fmt.Errorf("resp: unknown reply type %q", rep.Type)
 }
 
 // noEOF turns an end of input inside a reply into io.ErrUnexpectedEOF.
@@ -111,43 +129,4 @@ func noEOF(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
-}
-
-// ReadBulk reads one reply as ReadReply does and, when it is a bulk
-// string of at most max bytes, returns its body too (nil otherwise): the
-// text of an INFO that a client needs to read.
-func ReadBulk(r *bufio.Reader, max int) (Reply, []byte, error) {
-	b, err := r.Peek(1)
-	if err != nil {
-		return Reply{}, nil, err
-	}
-	if b[0] != '$' {
-		rep, err := ReadReply(r)
-		return rep, nil, err
-	}
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return Reply{}, nil, noEOF(err)
-	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return Reply{}, nil, fmt.Errorf("resp: malformed reply line %q", line)
-	}
-	rep := Reply{Type: '$', Line: line[1 : len(line)-2]}
-	n, err := strconv.ParseInt(rep.Line, 10, 64)
-	switch {
-	case err != nil || n < -1:
-		return Reply{}, nil, fmt.Errorf("resp: bad bulk length %q", rep.Line)
-	case n < 0:
-		return rep, nil, nil
-	case n > int64(max):
-		return Reply{}, nil, fmt.Errorf("resp: bulk string of %d bytes, more than %d", n, max)
-	}
-	body := make([]byte, n+2)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return Reply{}, nil, noEOF(err)
-	}
-	if body[n] != '\r' || body[n+1] != '\n' {
-		return Reply{}, nil, errors.New("resp: bulk string not ended by CRLF")
-	}
-	return rep, body[:n], nil
 }
