@@ -2,6 +2,8 @@ package command
 
 import (
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -469,7 +471,8 @@ type scriptRun struct {
 	c     *Client
 	start time.Duration // on the watchdog's clock
 	wrote atomic.Bool
-	busy  bool // guarded by busyScripts.mu
+	busy  bool   // guarded by busyScripts.mu
+	heap  uint64 // the heap's size when the watchdog first saw the run; guarded by busyScripts.mu
 }
 
 // busyScripts are the runs under way.
@@ -483,7 +486,7 @@ type busyScripts struct {
 // start registers r, the caller's own (reused from run to run), as c's
 // run from now.
 func (b *busyScripts) start(r *scriptRun, c *Client) *scriptRun {
-	r.c, r.start, r.busy = c, b.clk.Mono(), false
+	r.c, r.start, r.busy, r.heap = c, b.clk.Mono(), false, 0
 	r.wrote.Store(false)
 	r.h.Reset()
 	b.mu.Lock()
@@ -515,6 +518,49 @@ func (b *busyScripts) watch(threshold time.Duration, logf func(string, ...any)) 
 			logf("Slow script detected: still in execution after %d milliseconds. You can try killing the script using the SCRIPT KILL command.", (now-r.start)/time.Millisecond)
 		}
 	}
+}
+
+// watchMemory stops the runs under way while the heap has grown by more
+// than limit (script-memory-limit; 0: none) since the watchdog first saw
+// them, once a collection has shown that the growth is not garbage. A
+// script that grows a string past the limit is stopped by the interpreter
+// at once (scripting/memory.go); this catches growth by many values, within
+// a tick of the watchdog. The heap is the server's: what other clients add
+// while a long script runs counts too.
+func (b *busyScripts) watchMemory(limit uint64, logf func(string, ...any)) {
+	if limit == 0 {
+		return
+	}
+	// over counts the runs over the limit, and stops them once collected.
+	over := func(collected bool) (n int) {
+		heap := heapBytes()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for r := range b.runs {
+			switch {
+			case r.heap == 0 && !collected:
+				r.heap = heap
+			case r.heap != 0 && heap > r.heap+limit:
+				n++
+				if collected {
+					logf("Script stopped: the heap grew by more than script-memory-limit (%d bytes) while it ran.", limit)
+					r.h.StopOverMemory()
+				}
+			}
+		}
+		return n
+	}
+	if over(false) > 0 {
+		runtime.GC()
+		over(true)
+	}
+}
+
+// heapBytes is the size of the heap's objects, live or not yet collected.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // kill stops the busy runs (SCRIPT KILL), unless one of them wrote.
@@ -559,7 +605,9 @@ func (s *Server) WatchScripts() {
 		case <-s.done:
 			return
 		case <-t.C():
-			s.busy.watch(time.Duration(s.Config().BusyReplyThreshold)*time.Millisecond, s.logger.Printf)
+			cfg := s.Config()
+			s.busy.watch(time.Duration(cfg.BusyReplyThreshold)*time.Millisecond, s.logger.Printf)
+			s.busy.watchMemory(uint64(max(cfg.ScriptMemoryLimit, 0)), s.logger.Printf)
 		}
 	}
 }

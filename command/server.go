@@ -138,7 +138,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		if level >= scripting.LogNotice {
 			logger.Printf("script: %s", msg)
 		}
-	}})
+	}, MemoryLimit: func() int64 { return s.Config().ScriptMemoryLimit }})
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 	}

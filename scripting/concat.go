@@ -50,20 +50,14 @@ func rewriteConcat(v reflect.Value) {
 	}
 }
 
-// luaConcat is concatName: strings and numbers join, numbers written as
-// "%.14g"; anything else is Lua's error.
-func luaConcat(L *lua.LState) int {
-	a, b := L.CheckAny(1), L.CheckAny(2)
-	part := func(v lua.LValue) string {
-		switch v := v.(type) {
-		case lua.LString:
-			return string(v)
-		case lua.LNumber:
-			return LuaNumber(float64(v))
-		}
-		L.RaiseError("attempt to concatenate a %s value", v.Type().String())
-		return ""
+// concatPart is one side of `..` as Lua 5.1 writes it.
+func concatPart(L *lua.LState, v lua.LValue) string {
+	switch v := v.(type) {
+	case lua.LString:
+		return string(v)
+	case lua.LNumber:
+		return LuaNumber(float64(v))
 	}
-	L.Push(lua.LString(part(a) + part(b)))
-	return 1
+	L.RaiseError("attempt to concatenate a %s value", v.Type().String())
+	return ""
 }

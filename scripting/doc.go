@@ -55,6 +55,7 @@
 // reaches the next script. Reading a global nobody defined fails with
 // Redis's "Script attempted to access nonexistent global variable".
 //
-// A run can be cancelled (busy-reply-threshold, SCRIPT KILL): the
-// interpreter checks its context between instructions.
+// A run can be cancelled (busy-reply-threshold, SCRIPT KILL,
+// script-memory-limit): the interpreter checks its context between
+// instructions. memory.go bounds the strings a run makes.
 package scripting

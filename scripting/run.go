@@ -34,6 +34,9 @@ const (
 type Options struct {
 	RedisVersion string                      // redis.REDIS_VERSION
 	Log          func(level int, msg string) // redis.log; nil drops the lines
+	// MemoryLimit is script-memory-limit in bytes, read when a script
+	// makes a large string (0 or nil: no limit; see memory.go).
+	MemoryLimit func() int64
 }
 
 // Runner runs scripts, each on an interpreter of its own taken from a pool:
@@ -50,22 +53,35 @@ func NewRunner(opts Options) *Runner {
 	return r
 }
 
-// Handle lets another goroutine stop a run (SCRIPT KILL, SHUTDOWN).
+// Handle lets another goroutine stop a run (SCRIPT KILL, SHUTDOWN, the
+// memory watchdog).
 type Handle struct {
 	cancel atomic.Pointer[context.CancelFunc]
-	killed atomic.Bool
+	why    atomic.Int32 // a stop reason, 0 while the run may go on
 }
+
+// Why a run was stopped from outside.
+const (
+	stoppedByUser   = 1 + iota // SCRIPT KILL, SHUTDOWN
+	stoppedByMemory            // script-memory-limit
+)
 
 // Reset readies a handle for another run.
 func (h *Handle) Reset() {
-	h.killed.Store(false)
+	h.why.Store(0)
 	h.cancel.Store(nil)
 }
 
 // Kill stops the run at its next instruction; it answers Redis's
 // "Script killed by user" error.
-func (h *Handle) Kill() {
-	h.killed.Store(true)
+func (h *Handle) Kill() { h.stop(stoppedByUser) }
+
+// StopOverMemory stops the run at its next instruction with the
+// script-memory-limit error.
+func (h *Handle) StopOverMemory() { h.stop(stoppedByMemory) }
+
+func (h *Handle) stop(why int32) {
+	h.why.CompareAndSwap(0, why)
 	if f := h.cancel.Load(); f != nil {
 		(*f)()
 	}
@@ -90,6 +106,9 @@ type state struct {
 
 	closures   map[*Script]*lua.LFunction // each script's function in this interpreter
 	keys, argv *lua.LTable                // KEYS and ARGV, refilled for each run
+
+	memoryLimit func() int64
+	overMemory  bool // this run made a string larger than memoryLimit
 }
 
 type global struct {
@@ -131,7 +150,6 @@ func openLibs(L *lua.LState) {
 	}
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
 	g.RawSetString("cjson", cjsonLib(L))
-	g.RawSetString(concatName, L.NewFunction(luaConcat))
 	// Lua 5.1 writes a number as "%.14g" (1/3: 0.33333333333333, 1e15:
 	// 1e+15); gopher-lua's own tostring writes Go's shortest form.
 	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
@@ -194,7 +212,8 @@ func (r *Runner) newState() *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
 	openLibs(L)
 	g := L.G.Global
-	st := &state{L: L}
+	st := &state{L: L, memoryLimit: r.opts.MemoryLimit}
+	st.limitStrings()
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
 	g.RawSetString("server", rl)
@@ -263,9 +282,19 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 			chunk = "user_function"
 		}
 		msg := errorReply(name, chunk, err)
-		if h != nil && h.killed.Load() { // Redis's words, with the position
-			if _, where, ok := strings.Cut(msg, " script: "); ok {
+		why := int32(0)
+		if h != nil {
+			why = h.why.Load()
+		}
+		if st.overMemory {
+			why = stoppedByMemory
+		}
+		if _, where, ok := strings.Cut(msg, " script: "); ok && why != 0 { // with the position
+			switch why {
+			case stoppedByUser: // Redis's words
 				msg = "ERR Script killed by user with SCRIPT KILL... script: " + where
+			case stoppedByMemory:
+				msg = "ERR Script used more memory than script-memory-limit allows script: " + where
 			}
 		}
 		w.Error(msg)
@@ -279,7 +308,7 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 			g.RawSetString(gl.name, gl.v)
 		}
 	}
-	st.caller = nil
+	st.caller, st.overMemory = nil, false
 	if st.ctx.Err() != nil { // killed: this interpreter needs a live context
 		st.ctx, st.cancel = context.WithCancel(context.Background())
 		L.SetContext(st.ctx)

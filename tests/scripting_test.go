@@ -311,6 +311,56 @@ func TestBusyScript(t *testing.T) {
 	require.Error(t, <-done)
 }
 
+// TestScriptMemoryLimit: a script that grows a string past
+// script-memory-limit is stopped at once, even under pcall; one that fills
+// a table is stopped by the watchdog; either way the server goes on and a
+// script within the limit runs.
+//
+// Not parallel: the watchdog measures the process's heap, which the other
+// tests' servers share.
+func TestScriptMemoryLimit(t *testing.T) {
+	clk := clock.NewFake(t0)
+	cfg := config.Default()
+	cfg.Save, cfg.Port, cfg.Dir = 0, 0, t.TempDir()
+	ts := serve(t, node.New(cfg, engine.New(clk, 0), nil), clk)
+	c := ts.client(t, 2)
+	require.NoError(t, c.ConfigSet(ctx, "script-memory-limit", "8mb").Err())
+	require.Equal(t, map[string]string{"script-memory-limit": "8388608"}, c.ConfigGet(ctx, "script-memory-limit").Val())
+	stopped := "ERR Script used more memory than script-memory-limit allows script: "
+	for name, script := range map[string]string{
+		"doubling":                   "local s = 'x' for i = 1, 40 do s = s .. s end return #s",
+		"rep":                        "return #string.rep('x', 1e10)",
+		"rep as method":              "return #(('xy'):rep(1e9))",
+		"format":                     "local s = string.rep('x', 60000) for i = 1, 12 do s = string.format('%s%s', s, s) end return #s",
+		"gsub":                       "local s = string.rep('x', 100) s = s:gsub('x', string.rep('y', 1e5)) return #s",
+		"gsub of %0":                 "local s = string.rep('x', 4e6) s = s:gsub('^x', string.rep('%0', 1e6)) return #s",
+		"gsub by a function":         "local s = string.rep('x', 60000) s = s:gsub('x', function() return s end) return #s",
+		"gsub by a table":            "local s = string.rep('x', 60000) s = s:gsub('x', {x = s}) return #s",
+		"table.concat of one string": "local s, t = string.rep('x', 60000), {} for i = 1, 1000 do t[i] = s end return #table.concat(t)",
+		"table.concat":               "local s = string.rep('x', 60000) for i = 1, 12 do s = table.concat({s, s}) end return #s",
+		"cjson.encode":               "local s = string.rep('x', 60000) for i = 1, 12 do s = cjson.encode({s, s}) end return #s",
+		"pcall":                      "local s = 'x' local ok = pcall(function() for i = 1, 40 do s = s .. s end end) return 'went on'",
+		"a filled table":             "local t = {} for i = 1, 1e9 do t[i] = i end return #t",
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := c.Eval(ctx, script, nil).Err()
+			require.Error(t, err)
+			require.True(t, strings.HasPrefix(err.Error(), stopped), err.Error())
+		})
+	}
+	for script, want := range map[string]int64{
+		"local s = 'x' for i = 1, 20 do s = s .. s end return #s":                             1 << 20,
+		"local s = string.rep('ab', 1000) return #s:gsub('a', 'cc')":                          3000,
+		"local s = string.rep('ab', 1000) return #s:gsub('a', function(m) return m .. m end)": 3000,
+		"return #string.rep('x', 4e6):gsub('y', string.rep('%0', 1e6))":                       4e6,
+		"return select(2, string.rep('ab', 1000):gsub('b', 'xyz', 10))":                       10,
+	} {
+		require.Equal(t, want, c.Eval(ctx, script, nil).Val(), script)
+	}
+	require.NoError(t, c.ConfigSet(ctx, "script-memory-limit", "0").Err())
+	require.Equal(t, int64(16<<20), c.Eval(ctx, "local s = 'x' for i = 1, 24 do s = s .. s end return #s", nil).Val())
+}
+
 // TestFunctionsSurviveARestart: libraries are in the snapshot, scripts
 // are not (EVALSHA answers NOSCRIPT after a restart, as in Redis).
 func TestFunctionsSurviveARestart(t *testing.T) {
