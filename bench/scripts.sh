@@ -13,6 +13,10 @@
 #   flexible.incrTtl    rate-limiter-flexible's RateLimiterRedis script, read
 #                       from tests/clients/node/node_modules (native; skipped
 #                       without `npm ci` there)
+#   rate-limit-redis.increment  rate-limit-redis's (express-rate-limit's
+#                       store) fixed window, from the same node_modules (native)
+#   limits.incr_expire  python-limits' fixed window, from Debian's
+#                       python3-limits (native; skipped without it)
 #   gcra.lua            bench/lua/gcra.lua: a GCRA script limitdb does not
 #                       recognise, on the interpreter
 #   slog.lua            bench/lua/slog.lua: a sliding log on a sorted set,
@@ -38,9 +42,11 @@ LIMITDB_BIN=${LIMITDB_BIN:-$work/limitdb-server}
 rrdir=$(go list -m -f '{{.Dir}}' github.com/go-redis/redis_rate/v10)
 uldir=$(go list -m -f '{{.Dir}}' github.com/ulule/limiter/v3)
 python3 - "$rrdir/lua.go" "$uldir/drivers/store/redis/store.go" \
-  tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js "$work" <<'PY'
-import os, re, sys
-rr, ul, fl, out = sys.argv[1:]
+  tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js \
+  tests/clients/node/node_modules/rate-limit-redis/dist/index.mjs \
+  /usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/incr_expire.lua "$work" <<'PY'
+import os, re, shutil, sys
+rr, ul, fl, rl, li, out = sys.argv[1:]
 src = open(rr).read()
 open(out + "/redis_rate_allowN.lua", "w").write(dict(re.findall(r'var (\w+) = redis.NewScript\(`(.*?)`\)', src, re.S))["allowN"])
 src = open(ul).read()
@@ -48,6 +54,11 @@ open(out + "/ulule_incr.lua", "w").write(dict(re.findall(r'(lua\w+Script) = `(.*
 if os.path.exists(fl):
     body = re.search(r'const incrTtlLuaScript = `(.*?)`;', open(fl).read(), re.S).group(1)
     open(out + "/flexible.lua", "w").write(body.replace("\\\n", ""))
+if os.path.exists(rl):  # as the library makes it: each line's leading white space dropped, trimmed
+    body = re.search(r'increment: `(.*?)`', open(rl).read(), re.S).group(1)
+    open(out + "/rate_limit_redis.lua", "w").write(re.sub(r'(?m)^\s+', '', body).strip())
+if os.path.exists(li):
+    shutil.copy(li, out + "/limits_incr_expire.lua")
 PY
 
 lp=$(free_port); rp=$(free_port)
@@ -66,6 +77,8 @@ scripts=(
   "slog.lua|bench/lua/slog.lua|100 60"
 )
 [ -f "$work/flexible.lua" ] && scripts+=("flexible.incrTtl|$work/flexible.lua|1 60 100 60")
+[ -f "$work/rate_limit_redis.lua" ] && scripts+=("rate-limit-redis.increment|$work/rate_limit_redis.lua|60000")
+[ -f "$work/limits_incr_expire.lua" ] && scripts+=("limits.incr_expire|$work/limits_incr_expire.lua|60 1")
 results=$work/results.csv
 : >"$results"
 echo "script,server,round,rps,p99_ms"

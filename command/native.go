@@ -44,6 +44,12 @@ func nativeScripts() map[string]*nativeScript {
 		// rate-limiter-flexible 11.4.0, lib/RateLimiterRedis.js: every
 		// consume, reward and penalty with a duration.
 		"a1de965f42e177aa339706bd580f049065eca79a": {Name: "rate-limiter-flexible.incrTtl", run: flexibleIncrTTL},
+		// rate-limit-redis 6.0.1 (express-rate-limit's store), index.mjs:
+		// increment.
+		"895b92e1712734e1b464999be23953485475357b": {Name: "rate-limit-redis.increment", run: rateLimitRedisIncrement},
+		// python-limits 2.8.0, resources/redis/lua_scripts/incr_expire.lua:
+		// its fixed window.
+		"628bd136a573a06b346879695681af12ccef300f": {Name: "limits.incr_expire", run: limitsIncrExpire},
 	}
 }
 

@@ -57,6 +57,12 @@ func TestNativeScriptsMatchLua(t *testing.T) {
 		{"rate-limiter-flexible", "", "",
 			map[string]string{"incrTtlLuaScript": "a1de965f42e177aa339706bd580f049065eca79a"},
 			func() []any { return []any{rng.Intn(5) - 1, []int{1, 2, 60}[rng.Intn(3)], 10, 60} }, flexibleScripts},
+		{"rate-limit-redis", "", "",
+			map[string]string{"increment": "895b92e1712734e1b464999be23953485475357b"},
+			func() []any { return []any{[]int{1, 1000, 60000}[rng.Intn(3)]} }, rateLimitRedisScripts},
+		{"python3-limits", "", "",
+			map[string]string{"incr_expire": "628bd136a573a06b346879695681af12ccef300f"},
+			func() []any { return []any{[]int{1, 2, 60}[rng.Intn(3)], 1 + rng.Intn(3)} }, limitsScripts},
 	} {
 		var scripts map[string]string
 		if lib.read != nil {
@@ -106,18 +112,51 @@ func TestNativeScriptsMatchLua(t *testing.T) {
 
 // flexibleScripts reads rate-limiter-flexible's script from the Node.js
 // tests' modules (`npm ci` in tests/clients/node), as JavaScript reads the
-// template literal: a backslash before a newline joins the lines. Without
-// the modules it returns nil, and CI, which installs them, fails.
+// template literal: a backslash before a newline joins the lines.
 func flexibleScripts(t *testing.T) map[string]string {
-	src, err := os.ReadFile("clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI: rate-limiter-flexible is not installed: %v", err)
-		}
-		t.Logf("rate-limiter-flexible is not installed (npm ci in tests/clients/node): its twin is not checked")
+	src := ciFile(t, "clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js", "rate-limiter-flexible (npm ci in tests/clients/node)")
+	if src == nil {
 		return nil
 	}
 	m := regexp.MustCompile("(?s)const incrTtlLuaScript = `(.*?)`;").FindSubmatch(src)
 	require.NotNil(t, m, "rate-limiter-flexible's script moved")
 	return map[string]string{"incrTtlLuaScript": strings.ReplaceAll(string(m[1]), "\\\n", "")}
+}
+
+// rateLimitRedisScripts reads rate-limit-redis's increment script from the
+// Node.js tests' modules, as the library makes it: every line's leading
+// white space (blank lines with it) dropped, the whole trimmed.
+func rateLimitRedisScripts(t *testing.T) map[string]string {
+	src := ciFile(t, "clients/node/node_modules/rate-limit-redis/dist/index.mjs", "rate-limit-redis (npm ci in tests/clients/node)")
+	if src == nil {
+		return nil
+	}
+	m := regexp.MustCompile("(?s)increment: `(.*?)`").FindSubmatch(src)
+	require.NotNil(t, m, "rate-limit-redis's script moved")
+	body := regexp.MustCompile(`(?m)^\s+`).ReplaceAllString(string(m[1]), "")
+	return map[string]string{"increment": strings.TrimSpace(body)}
+}
+
+// limitsScripts reads python-limits' fixed-window script, as redis-py
+// sends it: the file's bytes.
+func limitsScripts(t *testing.T) map[string]string {
+	src := ciFile(t, "/usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/incr_expire.lua", "python3-limits")
+	if src == nil {
+		return nil
+	}
+	return map[string]string{"incr_expire": string(src)}
+}
+
+// ciFile reads path, a file of a library CI installs: without it, it logs
+// that what needs it is not checked and returns nil, and in CI it fails.
+func ciFile(t *testing.T, path, what string) []byte {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI: %s is not installed: %v", what, err)
+		}
+		t.Logf("%s is not installed: its twin is not checked", what)
+		return nil
+	}
+	return src
 }

@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,28 +110,37 @@ func TestPythonLimits(t *testing.T) {
 	if exec.Command(py, "-c", "import limits").Run() != nil {
 		missing(t, "%s has no limits (Debian: python3-limits)", py)
 	}
-	red, _, ts := sideBySideReal(t)
+	red, lim, ts := sideBySideReal(t)
 	out := run(t, "clients/python", []string{"LIMITDB_PORT=" + ts.port(), "REDIS_SOCKET=" + red.Options().Addr, "PYTHONDONTWRITEBYTECODE=1"},
 		py, "-m", "unittest", "-v", "test_limits")
 	if !strings.Contains(out, "\nOK") {
 		t.Fatalf("limits tests did not pass:\n%s", out)
 	}
+	ranNatively(t, lim, "limits.incr_expire")
 	t.Logf("%s", lastLines(out, 12))
 }
 
 // nodeSideBySide runs a node test file against redis-server
-// (REDIS_SOCKET) and a real-clock limitdb (LIMITDB_PORT).
-func nodeSideBySide(t *testing.T, file string) string {
+// (REDIS_SOCKET) and a real-clock limitdb (LIMITDB_PORT), and returns its
+// output and limitdb's client.
+func nodeSideBySide(t *testing.T, file string) (string, *redis.Client) {
 	t.Helper()
 	dir := nodeDir(t)
-	red, _, ts := sideBySideReal(t)
+	red, lim, ts := sideBySideReal(t)
 	out := run(t, dir, []string{"LIMITDB_PORT=" + ts.port(), "REDIS_SOCKET=" + red.Options().Addr}, "node", "--test", "--test-reporter=tap", file)
 	// node's runner exits non-zero on a failure; make sure tests did run.
 	if !strings.Contains(out, "# fail 0") || strings.Contains(out, "# pass 0\n") {
 		t.Fatalf("%s did not all pass:\n%s", file, out)
 	}
 	t.Logf("%s", lastLines(out, 8))
-	return out
+	return out, lim
+}
+
+// ranNatively fails t unless limitdb ran the native twin name: the
+// library sent the exact script text the twin is for.
+func ranNatively(t *testing.T, lim *redis.Client, name string) {
+	t.Helper()
+	require.Regexp(t, `native_`+regexp.QuoteMeta(name)+`:sha=\w+,runs=[1-9]`, lim.Info(ctx, "scripting").Val())
 }
 
 // TestExpressRateLimit: express-rate-limit 8.7.5 with rate-limit-redis
@@ -141,7 +151,8 @@ func nodeSideBySide(t *testing.T, file string) string {
 // (tests/clients/node/express-rate-limit.test.mjs).
 func TestExpressRateLimit(t *testing.T) {
 	t.Parallel()
-	nodeSideBySide(t, "express-rate-limit.test.mjs")
+	_, lim := nodeSideBySide(t, "express-rate-limit.test.mjs")
+	ranNatively(t, lim, "rate-limit-redis.increment")
 }
 
 // TestRateLimiterFlexibleSideBySide: rate-limiter-flexible 11.4.0's
@@ -151,7 +162,8 @@ func TestExpressRateLimit(t *testing.T) {
 // (tests/clients/node/ratelimiter-sidebyside.test.mjs).
 func TestRateLimiterFlexibleSideBySide(t *testing.T) {
 	t.Parallel()
-	nodeSideBySide(t, "ratelimiter-sidebyside.test.mjs")
+	_, lim := nodeSideBySide(t, "ratelimiter-sidebyside.test.mjs")
+	ranNatively(t, lim, "rate-limiter-flexible.incrTtl")
 }
 
 // TestBottleneck: bottleneck 2.19.5 in clustering mode (its ioredis
