@@ -9,7 +9,11 @@
 // the last one is answered. Open loop (-rate n): the workers share n
 // requests a second on a fixed schedule, and a request's latency runs from
 // the instant it was due, so a server that stalls is charged for the
-// requests queued behind the stall (no coordinated omission).
+// requests queued behind the stall (no coordinated omission). A worker
+// that was idle until its request was due starts the clock when its timer
+// wakes it instead: Go's timers wake an idle process up to a millisecond
+// late (the runtime's network poller sleeps in whole milliseconds), and
+// that lateness is the load generator's, not the server's.
 //
 // Output is one CSV line:
 // label,rate,rps,p50_us,p99_us,p999_us,max_us,ok,over_limit,errors,sent
@@ -95,12 +99,18 @@ func main() {
 			// stagger the open-loop workers over one interval
 			due := start + interval*time.Duration(w)/time.Duration(*workers)
 			for {
+				// from is where the request's latency starts: its due
+				// instant, or, when the worker slept to wait for that
+				// instant and its timer woke it late, the instant it woke.
+				from := due
 				if interval > 0 {
 					if now := clk.Mono(); now < due {
 						clk.Sleep(due - now)
+						from = max(due, clk.Mono())
 					}
 				} else {
 					due = clk.Mono()
+					from = due
 				}
 				if due >= end {
 					return
@@ -118,7 +128,7 @@ func main() {
 					default:
 						r.ok++
 					}
-					r.lat = append(r.lat, int64((done-due)/time.Microsecond))
+					r.lat = append(r.lat, int64((done-from)/time.Microsecond))
 				}
 				due += interval
 			}
