@@ -47,9 +47,12 @@ func nativeScripts() map[string]*nativeScript {
 		// rate-limit-redis 6.0.1 (express-rate-limit's store), index.mjs:
 		// increment.
 		"895b92e1712734e1b464999be23953485475357b": {Name: "rate-limit-redis.increment", run: rateLimitRedisIncrement},
-		// python-limits 2.8.0, resources/redis/lua_scripts/incr_expire.lua:
-		// its fixed window.
+		// python-limits 2.8.0, resources/redis/lua_scripts/: its fixed
+		// window, incr_expire.lua,
 		"628bd136a573a06b346879695681af12ccef300f": {Name: "limits.incr_expire", run: limitsIncrExpire},
+		// and its moving window: acquire_moving_window.lua, moving_window.lua.
+		"d19f37c18768a509dbf1310a257bfc35be65609f": {Name: "limits.acquire_moving_window", run: limitsAcquireMovingWindow},
+		"3136f0028c572d2959b5cdc5ec15b287fab6a9ff": {Name: "limits.moving_window", run: limitsMovingWindow},
 	}
 }
 

@@ -97,3 +97,129 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 	}
 	return handled
 }
+
+// limitsAcquireMovingWindow is python-limits' acquire_moving_window: the
+// list at key holds the window's timestamps, newest first. Where the entry
+// at index limit - amount is no older than timestamp - expiry the window
+// is full: the reply is false (nil). Else it pushes amount copies of
+// timestamp (as redis.call writes a number, "%.17g"), trims the list to
+// limit entries, sets its expiry to expiry seconds and replies true (1).
+func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
+	if len(keys) != 1 || len(argv) < 4 {
+		return false
+	}
+	var nums [4]float64
+	for i := range nums {
+		var ok bool
+		if nums[i], ok = luaNumber(argv[i]); !ok {
+			return false
+		}
+	}
+	timestamp, limit, expiry, amount := nums[0], nums[1], nums[2], nums[3]
+	if !luaInteger(limit) || !luaInteger(amount) || !luaInteger(expiry) || amount < 1 || amount > 1<<16 || expiry < 1 {
+		return false // LINDEX, LPUSH, LTRIM or EXPIRE refuses, or EXPIRE deletes: the interpreter says so
+	}
+	now := c.Now()
+	at, err := setExpiry(now, int64(expiry), 1e9, false, "expire")
+	if err != nil {
+		return false
+	}
+	value := strconv.AppendFloat(nil, timestamp, 'g', 17, 64)
+	handled, full := false, false
+	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+		var l *engine.List
+		switch ent.Kind {
+		case engine.KindList:
+			l = ent.Ext.(*engine.List)
+		case engine.KindNone:
+			l = engine.NewList()
+			ent = engine.Entry{Kind: engine.KindList, Ext: l}
+		default:
+			return ent, false
+		}
+		if i, ok := listIndex(int64(limit-amount), l.Len()); ok {
+			newest, ok := luaNumber(l.Index(i))
+			if !ok {
+				return ent, false // tonumber(entry) is nil: Lua's error
+			}
+			if newest >= timestamp-expiry {
+				handled, full = true, true
+				return ent, false
+			}
+		}
+		handled = true
+		for range int(amount) {
+			l.PushHead(value)
+		}
+		from, to, ok := rankRange(0, int64(limit)-1, l.Len())
+		switch {
+		case !ok:
+			return engine.Entry{}, true // trimmed empty: the key is gone, EXPIRE finds nothing
+		case to < l.Len()-1:
+			l.Trim(from, to)
+		}
+		ent.Expire = at
+		return ent, true
+	})
+	switch {
+	case !handled:
+		return false
+	case full:
+		c.Null()
+	default:
+		c.Int(1)
+	}
+	return true
+}
+
+// limitsMovingWindow is python-limits' moving_window, read-only: of the
+// first limit+1 timestamps of the list at key, those no older than
+// ARGV[1], counted until the first older one; the reply is {the newest,
+// how many}, or an empty array when none is (a Lua table that starts with
+// nil).
+func limitsMovingWindow(c *Client, keys, argv [][]byte) bool {
+	if len(keys) != 1 || len(argv) < 2 {
+		return false
+	}
+	since, ok1 := luaNumber(argv[0])
+	limit, ok2 := luaNumber(argv[1])
+	if !ok1 || !ok2 || !luaInteger(limit) {
+		return false
+	}
+	var newest float64
+	count := 0
+	declined := false
+	_, err := c.eng().DoList(keys[0], c.Now(), false, func(l *engine.List) bool {
+		from, to, ok := rankRange(0, int64(limit), l.Len())
+		for i := from; ok && i <= to; i++ {
+			v, isNum := luaNumber(l.Index(i))
+			if !isNum {
+				declined = true
+				return false
+			}
+			if v < since {
+				break
+			}
+			if count == 0 {
+				newest = v
+			}
+			count++
+		}
+		return false
+	})
+	if err != nil || declined {
+		return false
+	}
+	if count == 0 {
+		c.Array(0)
+		return true
+	}
+	c.Array(2)
+	c.Int(toLuaInteger(newest))
+	c.Int(int64(count))
+	return true
+}
+
+// luaInteger reports whether f is an integer that redis.call writes as
+// one ("%.17g" of it has no point or exponent).
+func luaInteger(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1e15 }

@@ -4,11 +4,14 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,26 +46,28 @@ func TestNativeScriptsMatchLua(t *testing.T) {
 	for _, lib := range []struct {
 		module, file, pattern string
 		want                  map[string]string // script name: SHA1 of its text
-		args                  func() []any
+		args                  func(script string) []any
 		read                  func(t *testing.T) map[string]string // instead of module, file, pattern
+		fill                  map[string]string                    // a script: the one that writes what it reads, run before it each round
 	}{
 		{"github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var (\\w+) = redis.NewScript\\(`(.*?)`\\)",
 			map[string]string{"allowN": "f52a5b566060d79fd321d695df55bc918339c4aa", "allowAtMost": "054143318f521948424aa25df61d7f7ba835a9d7"},
-			func() []any {
+			func(string) []any {
 				return []any{rng.Intn(20), 1 + rng.Intn(50), []int{1, 60, 3600}[rng.Intn(3)], rng.Intn(8)}
-			}, nil},
+			}, nil, nil},
 		{"github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)(lua\\w+Script) = `(.*?)`",
 			map[string]string{"luaIncrScript": "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", "luaPeekScript": "566f5c6a17e5fddb9a10bf389f754edd0d899c61"},
-			func() []any { return []any{1 + rng.Intn(3), []int{0, 1000, 60000}[rng.Intn(3)]} }, nil},
+			func(string) []any { return []any{1 + rng.Intn(3), []int{0, 1000, 60000}[rng.Intn(3)]} }, nil, nil},
 		{"rate-limiter-flexible", "", "",
 			map[string]string{"incrTtlLuaScript": "a1de965f42e177aa339706bd580f049065eca79a"},
-			func() []any { return []any{rng.Intn(5) - 1, []int{1, 2, 60}[rng.Intn(3)], 10, 60} }, flexibleScripts},
+			func(string) []any { return []any{rng.Intn(5) - 1, []int{1, 2, 60}[rng.Intn(3)], 10, 60} }, flexibleScripts, nil},
 		{"rate-limit-redis", "", "",
 			map[string]string{"increment": "895b92e1712734e1b464999be23953485475357b"},
-			func() []any { return []any{[]int{1, 1000, 60000}[rng.Intn(3)]} }, rateLimitRedisScripts},
+			func(string) []any { return []any{[]int{1, 1000, 60000}[rng.Intn(3)]} }, rateLimitRedisScripts, nil},
 		{"python3-limits", "", "",
-			map[string]string{"incr_expire": "628bd136a573a06b346879695681af12ccef300f"},
-			func() []any { return []any{[]int{1, 2, 60}[rng.Intn(3)], 1 + rng.Intn(3)} }, limitsScripts},
+			map[string]string{"incr_expire": "628bd136a573a06b346879695681af12ccef300f",
+				"acquire_moving_window": "d19f37c18768a509dbf1310a257bfc35be65609f", "moving_window": "3136f0028c572d2959b5cdc5ec15b287fab6a9ff"},
+			limitsArgs(rng), limitsScripts, map[string]string{"moving_window": "acquire_moving_window"}},
 	} {
 		var scripts map[string]string
 		if lib.read != nil {
@@ -76,32 +81,47 @@ func TestNativeScriptsMatchLua(t *testing.T) {
 		require.Len(t, scripts, len(lib.want), lib.module)
 		ts := startServer(t)
 		c := ts.client(t, 2)
-		for name, body := range scripts {
-			sum := sha1.Sum([]byte(body))
+		// A library's scripts share their keys, in the order of their
+		// names: a read-only script finds what the others left.
+		nk, lk := "n:"+lib.module, "l:"+lib.module
+		// run sends the same script and arguments to both keys, natively
+		// and on the interpreter, and requires the same reply and error
+		// (but for the script's SHA1 in it).
+		run := func(name string) (native, lua any) {
+			sha := c.ScriptLoad(ctx, scripts[name]).Val()
+			args := lib.args(name)
+			native, err1 := c.EvalSha(ctx, sha, []string{nk}, args...).Result()
+			lua, err2 := c.Eval(ctx, scripts[name]+"\n", []string{lk}, args...).Result()
+			require.Equal(t, strings.Split(fmt.Sprint(err2), " script: ")[0], strings.Split(fmt.Sprint(err1), " script: ")[0], "%s %v", name, args)
+			require.Equal(t, lua, native, "%s %v", name, args)
+			return native, lua
+		}
+		names := slices.Sorted(maps.Keys(scripts))
+		for _, name := range names {
+			sum := sha1.Sum([]byte(scripts[name]))
 			require.Equal(t, lib.want[name], hex.EncodeToString(sum[:]), "%s's %s changed: its native twin no longer applies", lib.module, name)
-			sha, err := c.ScriptLoad(ctx, body).Result()
-			require.NoError(t, err)
 			for round := 0; round < 300; round++ {
 				if round%100 == 50 { // a key that holds a number and no expiry
-					require.NoError(t, c.Set(ctx, "n:"+name, "3", 0).Err())
-					require.NoError(t, c.Set(ctx, "l:"+name, "3", 0).Err())
+					require.NoError(t, c.Set(ctx, nk, "3", 0).Err())
+					require.NoError(t, c.Set(ctx, lk, "3", 0).Err())
 				}
-				args := lib.args()
-				native, err1 := c.EvalSha(ctx, sha, []string{"n:" + name}, args...).Result()
-				lua, err2 := c.Eval(ctx, body+"\n", []string{"l:" + name}, args...).Result()
-				require.Equal(t, fmt.Sprint(err2), fmt.Sprint(err1), "%s %v", name, args)
-				require.Equal(t, lua, native, "%s round %d %v", name, round, args)
-				require.Equal(t, c.Get(ctx, "l:"+name).Val(), c.Get(ctx, "n:"+name).Val(), "%s round %d: values", name, round)
-				require.Equal(t, c.PTTL(ctx, "l:"+name).Val(), c.PTTL(ctx, "n:"+name).Val(), "%s round %d: expiries", name, round)
+				if round%100 == 75 { // and none
+					require.NoError(t, c.Del(ctx, nk, lk).Err())
+				}
+				if f := lib.fill[name]; f != "" {
+					run(f)
+				}
+				run(name)
+				require.Equal(t, c.Get(ctx, lk).Val(), c.Get(ctx, nk).Val(), "%s round %d: values", name, round)
+				require.Equal(t, c.LRange(ctx, lk, 0, -1).Val(), c.LRange(ctx, nk, 0, -1).Val(), "%s round %d: lists", name, round)
+				require.Equal(t, c.PTTL(ctx, lk).Val(), c.PTTL(ctx, nk).Val(), "%s round %d: expiries", name, round)
 				ts.clk.Advance(time.Duration(rng.Intn(3000)) * time.Millisecond)
 			}
-			require.NoError(t, c.Set(ctx, "n:"+name, "not a number", 0).Err())
-			require.NoError(t, c.Set(ctx, "l:"+name, "not a number", 0).Err())
-			args := lib.args()
-			native, err1 := c.EvalSha(ctx, sha, []string{"n:" + name}, args...).Result()
-			lua, err2 := c.Eval(ctx, body+"\n", []string{"l:" + name}, args...).Result()
-			require.Equal(t, lua, native, "%s on a value that is not a number", name)
-			require.Equal(t, strings.Split(fmt.Sprint(err2), " script: ")[0], strings.Split(fmt.Sprint(err1), " script: ")[0])
+		}
+		require.NoError(t, c.Set(ctx, nk, "not a number", 0).Err())
+		require.NoError(t, c.Set(ctx, lk, "not a number", 0).Err())
+		for _, name := range names {
+			run(name)
 		}
 		info := c.Info(ctx, "scripting").Val()
 		for _, sha := range lib.want {
@@ -137,14 +157,37 @@ func rateLimitRedisScripts(t *testing.T) map[string]string {
 	return map[string]string{"increment": strings.TrimSpace(body)}
 }
 
-// limitsScripts reads python-limits' fixed-window script, as redis-py
-// sends it: the file's bytes.
+// limitsScripts reads python-limits' scripts, as redis-py sends them: the
+// files' bytes.
 func limitsScripts(t *testing.T) map[string]string {
-	src := ciFile(t, "/usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/incr_expire.lua", "python3-limits")
-	if src == nil {
-		return nil
+	scripts := map[string]string{}
+	for _, name := range []string{"incr_expire", "acquire_moving_window", "moving_window"} {
+		src := ciFile(t, "/usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/"+name+".lua", "python3-limits")
+		if src == nil {
+			return nil
+		}
+		scripts[name] = string(src)
 	}
-	return map[string]string{"incr_expire": string(src)}
+	return scripts
+}
+
+// limitsArgs are python-limits' arguments: incr_expire's expiry and
+// amount; acquire_moving_window's timestamp (time.time(), moving on by up
+// to 2 s a call), limit, expiry and amount; moving_window's start of the
+// window and limit.
+func limitsArgs(rng *rand.Rand) func(script string) []any {
+	stamp := 1_700_000_000.0
+	return func(script string) []any {
+		stamp += 2 * rng.Float64()
+		limit, expiry := 1+rng.Intn(4), []int{1, 2, 10}[rng.Intn(3)]
+		switch script {
+		case "acquire_moving_window":
+			return []any{strconv.FormatFloat(stamp, 'f', 6, 64), limit, expiry, 1 + rng.Intn(2)}
+		case "moving_window":
+			return []any{int(stamp) - expiry, limit}
+		}
+		return []any{[]int{1, 2, 60}[rng.Intn(3)], 1 + rng.Intn(3)}
+	}
 }
 
 // ciFile reads path, a file of a library CI installs: without it, it logs
