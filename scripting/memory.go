@@ -70,7 +70,14 @@ func (st *state) limitStrings() {
 		st.guard(str, "rep", func(L *lua.LState, limit int64) {
 			st.check(L, float64(len(L.CheckString(1)))*float64(L.OptInt(2, 0)), limit)
 		})
+		// string.format's %s and %q also take a number as Lua 5.1 writes
+		// it. The string table is strings' methods table too:
+		// ("%s"):format(n).
 		st.guard(str, "format", func(L *lua.LState, limit int64) {
+			numbersAsLua51(L, L.CheckString(1))
+			if limit <= 0 {
+				return
+			}
 			n := 0
 			for i := 2; i <= L.GetTop(); i++ {
 				if s, ok := L.Get(i).(lua.LString); ok {
@@ -83,6 +90,9 @@ func (st *state) limitStrings() {
 	}
 	if tab, ok := g.RawGetString("table").(*lua.LTable); ok {
 		st.guard(tab, "concat", func(L *lua.LState, limit int64) {
+			if limit <= 0 {
+				return
+			}
 			t := L.CheckTable(1)
 			sep := len(L.OptString(2, ""))
 			i, j := L.OptInt(3, 1), L.OptInt(4, t.Len())
@@ -98,6 +108,9 @@ func (st *state) limitStrings() {
 	}
 	if cj, ok := g.RawGetString("cjson").(*lua.LTable); ok {
 		st.guard(cj, "encode", func(L *lua.LState, limit int64) {
+			if limit <= 0 {
+				return
+			}
 			n := 0
 			encodedAtLeast(L.Get(1), &n, limit, 0)
 			st.check(L, float64(n), limit)
@@ -105,17 +118,15 @@ func (st *state) limitStrings() {
 	}
 }
 
-// guard replaces t[name] with a function that runs pre while a limit is
-// set and then calls the original.
+// guard replaces t[name] with a function that runs pre with the limit (0:
+// none) and then calls the original.
 func (st *state) guard(t *lua.LTable, name string, pre func(L *lua.LState, limit int64)) {
 	fn, ok := t.RawGetString(name).(*lua.LFunction)
 	if !ok {
 		return
 	}
 	t.RawSetString(name, st.L.NewFunction(func(L *lua.LState) int {
-		if limit := st.limit(); limit > 0 {
-			pre(L, limit)
-		}
+		pre(L, st.limit())
 		return callWith(L, fn)
 	}))
 }

@@ -161,22 +161,6 @@ func openLibs(L *lua.LState) {
 		}
 		return 1
 	}))
-	// string.format's %s and %q take a number as Lua 5.1 writes it too.
-	// The string table is also strings' methods table: ("%s"):format(n).
-	if str, ok := g.RawGetString("string").(*lua.LTable); ok {
-		if format, ok := str.RawGetString("format").(*lua.LFunction); ok {
-			str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
-				numbersAsLua51(L, L.CheckString(1))
-				top := L.GetTop()
-				L.Push(format)
-				for i := 1; i <= top; i++ {
-					L.Push(L.Get(i))
-				}
-				L.Call(top, 1)
-				return 1
-			}))
-		}
-	}
 }
 
 // numbersAsLua51 replaces, among string.format's arguments on L's stack,
