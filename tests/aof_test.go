@@ -170,6 +170,9 @@ func TestBGRewriteAOF(t *testing.T) {
 	dir := t.TempDir()
 	p := mustStart(t, dir, "--save", "0", "--appendonly", "yes")
 	c := p.client(t)
+	// the first base is written in the background after start-up: until it
+	// has begun, no rewrite is in progress and none is done
+	require.Eventually(t, func() bool { return infoOf(t, c, "persistence", "aof_rewrites") == "1" }, 20*time.Second, 10*time.Millisecond)
 	require.Equal(t, "ok", waitRewrite(t, c))
 	fillKeys(t, c, "k", 20000)
 	stop := make(chan struct{})
