@@ -45,6 +45,12 @@ func (r *replayJournal) Record(flushed bool, changes []Change) {
 	r.mu.Unlock()
 }
 
+func (r *replayJournal) Expired(keys [][]byte) {
+	for _, k := range keys {
+		r.Record(false, []Change{{Key: k}})
+	}
+}
+
 func (r *replayJournal) applyTo(t *testing.T, e *Engine, now int64) {
 	for _, u := range r.units {
 		if u[0] == 'F' {
@@ -182,5 +188,47 @@ func TestJournalOffRecordsNothing(t *testing.T) {
 	e.Flush()
 	if len(j.units) != 1 {
 		t.Errorf("%d units recorded, want 1 (a write before SetJournal(nil))", len(j.units))
+	}
+}
+
+// stepJournal keeps the calls of Expired and counts Record's.
+type stepJournal struct {
+	records int
+	steps   [][]string
+}
+
+func (j *stepJournal) Record(bool, []Change) { j.records++ }
+
+func (j *stepJournal) Expired(keys [][]byte) {
+	var step []string
+	for _, k := range keys {
+		step = append(step, string(k))
+	}
+	j.steps = append(j.steps, step)
+}
+
+func TestExpiryTellsTheJournalAStepAtATime(t *testing.T) {
+	t.Parallel()
+	e := New(nil, 1)
+	for i := 0; i < 10; i++ {
+		e.SetString([]byte(fmt.Sprint("k", i)), t0, []byte("v"), SetOptions{Expire: t0 + 1}, nil)
+	}
+	e.SetString([]byte("live"), t0, []byte("v"), SetOptions{}, nil)
+	j := &stepJournal{}
+	e.SetJournal(j)
+	if n := e.ExpireCycle(t0+1, 20); n != 10 {
+		t.Fatalf("the cycle deleted %d keys, want 10", n)
+	}
+	if j.records != 0 || len(j.steps) != 1 || len(j.steps[0]) != 10 {
+		t.Fatalf("journal: %d records and steps %q; want one step of the 10 expired keys", j.records, j.steps)
+	}
+	told := map[string]bool{}
+	for _, k := range j.steps[0] {
+		told[k] = true
+	}
+	for i := 0; i < 10; i++ {
+		if k := fmt.Sprint("k", i); !told[k] {
+			t.Errorf("%s expired and was not told (told %q)", k, j.steps[0])
+		}
 	}
 }

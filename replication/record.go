@@ -12,6 +12,7 @@ import (
 const (
 	verbApply    = "APPLY"
 	verbReset    = "RESET"
+	verbDrop     = "DROP"
 	verbSection  = "SECTION"
 	verbPing     = "PING"
 	verbReplconf = "REPLCONF"
@@ -67,6 +68,16 @@ func appendUnit(b, scratch []byte, flushed bool, changes []engine.Change) ([]byt
 	return b, scratch, nil
 }
 
+// appendDrop appends the record of keys active expiry deleted.
+func appendDrop(b []byte, keys [][]byte) []byte {
+	b = appendArray(b, 1+len(keys))
+	b = appendBulk(b, []byte(verbDrop))
+	for _, key := range keys {
+		b = appendBulk(b, key)
+	}
+	return b
+}
+
 // Applier applies records of the stream to a keyspace and its sections,
 // reusing its buffers from one record to the next: a replica's link, or
 // the append-only file's replay. One goroutine uses it.
@@ -116,6 +127,11 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 				put(tx, key, a.ents[i], now)
 			}
 		})
+		return nil
+	case equalFold(verb, verbDrop):
+		for _, key := range args[1:] {
+			put(a.Eng, key, engine.Entry{}, now)
+		}
 		return nil
 	case equalFold(verb, verbSection):
 		if len(args) != 3 {

@@ -64,6 +64,17 @@ func (s *Stream) Record(flushed bool, changes []engine.Change) {
 	s.mu.Unlock()
 }
 
+// Expired implements engine.Journal: it appends a step of active expiry's
+// deletions as one DROP record.
+func (s *Stream) Expired(keys [][]byte) {
+	s.mu.Lock()
+	s.buf = appendDrop(s.buf, keys)
+	s.endAt.Store(s.end())
+	s.unpublished.Store(true)
+	s.trimIfLong()
+	s.mu.Unlock()
+}
+
 // Publish wakes the readers when records were added since the last call:
 // the command layer calls it once per batch of a connection's commands, so
 // a replica's sender wakes once per batch, not once per write. (Readers

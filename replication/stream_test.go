@@ -94,6 +94,13 @@ func TestRecordsRoundTrip(t *testing.T) {
 	src.SetStrings([][]byte{[]byte("a"), []byte("b")}, [][]byte{[]byte("1"), []byte("2")}, now, false)
 	src.SetString([]byte("del"), now, []byte("x"), engine.SetOptions{}, nil)
 	src.Delete([]byte("del"), now)
+	for _, k := range []string{"exp1", "exp2"} {
+		src.SetString([]byte(k), now, []byte("x"), engine.SetOptions{Expire: now + 1}, nil)
+	}
+	src.SetString([]byte("later"), now, []byte("x"), engine.SetOptions{Expire: now + 10}, nil)
+	if n := src.ExpireCycle(now+2, 20); n != 2 { // DROP records, applied at now: before they expire
+		t.Fatalf("expiry deleted %d keys, want 2", n)
+	}
 	dst.SetString([]byte("stale"), now, []byte("x"), engine.SetOptions{}, nil) // the flush must remove it
 	data, err := r.Next(nil, 1<<20)
 	if err != nil {
@@ -111,7 +118,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, k := range []string{"n", "a", "b"} {
+	for _, k := range []string{"n", "a", "b", "later"} {
 		want, _ := src.Get([]byte(k), now)
 		got, ok := dst.Get([]byte(k), now)
 		wb, _ := want.AppendBinary(nil)
@@ -120,7 +127,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			t.Errorf("key %s: got %+v, want %+v", k, got, want)
 		}
 	}
-	for _, k := range []string{"gone", "del", "stale"} {
+	for _, k := range []string{"gone", "del", "stale", "exp1", "exp2"} {
 		if _, ok := dst.Get([]byte(k), now); ok {
 			t.Errorf("key %s survived", k)
 		}
