@@ -157,11 +157,12 @@ func BenchmarkPrimary(b *testing.B) {
 }
 
 // benchStream is the stream of the load on a primary: its records, whole,
-// and where each ends.
+// and where the records of each request end.
 type benchStream struct {
-	buf  []byte
-	ends []int
-	t0   int64 // the primary's clock when it began
+	buf     []byte
+	ends    []int
+	records int
+	t0      int64 // the primary's clock when it began
 }
 
 // recordLoad runs requests of the load after a warm-up and returns the
@@ -170,11 +171,12 @@ func recordLoad(tb testing.TB, requests int) benchStream {
 	ld := newBenchLoad(tb)
 	ld.warm()
 	s := NewStream(1 << 20)
-	r, _ := s.Tail(true)
+	r, from := s.Tail(true)
 	ld.eng.SetJournal(s)
 	st := benchStream{t0: ld.now}
 	for i := 0; i < requests; i++ {
 		ld.request()
+		st.ends = append(st.ends, int(s.Offset()-from))
 	}
 	var err error
 	if st.buf, err = r.Next(nil, len(s.buf)); err != nil {
@@ -183,12 +185,11 @@ func recordLoad(tb testing.TB, requests int) benchStream {
 	br := bufio.NewReader(&cyclicReader{st: &st, total: int64(len(st.buf))})
 	var raw []byte
 	var args [][]byte
-	for off := 0; off < len(st.buf); {
+	for off := 0; off < len(st.buf); st.records++ {
 		if args, raw, err = persistence.ReadRecord(br, raw[:0], args[:0]); err != nil {
 			tb.Fatal(err)
 		}
 		off += len(raw)
-		st.ends = append(st.ends, off)
 	}
 	return st
 }
@@ -211,11 +212,11 @@ func (r *cyclicReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// BenchmarkReplicaApply is a replica's cost per record of the load's
-// stream: reading it from the connection's buffer, applying it to the
-// keyspace, and keeping it in the replica's own stream (link.apply).
-// Records are applied again when the stream comes round, which changes
-// nothing (doc.go).
+// BenchmarkReplicaApply is a replica's cost per request of the load: what
+// it takes to read the records the request and its expiry made from the
+// connection's buffer, apply them to the keyspace, and keep them in the
+// replica's own stream (link.apply). Records are applied again when the
+// stream comes round, which changes nothing (doc.go).
 //
 //	go test ./replication -run '^$' -bench ReplicaApply -cpu 1 -count 5
 func BenchmarkReplicaApply(b *testing.B) {
@@ -236,10 +237,11 @@ func BenchmarkReplicaApply(b *testing.B) {
 		b.Fatal("apply returned no error at the end of its input")
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(len(st.buf))/float64(n), "B/record")
+	b.ReportMetric(float64(st.records)/float64(n), "records/op")
+	b.ReportMetric(float64(len(st.buf))/float64(n), "B/op-stream")
 }
 
-// endOf is where the first k records end.
+// endOf is where the records of the first k requests end.
 func (st *benchStream) endOf(k int) int {
 	if k == 0 {
 		return 0
