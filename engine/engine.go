@@ -214,7 +214,11 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 		return at.live
 	}
 	if j := e.journal(); j != nil {
-		e.changed(j, i, key, h)
+		if st, known := storedState(write, next, now); known && e.tx == nil {
+			e.recordState(j, i, key, st)
+		} else {
+			e.changed(j, i, key, h)
+		}
 	}
 	return at.live
 }

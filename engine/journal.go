@@ -77,10 +77,32 @@ func (e *Engine) changed(j Journal, i int, key []byte, h uint64) {
 // recordOne records key's state as a unit of its own, in or out of a
 // transaction (expiry and eviction). The caller holds the shard's lock.
 func (e *Engine) recordOne(j Journal, i int, key []byte, h uint64) {
+	e.recordState(j, i, key, e.finalState(i, key, h).Entry)
+}
+
+// recordState records key's state st as a unit of its own. The caller
+// holds the shard's lock.
+func (e *Engine) recordState(j Journal, i int, key []byte, st Entry) {
 	sd := &e.side[i]
-	sd.change[0] = e.finalState(i, key, h)
+	sd.change[0] = Change{Key: key, Entry: st}
 	j.Record(false, sd.change[:1])
 	sd.change[0] = Change{}
+}
+
+// storedState is what Do leaves stored for its key, when that is known
+// without looking the key up again: nothing after a deletion (write false:
+// an expired entry reaped; or an entry that is not live), or the entry as
+// written when it has no Ext state or words (store keeps Kind, Expire, A
+// and B as given, and C only beside Ext state). known is false otherwise,
+// and finalState reads it.
+func storedState(write bool, next Entry, now int64) (st Entry, known bool) {
+	switch {
+	case !write || !next.Live(now):
+		return Entry{}, true
+	case next.Ext == nil && next.Kind != KindSlidingLog:
+		return Entry{Kind: next.Kind, Expire: next.Expire, A: next.A, B: next.B}, true
+	}
+	return Entry{}, false
 }
 
 // finalState is key's state as stored: its entry, or KindNone when it is

@@ -232,3 +232,56 @@ func TestExpiryTellsTheJournalAStepAtATime(t *testing.T) {
 		}
 	}
 }
+
+// lastJournal keeps the last change it was told, encoded.
+type lastJournal struct {
+	key   string
+	entry []byte // nil: a deletion
+}
+
+func (j *lastJournal) Record(_ bool, changes []Change) {
+	c := changes[len(changes)-1]
+	j.key, j.entry = string(c.Key), nil
+	if c.Entry.Kind != KindNone {
+		b, err := c.Entry.AppendBinary(nil)
+		if err != nil {
+			panic(err)
+		}
+		j.entry = b
+	}
+}
+
+func (j *lastJournal) Expired([][]byte) {}
+
+// What Do tells the journal is what it stored, whether the journal is told
+// the entry as written or the key is looked up again (storedState).
+func TestDoTellsTheJournalWhatItStored(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		ent  Entry
+	}{
+		{"limiter", Entry{Kind: KindGCRA, A: t0 + 5e9, Expire: t0 + 5e9}},
+		{"A, B and C", Entry{Kind: KindTokenBucket, A: 3, B: 4, C: 5, Expire: t0 + 5e9}},
+		{"not live: a deletion", Entry{Kind: KindGCRA, A: t0 - 1, Expire: t0 - 1}},
+		{"none: a deletion", Entry{}},
+		{"Ext state", Entry{Kind: KindString, Ext: []byte("v")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(nil, 2)
+			j := &lastJournal{}
+			e.SetJournal(j)
+			key := []byte("k")
+			e.Do(key, t0, func(Entry) (Entry, bool) { return Entry{Kind: KindGCRA, A: t0 + 1e9, Expire: t0 + 1e9}, true })
+			e.Do(key, t0, func(Entry) (Entry, bool) { return c.ent, true })
+			var want []byte
+			if got, ok := e.Get(key, t0); ok {
+				want, _ = got.AppendBinary(nil)
+			}
+			if j.key != "k" || string(j.entry) != string(want) {
+				t.Errorf("journal told %q = %x, stored %x", j.key, j.entry, want)
+			}
+		})
+	}
+}
