@@ -179,7 +179,7 @@ func recordLoad(tb testing.TB, requests int) benchStream {
 		st.ends = append(st.ends, int(s.Offset()-from))
 	}
 	var err error
-	if st.buf, err = r.Next(nil, len(s.buf)); err != nil {
+	if st.buf, err = r.Next(nil, int(s.Offset()-from)); err != nil {
 		tb.Fatal(err)
 	}
 	br := bufio.NewReader(&cyclicReader{st: &st, total: int64(len(st.buf))})

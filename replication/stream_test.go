@@ -3,6 +3,7 @@ package replication
 import (
 	"bytes"
 	"errors"
+	"math/rand"
 	"testing"
 
 	"github.com/limitdb/limitdb/engine"
@@ -131,5 +132,88 @@ func TestRecordsRoundTrip(t *testing.T) {
 		if _, ok := dst.Get([]byte(k), now); ok {
 			t.Errorf("key %s survived", k)
 		}
+	}
+}
+
+// Records of every size, across the chunks' boundaries and larger than a
+// chunk, read back byte for byte, through Next and through NextView.
+func TestStreamReadsBackWhatItWasGiven(t *testing.T) {
+	s := NewStream(16 << 10)
+	copier, _ := s.Tail(true)
+	viewer, _ := s.Tail(true)
+	var want, got, viewed []byte
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 2000; i++ {
+		n := rng.Intn(200)
+		if i%500 == 7 {
+			n = 3*chunkSize + 11
+		}
+		rec := make([]byte, n)
+		rng.Read(rec)
+		s.Append(rec)
+		want = append(want, rec...)
+		if i%10 == 0 {
+			var err error
+			if got, err = copier.Next(got, 1<<30); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				b, err := viewer.NextView(rng.Intn(5000) + 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(b) == 0 {
+					break
+				}
+				viewed = append(viewed, b...)
+			}
+		}
+	}
+	got, _ = copier.Next(got, 1<<30)
+	for b, _ := viewer.NextView(1 << 30); len(b) > 0; b, _ = viewer.NextView(1 << 30) {
+		viewed = append(viewed, b...)
+	}
+	if !bytes.Equal(got, want) || !bytes.Equal(viewed, want) {
+		t.Fatalf("read back %d bytes by copy and %d by view, want the %d given", len(got), len(viewed), len(want))
+	}
+	if s.Offset() != int64(len(want)) {
+		t.Errorf("offset %d, want %d", s.Offset(), len(want))
+	}
+}
+
+// A view stays what it was until its reader calls again, while the stream
+// grows past it and drops its chunk; the chunks nobody's view is in are
+// reused.
+func TestStreamViewOutlivesTrim(t *testing.T) {
+	s := NewStream(16 << 10)
+	s.maxLag = 64 << 10
+	holder, _ := s.Tail(false) // falls behind, keeps its view
+	mover, _ := s.Tail(false)
+	s.Append(bytes.Repeat([]byte("a"), 1000))
+	view, err := holder.NextView(1 << 20)
+	if err != nil || len(view) != 1000 {
+		t.Fatalf("view of %d bytes, %v", len(view), err)
+	}
+	arrays := map[*byte]bool{} // the chunks' memory
+	for i := 0; i < 100; i++ {
+		s.Append(bytes.Repeat([]byte("b"), 10_000))
+		if _, err := mover.Next(nil, 1<<30); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range s.chunks {
+			arrays[&c[:1][0]] = true
+		}
+	}
+	if b := s.Backlog(); b.FirstByteOffset <= 1000 {
+		t.Fatalf("the stream kept its first bytes (first byte offset %d): the test proves nothing", b.FirstByteOffset)
+	}
+	if string(view) != string(bytes.Repeat([]byte("a"), 1000)) {
+		t.Error("the view changed once the stream moved on")
+	}
+	if len(arrays) > 4 { // a megabyte went through 16 KiB of backlog
+		t.Errorf("the stream's chunks took %d arrays: dropped ones are not reused", len(arrays))
+	}
+	if _, err := holder.NextView(1 << 20); !errors.Is(err, ErrLagging) {
+		t.Errorf("the holder, far behind: %v, want ErrLagging", err)
 	}
 }
