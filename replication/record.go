@@ -20,18 +20,28 @@ const (
 
 // appendArray appends a RESP array header of n elements.
 func appendArray(b []byte, n int) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(n), 10)
+	b = appendCount(append(b, '*'), n)
 	return append(b, '\r', '\n')
 }
 
 // appendBulk appends a RESP bulk string.
 func appendBulk(b, s []byte) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = appendCount(append(b, '$'), len(s))
 	b = append(b, '\r', '\n')
 	b = append(b, s...)
 	return append(b, '\r', '\n')
+}
+
+// appendCount appends n >= 0 in decimal; the lengths of a record's keys
+// and entries take the first two cases.
+func appendCount(b []byte, n int) []byte {
+	switch {
+	case n < 10:
+		return append(b, byte('0'+n))
+	case n < 100:
+		return append(b, byte('0'+n/10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(b, int64(n), 10)
 }
 
 // AppendCommand appends args as one RESP array of bulk strings: a record

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/limitdb/limitdb/engine"
@@ -131,5 +132,13 @@ func TestAOFOfEitherDeletionFormLoads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAppendCount(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 42, 99, 100, 12345, 1 << 40} {
+		if got, want := string(appendCount([]byte("x"), n)), "x"+strconv.Itoa(n); got != want {
+			t.Errorf("appendCount(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -74,7 +74,7 @@ func (s *Stream) Record(flushed bool, changes []engine.Change) {
 	default:
 		s.grow(len(rec))
 	}
-	s.unpublished.Store(true)
+	s.markUnpublished()
 	s.mu.Unlock()
 }
 
@@ -150,8 +150,17 @@ func (s *Stream) Expired(keys [][]byte) {
 	} else {
 		s.grow(len(rec))
 	}
-	s.unpublished.Store(true)
+	s.markUnpublished()
 	s.mu.Unlock()
+}
+
+// markUnpublished notes that records were added for Publish to wake the
+// readers for; a load first, as a burst of records between two Publish
+// calls needs one store.
+func (s *Stream) markUnpublished() {
+	if !s.unpublished.Load() {
+		s.unpublished.Store(true)
+	}
 }
 
 // Publish wakes the readers when records were added since the last call:
