@@ -84,18 +84,12 @@ func (s *Stream) last() []byte {
 	if n := len(s.chunks); n > 0 && len(s.chunks[n-1]) < chunkSize {
 		return s.chunks[n-1]
 	}
-	return s.startChunk(0)
-}
-
-// startChunk starts a chunk with room for at least n bytes. The caller
-// holds mu.
-func (s *Stream) startChunk(n int) []byte {
 	s.trim() // a chunk is full: a good time to drop old ones
 	var c []byte
-	if k := len(s.free); k > 0 && n <= cap(s.free[k-1]) {
+	if k := len(s.free); k > 0 {
 		c, s.free[k-1], s.free = s.free[k-1][:0], nil, s.free[:k-1]
 	} else {
-		c = make([]byte, 0, max(n, chunkSize+chunkSize/4))
+		c = make([]byte, 0, chunkSize+chunkSize/4)
 	}
 	s.chunks = append(s.chunks, c)
 	return c
@@ -109,7 +103,7 @@ const maxFree = 16
 // recycle keeps c, dropped from the stream at offset at, for reuse unless
 // a reader's view is in it. The caller holds mu.
 func (s *Stream) recycle(c []byte, at int64) {
-	if len(s.free) >= maxFree || cap(c) != chunkSize+chunkSize/4 {
+	if len(s.free) >= maxFree {
 		return
 	}
 	for _, r := range s.readers {
@@ -129,15 +123,14 @@ func (s *Stream) grow(n int) {
 	s.endAt.Store(s.end())
 }
 
-// add appends rec: into the last chunk when it fits, else into a new one.
-// The caller holds mu.
-func (s *Stream) add(rec []byte) {
-	c := s.last()
-	if len(rec) > cap(c)-len(c) {
-		c = s.startChunk(len(rec))
+// add appends b, across as many chunks as it takes. The caller holds mu.
+func (s *Stream) add(b []byte) {
+	for len(b) > 0 {
+		c := s.last() // it has room: it is shorter than chunkSize
+		n := copy(c[len(c):cap(c)], b)
+		s.grow(n)
+		b = b[n:]
 	}
-	copy(c[len(c):cap(c)], rec)
-	s.grow(len(rec))
 }
 
 // Expired implements engine.Journal: it appends a step of active expiry's
