@@ -1,9 +1,14 @@
 package replication
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"log"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/engine"
@@ -216,4 +221,87 @@ func TestStreamViewOutlivesTrim(t *testing.T) {
 	if _, err := holder.NextView(1 << 20); !errors.Is(err, ErrLagging) {
 		t.Errorf("the holder, far behind: %v, want ErrLagging", err)
 	}
+}
+
+// chunkReader returns its bytes a few at a time, as a socket might.
+type chunkReader struct {
+	b   []byte
+	rng *rand.Rand
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 1+r.rng.Intn(300))], r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// The link applies the stream however the socket splits it and whatever
+// its buffer holds of a record: the replica ends with the primary's
+// keyspace and the stream's bytes, at its offsets.
+func TestLinkAppliesRecordsAcrossReads(t *testing.T) {
+	const now = int64(1_700_000_000e9)
+	src := engine.New(nil, 4)
+	s := NewStream(1 << 20)
+	r, _ := s.Tail(true)
+	src.SetJournal(s)
+	for i := 0; i < 200; i++ {
+		key := []byte(fmt.Sprint("k", i%50))
+		switch i % 4 {
+		case 0:
+			src.SetString(key, now, bytes.Repeat([]byte("v"), i*10), engine.SetOptions{}, nil) // up to 2 KB: larger than a small buffer
+		case 1:
+			src.IncrBy(append([]byte("n"), key...), now, 1)
+		case 2:
+			src.SetString(append([]byte("e"), key...), now, []byte("x"), engine.SetOptions{Expire: now + 1}, nil)
+		case 3:
+			src.ExpireCycle(now+2, 20)
+		}
+	}
+	data, err := r.Next(nil, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{16, 4096, 256 << 10} {
+		t.Run(fmt.Sprint("buffer ", size), func(t *testing.T) {
+			dst := engine.New(nil, 2)
+			m := New(dst, log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
+			m.stream.Activate()
+			l := newLink(m, "127.0.0.1", 6379)
+			br := bufio.NewReaderSize(&chunkReader{b: data, rng: rand.New(rand.NewSource(int64(size)))}, size)
+			if err := l.apply(br, func() {}); err == nil || !strings.Contains(err.Error(), "closed") {
+				t.Fatalf("apply ended with %v, want the primary closing", err)
+			}
+			if m.stream.Offset() != int64(len(data)) {
+				t.Errorf("the replica's stream is at %d, want %d", m.stream.Offset(), len(data))
+			}
+			want, got := keyspace(t, src, now), keyspace(t, dst, now)
+			if len(want) == 0 || len(got) != len(want) {
+				t.Fatalf("the replica has %d keys, the primary %d", len(got), len(want))
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("key %q differs", k)
+				}
+			}
+		})
+	}
+}
+
+// keyspace is every live key of e, encoded.
+func keyspace(t *testing.T, e *engine.Engine, now int64) map[string]string {
+	out := map[string]string{}
+	for i := 0; i < e.Shards(); i++ {
+		e.RangeShard(i, now, func(key string, ent *engine.Entry) bool {
+			b, err := ent.AppendBinary(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[key] = string(b)
+			return true
+		})
+	}
+	return out
 }
