@@ -376,7 +376,9 @@ func (r *Reader) NextView(max int) ([]byte, error) {
 	at := s.start
 	for _, c := range s.chunks {
 		if n := int64(len(c)); r.pos < at+n {
-			b := c[r.pos-at : min(n, r.pos-at+int64(max)) : min(n, r.pos-at+int64(max))]
+			i := r.pos - at
+			j := i + min(n-i, int64(max)) // not i+max: max may be math.MaxInt
+			b := c[i:j:j]
 			r.view = r.pos
 			r.pos += int64(len(b))
 			return b, nil
