@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
 )
@@ -268,7 +269,7 @@ func TestLinkAppliesRecordsAcrossReads(t *testing.T) {
 	}
 	for _, size := range []int{16, 4096, 256 << 10} {
 		t.Run(fmt.Sprint("buffer ", size), func(t *testing.T) {
-			dst := engine.New(nil, 2)
+			dst := engine.New(clock.NewFake(now), 2) // applies at the primary's instant
 			m := New(dst, log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
 			m.stream.Activate()
 			l := newLink(m, "127.0.0.1", 6379)
