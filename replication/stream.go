@@ -348,8 +348,8 @@ type Reader struct {
 // advances past them. It returns nothing when there is nothing new (wait
 // on Wake), and ErrLagging once the stream dropped unread bytes.
 func (r *Reader) Next(dst []byte, max int) ([]byte, error) {
-	for len(dst) < max {
-		b, err := r.NextView(max - len(dst))
+	for n := 0; n < max; {
+		b, err := r.NextView(max - n)
 		if err != nil {
 			return dst, err
 		}
@@ -357,6 +357,7 @@ func (r *Reader) Next(dst []byte, max int) ([]byte, error) {
 			break
 		}
 		dst = append(dst, b...)
+		n += len(b)
 	}
 	return dst, nil
 }

@@ -308,3 +308,17 @@ func keyspace(t *testing.T, e *engine.Engine, now int64) map[string]string {
 	}
 	return out
 }
+
+// Next's max bounds the bytes it appends, whatever dst holds already.
+func TestNextAppendsUpToMax(t *testing.T) {
+	s := NewStream(16 << 10)
+	r, _ := s.Tail(false)
+	s.Append([]byte("0123456789"))
+	got, err := r.Next([]byte("held"), 4)
+	if err != nil || string(got) != "held0123" {
+		t.Fatalf("Next(held, 4) = %q, %v; want held0123", got, err)
+	}
+	if got, _ = r.Next(got[:0], 100); string(got) != "456789" {
+		t.Errorf("then %q, want 456789", got)
+	}
+}
