@@ -74,8 +74,9 @@ func (e *Engine) changed(j Journal, i int, key []byte, h uint64) {
 	e.recordOne(j, i, key, h)
 }
 
-// recordOne records key's state as a unit of its own, in or out of a
-// transaction (expiry and eviction). The caller holds the shard's lock.
+// recordOne records key's state as stored, as a unit of its own: a write
+// whose state Do does not know (changed), or an eviction, in or out of a
+// transaction. The caller holds the shard's lock.
 func (e *Engine) recordOne(j Journal, i int, key []byte, h uint64) {
 	e.recordState(j, i, key, e.finalState(i, key, h).Entry)
 }
