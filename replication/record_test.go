@@ -68,6 +68,7 @@ func TestApplyRefusesWhatItCannotDecode(t *testing.T) {
 func FuzzApply(f *testing.F) {
 	f.Add([]byte("*3\r\n$5\r\nAPPLY\r\n$1\r\nk\r\n$4\r\n\x01\x02\x02\x00\r\n"))
 	f.Add([]byte("*1\r\n$5\r\nRESET\r\n"))
+	f.Add([]byte("*3\r\n$4\r\nDROP\r\n$1\r\nk\r\n$1\r\nj\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ap := Applier{Eng: engine.New(nil, 2), Sections: &persistence.Sections{}}
 		br := bufioReader(data)
