@@ -52,13 +52,9 @@ var ErrCorrupt = errors.New("engine: corrupt entry")
 func (e Entry) AppendBinary(b []byte) ([]byte, error) {
 	var ext []byte
 	if e.Ext != nil {
-		c, ok := extCodecOf(e.Kind)
-		if !ok {
-			return nil, fmt.Errorf("engine: no codec for %v ext state", e.Kind)
-		}
 		var err error
-		if ext, err = c.Append(nil, &e); err != nil {
-			return nil, fmt.Errorf("engine: encoding %v ext state: %w", e.Kind, err)
+		if ext, err = encodeExt(&e); err != nil {
+			return nil, err
 		}
 	}
 	b = append(b, byte(e.Kind))
@@ -67,6 +63,24 @@ func (e Entry) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.AppendVarint(b, e.B)
 	b = binary.AppendUvarint(b, uint64(len(ext)))
 	return append(b, ext...), nil
+}
+
+// encodeExt is the bytes of e's Ext state; it may set e's A and B
+// (ExtCodec.Append). It works on a copy of the entry, which the codec's
+// pointer takes to the heap: AppendBinary, whose entry has no Ext state
+// on a limiter's every write, allocates nothing.
+func encodeExt(e *Entry) ([]byte, error) {
+	c, ok := extCodecOf(e.Kind)
+	if !ok {
+		return nil, fmt.Errorf("engine: no codec for %v ext state", e.Kind)
+	}
+	cp := *e
+	ext, err := c.Append(nil, &cp)
+	if err != nil {
+		return nil, fmt.Errorf("engine: encoding %v ext state: %w", e.Kind, err)
+	}
+	e.A, e.B = cp.A, cp.B
+	return ext, nil
 }
 
 // DecodeEntry reads one entry from the front of b and returns it with the
@@ -81,28 +95,41 @@ func DecodeEntry(b []byte) (Entry, int, error) {
 		return e, 0, fmt.Errorf("%w: unknown kind %d", ErrCorrupt, b[0])
 	}
 	off := 1
-	for _, p := range []*int64{&e.Expire, &e.A, &e.B} {
+	var nums [3]int64 // Expire, A, B
+	for i := range nums {
 		v, n := binary.Varint(b[off:])
 		if n <= 0 {
 			return e, 0, ErrCorrupt
 		}
-		*p = v
+		nums[i] = v
 		off += n
 	}
+	e.Expire, e.A, e.B = nums[0], nums[1], nums[2]
 	l, n := binary.Uvarint(b[off:])
 	if n <= 0 || l > uint64(len(b)-off-n) {
 		return e, 0, ErrCorrupt
 	}
 	off += n
 	if l > 0 {
-		c, ok := extCodecOf(e.Kind)
-		if !ok {
-			return e, 0, fmt.Errorf("%w: %v has no ext codec", ErrCorrupt, e.Kind)
-		}
-		if err := c.Decode(b[off:off+int(l)], &e); err != nil {
-			return e, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		var err error
+		if e, err = decodeExt(b[off:off+int(l)], e); err != nil {
+			return e, 0, err
 		}
 		off += int(l)
 	}
 	return e, off, nil
+}
+
+// decodeExt is e with its Ext state decoded from b (ExtCodec.Decode). Like
+// encodeExt it keeps the codec's pointer off DecodeEntry's own entry, so
+// that decoding a limiter's entry allocates nothing.
+func decodeExt(b []byte, e Entry) (Entry, error) {
+	c, ok := extCodecOf(e.Kind)
+	if !ok {
+		return e, fmt.Errorf("%w: %v has no ext codec", ErrCorrupt, e.Kind)
+	}
+	if err := c.Decode(b, &e); err != nil {
+		return e, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return e, nil
 }

@@ -131,9 +131,10 @@ func (st *stored) live(now int64) bool { return st.Expire == 0 || st.Expire > no
 // sideState is what a shard keeps beside its table.
 type sideState struct {
 	ext    extSlab
-	cursor uint64    // active expiry's position in the shard (shard.Scan)
-	peak   int       // keys the shard held lately, decaying: room Compact keeps
-	change [1]Change // the journal's record of a one-key unit, reused
+	cursor uint64     // active expiry's position in the shard (shard.Scan)
+	peak   int        // keys the shard held lately, decaying: room Compact keeps
+	change [1]Change  // the journal's record of a one-key unit, reused
+	reaped reapedKeys // the journal's record of an expiry step, reused
 	_      [32]byte
 }
 
@@ -213,7 +214,11 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 		return at.live
 	}
 	if j := e.journal(); j != nil {
-		e.changed(j, i, key, h)
+		if st, known := storedState(write, next, now); known && e.tx == nil {
+			e.recordState(j, i, key, st)
+		} else {
+			e.changed(j, i, key, h)
+		}
 	}
 	return at.live
 }
@@ -706,16 +711,22 @@ func (e *Engine) expireShard(i int, now int64, sample int) int {
 		sd.cursor = s.Scan(sd.cursor, sample, func(k string, v *stored, tag byte) bool {
 			seen++
 			if !v.live(now) {
-				kb = append(kb[:0], k...)
-				h := e.tab.Hash(kb)
-				e.reap(i, s, kb, h, v, tag)
-				if j != nil {
-					e.recordOne(j, i, kb, h)
+				var key []byte
+				if j != nil { // kept for the journal until the step ends
+					key = sd.reaped.add(k)
+				} else {
+					kb = append(kb[:0], k...)
+					key = kb
 				}
+				e.reap(i, s, key, e.tab.Hash(key), v, tag)
 				gone++
 			}
 			return true
 		})
+		if j != nil && len(sd.reaped.keys) > 0 {
+			j.Expired(sd.reaped.keys)
+			sd.reaped.reset()
+		}
 		if gone > 0 || sd.cursor == 0 {
 			s.Compact(sd.peak)
 		}

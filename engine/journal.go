@@ -4,11 +4,11 @@ import "sync/atomic"
 
 // A Journal is told every change to the keyspace as the final state of the
 // keys one atomic unit changed: one command on one key, a multi-key
-// command (DoMulti), a transaction (Exclusive), active expiry or eviction
-// of one key, a flush. Record is called under the shards' locks of those
-// keys, so the journal sees the changes of each key in the order they
-// happened, and a unit's changes together. It must not call back into the
-// engine.
+// command (DoMulti), a transaction (Exclusive), eviction of one key, a
+// flush (Record); and the deletions of active expiry, a step's at a time
+// (Expired). Both are called under the shards' locks of those keys, so
+// the journal sees the changes of each key in the order they happened,
+// and a unit's changes together. It must not call back into the engine.
 //
 // Changes carry effects, never the command: a limiter's new state holds
 // the instant it ran at, so applying a change anywhere, later, on another
@@ -16,6 +16,11 @@ import "sync/atomic"
 // too: a change is the key's whole state.
 type Journal interface {
 	Record(flushed bool, changes []Change)
+	// Expired is told the keys one step of active expiry deleted from
+	// one shard, under that shard's lock: each deletion is a unit of its
+	// own, told together with the step's others. keys are valid only
+	// during the call.
+	Expired(keys [][]byte)
 }
 
 // Change is one key's state after a unit: Entry.Kind is KindNone when the
@@ -69,13 +74,36 @@ func (e *Engine) changed(j Journal, i int, key []byte, h uint64) {
 	e.recordOne(j, i, key, h)
 }
 
-// recordOne records key's state as a unit of its own, in or out of a
-// transaction (expiry and eviction). The caller holds the shard's lock.
+// recordOne records key's state as stored, as a unit of its own: a write
+// whose state Do does not know (changed), or an eviction, in or out of a
+// transaction. The caller holds the shard's lock.
 func (e *Engine) recordOne(j Journal, i int, key []byte, h uint64) {
+	e.recordState(j, i, key, e.finalState(i, key, h).Entry)
+}
+
+// recordState records key's state st as a unit of its own. The caller
+// holds the shard's lock.
+func (e *Engine) recordState(j Journal, i int, key []byte, st Entry) {
 	sd := &e.side[i]
-	sd.change[0] = e.finalState(i, key, h)
+	sd.change[0] = Change{Key: key, Entry: st}
 	j.Record(false, sd.change[:1])
 	sd.change[0] = Change{}
+}
+
+// storedState is what Do leaves stored for its key, when that is known
+// without looking the key up again: nothing after a deletion (write false:
+// an expired entry reaped; or an entry that is not live), or the entry as
+// written when it has no Ext state or words (store keeps Kind, Expire, A
+// and B as given, and C only beside Ext state). known is false otherwise,
+// and finalState reads it.
+func storedState(write bool, next Entry, now int64) (st Entry, known bool) {
+	switch {
+	case !write || !next.Live(now):
+		return Entry{}, true
+	case next.Ext == nil && next.Kind != KindSlidingLog:
+		return Entry{Kind: next.Kind, Expire: next.Expire, A: next.A, B: next.B}, true
+	}
+	return Entry{}, false
 }
 
 // finalState is key's state as stored: its entry, or KindNone when it is
@@ -104,4 +132,25 @@ func (e *Engine) recordKeys(j Journal, flushed bool, keys [][]byte) {
 	if flushed || len(changes) > 0 {
 		j.Record(flushed, changes)
 	}
+}
+
+// reapedKeys is the keys an expiry step deleted, copied into one buffer
+// that every step of the shard reuses.
+type reapedKeys struct {
+	buf  []byte
+	keys [][]byte // slices of buf (or of a smaller buf it outgrew)
+}
+
+// add copies k in and returns the copy.
+func (r *reapedKeys) add(k string) []byte {
+	start := len(r.buf)
+	r.buf = append(r.buf, k...)
+	key := r.buf[start:len(r.buf):len(r.buf)]
+	r.keys = append(r.keys, key)
+	return key
+}
+
+func (r *reapedKeys) reset() {
+	clear(r.keys)
+	r.buf, r.keys = r.buf[:0], r.keys[:0]
 }

@@ -45,6 +45,12 @@ func (r *replayJournal) Record(flushed bool, changes []Change) {
 	r.mu.Unlock()
 }
 
+func (r *replayJournal) Expired(keys [][]byte) {
+	for _, k := range keys {
+		r.Record(false, []Change{{Key: k}})
+	}
+}
+
 func (r *replayJournal) applyTo(t *testing.T, e *Engine, now int64) {
 	for _, u := range r.units {
 		if u[0] == 'F' {
@@ -182,5 +188,100 @@ func TestJournalOffRecordsNothing(t *testing.T) {
 	e.Flush()
 	if len(j.units) != 1 {
 		t.Errorf("%d units recorded, want 1 (a write before SetJournal(nil))", len(j.units))
+	}
+}
+
+// stepJournal keeps the calls of Expired and counts Record's.
+type stepJournal struct {
+	records int
+	steps   [][]string
+}
+
+func (j *stepJournal) Record(bool, []Change) { j.records++ }
+
+func (j *stepJournal) Expired(keys [][]byte) {
+	var step []string
+	for _, k := range keys {
+		step = append(step, string(k))
+	}
+	j.steps = append(j.steps, step)
+}
+
+func TestExpiryTellsTheJournalAStepAtATime(t *testing.T) {
+	t.Parallel()
+	e := New(nil, 1)
+	for i := 0; i < 10; i++ {
+		e.SetString([]byte(fmt.Sprint("k", i)), t0, []byte("v"), SetOptions{Expire: t0 + 1}, nil)
+	}
+	e.SetString([]byte("live"), t0, []byte("v"), SetOptions{}, nil)
+	j := &stepJournal{}
+	e.SetJournal(j)
+	if n := e.ExpireCycle(t0+1, 20); n != 10 {
+		t.Fatalf("the cycle deleted %d keys, want 10", n)
+	}
+	if j.records != 0 || len(j.steps) != 1 || len(j.steps[0]) != 10 {
+		t.Fatalf("journal: %d records and steps %q; want one step of the 10 expired keys", j.records, j.steps)
+	}
+	told := map[string]bool{}
+	for _, k := range j.steps[0] {
+		told[k] = true
+	}
+	for i := 0; i < 10; i++ {
+		if k := fmt.Sprint("k", i); !told[k] {
+			t.Errorf("%s expired and was not told (told %q)", k, j.steps[0])
+		}
+	}
+}
+
+// lastJournal keeps the last change it was told, encoded.
+type lastJournal struct {
+	key   string
+	entry []byte // nil: a deletion
+}
+
+func (j *lastJournal) Record(_ bool, changes []Change) {
+	c := changes[len(changes)-1]
+	j.key, j.entry = string(c.Key), nil
+	if c.Entry.Kind != KindNone {
+		b, err := c.Entry.AppendBinary(nil)
+		if err != nil {
+			panic(err)
+		}
+		j.entry = b
+	}
+}
+
+func (j *lastJournal) Expired([][]byte) {}
+
+// What Do tells the journal is what it stored, whether the journal is told
+// the entry as written or the key is looked up again (storedState).
+func TestDoTellsTheJournalWhatItStored(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		ent  Entry
+	}{
+		{"limiter", Entry{Kind: KindGCRA, A: t0 + 5e9, Expire: t0 + 5e9}},
+		{"A, B and C", Entry{Kind: KindTokenBucket, A: 3, B: 4, C: 5, Expire: t0 + 5e9}},
+		{"not live: a deletion", Entry{Kind: KindGCRA, A: t0 - 1, Expire: t0 - 1}},
+		{"none: a deletion", Entry{}},
+		{"Ext state", Entry{Kind: KindString, Ext: []byte("v")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(nil, 2)
+			j := &lastJournal{}
+			e.SetJournal(j)
+			key := []byte("k")
+			e.Do(key, t0, func(Entry) (Entry, bool) { return Entry{Kind: KindGCRA, A: t0 + 1e9, Expire: t0 + 1e9}, true })
+			e.Do(key, t0, func(Entry) (Entry, bool) { return c.ent, true })
+			var want []byte
+			if got, ok := e.Get(key, t0); ok {
+				want, _ = got.AppendBinary(nil)
+			}
+			if j.key != "k" || string(j.entry) != string(want) {
+				t.Errorf("journal told %q = %x, stored %x", j.key, j.entry, want)
+			}
+		})
 	}
 }

@@ -81,7 +81,8 @@
 // where <name> is appendfilename. The state is the base file, then every
 // incr file's records applied in manifest order. Each record sets the final
 // state of the keys one atomic unit changed (APPLY key entry ...), empties
-// the keyspace first (RESET ...), or replaces a section (SECTION name data);
+// the keyspace first (RESET ...), deletes the keys a step of active expiry
+// deleted (DROP key ...), or replaces a section (SECTION name data);
 // records are idempotent, so a base that already reflects some records
 // that follow it loads to the same state.
 //

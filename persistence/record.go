@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,52 @@ func ReadRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, e
 		args = append(args, raw[a:a+l:a+l])
 	}
 	return args, raw, nil
+}
+
+// ParseRecord parses the record at the front of b as ReadRecord reads one,
+// without copying: args are slices of b. It returns the record's length,
+// or 0 and no error when b ends before the record does.
+func ParseRecord(b []byte, args [][]byte) ([][]byte, int, error) {
+	first := len(args)
+	line, off := nextLine(b, 0)
+	if off == 0 {
+		return args, 0, nil
+	}
+	n, ok := headerInt(line, '*')
+	if !ok || n < 1 || n > maxRecordArgs {
+		return args, 0, fmt.Errorf("%w: %q is not an array header", ErrBadRecord, TrimLine(line))
+	}
+	total := 0
+	for i := 0; i < n; i++ {
+		line, next := nextLine(b, off)
+		if next == 0 {
+			return args[:first], 0, nil
+		}
+		l, ok := headerInt(line, '$')
+		if !ok || l < 0 || l > maxRecordBytes-total {
+			return args[:first], 0, fmt.Errorf("%w: %q is not a bulk string header", ErrBadRecord, TrimLine(line))
+		}
+		total += l
+		if len(b)-next < l+2 {
+			return args[:first], 0, nil
+		}
+		if b[next+l] != '\r' || b[next+l+1] != '\n' {
+			return args[:first], 0, fmt.Errorf("%w: bulk string not followed by CRLF", ErrBadRecord)
+		}
+		args = append(args, b[next:next+l:next+l])
+		off = next + l + 2
+	}
+	return args, off, nil
+}
+
+// nextLine returns the line of b that starts at off, its '\n' included,
+// and where the next begins; 0 when b holds no '\n' after off.
+func nextLine(b []byte, off int) ([]byte, int) {
+	i := bytes.IndexByte(b[off:], '\n')
+	if i < 0 {
+		return nil, 0
+	}
+	return b[off : off+i+1], off + i + 1
 }
 
 // headerInt reads the number of a "<prefix><digits>\r\n" line.

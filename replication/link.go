@@ -224,54 +224,78 @@ func (l *link) loadSnapshot(br *bufio.Reader, deadline func()) error {
 }
 
 // apply applies the stream until the connection fails or the link stops.
-// What it applied goes to the local stream a batch at a time: every record
-// the socket's buffer held, up to 64 KiB, before an acknowledgement.
+// The records wholly in the socket's buffer are parsed and applied where
+// they lie and go to the local stream together, before an
+// acknowledgement; a record the buffer holds only the start of is read
+// whole by itself.
 func (l *link) apply(br *bufio.Reader, deadline func()) error {
 	ap := Applier{Eng: l.m.eng, Sections: l.m.host.Sections()}
-	var raw, pending []byte
+	var raw []byte
 	var args [][]byte
-	flush := func() {
-		if len(pending) > 0 {
-			l.m.stream.Append(pending)
-			pending = pending[:0]
-		}
-	}
 	var now int64
 	for {
-		// The clocks are read once per read from the socket, not per
-		// record: under load a read holds hundreds of records.
-		refill := br.Buffered() == 0
-		if refill {
-			flush()
+		if br.Buffered() == 0 {
 			deadline()
-		}
-		var err error
-		args, raw, err = persistence.ReadRecord(br, raw[:0], args[:0])
-		if err != nil {
-			flush()
-			if errors.Is(err, io.EOF) {
-				return errors.New("the primary closed the connection")
+			if _, err := br.Peek(1); err != nil {
+				return linkError(err)
 			}
-			return err
-		}
-		if refill || now == 0 {
+			// The clocks are read once per read from the socket, not
+			// per record: under load a read holds hundreds of records.
 			l.lastIO.Store(int64(l.m.clk.Mono()))
 			now = l.m.eng.Now()
 		}
-		if err := ap.Apply(now, args); err != nil {
-			l.m.logf("replication: a record from the primary was not applied: %v", err)
+		window, _ := br.Peek(br.Buffered())
+		done, getack := 0, false
+		for done < len(window) && !getack {
+			var n int
+			var err error
+			if args, n, err = persistence.ParseRecord(window[done:], args[:0]); err != nil {
+				l.m.stream.Append(window[:done])
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			getack = l.applyRecord(&ap, now, args)
+			done += n
 		}
-		pending = append(pending, raw...)
-		if len(args) >= 2 && equalFold(args[0], verbReplconf) && equalFold(args[1], "GETACK") {
-			flush()
+		if done == 0 { // the buffer ends inside the record
+			deadline()
+			var err error
+			if args, raw, err = persistence.ReadRecord(br, raw[:0], args[:0]); err != nil {
+				return linkError(err)
+			}
+			l.lastIO.Store(int64(l.m.clk.Mono()))
+			now = l.m.eng.Now()
+			getack = l.applyRecord(&ap, now, args)
+			l.m.stream.Append(raw)
+		} else {
+			l.m.stream.Append(window[:done])
+			br.Discard(done)
+		}
+		if getack {
 			if err := l.ack(); err != nil {
 				return err
 			}
 		}
-		if len(pending) >= 64<<10 {
-			flush()
-		}
 	}
+}
+
+// applyRecord applies one record of the stream; it reports whether the
+// record asks for an acknowledgement (REPLCONF GETACK).
+func (l *link) applyRecord(ap *Applier, now int64, args [][]byte) (getack bool) {
+	if err := ap.Apply(now, args); err != nil {
+		l.m.logf("replication: a record from the primary was not applied: %v", err)
+	}
+	return len(args) >= 2 && equalFold(args[0], verbReplconf) && equalFold(args[1], "GETACK")
+}
+
+// linkError is the error that ended the stream from the primary.
+func linkError(err error) error {
+	if errors.Is(err, io.EOF) {
+		return errors.New("the primary closed the connection")
+	}
+	return err
 }
 
 // ack sends REPLCONF ACK with the offset applied.

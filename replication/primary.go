@@ -135,18 +135,17 @@ func (r *Replica) serve() {
 	}
 	r.state.Store(StateOnline)
 	r.m.checkWaiters()
-	buf := make([]byte, 0, 64<<10)
 	look := r.m.clk.NewTicker(5 * time.Millisecond) // for writes nobody publishes
 	defer look.Stop()
 	for {
-		var err error
-		if buf, err = r.reader.Next(buf[:0], 1<<20); err != nil {
+		b, err := r.reader.NextView(1 << 20)
+		if err != nil {
 			r.m.logf("replica %s:%d: %v; dropping it", r.IP, r.Port, err)
 			r.sink.Kill()
 			return
 		}
-		if len(buf) > 0 {
-			r.sink.Push(buf)
+		if len(b) > 0 {
+			r.sink.Push(b) // the stream's own bytes: the sink copies them
 			continue
 		}
 		select {

@@ -12,6 +12,7 @@ import (
 const (
 	verbApply    = "APPLY"
 	verbReset    = "RESET"
+	verbDrop     = "DROP"
 	verbSection  = "SECTION"
 	verbPing     = "PING"
 	verbReplconf = "REPLCONF"
@@ -19,18 +20,28 @@ const (
 
 // appendArray appends a RESP array header of n elements.
 func appendArray(b []byte, n int) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(n), 10)
+	b = appendCount(append(b, '*'), n)
 	return append(b, '\r', '\n')
 }
 
 // appendBulk appends a RESP bulk string.
 func appendBulk(b, s []byte) []byte {
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = appendCount(append(b, '$'), len(s))
 	b = append(b, '\r', '\n')
 	b = append(b, s...)
 	return append(b, '\r', '\n')
+}
+
+// appendCount appends n >= 0 in decimal; the lengths of a record's keys
+// and entries take the first two cases.
+func appendCount(b []byte, n int) []byte {
+	switch {
+	case n < 10:
+		return append(b, byte('0'+n))
+	case n < 100:
+		return append(b, byte('0'+n/10), byte('0'+n%10))
+	}
+	return strconv.AppendInt(b, int64(n), 10)
 }
 
 // AppendCommand appends args as one RESP array of bulk strings: a record
@@ -65,6 +76,16 @@ func appendUnit(b, scratch []byte, flushed bool, changes []engine.Change) ([]byt
 		b = appendBulk(b, scratch)
 	}
 	return b, scratch, nil
+}
+
+// appendDrop appends the record of keys active expiry deleted.
+func appendDrop(b []byte, keys [][]byte) []byte {
+	b = appendArray(b, 1+len(keys))
+	b = appendBulk(b, []byte(verbDrop))
+	for _, key := range keys {
+		b = appendBulk(b, key)
+	}
+	return b
 }
 
 // Applier applies records of the stream to a keyspace and its sections,
@@ -116,6 +137,11 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 				put(tx, key, a.ents[i], now)
 			}
 		})
+		return nil
+	case equalFold(verb, verbDrop):
+		for _, key := range args[1:] {
+			put(a.Eng, key, engine.Entry{}, now)
+		}
 		return nil
 	case equalFold(verb, verbSection):
 		if len(args) != 3 {

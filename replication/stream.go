@@ -18,16 +18,24 @@ var ErrLagging = errors.New("replication: the reader fell behind the stream's ba
 // what a replica applied from its primary, kept at the primary's offsets.
 // It holds at least the last backlog bytes, and whatever its Readers have
 // not read yet up to maxLag bytes behind the end.
+//
+// The bytes live in chunks of about chunkSize, appended to and never
+// written again below their length: trimming drops whole chunks from the
+// front, so it copies nothing, and a Reader can hand out a slice of a
+// chunk that stays valid while the stream moves on (NextView). A dropped
+// chunk that no Reader's view is in is reused for new bytes.
 type Stream struct {
 	mu      sync.Mutex
-	id      string // master_replid
-	id2     string // master_replid2: the history this one continues
-	off2    int64  // second_repl_offset: id2 is valid up to here (-1: none)
-	start   int64  // the offset of buf[0]
-	buf     []byte
-	active  bool  // repl_backlog_active: a replica or the file reads it
-	backlog int64 // repl-backlog-size
-	maxLag  int64 // how far behind a Reader may fall before it is dropped
+	id      string   // master_replid
+	id2     string   // master_replid2: the history this one continues
+	off2    int64    // second_repl_offset: id2 is valid up to here (-1: none)
+	start   int64    // the offset of chunks[0][0]
+	size    int64    // the bytes the chunks hold
+	chunks  [][]byte // the last is appended to
+	free    [][]byte // dropped chunks that no view is in, to reuse
+	active  bool     // repl_backlog_active: a replica or the file reads it
+	backlog int64    // repl-backlog-size
+	maxLag  int64    // how far behind a Reader may fall before it is dropped
 	readers []*Reader
 	scratch []byte
 	bad     int64 // units that could not be encoded (engine codec errors)
@@ -48,20 +56,104 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// chunkSize is the size of the stream's chunks: a record that would take
+// its chunk past it starts the next one.
+const chunkSize = 64 << 10
+
 // Record implements engine.Journal: it appends the unit as one record.
 func (s *Stream) Record(flushed bool, changes []engine.Change) {
 	s.mu.Lock()
-	n := len(s.buf)
-	var err error
-	s.buf, s.scratch, err = appendUnit(s.buf, s.scratch, flushed, changes)
-	if err != nil { // an entry with no codec: drop the record, count it
-		s.buf = s.buf[:n]
+	c := s.last()
+	rec, scratch, err := appendUnit(c[len(c):], s.scratch, flushed, changes)
+	s.scratch = scratch
+	switch {
+	case err != nil: // an entry with no codec: drop the record, count it
 		s.bad++
+	case len(rec) > cap(c)-len(c): // it did not fit: append moved it
+		s.add(rec)
+	default:
+		s.grow(len(rec))
 	}
-	s.endAt.Store(s.end())
-	s.unpublished.Store(true)
-	s.trimIfLong()
+	s.markUnpublished()
 	s.mu.Unlock()
+}
+
+// last is the chunk records are appended to, started when there is none
+// or the last is full. The caller holds mu.
+func (s *Stream) last() []byte {
+	if n := len(s.chunks); n > 0 && len(s.chunks[n-1]) < chunkSize {
+		return s.chunks[n-1]
+	}
+	s.trim() // a chunk is full: a good time to drop old ones
+	var c []byte
+	if k := len(s.free); k > 0 {
+		c, s.free[k-1], s.free = s.free[k-1][:0], nil, s.free[:k-1]
+	} else {
+		c = make([]byte, 0, chunkSize+chunkSize/4)
+	}
+	s.chunks = append(s.chunks, c)
+	return c
+}
+
+// maxFree is how many dropped chunks the stream keeps for reuse: a
+// megabyte, what senders that fell a few milliseconds behind release at
+// once when they catch up.
+const maxFree = 16
+
+// recycle keeps c, dropped from the stream at offset at, for reuse unless
+// a reader's view is in it. The caller holds mu.
+func (s *Stream) recycle(c []byte, at int64) {
+	if len(s.free) >= maxFree {
+		return
+	}
+	for _, r := range s.readers {
+		if r.view >= at && r.view < at+int64(len(c)) {
+			return
+		}
+	}
+	s.free = append(s.free, c)
+}
+
+// grow takes n bytes written in place after the last chunk's end into it.
+// The caller holds mu.
+func (s *Stream) grow(n int) {
+	i := len(s.chunks) - 1
+	s.chunks[i] = s.chunks[i][:len(s.chunks[i])+n]
+	s.size += int64(n)
+	s.endAt.Store(s.end())
+}
+
+// add appends b, across as many chunks as it takes. The caller holds mu.
+func (s *Stream) add(b []byte) {
+	for len(b) > 0 {
+		c := s.last() // it has room: it is shorter than chunkSize
+		n := copy(c[len(c):cap(c)], b)
+		s.grow(n)
+		b = b[n:]
+	}
+}
+
+// Expired implements engine.Journal: it appends a step of active expiry's
+// deletions as one DROP record.
+func (s *Stream) Expired(keys [][]byte) {
+	s.mu.Lock()
+	c := s.last()
+	if rec := appendDrop(c[len(c):], keys); len(rec) > cap(c)-len(c) {
+		s.add(rec)
+	} else {
+		s.grow(len(rec))
+	}
+	s.markUnpublished()
+	s.mu.Unlock()
+}
+
+// markUnpublished notes that records were added for Publish to wake the
+// readers for; a load first, as a burst of records between two Publish
+// calls needs one store.
+func (s *Stream) markUnpublished() {
+	if !s.unpublished.Load() {
+		s.unpublished.Store(true)
+	}
 }
 
 // Publish wakes the readers when records were added since the last call:
@@ -81,10 +173,8 @@ func (s *Stream) Publish() {
 // GETACK, a SECTION.
 func (s *Stream) Append(rec []byte) {
 	s.mu.Lock()
-	s.buf = append(s.buf, rec...)
-	s.endAt.Store(s.end())
+	s.add(rec)
 	s.wakeReaders()
-	s.trimIfLong()
 	s.mu.Unlock()
 }
 
@@ -98,17 +188,9 @@ func (s *Stream) wakeReaders() {
 	}
 }
 
-// trimIfLong trims the buffer once it holds twice the backlog. The caller
-// holds mu.
-func (s *Stream) trimIfLong() {
-	if int64(len(s.buf)) > 2*s.backlog+64<<10 {
-		s.trim()
-	}
-}
-
-// trim drops the bytes before the last backlog that every reader has read;
-// a reader more than maxLag behind is dropped instead of kept. The caller
-// holds mu.
+// trim drops the chunks before the last backlog that every reader has
+// read; a reader more than maxLag behind is dropped instead of kept. The
+// caller holds mu.
 func (s *Stream) trim() {
 	end := s.end()
 	cut := end - s.backlog
@@ -122,18 +204,22 @@ func (s *Stream) trim() {
 		}
 		cut = r.pos
 	}
-	if cut <= s.start {
-		return
+	drop := 0
+	for drop < len(s.chunks) && s.start+int64(len(s.chunks[drop])) <= cut {
+		n := int64(len(s.chunks[drop]))
+		s.recycle(s.chunks[drop], s.start)
+		s.start += n
+		s.size -= n
+		drop++
 	}
-	n := copy(s.buf, s.buf[cut-s.start:])
-	s.buf = s.buf[:n]
-	s.start = cut
-	if cap(s.buf) > 4*int(s.backlog) && n < cap(s.buf)/4 { // give a past burst's memory back
-		s.buf = append(make([]byte, 0, 2*n), s.buf...)
+	if drop > 0 {
+		n := copy(s.chunks, s.chunks[drop:])
+		clear(s.chunks[n:])
+		s.chunks = s.chunks[:n]
 	}
 }
 
-func (s *Stream) end() int64 { return s.start + int64(len(s.buf)) }
+func (s *Stream) end() int64 { return s.start + s.size }
 
 // Offset is master_repl_offset: the bytes the stream has carried.
 func (s *Stream) Offset() int64 { return s.endAt.Load() }
@@ -162,7 +248,7 @@ func (s *Stream) Backlog() BacklogInfo {
 	defer s.mu.Unlock()
 	b := BacklogInfo{Active: s.active, Size: s.backlog, MasterReplOffset: s.end(), UnencodableRecords: s.bad}
 	if s.active { // as Redis: no backlog, no first byte
-		b.HistLen = min(int64(len(s.buf)), s.backlog)
+		b.HistLen = min(s.size, s.backlog)
 		b.FirstByteOffset = s.end() - b.HistLen + 1
 	}
 	return b
@@ -182,7 +268,8 @@ func (s *Stream) Reset(id string, off int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.id, s.id2, s.off2 = id, "", -1
-	s.start, s.buf = off, s.buf[:0]
+	clear(s.chunks)
+	s.start, s.size, s.chunks = off, 0, s.chunks[:0]
 	s.endAt.Store(off)
 	for _, r := range s.readers {
 		r.lagging = true
@@ -241,7 +328,7 @@ func (s *Stream) Activate() {
 }
 
 func (s *Stream) addReader(from int64, keep bool) *Reader {
-	r := &Reader{s: s, pos: from, keep: keep, wake: make(chan struct{}, 1)}
+	r := &Reader{s: s, pos: from, view: -1, keep: keep, wake: make(chan struct{}, 1)}
 	s.readers = append(s.readers, r)
 	return r
 }
@@ -251,6 +338,7 @@ func (s *Stream) addReader(from int64, keep bool) *Reader {
 type Reader struct {
 	s       *Stream
 	pos     int64 // guarded by s.mu
+	view    int64 // the offset of the view NextView gave last (-1: none); guarded by s.mu
 	keep    bool  // never dropped for lagging: the stream holds its bytes
 	lagging bool
 	wake    chan struct{}
@@ -260,17 +348,45 @@ type Reader struct {
 // advances past them. It returns nothing when there is nothing new (wait
 // on Wake), and ErrLagging once the stream dropped unread bytes.
 func (r *Reader) Next(dst []byte, max int) ([]byte, error) {
+	for n := 0; n < max; {
+		b, err := r.NextView(max - n)
+		if err != nil {
+			return dst, err
+		}
+		if len(b) == 0 {
+			break
+		}
+		dst = append(dst, b...)
+		n += len(b)
+	}
+	return dst, nil
+}
+
+// NextView is Next without a copy: the bytes it returns, up to max, are
+// the stream's own, up to the end of the chunk that holds the reader's
+// position. They stay valid and unchanged until the reader's next call
+// (Next, NextView or Close), however the stream grows or trims.
+func (r *Reader) NextView(max int) ([]byte, error) {
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	r.view = -1
 	if r.lagging || r.pos < s.start {
-		return dst, ErrLagging
+		return nil, ErrLagging
 	}
-	n := min(s.end()-r.pos, int64(max))
-	i := r.pos - s.start
-	dst = append(dst, s.buf[i:i+n]...)
-	r.pos += n
-	return dst, nil
+	at := s.start
+	for _, c := range s.chunks {
+		if n := int64(len(c)); r.pos < at+n {
+			i := r.pos - at
+			j := i + min(n-i, int64(max)) // not i+max: max may be math.MaxInt
+			b := c[i:j:j]
+			r.view = r.pos
+			r.pos += int64(len(b))
+			return b, nil
+		}
+		at += int64(len(c))
+	}
+	return nil, nil
 }
 
 // Pos is the offset up to which the reader has read.
