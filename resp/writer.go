@@ -20,11 +20,18 @@ type Writer struct {
 	w     io.Writer
 	b     []byte
 	err   error
+	large int // flushes in a row of more than maxKeep bytes
 	Proto int // 2 or 3
 }
 
-// maxKeep is the largest buffer a Flush keeps for reuse.
-const maxKeep = 64 << 10
+// A Flush keeps its buffer for reuse up to maxKeep bytes, so that one
+// large reply does not hold memory for the life of the connection; and
+// up to maxKeepLarge while the flushes stay that large (a replica's link,
+// MONITOR), so that a steady flow does not grow a new buffer every time.
+const (
+	maxKeep      = 64 << 10
+	maxKeepLarge = 4 << 20
+)
 
 // NewWriter writes replies to w in RESP2.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w, Proto: 2} }
@@ -38,9 +45,15 @@ func (w *Writer) Flush() error {
 		return nil
 	}
 	_, w.err = w.w.Write(w.b)
-	if cap(w.b) > maxKeep || w.err != nil {
-		w.b = nil
+	if len(w.b) > maxKeep {
+		w.large++
 	} else {
+		w.large = 0
+	}
+	switch {
+	case w.err != nil, cap(w.b) > maxKeepLarge, cap(w.b) > maxKeep && w.large < 2:
+		w.b = nil
+	default:
 		w.b = w.b[:0]
 	}
 	return w.err

@@ -35,6 +35,7 @@ type Conn struct {
 
 	mailMu sync.Mutex
 	mail   []byte // pushed (Push), not yet in the reply buffer
+	spare  []byte // the last mail delivered, for the next to fill; the deliverer's own
 
 	fc    *fdConn // the socket, when a poller owns the connection
 	dirty bool    // has replies for the poller to flush this round
@@ -75,17 +76,30 @@ func (c *Conn) Push(b []byte) {
 // deliverMail moves pushed bytes into the reply buffer; it reports
 // whether there were any. The connection's own goroutine or event loop
 // calls it.
+//
+// Mail alternates between two buffers: a replica's link is mailed the
+// stream round after round, hundreds of kilobytes at a time, and a new
+// buffer each round would be garbage each round. A buffer larger than
+// maxSpareMail is not kept.
 func (c *Conn) deliverMail() bool {
 	c.mailMu.Lock()
 	mail := c.mail
-	c.mail = nil
+	c.mail = c.spare[:0]
 	c.mailMu.Unlock()
 	if len(mail) == 0 {
+		c.spare = mail
 		return false
 	}
 	c.wr.Raw(mail)
+	c.spare = nil
+	if cap(mail) <= maxSpareMail {
+		c.spare = mail
+	}
 	return true
 }
+
+// maxSpareMail is the largest mail buffer a connection keeps.
+const maxSpareMail = 4 << 20
 
 // hasMail reports whether bytes were pushed and not delivered yet.
 func (c *Conn) hasMail() bool {
