@@ -95,7 +95,7 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 	}
 	var script *scripting.Script
 	if bySHA {
-		if script = s.scripts.Get(string(args[1])); script == nil {
+		if script = s.scripts.Get(args[1]); script == nil {
 			c.Err("NOSCRIPT No matching script. Please use EVAL.")
 			return
 		}
@@ -222,7 +222,7 @@ func cmdScriptLoad(c *Client, args [][]byte) {
 func cmdScriptExists(c *Client, args [][]byte) {
 	c.Array(len(args) - 2)
 	for _, sha := range args[2:] {
-		if c.srv.scripts.Get(string(sha)) != nil {
+		if c.srv.scripts.Get(sha) != nil {
 			c.Int(1)
 		} else {
 			c.Int(0)

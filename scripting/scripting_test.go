@@ -99,3 +99,25 @@ func FuzzParseReply(f *testing.F) {
 		parseReply(L, b, 0)
 	})
 }
+
+// TestCacheGet: a script is found by its SHA1 in either case, and looking
+// one up by EVALSHA's argument allocates nothing.
+func TestCacheGet(t *testing.T) {
+	c := NewCache()
+	s, err := c.Load([]byte("return 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{s.SHA, strings.ToUpper(s.SHA), strings.ToUpper(s.SHA[:1]) + s.SHA[1:]} {
+		if got := c.Get([]byte(name)); got != s {
+			t.Errorf("Get(%s) = %v, want the script", name, got)
+		}
+	}
+	if got := c.Get([]byte(SHA1([]byte("return 2")))); got != nil {
+		t.Errorf("Get of a script never loaded = %v", got)
+	}
+	sha := []byte(s.SHA)
+	if n := testing.AllocsPerRun(100, func() { c.Get(sha) }); n != 0 {
+		t.Errorf("Get allocates %v times", n)
+	}
+}
