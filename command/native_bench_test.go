@@ -3,11 +3,6 @@ package command
 import (
 	"io"
 	"log"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
@@ -28,14 +23,14 @@ import (
 func BenchmarkNativeScripts(b *testing.B) {
 	for _, load := range []struct {
 		name string
-		body func(b *testing.B) string // nil: args are the whole command
+		body func(t testing.TB) string // nil: args are the whole command
 		args []string
 	}{
-		{"redis_rate.allowN", func(b *testing.B) string {
-			return moduleScript(b, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
+		{"redis_rate.allowN", func(t testing.TB) string {
+			return moduleScript(t, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
 		}, []string{"1000", "1000", "60", "1"}},
-		{"ulule.incr", func(b *testing.B) string {
-			return moduleScript(b, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
+		{"ulule.incr", func(t testing.TB) string {
+			return moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
 		}, []string{"1", "60000"}},
 		{"flexible.incrTtl", flexibleScript, []string{"1", "60", "100", "60"}},
 		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
@@ -98,36 +93,4 @@ func BenchmarkNativeScripts(b *testing.B) {
 			run(b.N)
 		})
 	}
-}
-
-// moduleScript is the first group of pattern in file of a module the build
-// requires, read from the module cache: the text its library sends.
-func moduleScript(b *testing.B, module, file, pattern string) string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	if err != nil {
-		b.Fatalf("go list %s: %v", module, err)
-	}
-	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), file))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := regexp.MustCompile(pattern).FindStringSubmatch(string(src))
-	if m == nil {
-		b.Fatalf("no %s in %s", pattern, file)
-	}
-	return m[1]
-}
-
-// flexibleScript is rate-limiter-flexible's script as JavaScript reads its
-// template literal (a backslash before a newline joins the lines).
-func flexibleScript(b *testing.B) string {
-	src, err := os.ReadFile("../tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js")
-	if err != nil {
-		b.Skipf("rate-limiter-flexible is not installed (npm ci in tests/clients/node): %v", err)
-	}
-	m := regexp.MustCompile("(?s)const incrTtlLuaScript = `(.*?)`;").FindSubmatch(src)
-	if m == nil {
-		b.Fatal("no incrTtlLuaScript in RateLimiterRedis.js")
-	}
-	return strings.ReplaceAll(string(m[1]), "\\\n", "")
 }

@@ -190,6 +190,9 @@ func numbersAsLua51(L *lua.LState, spec string) {
 // LuaNumber is Lua 5.1's text of a number: "%.14g".
 func LuaNumber(f float64) string { return strconv.FormatFloat(f, 'g', 14, 64) }
 
+// AppendLuaNumber appends LuaNumber(f) to dst.
+func AppendLuaNumber(dst []byte, f float64) []byte { return strconv.AppendFloat(dst, f, 'g', 14, 64) }
+
 func (r *Runner) newState() *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
 	openLibs(L)
