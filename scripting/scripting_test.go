@@ -2,6 +2,7 @@ package scripting
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -119,5 +120,19 @@ func TestCacheGet(t *testing.T) {
 	sha := []byte(s.SHA)
 	if n := testing.AllocsPerRun(100, func() { c.Get(sha) }); n != 0 {
 		t.Errorf("Get allocates %v times", n)
+	}
+}
+
+// TestAppendLuaNumber: the text is LuaNumber's, integers included.
+func TestAppendLuaNumber(t *testing.T) {
+	fs := []float64{0, math.Copysign(0, -1), 1, -1, 60, 1e14 - 1, 1e14, -1e14 + 1, -1e14, 1e15, 0.5, 0.06,
+		94463367.123456, 1e300, math.MaxInt64, math.MinInt64, math.Inf(1), math.Inf(-1), math.NaN()}
+	for i := range 1000 {
+		fs = append(fs, float64(i*i*i*i*7919), -float64(i)*1e11, float64(i)/7)
+	}
+	for _, f := range fs {
+		if got, want := string(AppendLuaNumber([]byte("x"), f)), "x"+LuaNumber(f); got != want {
+			t.Errorf("AppendLuaNumber(%v) = %q, want %q", f, got, want)
+		}
 	}
 }
