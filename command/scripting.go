@@ -81,7 +81,7 @@ func parentName(name string) string {
 
 func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 	s := c.srv
-	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	n, err := ParseInt(args[2]) // string2ll, as Redis reads numkeys
 	switch {
 	case err != nil:
 		c.Err("ERR value is not an integer or out of range")
@@ -306,7 +306,7 @@ func registerFunctions(t *Table) {
 
 func cmdFCall(c *Client, args [][]byte, ro bool) {
 	s := c.srv
-	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	n, err := ParseInt(args[2]) // string2ll, as Redis reads numkeys
 	switch {
 	case err != nil:
 		c.Err("ERR value is not an integer or out of range")
