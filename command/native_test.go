@@ -154,3 +154,43 @@ func TestLuaNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeRunKeepsTheBatchInstant: a script its native twin runs is one
+// engine call, so the commands after it in a batch keep the batch's
+// instant, as after a fast command; after a script on the interpreter the
+// clock is read again.
+func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
+	t.Parallel()
+	body := moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
+	clk := clock.NewFake(1_700_000_000e9)
+	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	defer s.Close()
+	c := s.NewLocalClient()
+	script, err := s.scripts.Load([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		keepNow bool
+	}{
+		{"native", []string{"EVALSHA", script.SHA, "1", "k", "1", "60000"}, true},
+		{"interpreter", []string{"EVAL", body + "\n", "1", "k", "1", "60000"}, false},
+		{"fast command", []string{"INCR", "k"}, true},
+	} {
+		args := make([][]byte, len(tc.args))
+		for i, a := range tc.args {
+			args[i] = []byte(a)
+		}
+		c.Now()
+		s.handle(c.Client, args)
+		if c.failed {
+			t.Fatalf("%s: %q", tc.name, c.w.Bytes())
+		}
+		if c.bt.haveNow != tc.keepNow {
+			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, c.bt.haveNow, tc.keepNow)
+		}
+	}
+	c.endBatch()
+}

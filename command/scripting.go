@@ -114,6 +114,7 @@ func (s *Server) runScript(c *Client, script *scripting.Script, keys, argv [][]b
 		n.runs.Add(1)
 		script.Runs.Add(1)
 		c.failed = false
+		c.bt.ranFast = true // one engine call: the batch's instant still holds
 		return
 	}
 	s.runScriptWith(c, keys, ro, func(sc *scriptCaller) error {
