@@ -14,6 +14,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/scripting"
 )
 
 // TestNativeEdgesMatchLua: on arguments and values other than the plain
@@ -193,4 +194,34 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 		}
 	}
 	c.endBatch()
+}
+
+// TestEvalSHAAfterFlush: a client that keeps the script of its last
+// EVALSHA finds it gone once any client flushes the cache, and finds the
+// script loaded again after that.
+func TestEvalSHAAfterFlush(t *testing.T) {
+	t.Parallel()
+	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	defer s.Close()
+	c, other := s.NewLocalClient(), s.NewLocalClient()
+	sha := scripting.SHA1([]byte("return 7"))
+	steps := []struct {
+		by   *LocalClient
+		args []string
+		want string
+	}{
+		{other, []string{"SCRIPT", "LOAD", "return 7"}, "$40\r\n" + sha + "\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, ":7\r\n"},
+		{c, []string{"EVALSHA", strings.ToUpper(sha), "0"}, ":7\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, ":7\r\n"},
+		{other, []string{"SCRIPT", "FLUSH"}, "+OK\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, "-NOSCRIPT No matching script. Please use EVAL.\r\n"},
+		{other, []string{"SCRIPT", "LOAD", "return 7"}, "$40\r\n" + sha + "\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, ":7\r\n"},
+	}
+	for i, st := range steps {
+		if got := string(st.by.DoString(st.args...)); got != st.want {
+			t.Errorf("step %d: %q: %q, want %q", i, st.args, got, st.want)
+		}
+	}
 }

@@ -26,8 +26,9 @@ type Script struct {
 // Cache holds the scripts EVAL and SCRIPT LOAD compiled, by SHA1, until
 // SCRIPT FLUSH or a restart (as in Redis, scripts are not persisted).
 type Cache struct {
-	mu sync.RWMutex
-	m  map[string]*Script
+	mu      sync.RWMutex
+	m       map[string]*Script
+	flushes atomic.Uint64
 }
 
 // NewCache returns an empty cache.
@@ -94,8 +95,13 @@ func (c *Cache) Load(body []byte) (*Script, error) {
 func (c *Cache) Flush() {
 	c.mu.Lock()
 	c.m = map[string]*Script{}
+	c.flushes.Add(1)
 	c.mu.Unlock()
 }
+
+// Flushes counts the calls of Flush: a caller that keeps a script it
+// looked up may run it again while the count has not changed since.
+func (c *Cache) Flushes() uint64 { return c.flushes.Load() }
 
 // Len is the number of cached scripts.
 func (c *Cache) Len() int {
