@@ -12,7 +12,9 @@ import (
 //   - The clocks. The engine's clock is read once per batch and every
 //     command of the batch gets that instant from c.Now(), so commands of
 //     one pipeline are consistent with each other. A command that is not
-//     FlagFast may take a while, so the clock is read again after it.
+//     FlagFast may take a while, so the clock is read again after it,
+//     unless it ran in constant time after all (ranFast: a script run by
+//     its native twin).
 //     Stats timing reads the monotonic clock once per command: each
 //     command's duration runs from the end of the previous one.
 //   - The shared counters. A command's calls, time, failures and latency
@@ -30,6 +32,7 @@ type batch struct {
 	ran   int64         // commands that passed the checks, for CLIENT LIST cmd count
 
 	haveNow bool
+	ranFast bool     // the running command, though not FlagFast, took constant time
 	last    *Command // what c.lastCmd holds, to skip storing the same pointer
 	named   *Command // the last command looked up by name, tried first
 
@@ -68,6 +71,7 @@ func (c *Client) Now() int64 {
 // cmd differs, so INFO and CONFIG RESETSTAT see every earlier command.
 func (c *Client) enter(cmd *Command) {
 	c.bt.ran++
+	c.bt.ranFast = false
 	if c.bt.run != cmd {
 		c.publish()
 		c.bt.run = cmd
@@ -95,9 +99,10 @@ func (c *Client) leave(cmd *Command, args [][]byte) {
 	c.bt.hist[i]++
 	c.bt.used |= 1 << i
 	c.srv.logIfSlow(c, cmd, args, d)
-	if cmd.Flags&FlagFast == 0 {
+	if cmd.Flags&FlagFast == 0 && !c.bt.ranFast {
 		c.bt.haveNow = false
 	}
+	c.bt.ranFast = false
 }
 
 // publish adds the current run to its command's shared counters.

@@ -34,6 +34,7 @@ type Client struct {
 
 	inScript bool          // running a script: its redis.call commands pass -BUSY
 	script   *scriptCaller // the client's scripts' caller, made at its first script
+	lastEval lastEval      // the script of the last EVALSHA (scriptBySHA)
 
 	mu      sync.Mutex
 	name    string

@@ -21,8 +21,10 @@ import (
 // native code declines before changing anything and the script runs on
 // the interpreter, errors and all.
 //
-// TestNativeScriptsMatchLua runs each against its Lua text on the same
-// states and compares replies, values and expiries.
+// TestNativeScriptsMatchLua (tests/) runs each against its Lua text on the
+// same states and compares replies, values and expiries;
+// TestNativeEdgesMatchLua does the same for arguments and values other than
+// plain numbers.
 
 // nativeScript is one recognised script.
 type nativeScript struct {
@@ -59,6 +61,9 @@ func nativeScripts() map[string]*nativeScript {
 // luaNumber converts an argument as Lua's arithmetic coerces a string
 // (decimal only: anything else declines).
 func luaNumber(b []byte) (float64, bool) {
+	if f, ok := shortInteger(b); ok {
+		return f, true
+	}
 	s := strings.TrimSpace(string(b))
 	if s == "" || strings.ContainsAny(s, "xXnN_") { // hex, inf, nan, Go's digit separators
 		return 0, false
@@ -67,8 +72,36 @@ func luaNumber(b []byte) (float64, bool) {
 	return f, err == nil
 }
 
-// luaToString is Lua 5.1's tostring of a number.
-func luaToString(f float64) string { return scripting.LuaNumber(f) }
+// shortInteger reads the arguments libraries send, plain integers of up
+// to 15 digits with an optional minus sign, without strconv: every such
+// integer is a float64 exactly, which is what strtod gives for its text
+// ("-0" included).
+func shortInteger(b []byte) (float64, bool) {
+	digits := b
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, ch := range digits {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	if len(digits) < len(b) {
+		return -float64(n), true
+	}
+	return float64(n), true
+}
+
+// luaBulk writes f as a bulk string in Lua's tostring text.
+func luaBulk(c *Client, f float64) {
+	var buf [32]byte
+	c.Bulk(scripting.AppendLuaNumber(buf[:0], f))
+}
 
 // redisRateNow is redis_rate's clock: TIME's seconds since 2017-01-01
 // plus its microseconds as a fraction, computed as the script does.
@@ -95,10 +128,11 @@ func redisRateArgs(keys, argv [][]byte) (burst, rate, period, cost float64, ok b
 func redisRateTAT(ent engine.Entry, now float64) (float64, bool) {
 	tat := now
 	if ent.Kind != engine.KindNone {
-		if ent.Kind != engine.KindString {
-			return 0, false
+		t, ok := engine.StringFloat(ent) // as the twin stores it
+		if !ok && ent.Kind == engine.KindString {
+			var buf [32]byte
+			t, ok = luaNumber(engine.AppendString(buf[:0], ent))
 		}
-		t, ok := luaNumber(engine.AppendString(nil, ent))
 		if !ok {
 			return 0, false
 		}
@@ -111,19 +145,21 @@ func redisRateTAT(ent engine.Entry, now float64) (float64, bool) {
 }
 
 // redisRateStore is redis.call("SET", key, new_tat, "EX",
-// math.ceil(reset_after)): the number as "%.17g", the expiry as SET reads
-// it. ok is false where SET would refuse the expiry.
+// math.ceil(reset_after)) for a reset_after > 0: the number as "%.17g",
+// the expiry as SET reads it. ok is false where SET would refuse the
+// expiry.
 func redisRateStore(now int64, newTAT, resetAfter float64) (engine.Entry, bool) {
+	// ex >= 1: below 1e17 its "%.17g" is its digits; from 1e17 on it is
+	// "1e+17" and the like, which SET refuses (as it does NaN's text).
 	ex := math.Ceil(resetAfter)
-	n, err := strconv.ParseInt(strconv.FormatFloat(ex, 'g', 17, 64), 10, 64)
+	if !(ex < 1e17) {
+		return engine.Entry{}, false
+	}
+	at, err := setExpiry(now, int64(ex), 1e9, false, "set")
 	if err != nil {
 		return engine.Entry{}, false
 	}
-	at, err := setExpiry(now, n, 1e9, false, "set")
-	if err != nil {
-		return engine.Entry{}, false
-	}
-	return engine.StringEntry(strconv.AppendFloat(nil, newTAT, 'g', 17, 64), at), true
+	return engine.StringOfFloat(newTAT, at), true
 }
 
 // redisRateAnswer is what one of redis_rate's scripts decides: its reply,
@@ -131,7 +167,7 @@ func redisRateStore(now int64, newTAT, resetAfter float64) (engine.Entry, bool) 
 // resetAfter > 0 (the scripts' `if reset_after > 0 then SET ...`).
 type redisRateAnswer struct {
 	allowed, remaining float64
-	retry, reset       string
+	retry, reset       float64 // replied in tostring's text
 	store              bool
 	newTAT, resetAfter float64
 }
@@ -170,8 +206,8 @@ func redisRate(c *Client, keys, argv [][]byte, decide func(tat, now, emission, b
 		c.Array(4)
 		c.Int(toLuaInteger(a.allowed))
 		c.Int(toLuaInteger(a.remaining))
-		c.BulkString(a.retry)
-		c.BulkString(a.reset)
+		luaBulk(c, a.retry)
+		luaBulk(c, a.reset)
 	}
 	return handled
 }
@@ -191,10 +227,10 @@ func redisRateAllowN(c *Client, keys, argv [][]byte) bool {
 		diff := now - allowAt
 		remaining := diff / emission
 		if remaining < 0 {
-			return redisRateAnswer{retry: luaToString(diff * -1), reset: luaToString(tat - now)}
+			return redisRateAnswer{retry: diff * -1, reset: tat - now}
 		}
 		resetAfter := newTAT - now
-		return redisRateAnswer{allowed: cost, remaining: remaining, retry: "-1", reset: luaToString(resetAfter),
+		return redisRateAnswer{allowed: cost, remaining: remaining, retry: -1, reset: resetAfter,
 			store: true, newTAT: newTAT, resetAfter: resetAfter}
 	})
 }
@@ -204,7 +240,7 @@ func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
 		diff := now - (tat - burstOffset)
 		remaining := diff / emission
 		if remaining < 1 {
-			return redisRateAnswer{retry: luaToString(emission - diff), reset: luaToString(tat - now)}
+			return redisRateAnswer{retry: emission - diff, reset: tat - now}
 		}
 		take := cost
 		if remaining < take {
@@ -214,7 +250,7 @@ func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
 		}
 		newTAT := tat + emission*take
 		resetAfter := newTAT - now
-		return redisRateAnswer{allowed: take, remaining: remaining, retry: "-1", reset: luaToString(resetAfter),
+		return redisRateAnswer{allowed: take, remaining: remaining, retry: -1, reset: resetAfter,
 			store: true, newTAT: newTAT, resetAfter: resetAfter}
 	})
 }
@@ -226,17 +262,25 @@ func ululeIncr(c *Client, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) != 2 {
 		return false
 	}
-	delta, err := strconv.ParseInt(string(argv[0]), 10, 64) // INCRBY's own parse
-	count, ok1 := luaNumber(argv[0])
-	ttl, ok2 := luaNumber(argv[1])
-	if err != nil || !ok1 || !ok2 {
+	delta, err := ParseInt(argv[0]) // INCRBY's own parse
+	if err != nil {
 		return false
 	}
-	var ttlMs int64
-	if ttl > 0 { // PEXPIRE reads ARGV[2] itself: an integer, or the script fails
-		if ttlMs, err = strconv.ParseInt(string(argv[1]), 10, 64); err != nil || ttlMs > math.MaxInt64/1_000_000 {
+	count := float64(delta) // tonumber(ARGV[1]) of an integer's text
+	// PEXPIRE reads ARGV[2] itself when ttl > 0: an integer, or the script
+	// fails.
+	ttlMs, err := ParseInt(argv[1])
+	ttl := float64(ttlMs)
+	if err != nil {
+		var ok bool
+		if ttl, ok = luaNumber(argv[1]); !ok || ttl > 0 {
 			return false
 		}
+	}
+	if ttl <= 0 {
+		ttlMs = 0 // no PEXPIRE
+	} else if ttlMs > math.MaxInt64/1_000_000 {
+		return false
 	}
 	now := c.Now()
 	if ttlMs*1_000_000 > math.MaxInt64-now { // PEXPIRE refuses it
@@ -256,7 +300,7 @@ func ululeIncr(c *Client, keys, argv [][]byte) bool {
 			return ent, false
 		}
 		ret = n + delta
-		next := engine.StringEntry(strconv.AppendInt(nil, ret, 10), ent.Expire)
+		next := engine.StringOfInt(ret, ent.Expire)
 		handled = true
 		switch {
 		case float64(ret) == count && ttl > 0:
@@ -296,9 +340,12 @@ func ululePeek(c *Client, keys, argv [][]byte) bool {
 	if ent.Kind != engine.KindString {
 		return false
 	}
-	v, ok := luaNumber(engine.AppendString(nil, ent))
+	v, ok := engine.StringFloat(ent)
 	if !ok {
-		return false
+		var buf [32]byte
+		if v, ok = luaNumber(engine.AppendString(buf[:0], ent)); !ok {
+			return false
+		}
 	}
 	c.Array(2)
 	c.Int(toLuaInteger(v))
@@ -317,12 +364,12 @@ func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) < 2 {
 		return false
 	}
-	points, err1 := strconv.ParseInt(string(argv[0]), 10, 64)
-	secs, err2 := strconv.ParseInt(string(argv[1]), 10, 64)
-	secsNum, ok := luaNumber(argv[1])
-	if err1 != nil || err2 != nil || !ok || secs <= 0 {
+	points, err1 := ParseInt(argv[0]) // INCRBY's parse
+	secs, err2 := ParseInt(argv[1])   // SET EX's and EXPIRE's
+	if err1 != nil || err2 != nil || secs <= 0 {
 		return false // SET EX and EXPIRE refuse or delete: the interpreter says so
 	}
+	secsNum := float64(secs) // 1000 * ARGV[2]'s coercion of an integer's text
 	now := c.Now()
 	at, err := setExpiry(now, secs, 1e9, false, "set")
 	if err != nil {
@@ -350,7 +397,7 @@ func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
 			ttl = pttl(expire, now)
 		}
 		handled = true
-		return engine.StringEntry(strconv.AppendInt(nil, consumed, 10), expire), true
+		return engine.StringOfInt(consumed, expire), true
 	})
 	if handled {
 		c.Array(2)

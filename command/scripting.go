@@ -83,7 +83,7 @@ func parentName(name string) string {
 
 func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 	s := c.srv
-	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	n, err := ParseInt(args[2]) // string2ll, as Redis reads numkeys
 	switch {
 	case err != nil:
 		c.Err("ERR value is not an integer or out of range")
@@ -96,26 +96,56 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 		return
 	}
 	var script *scripting.Script
+	var native *nativeScript
 	if bySHA {
-		if script = s.scripts.Get(string(args[1])); script == nil {
+		if script, native = c.scriptBySHA(args[1]); script == nil {
 			c.Err("NOSCRIPT No matching script. Please use EVAL.")
 			return
 		}
 	} else if script, err = s.scripts.Load(args[1]); err != nil {
 		c.Err("ERR " + err.Error())
 		return
+	} else {
+		native = s.natives[script.SHA]
 	}
 	keys, argv := args[3:3+n], args[3+n:]
-	s.runScript(c, script, keys, argv, ro)
+	s.runScript(c, script, native, keys, argv, ro)
+}
+
+// lastEval is the script a client's last EVALSHA found, with its native
+// twin, and the script cache's Flushes count before the lookup.
+type lastEval struct {
+	script  *scripting.Script
+	native  *nativeScript // nil: none
+	flushes uint64
+}
+
+// scriptBySHA is the script EVALSHA names and its native twin (nil if
+// none), or nil. A pipeline names the same script again and again: the
+// client keeps the last one it found, and uses it again for the same name
+// until the cache is flushed, without the cache's lock and two lookups.
+func (c *Client) scriptBySHA(sha []byte) (*scripting.Script, *nativeScript) {
+	last := &c.lastEval
+	flushes := c.srv.scripts.Flushes()
+	if last.script != nil && last.flushes == flushes && string(sha) == last.script.SHA {
+		return last.script, last.native
+	}
+	script := c.srv.scripts.Get(sha)
+	if script == nil {
+		return nil, nil
+	}
+	*last = lastEval{script: script, native: c.srv.natives[script.SHA], flushes: flushes}
+	return script, last.native
 }
 
 // runScript runs script for c: natively when it is one of the library
-// scripts limitdb knows (native.go), else on the interpreter.
-func (s *Server) runScript(c *Client, script *scripting.Script, keys, argv [][]byte, ro bool) {
-	if n := s.natives[script.SHA]; n != nil && !ro && n.run(c, keys, argv) {
+// scripts limitdb knows (n, from native.go), else on the interpreter.
+func (s *Server) runScript(c *Client, script *scripting.Script, n *nativeScript, keys, argv [][]byte, ro bool) {
+	if n != nil && !ro && n.run(c, keys, argv) {
 		n.runs.Add(1)
 		script.Runs.Add(1)
 		c.failed = false
+		c.bt.ranFast = true // one engine call: the batch's instant still holds
 		return
 	}
 	s.runScriptWith(c, keys, ro, func(sc *scriptCaller) error {
@@ -224,7 +254,7 @@ func cmdScriptLoad(c *Client, args [][]byte) {
 func cmdScriptExists(c *Client, args [][]byte) {
 	c.Array(len(args) - 2)
 	for _, sha := range args[2:] {
-		if c.srv.scripts.Get(string(sha)) != nil {
+		if c.srv.scripts.Get(sha) != nil {
 			c.Int(1)
 		} else {
 			c.Int(0)
@@ -308,7 +338,7 @@ func registerFunctions(t *Table) {
 
 func cmdFCall(c *Client, args [][]byte, ro bool) {
 	s := c.srv
-	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	n, err := ParseInt(args[2]) // string2ll, as Redis reads numkeys
 	switch {
 	case err != nil:
 		c.Err("ERR value is not an integer or out of range")

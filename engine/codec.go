@@ -48,8 +48,13 @@ var ErrCorrupt = errors.New("engine: corrupt entry")
 // Expire, A and B as signed varints, then the Ext bytes behind a uvarint
 // length (0 when there is no Ext). The form is part of the snapshot format
 // and of DUMP's payload (persistence/doc.go), which other nodes and later
-// versions read: change it only with their versions.
+// versions read: change it only with their versions. A string value kept
+// as a float's bits (StringOfFloat) is written as its text, as any other
+// string that is not a canonical integer is.
 func (e Entry) AppendBinary(b []byte) ([]byte, error) {
+	if e.Kind == KindString && e.B == strFloat {
+		e = Entry{Kind: KindString, Expire: e.Expire, Ext: AppendString(nil, e)}
+	}
 	var ext []byte
 	if e.Ext != nil {
 		var err error
@@ -105,6 +110,9 @@ func DecodeEntry(b []byte) (Entry, int, error) {
 		off += n
 	}
 	e.Expire, e.A, e.B = nums[0], nums[1], nums[2]
+	if e.Kind == KindString && e.B == strFloat {
+		return e, 0, fmt.Errorf("%w: a string as a float's bits", ErrCorrupt)
+	}
 	l, n := binary.Uvarint(b[off:])
 	if n <= 0 || l > uint64(len(b)-off-n) {
 		return e, 0, ErrCorrupt

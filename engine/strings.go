@@ -10,10 +10,19 @@ import (
 // fixed-window limiter libraries that build on them.
 //
 // An integer value whose text is canonical (what INCR writes, and what SET
-// "42" stores) lives in A with B = strInt, so counters never allocate; any
-// other value is a []byte in Ext (nil Ext is the empty string). Both forms
-// read back byte for byte as the text that was written.
-const strInt = 1
+// "42" stores) lives in A with B = strInt, so counters never allocate. A
+// float's "%.17g" text written by StringOfFloat (a script's
+// redis.call("SET", key, number), as redis_rate's twin stores its
+// theoretical arrival time) lives in A as the float's bits with B =
+// strFloat, so that such a key is one entry in the table, with no Ext
+// slot or heap value to reach. Any other value is a []byte in Ext (nil Ext
+// is the empty string). Every form reads back byte for byte as the text
+// that was written; the serialised form (AppendBinary) of a strFloat
+// value is its text, as for a []byte value.
+const (
+	strInt   = 1
+	strFloat = 2
+)
 
 var (
 	// ErrNotInteger is INCR on a value that is not a base-10 int64.
@@ -44,7 +53,7 @@ var stringExt = ExtCodec{
 // StringEntry is the entry for value (copied) expiring at expire.
 func StringEntry(value []byte, expire int64) Entry {
 	if n, ok := canonicalInt(value); ok {
-		return Entry{Kind: KindString, Expire: expire, A: n, B: strInt}
+		return StringOfInt(n, expire)
 	}
 	ent := Entry{Kind: KindString, Expire: expire}
 	if len(value) > 0 {
@@ -53,10 +62,48 @@ func StringEntry(value []byte, expire int64) Entry {
 	return ent
 }
 
+// StringOfInt is the entry whose value is n's decimal text, expiring at
+// expire.
+func StringOfInt(n, expire int64) Entry {
+	return Entry{Kind: KindString, Expire: expire, A: n, B: strInt}
+}
+
+// StringOfFloat is the entry whose value is f as "%.17g" prints it
+// (strconv's 'g' format of precision 17), expiring at expire: the text a
+// script's redis.call gives for a Lua number (scripting/doc.go).
+func StringOfFloat(f float64, expire int64) Entry {
+	// Below 1e17 "%.17g" prints an integer's every digit and no point:
+	// the canonical integer text, kept as one (but "-0" is not canonical).
+	if f == math.Trunc(f) && math.Abs(f) < 1e17 && !(f == 0 && math.Signbit(f)) {
+		return StringOfInt(int64(f), expire)
+	}
+	return Entry{Kind: KindString, Expire: expire, A: int64(math.Float64bits(f)), B: strFloat}
+}
+
+// StringFloat is the number a string entry's text reads as (C's strtod,
+// Lua's tonumber) when the entry keeps its value as a number: an integer
+// (StringOfInt, INCR, SET of a canonical integer) or StringOfFloat's
+// float. ok is false for a value kept as text, which the caller parses
+// from AppendString.
+func StringFloat(ent Entry) (f float64, ok bool) {
+	switch {
+	case ent.Kind != KindString:
+		return 0, false
+	case ent.B == strInt:
+		return float64(ent.A), true // rounded to nearest even, as strtod rounds the text
+	case ent.B == strFloat:
+		return math.Float64frombits(uint64(ent.A)), true
+	}
+	return 0, false
+}
+
 // AppendString appends a string entry's value to dst.
 func AppendString(dst []byte, ent Entry) []byte {
-	if ent.B == strInt {
+	switch ent.B {
+	case strInt:
 		return strconv.AppendInt(dst, ent.A, 10)
+	case strFloat:
+		return strconv.AppendFloat(dst, math.Float64frombits(uint64(ent.A)), 'g', 17, 64)
 	}
 	v, _ := ent.Ext.([]byte)
 	return append(dst, v...)
@@ -184,7 +231,7 @@ func (e *Engine) IncrBy(key []byte, now, delta int64) (n int64, err error) {
 			return ent, false
 		}
 		n += delta
-		return Entry{Kind: KindString, Expire: ent.Expire, A: n, B: strInt}, true
+		return StringOfInt(n, ent.Expire), true
 	})
 	return n, err
 }

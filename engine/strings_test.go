@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -67,5 +70,57 @@ func TestSetStringsLastValueWins(t *testing.T) {
 	}
 	if _, ok, _ := e.GetString([]byte("c"), t0, nil); ok {
 		t.Error("MSETNX stored c")
+	}
+}
+
+// TestStringOfFloat: a float kept as its bits reads back as its "%.17g"
+// text, is an integer exactly when that text is a canonical one, gives
+// its float back, and serialises as the same text held as bytes would.
+func TestStringOfFloat(t *testing.T) {
+	t.Parallel()
+	floats := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 0.1, 1e16, 1e17 - 1, 1e17, -1e17, 99999999999999984,
+		311234567.123456, 1.0000000000000001e-05, 2.5e-7, math.MaxFloat64, math.SmallestNonzeroFloat64,
+		math.Inf(1), math.Inf(-1), math.NaN(), float64(math.MaxInt64), float64(math.MinInt64)}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		floats = append(floats, math.Float64frombits(rng.Uint64()), rng.NormFloat64()*1e9, math.Round(rng.NormFloat64()*1e6))
+	}
+	for _, f := range floats {
+		text := strconv.AppendFloat(nil, f, 'g', 17, 64)
+		ent := StringOfFloat(f, t0)
+		if got := AppendString(nil, ent); string(got) != string(text) {
+			t.Fatalf("%v reads back as %q, want %q", f, got, text)
+		}
+		n, isInt := StringInteger(ent)
+		want, wantInt := canonicalInt(text)
+		if isInt != wantInt || n != want {
+			t.Fatalf("%q as an integer: %d, %v; want %d, %v", text, n, isInt, want, wantInt)
+		}
+		got, ok := StringFloat(ent)
+		parsed, _ := strconv.ParseFloat(string(text), 64)
+		if same := got == parsed && math.Signbit(got) == math.Signbit(parsed); !ok || !same && !math.IsNaN(f) {
+			t.Fatalf("%q as a float: %v, %v; want %v", text, got, ok, parsed)
+		}
+		b, err := ent.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := StringEntry(text, t0).AppendBinary(nil); string(b) != string(want) {
+			t.Fatalf("%q serialises as %x, want %x", text, b, want)
+		}
+	}
+	if _, ok := StringFloat(StringEntry([]byte("1.5"), 0)); ok {
+		t.Error("a value kept as text reads as a number")
+	}
+}
+
+func TestDecodeRejectsAFloatsBits(t *testing.T) {
+	t.Parallel()
+	raw := append([]byte{byte(KindString)}, 0) // no expiry
+	raw = binary.AppendVarint(raw, int64(math.Float64bits(1.5)))
+	raw = binary.AppendVarint(raw, strFloat)
+	raw = append(raw, 0) // no Ext
+	if _, _, err := DecodeEntry(raw); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("DecodeEntry of a string as a float's bits: %v, want ErrCorrupt", err)
 	}
 }

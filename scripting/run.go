@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,6 +192,16 @@ func numbersAsLua51(L *lua.LState, spec string) {
 
 // LuaNumber is Lua 5.1's text of a number: "%.14g".
 func LuaNumber(f float64) string { return strconv.FormatFloat(f, 'g', 14, 64) }
+
+// AppendLuaNumber appends LuaNumber(f) to dst.
+func AppendLuaNumber(dst []byte, f float64) []byte {
+	// "%.14g" prints an integer of up to 14 digits as its digits, and -0
+	// as "-0": the integers go the short way.
+	if i := int64(f); float64(i) == f && i > -1e14 && i < 1e14 && (i != 0 || !math.Signbit(f)) {
+		return strconv.AppendInt(dst, i, 10)
+	}
+	return strconv.AppendFloat(dst, f, 'g', 14, 64)
+}
 
 func (r *Runner) newState() *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})

@@ -1,6 +1,7 @@
 package scripting
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -25,8 +26,9 @@ type Script struct {
 // Cache holds the scripts EVAL and SCRIPT LOAD compiled, by SHA1, until
 // SCRIPT FLUSH or a restart (as in Redis, scripts are not persisted).
 type Cache struct {
-	mu sync.RWMutex
-	m  map[string]*Script
+	mu      sync.RWMutex
+	m       map[string]*Script
+	flushes atomic.Uint64
 }
 
 // NewCache returns an empty cache.
@@ -38,29 +40,47 @@ func SHA1(body []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Get returns the script named sha (any case), or nil.
-func (c *Cache) Get(sha string) *Script {
-	c.mu.RLock()
-	s := c.m[sha]
-	c.mu.RUnlock()
-	if s == nil && strings.ToLower(sha) != sha {
-		return c.Get(strings.ToLower(sha))
+// Get returns the script named sha (any case), or nil. It takes the
+// name as EVALSHA's argument holds it, and allocates nothing for a name
+// in lowercase.
+func (c *Cache) Get(sha []byte) *Script {
+	if s := c.get(sha); s != nil || !hasUpper(sha) {
+		return s
 	}
+	return c.get(bytes.ToLower(sha))
+}
+
+func (c *Cache) get(sha []byte) *Script {
+	c.mu.RLock()
+	s := c.m[string(sha)]
+	c.mu.RUnlock()
 	return s
+}
+
+func hasUpper(b []byte) bool {
+	for _, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // Load compiles body and caches it; a body already cached is not compiled
 // again. A body that does not compile is an error in Redis's words.
 func (c *Cache) Load(body []byte) (*Script, error) {
 	sha := SHA1(body)
-	if s := c.Get(sha); s != nil {
+	c.mu.RLock()
+	s := c.m[sha]
+	c.mu.RUnlock()
+	if s != nil {
 		return s, nil
 	}
 	proto, err := compile(body)
 	if err != nil {
 		return nil, err
 	}
-	s := &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto}
+	s = &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto}
 	c.mu.Lock()
 	if old := c.m[sha]; old != nil {
 		s = old
@@ -75,8 +95,13 @@ func (c *Cache) Load(body []byte) (*Script, error) {
 func (c *Cache) Flush() {
 	c.mu.Lock()
 	c.m = map[string]*Script{}
+	c.flushes.Add(1)
 	c.mu.Unlock()
 }
+
+// Flushes counts the calls of Flush: a caller that keeps a script it
+// looked up may run it again while the count has not changed since.
+func (c *Cache) Flushes() uint64 { return c.flushes.Load() }
 
 // Len is the number of cached scripts.
 func (c *Cache) Len() int {

@@ -2,6 +2,7 @@ package scripting
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -98,4 +99,40 @@ func FuzzParseReply(f *testing.F) {
 		defer L.Close()
 		parseReply(L, b, 0)
 	})
+}
+
+// TestCacheGet: a script is found by its SHA1 in either case, and looking
+// one up by EVALSHA's argument allocates nothing.
+func TestCacheGet(t *testing.T) {
+	c := NewCache()
+	s, err := c.Load([]byte("return 1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{s.SHA, strings.ToUpper(s.SHA), strings.ToUpper(s.SHA[:1]) + s.SHA[1:]} {
+		if got := c.Get([]byte(name)); got != s {
+			t.Errorf("Get(%s) = %v, want the script", name, got)
+		}
+	}
+	if got := c.Get([]byte(SHA1([]byte("return 2")))); got != nil {
+		t.Errorf("Get of a script never loaded = %v", got)
+	}
+	sha := []byte(s.SHA)
+	if n := testing.AllocsPerRun(100, func() { c.Get(sha) }); n != 0 {
+		t.Errorf("Get allocates %v times", n)
+	}
+}
+
+// TestAppendLuaNumber: the text is LuaNumber's, integers included.
+func TestAppendLuaNumber(t *testing.T) {
+	fs := []float64{0, math.Copysign(0, -1), 1, -1, 60, 1e14 - 1, 1e14, -1e14 + 1, -1e14, 1e15, 0.5, 0.06,
+		94463367.123456, 1e300, math.MaxInt64, math.MinInt64, math.Inf(1), math.Inf(-1), math.NaN()}
+	for i := range 1000 {
+		fs = append(fs, float64(i*i*i*i*7919), -float64(i)*1e11, float64(i)/7)
+	}
+	for _, f := range fs {
+		if got, want := string(AppendLuaNumber([]byte("x"), f)), "x"+LuaNumber(f); got != want {
+			t.Errorf("AppendLuaNumber(%v) = %q, want %q", f, got, want)
+		}
+	}
 }

@@ -1,0 +1,96 @@
+package command
+
+import (
+	"io"
+	"log"
+	"testing"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+)
+
+// BenchmarkNativeScripts is bench/scripts.sh's load in-process: EVALSHA of
+// each script limitdb runs natively, by the text its library sends and with
+// the arguments scripts.sh gives, on 100k random keys, through the command
+// table in batches of 16 as a pipelined connection runs them. CL.THROTTLE
+// on the same keys is the ceiling: one command doing one limiter's work.
+//
+//	go test -run NONE -bench NativeScripts -benchmem -count 5 -cpu 1 ./command/
+//
+// rate-limiter-flexible's text comes from tests/clients/node/node_modules
+// (npm ci there); without it that case is skipped.
+func BenchmarkNativeScripts(b *testing.B) {
+	for _, load := range []struct {
+		name string
+		body func(t testing.TB) string // nil: args are the whole command
+		args []string
+	}{
+		{"redis_rate.allowN", func(t testing.TB) string {
+			return moduleScript(t, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
+		}, []string{"1000", "1000", "60", "1"}},
+		{"ulule.incr", func(t testing.TB) string {
+			return moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
+		}, []string{"1", "60000"}},
+		{"flexible.incrTtl", flexibleScript, []string{"1", "60", "100", "60"}},
+		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
+	} {
+		b.Run(load.name, func(b *testing.B) {
+			clk := clock.NewFake(1_700_000_000e9)
+			s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+			defer s.Close()
+			c := s.NewLocalClient()
+			// key is redis-benchmark's __rand_int__: twelve digits, written
+			// in place for each command.
+			key := []byte(load.name + ":000000000000")
+			args := [][]byte{[]byte("CL.THROTTLE"), key}
+			if load.body != nil {
+				script, err := s.scripts.Load([]byte(load.body(b)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if s.natives[script.SHA] == nil {
+					b.Fatalf("%s is not recognised", load.name)
+				}
+				args = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), key}
+			}
+			for _, a := range load.args {
+				args = append(args, []byte(a))
+			}
+			digits := key[len(key)-12:]
+			rng := uint64(1)
+			run := func(n int) {
+				for i := 0; i < n; i++ {
+					rng ^= rng << 13 // xorshift64
+					rng ^= rng >> 7
+					rng ^= rng << 17
+					k := rng % 100_000
+					for j := len(digits) - 1; j >= len(digits)-5; j-- {
+						digits[j] = byte('0' + k%10)
+						k /= 10
+					}
+					s.handle(c.Client, args)
+					if i%16 == 15 {
+						if c.failed {
+							b.Fatalf("%s refused: %q", load.name, c.w.Bytes())
+						}
+						c.endBatch()
+						c.w.Reset()
+						clk.Advance(64_000) // 4 µs a command, as at 250k a second
+					}
+				}
+			}
+			run(300_000) // every key present, as after a round of scripts.sh
+			if load.body != nil {
+				if n := s.natives[string(args[1])].runs.Load(); n != 300_000 {
+					b.Fatalf("%s ran natively %d times of 300000", load.name, n)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+			run(b.N)
+		})
+	}
+}

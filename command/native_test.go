@@ -1,0 +1,227 @@
+package command
+
+import (
+	"io"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/scripting"
+)
+
+// TestNativeEdgesMatchLua: on arguments and values other than the plain
+// numbers the libraries send (signs, leading zeros, spaces, fractions,
+// hexadecimal, integers past a float's exact range, words), each twin
+// answers as its text does on the interpreter, which runs the text with a
+// newline added since limitdb does not recognise that: the same reply or
+// error, the same value and expiry left behind. A twin either computes
+// what the script computes or declines before changing anything.
+// (tests/native_test.go walks the plain arguments through time.)
+//
+// Left out: "-0", exponents ("1e3") and integers past int64, which the
+// interpreter (gopher-lua) reads otherwise than Lua 5.1's strtod, and so
+// Redis, does ("-0" as 0, the others as nil in tonumber); the twins read
+// them as Redis does.
+func TestNativeEdgesMatchLua(t *testing.T) {
+	t.Parallel()
+	edges := []string{"+1", "007", "0", "-5", " 1", "1 ", "1.5", "0x10", "", "abc",
+		"999999999999999", "1234567890123456", "-1234567890123456"}
+	states := [][]string{nil, {"SET", "k", "5"}, {"SET", "k", "2.5", "PX", "90000"}, {"SET", "k", "311234567.12345601"},
+		{"SET", "k", "word"}, {"HSET", "k", "f", "v"}}
+	for _, sc := range []struct {
+		name string
+		body func(t testing.TB) string
+		args []string
+	}{
+		{"redis_rate.allowN", func(t testing.TB) string {
+			return moduleScript(t, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
+		}, []string{"10", "5", "60", "1"}},
+		{"redis_rate.allowAtMost", func(t testing.TB) string {
+			return moduleScript(t, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowAtMost = redis.NewScript\\(`(.*?)`\\)")
+		}, []string{"10", "5", "60", "3"}},
+		{"ulule.incr", func(t testing.TB) string {
+			return moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
+		}, []string{"1", "60000"}},
+		{"ulule.peek", func(t testing.TB) string {
+			return moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaPeekScript = `(.*?)`")
+		}, nil},
+		{"flexible.incrTtl", flexibleScript, []string{"1", "60", "100", "60"}},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			body := sc.body(t)
+			clk := clock.NewFake(1_700_000_000e9)
+			s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+			defer s.Close()
+			c := s.NewLocalClient()
+			sha := strings.TrimSuffix(strings.TrimPrefix(string(c.DoString("SCRIPT", "LOAD", body)), "$40\r\n"), "\r\n")
+			if s.natives[sha] == nil {
+				t.Fatalf("%s is not recognised", sc.name)
+			}
+			shaRE := regexp.MustCompile("[0-9a-f]{40}")
+			run := func(args []string, state []string) {
+				t.Helper()
+				var got [2]string
+				for i, key := range []string{"n", "l"} {
+					c.DoString("DEL", key)
+					if state != nil {
+						c.DoString(append([]string{state[0], key}, state[2:]...)...)
+					}
+					cmd := append([]string{"EVALSHA", sha, "1", key}, args...)
+					if key == "l" {
+						cmd[0], cmd[1] = "EVAL", body+"\n"
+					}
+					reply := shaRE.ReplaceAllString(string(c.DoString(cmd...)), "SHA")
+					value := string(c.DoString("GET", key))
+					got[i] = reply + " value " + value + " pttl " + string(c.DoString("PTTL", key))
+				}
+				if got[0] != got[1] {
+					t.Errorf("%q on %q:\nnative %q\nlua    %q", args, state, got[0], got[1])
+				}
+			}
+			for _, state := range states {
+				run(sc.args, state)
+				for i := range sc.args {
+					for _, e := range edges {
+						args := append([]string(nil), sc.args...)
+						args[i] = e
+						run(args, state)
+					}
+				}
+			}
+		})
+	}
+}
+
+// moduleScript is the first group of pattern in file of a module the build
+// requires, read from the module cache: the text its library sends.
+func moduleScript(t testing.TB, module, file, pattern string) string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", module, err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(pattern).FindStringSubmatch(string(src))
+	if m == nil {
+		t.Fatalf("no %s in %s", pattern, file)
+	}
+	return m[1]
+}
+
+// flexibleScript is rate-limiter-flexible's script as JavaScript reads its
+// template literal (a backslash before a newline joins the lines).
+func flexibleScript(t testing.TB) string {
+	src, err := os.ReadFile("../tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js")
+	if err != nil {
+		t.Skipf("rate-limiter-flexible is not installed (npm ci in tests/clients/node): %v", err)
+	}
+	m := regexp.MustCompile("(?s)const incrTtlLuaScript = `(.*?)`;").FindSubmatch(src)
+	if m == nil {
+		t.Fatal("no incrTtlLuaScript in RateLimiterRedis.js")
+	}
+	return strings.ReplaceAll(string(m[1]), "\\\n", "")
+}
+
+// TestLuaNumber: an argument reads as Lua 5.1's coercion of a string
+// (strtod) reads it, or declines.
+func TestLuaNumber(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"0", 0, true}, {"-0", math.Copysign(0, -1), true}, {"60000", 60000, true}, {"-5", -5, true},
+		{"007", 7, true}, {"+1", 1, true}, {" 1 ", 1, true}, {"1.5", 1.5, true}, {"1e3", 1000, true},
+		{"999999999999999", 999999999999999, true}, {"-999999999999999", -999999999999999, true},
+		{"1234567890123456789", 1234567890123456789, true}, {"9223372036854775808", 9223372036854775808, true},
+		{"", 0, false}, {"-", 0, false}, {"abc", 0, false}, {"0x10", 0, false}, {"inf", 0, false},
+		{"nan", 0, false}, {"1_000", 0, false}, {"1-", 0, false},
+	} {
+		got, ok := luaNumber([]byte(tc.in))
+		if ok != tc.ok || got != tc.want || math.Signbit(got) != math.Signbit(tc.want) {
+			t.Errorf("luaNumber(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestNativeRunKeepsTheBatchInstant: a script its native twin runs is one
+// engine call, so the commands after it in a batch keep the batch's
+// instant, as after a fast command; after a script on the interpreter the
+// clock is read again.
+func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
+	t.Parallel()
+	body := moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
+	clk := clock.NewFake(1_700_000_000e9)
+	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	defer s.Close()
+	c := s.NewLocalClient()
+	script, err := s.scripts.Load([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		keepNow bool
+	}{
+		{"native", []string{"EVALSHA", script.SHA, "1", "k", "1", "60000"}, true},
+		{"interpreter", []string{"EVAL", body + "\n", "1", "k", "1", "60000"}, false},
+		{"fast command", []string{"INCR", "k"}, true},
+	} {
+		args := make([][]byte, len(tc.args))
+		for i, a := range tc.args {
+			args[i] = []byte(a)
+		}
+		c.Now()
+		s.handle(c.Client, args)
+		if c.failed {
+			t.Fatalf("%s: %q", tc.name, c.w.Bytes())
+		}
+		if c.bt.haveNow != tc.keepNow {
+			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, c.bt.haveNow, tc.keepNow)
+		}
+	}
+	c.endBatch()
+}
+
+// TestEvalSHAAfterFlush: a client that keeps the script of its last
+// EVALSHA finds it gone once any client flushes the cache, and finds the
+// script loaded again after that.
+func TestEvalSHAAfterFlush(t *testing.T) {
+	t.Parallel()
+	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	defer s.Close()
+	c, other := s.NewLocalClient(), s.NewLocalClient()
+	sha := scripting.SHA1([]byte("return 7"))
+	steps := []struct {
+		by   *LocalClient
+		args []string
+		want string
+	}{
+		{other, []string{"SCRIPT", "LOAD", "return 7"}, "$40\r\n" + sha + "\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, ":7\r\n"},
+		{c, []string{"EVALSHA", strings.ToUpper(sha), "0"}, ":7\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, ":7\r\n"},
+		{other, []string{"SCRIPT", "FLUSH"}, "+OK\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, "-NOSCRIPT No matching script. Please use EVAL.\r\n"},
+		{other, []string{"SCRIPT", "LOAD", "return 7"}, "$40\r\n" + sha + "\r\n"},
+		{c, []string{"EVALSHA", sha, "0"}, ":7\r\n"},
+	}
+	for i, st := range steps {
+		if got := string(st.by.DoString(st.args...)); got != st.want {
+			t.Errorf("step %d: %q: %q, want %q", i, st.args, got, st.want)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package node
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/benchcpu"
+	"github.com/tidwall/redcon"
+)
+
+// BenchmarkPipelineScripts is bench/scripts.sh's load through the
+// connection loop, as BenchmarkPipeline runs commands: EVALSHA of each
+// library script limitdb runs natively, by the text its library sends and
+// with scripts.sh's arguments, 16 to a pipeline on 100k random keys.
+// CL.THROTTLE under the same load is the ceiling.
+//
+//	go test -run NONE -bench PipelineScripts -benchmem -cpu 1 ./node/
+//
+// rate-limiter-flexible's text comes from tests/clients/node/node_modules
+// (npm ci there); without it that case is skipped.
+func BenchmarkPipelineScripts(b *testing.B) {
+	for _, load := range []struct {
+		name string
+		body func(b *testing.B) string // nil: args are the whole command
+		args []string
+	}{
+		{"redis_rate.allowN", func(b *testing.B) string {
+			return moduleScript(b, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
+		}, []string{"1000", "1000", "60", "1"}},
+		{"ulule.incr", func(b *testing.B) string {
+			return moduleScript(b, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
+		}, []string{"1", "60000"}},
+		{"flexible.incrTtl", flexibleScript, []string{"1", "60", "100", "60"}},
+		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
+	} {
+		b.Run(load.name, func(b *testing.B) {
+			n := New(config.Default(), engine.New(nil, 0), nil)
+			cmd := func(key string) []string { return append([]string{"CL.THROTTLE", key}, load.args...) }
+			if load.body != nil {
+				body := load.body(b)
+				var out bytes.Buffer
+				req := redcon.AppendBulkString(redcon.AppendBulkString(redcon.AppendArray(nil, 3), "SCRIPT"), "LOAD")
+				req = redcon.AppendBulkString(req, body)
+				if err := streamTo(n, &batchReader{batches: [][]byte{req}, reads: 1}, &out); err != io.EOF {
+					b.Fatal(err)
+				}
+				sum := sha1.Sum([]byte(body))
+				sha := hex.EncodeToString(sum[:])
+				if !strings.Contains(out.String(), sha) {
+					b.Fatalf("SCRIPT LOAD: %q", out.String())
+				}
+				args := load.args
+				cmd = func(key string) []string { return append([]string{"EVALSHA", sha, "1", key}, args...) }
+			}
+			// 16k pipelines, 256k commands: most of the 100k keys, each
+			// present after the first pass, as after a round of scripts.sh.
+			var batches [][]byte
+			key := randomKeys(100_000)
+			for range 16 {
+				batches = append(batches, pipelines(16, key, cmd)...)
+			}
+			var out bytes.Buffer
+			if err := streamTo(n, &batchReader{batches: batches, reads: len(batches)}, &out); err != io.EOF {
+				b.Fatal(err)
+			}
+			if m := regexp.MustCompile("(^|\n)-[A-Z].*").Find(out.Bytes()); m != nil { // not a bulk "-1"
+				b.Fatalf("error reply: %.80q", m)
+			}
+			rd := &batchReader{batches: batches, reads: (b.N + 15) / 16}
+			b.ReportAllocs()
+			b.ResetTimer()
+			defer benchcpu.Report(b)()
+			if err := streamTo(n, rd, io.Discard); err != io.EOF {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// moduleScript is the first group of pattern in file of a module the build
+// requires, read from the module cache: the text its library sends.
+func moduleScript(b *testing.B, module, file, pattern string) string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		b.Fatalf("go list %s: %v", module, err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), file))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := regexp.MustCompile(pattern).FindStringSubmatch(string(src))
+	if m == nil {
+		b.Fatalf("no %s in %s", pattern, file)
+	}
+	return m[1]
+}
+
+// flexibleScript is rate-limiter-flexible's script as JavaScript reads its
+// template literal (a backslash before a newline joins the lines).
+func flexibleScript(b *testing.B) string {
+	src, err := os.ReadFile("../tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js")
+	if err != nil {
+		b.Skipf("rate-limiter-flexible is not installed (npm ci in tests/clients/node): %v", err)
+	}
+	m := regexp.MustCompile("(?s)const incrTtlLuaScript = `(.*?)`;").FindSubmatch(src)
+	if m == nil {
+		b.Fatal("no incrTtlLuaScript in RateLimiterRedis.js")
+	}
+	return strings.ReplaceAll(string(m[1]), "\\\n", "")
+}
