@@ -32,7 +32,7 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 		switch {
 		case ent.Kind == engine.KindNone || (ent.Kind == engine.KindString && ent.Expire == 0):
 			hits, ttl, handled = 1, int64(window), true
-			return engine.StringEntry([]byte("1"), at), true
+			return engine.StringOfInt(1, at), true
 		case ent.Kind != engine.KindString:
 			return ent, false
 		}
@@ -41,7 +41,7 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 			return ent, false // INCR's error
 		}
 		hits, ttl, handled = n+1, pttl(ent.Expire, now), true
-		return engine.StringEntry(strconv.AppendInt(nil, hits, 10), ent.Expire), true
+		return engine.StringOfInt(hits, ent.Expire), true
 	})
 	if handled {
 		c.Array(2)
@@ -62,7 +62,7 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 	if !ok || amount != math.Trunc(amount) || math.Abs(amount) > 1<<53 {
 		return false // INCRBY refuses it
 	}
-	secs, err := strconv.ParseInt(string(argv[0]), 10, 64) // EXPIRE's own parse of ARGV[1]
+	secs, err := ParseInt(argv[0]) // EXPIRE's own parse of ARGV[1]
 	if err != nil || secs <= 0 {
 		return false
 	}
@@ -90,7 +90,7 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 		if current == delta {
 			expire = at
 		}
-		return engine.StringEntry(strconv.AppendInt(nil, current, 10), expire), true
+		return engine.StringOfInt(current, expire), true
 	})
 	if handled {
 		c.Int(current)
