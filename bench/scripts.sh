@@ -5,7 +5,10 @@
 # Each server is pinned to core 0 and redis-benchmark (50 clients,
 # pipeline 16, 100k random keys) to core 1. For each script it loads the
 # text with SCRIPT LOAD on both and runs EVALSHA, in alternating rounds,
-# and prints req/s and p99 per round, then the medians and limitdb/Redis.
+# and prints req/s, p99 and the server's CPU time per request per round,
+# then the medians and limitdb/Redis: req/s, and requests per CPU second
+# (the figure a load generator that cannot saturate limitdb's core does not
+# cap).
 #
 #   redis_rate.allowN   go-redis/redis_rate v10's GCRA script, read from the
 #                       Go module cache: limitdb runs it natively
@@ -64,9 +67,9 @@ PY
 lp=$(free_port); rp=$(free_port)
 mkdir -p "$work/l" "$work/r"
 taskset -c 0 "$LIMITDB_BIN" --port "$lp" --dir "$work/l" --save 0 >"$work/l/log" 2>&1 &
-pids+=($!)
+lpid=$!; pids+=("$lpid")
 taskset -c 0 redis-server --port "$rp" --dir "$work/r" --save '' --appendonly no >"$work/r/log" 2>&1 &
-pids+=($!)
+rpid=$!; pids+=("$rpid")
 wait_ready "$lp"; wait_ready "$rp"
 
 # name file args...: the scripts and their arguments after the key.
@@ -79,21 +82,30 @@ scripts=(
 [ -f "$work/flexible.lua" ] && scripts+=("flexible.incrTtl|$work/flexible.lua|1 60 100 60")
 [ -f "$work/rate_limit_redis.lua" ] && scripts+=("rate-limit-redis.increment|$work/rate_limit_redis.lua|60000")
 [ -f "$work/limits_incr_expire.lua" ] && scripts+=("limits.incr_expire|$work/limits_incr_expire.lua|60 1")
+cpu_ticks() { # pid: its user+system time in clock ticks
+  local f
+  read -ra f <"/proc/$1/stat"
+  echo $((f[13] + f[14]))
+}
+hz=$(getconf CLK_TCK)
 results=$work/results.csv
 : >"$results"
-echo "script,server,round,rps,p99_ms"
+echo "script,server,round,rps,p99_ms,cpu_us_per_req"
 for round in $(seq "$ROUNDS"); do
   for s in "${scripts[@]}"; do
     IFS='|' read -r name file args <<<"$s"
     for kind in limitdb redis; do
-      port=$lp; [ "$kind" = redis ] && port=$rp
+      port=$lp pid=$lpid; [ "$kind" = redis ] && port=$rp pid=$rpid
       sha=$(redis-cli -p "$port" -x SCRIPT LOAD <"$file") # -x: the exact bytes, final newline included
+      before=$(cpu_ticks "$pid")
       # shellcheck disable=SC2086
       line=$(taskset -c 1 redis-benchmark -p "$port" -c 50 -P 16 -n "$N" -r 100000 --csv \
         EVALSHA "$sha" 1 "$name:__rand_int__" $args | tail -1)
+      after=$(cpu_ticks "$pid")
       rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
       p99=$(echo "$line" | cut -d, -f7 | tr -d '"')
-      echo "$name,$kind,$round,$rps,$p99" | tee -a "$results"
+      cpu=$(python3 -c "print('%.2f' % (($after - $before) / $hz * 1e6 / $N))")
+      echo "$name,$kind,$round,$rps,$p99,$cpu" | tee -a "$results"
     done
   done
 done
@@ -103,13 +115,15 @@ python3 - "$results" <<'PY'
 import csv, statistics, sys
 rows = list(csv.reader(open(sys.argv[1])))
 by = {}
-for name, kind, rnd, rps, p99 in rows:
-    by.setdefault((name, kind), []).append((float(rps), float(p99)))
+for name, kind, rnd, rps, p99, cpu in rows:
+    by.setdefault((name, kind), []).append((float(rps), float(p99), float(cpu)))
 print()
-print("medians over the rounds: req/s, p99 ms; limitdb / Redis")
+print("medians over the rounds: req/s, p99 ms, server CPU us per request; limitdb / Redis")
 for name in dict.fromkeys(r[0] for r in rows):
     l, r = by[(name, "limitdb")], by[(name, "redis")]
     lr, rr = statistics.median(x[0] for x in l), statistics.median(x[0] for x in r)
     lp, rp = statistics.median(x[1] for x in l), statistics.median(x[1] for x in r)
-    print("%-20s limitdb %9.0f req/s p99 %6.2f ms | redis %9.0f req/s p99 %6.2f ms | ratio %.2f" % (name, lr, lp, rr, rp, lr / rr))
+    lc, rc = statistics.median(x[2] for x in l), statistics.median(x[2] for x in r)
+    print("%-26s limitdb %7.0f req/s p99 %6.2f ms cpu %5.2f us | redis %7.0f req/s p99 %6.2f ms cpu %5.2f us | req/s %.2fx, requests per CPU second %.2fx"
+          % (name, lr, lp, lc, rr, rp, rc, lr / rr, rc / lc if lc else 0))
 PY
