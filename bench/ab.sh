@@ -20,6 +20,9 @@
 #                                       round: sliding logs fill, then slide
 #   KEYS=10000 N=300000 bench/ab.sh A B
 #   CMD='TB.TAKE k:__rand_int__ 100 100 60' CMD2='SW.INCR s:__rand_int__ 100 60' bench/ab.sh A B
+#   B_ARGS='--appendonly yes --appendfsync everysec' bench/ab.sh L L
+#                                       one build with and without a setting
+#                                       (A_ARGS, B_ARGS: flags for each side)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,10 +47,12 @@ done
 . bench/lib.sh
 
 pa=$(free_port)
-taskset -c "$SERVER_CPU" "$A" --port "$pa" --dir "$work/a" --save 0 >"$work/a.log" 2>&1 &
+# shellcheck disable=SC2086
+taskset -c "$SERVER_CPU" "$A" --port "$pa" --dir "$work/a" --save 0 ${A_ARGS:-} >"$work/a.log" 2>&1 &
 pids+=($!)
 pb=$(free_port)
-taskset -c "$SERVER_CPU" "$B" --port "$pb" --dir "$work/b" --save 0 >"$work/b.log" 2>&1 &
+# shellcheck disable=SC2086
+taskset -c "$SERVER_CPU" "$B" --port "$pb" --dir "$work/b" --save 0 ${B_ARGS:-} >"$work/b.log" 2>&1 &
 pids+=($!)
 wait_ready "$pa"
 wait_ready "$pb"
