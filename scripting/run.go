@@ -164,37 +164,95 @@ func openLibs(L *lua.LState) {
 	}))
 }
 
-// numbersAsLua51 replaces, among string.format's arguments on L's stack,
-// each number that a %s or %q of spec formats with its Lua 5.1 text.
+// numbersAsLua51 makes string.format's arguments on L's stack format as
+// Lua 5.1's C printf formats them: each number a %s or %q of spec formats
+// becomes its Lua 5.1 text, and an infinity or NaN that a %e, %f or %g
+// formats becomes C's text ("inf", "-nan", "INF" for %E...), the
+// conversion turned into a %s of the same width and justification.
 func numbersAsLua51(L *lua.LState, spec string) {
 	arg := 2
+	var out []byte // spec rewritten, once a conversion had to be
+	done := 0      // spec[:done] is in out
 	for i := 0; i < len(spec); i++ {
 		if spec[i] != '%' {
 			continue
 		}
+		start := i
 		if i++; i < len(spec) && spec[i] == '%' {
 			continue
 		}
 		for i < len(spec) && strings.IndexByte("-+ #0123456789.", spec[i]) >= 0 {
 			i++
 		}
-		if i >= len(spec) {
-			return
+		if i >= len(spec) || arg > L.GetTop() {
+			break
 		}
-		if c := spec[i]; (c == 's' || c == 'q') && arg <= L.GetTop() {
-			if n, ok := L.Get(arg).(lua.LNumber); ok {
-				L.Replace(arg, lua.LString(LuaNumber(float64(n))))
+		n, isNum := L.Get(arg).(lua.LNumber)
+		switch c := spec[i]; {
+		case !isNum:
+		case c == 's' || c == 'q':
+			L.Replace(arg, lua.LString(LuaNumber(float64(n))))
+		case strings.IndexByte("eEfFgG", c) >= 0:
+			text, ok := cNonFinite(float64(n))
+			if !ok {
+				break
 			}
+			flags := spec[start+1 : i]
+			if text[0] != '-' && strings.ContainsRune(flags, '+') {
+				text = "+" + text
+			} else if text[0] != '-' && strings.ContainsRune(flags, ' ') {
+				text = " " + text
+			}
+			if c == 'E' || c == 'F' || c == 'G' {
+				text = strings.ToUpper(text)
+			}
+			width, _, _ := strings.Cut(strings.TrimLeft(flags, "-+ #0"), ".")
+			out = append(out, spec[done:start]...)
+			out = append(out, '%')
+			if strings.ContainsRune(flags, '-') {
+				out = append(out, '-')
+			}
+			out = append(append(out, width...), 's')
+			done = i + 1
+			L.Replace(arg, lua.LString(text))
 		}
 		arg++
 	}
+	if out != nil {
+		L.Replace(1, lua.LString(append(out, spec[done:]...)))
+	}
+}
+
+// cNonFinite is C's printf text of an infinity or a NaN, as Lua 5.1 and
+// Redis write them ("inf", "-inf", "nan", "-nan": the sign is the sign
+// bit's, and 0/0 computed on amd64 has it set); ok is false for a finite f.
+func cNonFinite(f float64) (text string, ok bool) {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf", true
+	case math.IsInf(f, -1):
+		return "-inf", true
+	case math.IsNaN(f) && math.Signbit(f):
+		return "-nan", true
+	case math.IsNaN(f):
+		return "nan", true
+	}
+	return "", false
 }
 
 // LuaNumber is Lua 5.1's text of a number: "%.14g".
-func LuaNumber(f float64) string { return strconv.FormatFloat(f, 'g', 14, 64) }
+func LuaNumber(f float64) string {
+	if text, ok := cNonFinite(f); ok {
+		return text
+	}
+	return strconv.FormatFloat(f, 'g', 14, 64)
+}
 
 // AppendLuaNumber appends LuaNumber(f) to dst.
 func AppendLuaNumber(dst []byte, f float64) []byte {
+	if text, ok := cNonFinite(f); ok {
+		return append(dst, text...)
+	}
 	// "%.14g" prints an integer of up to 14 digits as its digits, and -0
 	// as "-0": the integers go the short way.
 	if i := int64(f); float64(i) == f && i > -1e14 && i < 1e14 && (i != 0 || !math.Signbit(f)) {
@@ -485,7 +543,11 @@ func (st *state) call(L *lua.LState, raiseErr bool) int {
 			args = append(args, unsafe.Slice(unsafe.StringData(string(v)), len(v)))
 		case lua.LNumber:
 			start := len(st.numBuf)
-			st.numBuf = strconv.AppendFloat(st.numBuf, float64(v), 'g', 17, 64)
+			if text, ok := cNonFinite(float64(v)); ok { // as Redis's "%.17g"
+				st.numBuf = append(st.numBuf, text...)
+			} else {
+				st.numBuf = strconv.AppendFloat(st.numBuf, float64(v), 'g', 17, 64)
+			}
 			args = append(args, st.numBuf[start:len(st.numBuf):len(st.numBuf)])
 		default:
 			return fail("ERR Lua redis lib command arguments must be strings or integers")

@@ -24,6 +24,10 @@ var scriptCases = [][]string{
 	{"EVAL", "return 3.99", "0"},
 	{"EVAL", "return -3.99", "0"},
 	{"EVAL", "return 'x'", "0"},
+	// infinities and NaNs as C's printf writes them
+	{"EVAL", "return {tostring(1/0), tostring(-1/0), tostring(0/0), tostring(-(0/0)), 1/0 .. '', tostring(2^1024)}", "0"},
+	{"EVAL", "return string.format('[%s|%.3f|%10.2e|%-8G|%+f|% g|%05.1f|%q]', 1/0, 1/0, -1/0, 0/0, 1/0, 1/0, -(0/0), -1/0)", "0"},
+	{"EVAL", "redis.call('set', KEYS[1], 1/0) redis.call('set', KEYS[2], 0/0) return redis.call('mget', KEYS[1], KEYS[2])", "2", "{n}inf", "{n}nan"},
 	{"EVAL", "return true", "0"},
 	{"EVAL", "return false", "0"},
 	{"EVAL", "return nil", "0"},
