@@ -48,12 +48,12 @@ var errTimeout = os.ErrDeadlineExceeded
 const tick = 100 * time.Millisecond
 
 // Under load a poller's loop never waits, so the goroutines that share its
-// core (replication's senders, the append-only file's writer, timers) would
-// run only when the runtime preempts it, every 10 ms: replicas were sent
-// the stream in 10 ms gulps, and lagged that much. The loop yields its core
-// once every yieldEvery instead, which bounds that wait at no measurable
+// core (replication's senders, the append-only file's writer, timers)
+// would run only when the runtime preempts it, every 10 ms, and replicas
+// would get the stream in 10 ms gulps and lag that much. The loop yields
+// its core once every yieldEvery, which bounds that wait at no measurable
 // cost when nothing else is waiting (a yield costs well under a
-// microsecond).
+// microsecond; bench/README.md, "Replication").
 const yieldEvery = time.Millisecond
 
 type poller struct {
