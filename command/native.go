@@ -289,17 +289,10 @@ func ululeIncr(c *Client, keys, argv [][]byte) bool {
 	handled := false
 	var ret, left int64
 	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
-		var n int64
-		if ent.Kind != engine.KindNone {
-			var ok bool
-			if n, ok = engine.StringInteger(ent); !ok {
-				return ent, false
-			}
+		var err error
+		if ret, err = engine.AddInt(ent, delta); err != nil {
+			return ent, false // INCRBY's error: the interpreter says so
 		}
-		if (delta > 0 && n > math.MaxInt64-delta) || (delta < 0 && n < math.MinInt64-delta) {
-			return ent, false
-		}
-		ret = n + delta
 		next := engine.StringOfInt(ret, ent.Expire)
 		handled = true
 		switch {
@@ -378,19 +371,14 @@ func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
 	handled := false
 	var consumed, ttl int64
 	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
-		var n int64
+		var err error
+		if consumed, err = engine.AddInt(ent, points); err != nil {
+			return ent, false // INCRBY's error
+		}
 		expire := at // SET NX of an absent key
 		if ent.Kind != engine.KindNone {
-			var ok bool
-			if n, ok = engine.StringInteger(ent); !ok {
-				return ent, false
-			}
 			expire = ent.Expire
 		}
-		if (points > 0 && n > math.MaxInt64-points) || (points < 0 && n < math.MinInt64-points) {
-			return ent, false
-		}
-		consumed = n + points
 		if expire == 0 { // EXPIRE key secs
 			expire, ttl = at, toLuaInteger(1000*secsNum)
 		} else {

@@ -18,7 +18,7 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 		return false
 	}
 	window, ok := luaNumber(argv[0])
-	if !ok || window != math.Trunc(window) || window < 1 || window > 1<<53 {
+	if !ok || !luaInteger(window) || window < 1 {
 		return false // SET PX refuses it: the interpreter says so
 	}
 	now := c.Now()
@@ -36,11 +36,11 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 		case ent.Kind != engine.KindString:
 			return ent, false
 		}
-		n, ok := engine.StringInteger(ent)
-		if !ok || n == math.MaxInt64 {
+		var err error
+		if hits, err = engine.AddInt(ent, 1); err != nil {
 			return ent, false // INCR's error
 		}
-		hits, ttl, handled = n+1, pttl(ent.Expire, now), true
+		ttl, handled = pttl(ent.Expire, now), true
 		return engine.StringOfInt(hits, ent.Expire), true
 	})
 	if handled {
@@ -59,7 +59,7 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 		return false
 	}
 	amount, ok := luaNumber(argv[1])
-	if !ok || amount != math.Trunc(amount) || math.Abs(amount) > 1<<53 {
+	if !ok || !luaInteger(amount) {
 		return false // INCRBY refuses it
 	}
 	secs, err := ParseInt(argv[0]) // EXPIRE's own parse of ARGV[1]
@@ -75,17 +75,11 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 	handled := false
 	var current int64
 	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
-		var n int64
-		if ent.Kind != engine.KindNone {
-			var ok bool
-			if n, ok = engine.StringInteger(ent); !ok {
-				return ent, false
-			}
+		var err error
+		if current, err = engine.AddInt(ent, delta); err != nil {
+			return ent, false // INCRBY's error
 		}
-		if (delta > 0 && n > math.MaxInt64-delta) || (delta < 0 && n < math.MinInt64-delta) {
-			return ent, false
-		}
-		current, handled = n+delta, true
+		handled = true
 		expire := ent.Expire
 		if current == delta {
 			expire = at

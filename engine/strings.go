@@ -216,24 +216,33 @@ func (e *Engine) SetStrings(keys, values [][]byte, now int64, nx bool) (done boo
 // expiry, and returns the new value.
 func (e *Engine) IncrBy(key []byte, now, delta int64) (n int64, err error) {
 	e.Do(key, now, func(ent Entry) (Entry, bool) {
-		switch ent.Kind {
-		case KindNone:
-		case KindString:
-			if n, err = stringInt(ent); err != nil {
-				return ent, false
-			}
-		default:
-			err = ErrWrongType
+		if n, err = AddInt(ent, delta); err != nil {
 			return ent, false
 		}
-		if (delta > 0 && n > math.MaxInt64-delta) || (delta < 0 && n < math.MinInt64-delta) {
-			err = ErrIncrOverflow
-			return ent, false
-		}
-		n += delta
 		return StringOfInt(n, ent.Expire), true
 	})
 	return n, err
+}
+
+// AddInt is what INCRBY makes of ent: the integer its string holds (0 for
+// no entry) plus delta, or INCRBY's error (ErrWrongType, ErrNotInteger,
+// ErrIncrOverflow).
+func AddInt(ent Entry, delta int64) (int64, error) {
+	var n int64
+	switch ent.Kind {
+	case KindNone:
+	case KindString:
+		var err error
+		if n, err = stringInt(ent); err != nil {
+			return 0, err
+		}
+	default:
+		return 0, ErrWrongType
+	}
+	if (delta > 0 && n > math.MaxInt64-delta) || (delta < 0 && n < math.MinInt64-delta) {
+		return 0, ErrIncrOverflow
+	}
+	return n + delta, nil
 }
 
 // ExpireCond is EXPIRE's NX, XX, GT and LT conditions.
@@ -301,14 +310,4 @@ func (e *Engine) Persist(key []byte, now int64) (done bool, err error) {
 		return ent, true
 	})
 	return done, err
-}
-
-// StringInteger is the integer a string entry holds in INCR's canonical
-// form; ok is false for any other entry.
-func StringInteger(ent Entry) (n int64, ok bool) {
-	if ent.Kind != KindString {
-		return 0, false
-	}
-	n, err := stringInt(ent)
-	return n, err == nil
 }

@@ -91,7 +91,8 @@ func TestStringOfFloat(t *testing.T) {
 		if got := AppendString(nil, ent); string(got) != string(text) {
 			t.Fatalf("%v reads back as %q, want %q", f, got, text)
 		}
-		n, isInt := StringInteger(ent)
+		n, err := AddInt(ent, 0)
+		isInt := err == nil
 		want, wantInt := canonicalInt(text)
 		if isInt != wantInt || n != want {
 			t.Fatalf("%q as an integer: %d, %v; want %d, %v", text, n, isInt, want, wantInt)
