@@ -2,9 +2,9 @@ package command
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/scripting"
 )
 
 // Twins of the fixed-window counters of express-rate-limit's Redis store
@@ -118,7 +118,7 @@ func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
 	if err != nil {
 		return false
 	}
-	value := strconv.AppendFloat(nil, timestamp, 'g', 17, 64)
+	value := scripting.AppendCallNumber(nil, timestamp)
 	handled, full := false, false
 	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var l *engine.List

@@ -66,16 +66,24 @@ func (s *Stream) Record(flushed bool, changes []engine.Change) {
 	c := s.last()
 	rec, scratch, err := appendUnit(c[len(c):], s.scratch, flushed, changes)
 	s.scratch = scratch
-	switch {
-	case err != nil: // an entry with no codec: drop the record, count it
+	if err != nil { // an entry with no codec: drop the record, count it
 		s.bad++
-	case len(rec) > cap(c)-len(c): // it did not fit: append moved it
-		s.add(rec)
-	default:
-		s.grow(len(rec))
+	} else {
+		s.commit(c, rec)
 	}
 	s.markUnpublished()
 	s.mu.Unlock()
+}
+
+// commit takes rec, appended to c, the last chunk, into the stream: in
+// place when it fit in c's room, else (append moved it) copied across
+// chunks. The caller holds mu.
+func (s *Stream) commit(c, rec []byte) {
+	if len(rec) > cap(c)-len(c) {
+		s.add(rec)
+		return
+	}
+	s.grow(len(rec))
 }
 
 // last is the chunk records are appended to, started when there is none
@@ -138,11 +146,7 @@ func (s *Stream) add(b []byte) {
 func (s *Stream) Expired(keys [][]byte) {
 	s.mu.Lock()
 	c := s.last()
-	if rec := appendDrop(c[len(c):], keys); len(rec) > cap(c)-len(c) {
-		s.add(rec)
-	} else {
-		s.grow(len(rec))
-	}
+	s.commit(c, appendDrop(c[len(c):], keys))
 	s.markUnpublished()
 	s.mu.Unlock()
 }

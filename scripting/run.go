@@ -240,6 +240,15 @@ func cNonFinite(f float64) (text string, ok bool) {
 	return "", false
 }
 
+// AppendCallNumber appends the text redis.call gives a command for a Lua
+// number argument: "%.17g", as Redis formats it.
+func AppendCallNumber(dst []byte, f float64) []byte {
+	if text, ok := cNonFinite(f); ok {
+		return append(dst, text...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', 17, 64)
+}
+
 // LuaNumber is Lua 5.1's text of a number: "%.14g".
 func LuaNumber(f float64) string {
 	if text, ok := cNonFinite(f); ok {
@@ -543,11 +552,7 @@ func (st *state) call(L *lua.LState, raiseErr bool) int {
 			args = append(args, unsafe.Slice(unsafe.StringData(string(v)), len(v)))
 		case lua.LNumber:
 			start := len(st.numBuf)
-			if text, ok := cNonFinite(float64(v)); ok { // as Redis's "%.17g"
-				st.numBuf = append(st.numBuf, text...)
-			} else {
-				st.numBuf = strconv.AppendFloat(st.numBuf, float64(v), 'g', 17, 64)
-			}
+			st.numBuf = AppendCallNumber(st.numBuf, float64(v))
 			args = append(args, st.numBuf[start:len(st.numBuf):len(st.numBuf)])
 		default:
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
