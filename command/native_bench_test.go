@@ -8,6 +8,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/libscripts"
 )
 
 // BenchmarkNativeScripts is bench/scripts.sh's load in-process: EVALSHA of
@@ -26,13 +27,9 @@ func BenchmarkNativeScripts(b *testing.B) {
 		body func(t testing.TB) string // nil: args are the whole command
 		args []string
 	}{
-		{"redis_rate.allowN", func(t testing.TB) string {
-			return moduleScript(t, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
-		}, []string{"1000", "1000", "60", "1"}},
-		{"ulule.incr", func(t testing.TB) string {
-			return moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
-		}, []string{"1", "60000"}},
-		{"flexible.incrTtl", flexibleScript, []string{"1", "60", "100", "60"}},
+		{"redis_rate.allowN", func(t testing.TB) string { return libscripts.RedisRate(t, "allowN") }, []string{"1000", "1000", "60", "1"}},
+		{"ulule.incr", func(t testing.TB) string { return libscripts.Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
+		{"flexible.incrTtl", libscripts.RateLimiterFlexible, []string{"1", "60", "100", "60"}},
 		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
 	} {
 		b.Run(load.name, func(b *testing.B) {

@@ -4,9 +4,6 @@ import (
 	"io"
 	"log"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +11,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/libscripts"
 	"github.com/limitdb/limitdb/scripting"
 )
 
@@ -41,19 +39,11 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 		body func(t testing.TB) string
 		args []string
 	}{
-		{"redis_rate.allowN", func(t testing.TB) string {
-			return moduleScript(t, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
-		}, []string{"10", "5", "60", "1"}},
-		{"redis_rate.allowAtMost", func(t testing.TB) string {
-			return moduleScript(t, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowAtMost = redis.NewScript\\(`(.*?)`\\)")
-		}, []string{"10", "5", "60", "3"}},
-		{"ulule.incr", func(t testing.TB) string {
-			return moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
-		}, []string{"1", "60000"}},
-		{"ulule.peek", func(t testing.TB) string {
-			return moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaPeekScript = `(.*?)`")
-		}, nil},
-		{"flexible.incrTtl", flexibleScript, []string{"1", "60", "100", "60"}},
+		{"redis_rate.allowN", func(t testing.TB) string { return libscripts.RedisRate(t, "allowN") }, []string{"10", "5", "60", "1"}},
+		{"redis_rate.allowAtMost", func(t testing.TB) string { return libscripts.RedisRate(t, "allowAtMost") }, []string{"10", "5", "60", "3"}},
+		{"ulule.incr", func(t testing.TB) string { return libscripts.Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
+		{"ulule.peek", func(t testing.TB) string { return libscripts.Ulule(t, "luaPeekScript") }, nil},
+		{"flexible.incrTtl", libscripts.RateLimiterFlexible, []string{"1", "60", "100", "60"}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
@@ -101,38 +91,6 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 	}
 }
 
-// moduleScript is the first group of pattern in file of a module the build
-// requires, read from the module cache: the text its library sends.
-func moduleScript(t testing.TB, module, file, pattern string) string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	if err != nil {
-		t.Fatalf("go list %s: %v", module, err)
-	}
-	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(pattern).FindStringSubmatch(string(src))
-	if m == nil {
-		t.Fatalf("no %s in %s", pattern, file)
-	}
-	return m[1]
-}
-
-// flexibleScript is rate-limiter-flexible's script as JavaScript reads its
-// template literal (a backslash before a newline joins the lines).
-func flexibleScript(t testing.TB) string {
-	src, err := os.ReadFile("../tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js")
-	if err != nil {
-		t.Skipf("rate-limiter-flexible is not installed (npm ci in tests/clients/node): %v", err)
-	}
-	m := regexp.MustCompile("(?s)const incrTtlLuaScript = `(.*?)`;").FindSubmatch(src)
-	if m == nil {
-		t.Fatal("no incrTtlLuaScript in RateLimiterRedis.js")
-	}
-	return strings.ReplaceAll(string(m[1]), "\\\n", "")
-}
-
 // TestLuaNumber: an argument reads as Lua 5.1's coercion of a string
 // (strtod) reads it, or declines.
 func TestLuaNumber(t *testing.T) {
@@ -162,7 +120,7 @@ func TestLuaNumber(t *testing.T) {
 // clock is read again.
 func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 	t.Parallel()
-	body := moduleScript(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
+	body := libscripts.Ulule(t, "luaIncrScript")
 	clk := clock.NewFake(1_700_000_000e9)
 	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
 	defer s.Close()

@@ -5,9 +5,6 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/benchcpu"
+	"github.com/limitdb/limitdb/internal/libscripts"
 	"github.com/tidwall/redcon"
 )
 
@@ -31,16 +29,12 @@ import (
 func BenchmarkPipelineScripts(b *testing.B) {
 	for _, load := range []struct {
 		name string
-		body func(b *testing.B) string // nil: args are the whole command
+		body func(t testing.TB) string // nil: args are the whole command
 		args []string
 	}{
-		{"redis_rate.allowN", func(b *testing.B) string {
-			return moduleScript(b, "github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var allowN = redis.NewScript\\(`(.*?)`\\)")
-		}, []string{"1000", "1000", "60", "1"}},
-		{"ulule.incr", func(b *testing.B) string {
-			return moduleScript(b, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)luaIncrScript = `(.*?)`")
-		}, []string{"1", "60000"}},
-		{"flexible.incrTtl", flexibleScript, []string{"1", "60", "100", "60"}},
+		{"redis_rate.allowN", func(t testing.TB) string { return libscripts.RedisRate(t, "allowN") }, []string{"1000", "1000", "60", "1"}},
+		{"ulule.incr", func(t testing.TB) string { return libscripts.Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
+		{"flexible.incrTtl", libscripts.RateLimiterFlexible, []string{"1", "60", "100", "60"}},
 		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
 	} {
 		b.Run(load.name, func(b *testing.B) {
@@ -85,36 +79,4 @@ func BenchmarkPipelineScripts(b *testing.B) {
 			}
 		})
 	}
-}
-
-// moduleScript is the first group of pattern in file of a module the build
-// requires, read from the module cache: the text its library sends.
-func moduleScript(b *testing.B, module, file, pattern string) string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	if err != nil {
-		b.Fatalf("go list %s: %v", module, err)
-	}
-	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), file))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m := regexp.MustCompile(pattern).FindStringSubmatch(string(src))
-	if m == nil {
-		b.Fatalf("no %s in %s", pattern, file)
-	}
-	return m[1]
-}
-
-// flexibleScript is rate-limiter-flexible's script as JavaScript reads its
-// template literal (a backslash before a newline joins the lines).
-func flexibleScript(b *testing.B) string {
-	src, err := os.ReadFile("../tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js")
-	if err != nil {
-		b.Skipf("rate-limiter-flexible is not installed (npm ci in tests/clients/node): %v", err)
-	}
-	m := regexp.MustCompile("(?s)const incrTtlLuaScript = `(.*?)`;").FindSubmatch(src)
-	if m == nil {
-		b.Fatal("no incrTtlLuaScript in RateLimiterRedis.js")
-	}
-	return strings.ReplaceAll(string(m[1]), "\\\n", "")
 }

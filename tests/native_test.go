@@ -6,34 +6,15 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/internal/libscripts"
 	"github.com/stretchr/testify/require"
 )
-
-// libraryScripts reads the Lua scripts a Go module declares in file, from
-// the module cache: the exact texts the library sends. pattern's first
-// group is the name, its second the text.
-func libraryScripts(t *testing.T, module, file, pattern string) map[string]string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	require.NoError(t, err, "go list %s", module)
-	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), file))
-	require.NoError(t, err)
-	scripts := map[string]string{}
-	for _, m := range regexp.MustCompile(pattern).FindAllStringSubmatch(string(src), -1) {
-		scripts[m[1]] = m[2]
-	}
-	return scripts
-}
 
 // TestNativeScriptsMatchLua: each library script limitdb runs natively
 // gives what the same text gives on the Lua interpreter (the text with a
@@ -43,132 +24,90 @@ func libraryScripts(t *testing.T, module, file, pattern string) map[string]strin
 func TestNativeScriptsMatchLua(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewSource(1))
+	one := func(read func(t testing.TB) string) func(testing.TB, string) string {
+		return func(t testing.TB, _ string) string { return read(t) }
+	}
 	for _, lib := range []struct {
-		module, file, pattern string
-		want                  map[string]string // script name: SHA1 of its text
-		args                  func(script string) []any
-		read                  func(t *testing.T) map[string]string // instead of module, file, pattern
-		fill                  map[string]string                    // a script: the one that writes what it reads, run before it each round
+		library string
+		want    map[string]string // script name: SHA1 of its text
+		args    func(script string) []any
+		read    func(t testing.TB, name string) string // a script's text (internal/libscripts)
+		fill    map[string]string                      // a script: the one that writes what it reads, run before it each round
 	}{
-		{"github.com/go-redis/redis_rate/v10", "lua.go", "(?s)var (\\w+) = redis.NewScript\\(`(.*?)`\\)",
+		{"go-redis/redis_rate",
 			map[string]string{"allowN": "f52a5b566060d79fd321d695df55bc918339c4aa", "allowAtMost": "054143318f521948424aa25df61d7f7ba835a9d7"},
 			func(string) []any {
 				return []any{rng.Intn(20), 1 + rng.Intn(50), []int{1, 60, 3600}[rng.Intn(3)], rng.Intn(8)}
-			}, nil, nil},
-		{"github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)(lua\\w+Script) = `(.*?)`",
+			}, libscripts.RedisRate, nil},
+		{"ulule/limiter",
 			map[string]string{"luaIncrScript": "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", "luaPeekScript": "566f5c6a17e5fddb9a10bf389f754edd0d899c61"},
-			func(string) []any { return []any{1 + rng.Intn(3), []int{0, 1000, 60000}[rng.Intn(3)]} }, nil, nil},
-		{"rate-limiter-flexible", "", "",
+			func(string) []any { return []any{1 + rng.Intn(3), []int{0, 1000, 60000}[rng.Intn(3)]} }, libscripts.Ulule, nil},
+		{"rate-limiter-flexible",
 			map[string]string{"incrTtlLuaScript": "a1de965f42e177aa339706bd580f049065eca79a"},
-			func(string) []any { return []any{rng.Intn(5) - 1, []int{1, 2, 60}[rng.Intn(3)], 10, 60} }, flexibleScripts, nil},
-		{"rate-limit-redis", "", "",
+			func(string) []any { return []any{rng.Intn(5) - 1, []int{1, 2, 60}[rng.Intn(3)], 10, 60} }, one(libscripts.RateLimiterFlexible), nil},
+		{"rate-limit-redis",
 			map[string]string{"increment": "895b92e1712734e1b464999be23953485475357b"},
-			func(string) []any { return []any{[]int{1, 1000, 60000}[rng.Intn(3)]} }, rateLimitRedisScripts, nil},
-		{"python3-limits", "", "",
+			func(string) []any { return []any{[]int{1, 1000, 60000}[rng.Intn(3)]} }, one(libscripts.RateLimitRedis), nil},
+		{"python3-limits",
 			map[string]string{"incr_expire": "628bd136a573a06b346879695681af12ccef300f",
 				"acquire_moving_window": "d19f37c18768a509dbf1310a257bfc35be65609f", "moving_window": "3136f0028c572d2959b5cdc5ec15b287fab6a9ff"},
-			limitsArgs(rng), limitsScripts, map[string]string{"moving_window": "acquire_moving_window"}},
+			limitsArgs(rng), libscripts.PythonLimits, map[string]string{"moving_window": "acquire_moving_window"}},
 	} {
-		var scripts map[string]string
-		if lib.read != nil {
-			scripts = lib.read(t)
-		} else {
-			scripts = libraryScripts(t, lib.module, lib.file, lib.pattern)
-		}
-		if scripts == nil {
-			continue
-		}
-		require.Len(t, scripts, len(lib.want), lib.module)
-		ts := startServer(t)
-		c := ts.client(t, 2)
-		// A library's scripts share their keys, in the order of their
-		// names: a read-only script finds what the others left.
-		nk, lk := "n:"+lib.module, "l:"+lib.module
-		// run sends the same script and arguments to both keys, natively
-		// and on the interpreter, and requires the same reply and error
-		// (but for the script's SHA1 in it).
-		run := func(name string) (native, lua any) {
-			sha := c.ScriptLoad(ctx, scripts[name]).Val()
-			args := lib.args(name)
-			native, err1 := c.EvalSha(ctx, sha, []string{nk}, args...).Result()
-			lua, err2 := c.Eval(ctx, scripts[name]+"\n", []string{lk}, args...).Result()
-			require.Equal(t, strings.Split(fmt.Sprint(err2), " script: ")[0], strings.Split(fmt.Sprint(err1), " script: ")[0], "%s %v", name, args)
-			require.Equal(t, lua, native, "%s %v", name, args)
-			return native, lua
-		}
-		names := slices.Sorted(maps.Keys(scripts))
-		for _, name := range names {
-			sum := sha1.Sum([]byte(scripts[name]))
-			require.Equal(t, lib.want[name], hex.EncodeToString(sum[:]), "%s's %s changed: its native twin no longer applies", lib.module, name)
-			for round := 0; round < 300; round++ {
-				if round%100 == 50 { // a key that holds a number and no expiry
-					require.NoError(t, c.Set(ctx, nk, "3", 0).Err())
-					require.NoError(t, c.Set(ctx, lk, "3", 0).Err())
-				}
-				if round%100 == 75 { // and none
-					require.NoError(t, c.Del(ctx, nk, lk).Err())
-				}
-				if f := lib.fill[name]; f != "" {
-					run(f)
-				}
-				run(name)
-				require.Equal(t, c.Get(ctx, lk).Val(), c.Get(ctx, nk).Val(), "%s round %d: values", name, round)
-				require.Equal(t, c.LRange(ctx, lk, 0, -1).Val(), c.LRange(ctx, nk, 0, -1).Val(), "%s round %d: lists", name, round)
-				require.Equal(t, c.PTTL(ctx, lk).Val(), c.PTTL(ctx, nk).Val(), "%s round %d: expiries", name, round)
-				ts.clk.Advance(time.Duration(rng.Intn(3000)) * time.Millisecond)
+		t.Run(lib.library, func(t *testing.T) { // a library not installed skips alone
+			scripts := map[string]string{}
+			for name := range lib.want {
+				scripts[name] = lib.read(t, name)
 			}
-		}
-		require.NoError(t, c.Set(ctx, nk, "not a number", 0).Err())
-		require.NoError(t, c.Set(ctx, lk, "not a number", 0).Err())
-		for _, name := range names {
-			run(name)
-		}
-		info := c.Info(ctx, "scripting").Val()
-		for _, sha := range lib.want {
-			require.Regexp(t, `native_[a-zA-Z_.-]+:sha=`+sha+`,runs=[1-9]`, info)
-		}
+			ts := startServer(t)
+			c := ts.client(t, 2)
+			// A library's scripts share their keys, in the order of their
+			// names: a read-only script finds what the others left.
+			nk, lk := "n:"+lib.library, "l:"+lib.library
+			// run sends the same script and arguments to both keys, natively
+			// and on the interpreter, and requires the same reply and error
+			// (but for the script's SHA1 in it).
+			run := func(name string) (native, lua any) {
+				sha := c.ScriptLoad(ctx, scripts[name]).Val()
+				args := lib.args(name)
+				native, err1 := c.EvalSha(ctx, sha, []string{nk}, args...).Result()
+				lua, err2 := c.Eval(ctx, scripts[name]+"\n", []string{lk}, args...).Result()
+				require.Equal(t, strings.Split(fmt.Sprint(err2), " script: ")[0], strings.Split(fmt.Sprint(err1), " script: ")[0], "%s %v", name, args)
+				require.Equal(t, lua, native, "%s %v", name, args)
+				return native, lua
+			}
+			names := slices.Sorted(maps.Keys(scripts))
+			for _, name := range names {
+				sum := sha1.Sum([]byte(scripts[name]))
+				require.Equal(t, lib.want[name], hex.EncodeToString(sum[:]), "%s's %s changed: its native twin no longer applies", lib.library, name)
+				for round := 0; round < 300; round++ {
+					if round%100 == 50 { // a key that holds a number and no expiry
+						require.NoError(t, c.Set(ctx, nk, "3", 0).Err())
+						require.NoError(t, c.Set(ctx, lk, "3", 0).Err())
+					}
+					if round%100 == 75 { // and none
+						require.NoError(t, c.Del(ctx, nk, lk).Err())
+					}
+					if f := lib.fill[name]; f != "" {
+						run(f)
+					}
+					run(name)
+					require.Equal(t, c.Get(ctx, lk).Val(), c.Get(ctx, nk).Val(), "%s round %d: values", name, round)
+					require.Equal(t, c.LRange(ctx, lk, 0, -1).Val(), c.LRange(ctx, nk, 0, -1).Val(), "%s round %d: lists", name, round)
+					require.Equal(t, c.PTTL(ctx, lk).Val(), c.PTTL(ctx, nk).Val(), "%s round %d: expiries", name, round)
+					ts.clk.Advance(time.Duration(rng.Intn(3000)) * time.Millisecond)
+				}
+			}
+			require.NoError(t, c.Set(ctx, nk, "not a number", 0).Err())
+			require.NoError(t, c.Set(ctx, lk, "not a number", 0).Err())
+			for _, name := range names {
+				run(name)
+			}
+			info := c.Info(ctx, "scripting").Val()
+			for _, sha := range lib.want {
+				require.Regexp(t, `native_[a-zA-Z_.-]+:sha=`+sha+`,runs=[1-9]`, info)
+			}
+		})
 	}
-}
-
-// flexibleScripts reads rate-limiter-flexible's script from the Node.js
-// tests' modules (`npm ci` in tests/clients/node), as JavaScript reads the
-// template literal: a backslash before a newline joins the lines.
-func flexibleScripts(t *testing.T) map[string]string {
-	src := ciFile(t, "clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js", "rate-limiter-flexible (npm ci in tests/clients/node)")
-	if src == nil {
-		return nil
-	}
-	m := regexp.MustCompile("(?s)const incrTtlLuaScript = `(.*?)`;").FindSubmatch(src)
-	require.NotNil(t, m, "rate-limiter-flexible's script moved")
-	return map[string]string{"incrTtlLuaScript": strings.ReplaceAll(string(m[1]), "\\\n", "")}
-}
-
-// rateLimitRedisScripts reads rate-limit-redis's increment script from the
-// Node.js tests' modules, as the library makes it: every line's leading
-// white space (blank lines with it) dropped, the whole trimmed.
-func rateLimitRedisScripts(t *testing.T) map[string]string {
-	src := ciFile(t, "clients/node/node_modules/rate-limit-redis/dist/index.mjs", "rate-limit-redis (npm ci in tests/clients/node)")
-	if src == nil {
-		return nil
-	}
-	m := regexp.MustCompile("(?s)increment: `(.*?)`").FindSubmatch(src)
-	require.NotNil(t, m, "rate-limit-redis's script moved")
-	body := regexp.MustCompile(`(?m)^\s+`).ReplaceAllString(string(m[1]), "")
-	return map[string]string{"increment": strings.TrimSpace(body)}
-}
-
-// limitsScripts reads python-limits' scripts, as redis-py sends them: the
-// files' bytes.
-func limitsScripts(t *testing.T) map[string]string {
-	scripts := map[string]string{}
-	for _, name := range []string{"incr_expire", "acquire_moving_window", "moving_window"} {
-		src := ciFile(t, "/usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/"+name+".lua", "python3-limits")
-		if src == nil {
-			return nil
-		}
-		scripts[name] = string(src)
-	}
-	return scripts
 }
 
 // limitsArgs are python-limits' arguments: incr_expire's expiry and
@@ -188,18 +127,4 @@ func limitsArgs(rng *rand.Rand) func(script string) []any {
 		}
 		return []any{[]int{1, 2, 60}[rng.Intn(3)], 1 + rng.Intn(3)}
 	}
-}
-
-// ciFile reads path, a file of a library CI installs: without it, it logs
-// that what needs it is not checked and returns nil, and in CI it fails.
-func ciFile(t *testing.T, path, what string) []byte {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI: %s is not installed: %v", what, err)
-		}
-		t.Logf("%s is not installed: its twin is not checked", what)
-		return nil
-	}
-	return src
 }
