@@ -406,9 +406,9 @@ func TestSentinelFailsOverLimitdb(t *testing.T) {
 	killedAt := time.Now()
 	primary.proc.kill9(t)
 	// No replica can be promoted before Sentinel's down-after-milliseconds
-	// (1 s) has passed: a write acknowledged before then was the old
+	// has passed: a write acknowledged before then was the old
 	// primary's, even if its reply arrived after the kill.
-	newPrimarySince := killedAt.Add(time.Second)
+	newPrimarySince := killedAt.Add(sentinelDownAfter)
 	for _, s := range scripts {
 		s.touch(t, "killed")
 	}

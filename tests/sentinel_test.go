@@ -23,6 +23,12 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// sentinelDownAfter is the sentinels' down-after-milliseconds: short, so
+// that a failover test takes seconds, and not so short that a node or proxy
+// starved of CPU for a moment by the rest of a parallel test run looks
+// dead to Sentinel, which would then fail over a second time.
+const sentinelDownAfter = 2 * time.Second
+
 // startSentinels runs n real redis-sentinel processes monitoring the
 // primary at addr as "mymaster" with a quorum of 2, and returns a client
 // of each. It skips the test where redis-sentinel is not installed.
@@ -39,13 +45,20 @@ func startSentinels(t *testing.T, n int, addr string) []*redis.Client {
 		p := freePort(t)
 		conf := filepath.Join(dir, "sentinel.conf")
 		require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf(
-			"port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster %s %s 2\n"+
-				"sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 3000\n",
-			p, dir, host, port)), 0o600))
+			"port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel monitor mymaster %s %s 2\n"+
+				"sentinel down-after-milliseconds mymaster %d\nsentinel failover-timeout mymaster 3000\n",
+			p, dir, filepath.Join(dir, "sentinel.log"), host, port, sentinelDownAfter.Milliseconds())), 0o600))
 		cmd := exec.Command(bin, conf)
 		cmd.Stdout, cmd.Stderr = nil, nil
 		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() {
+				log, _ := os.ReadFile(filepath.Join(dir, "sentinel.log"))
+				t.Logf("sentinel on port %d:\n%s", p, log)
+			}
+		})
 		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", p), Protocol: 2})
 		t.Cleanup(func() { c.Close() })
 		clients = append(clients, c)
