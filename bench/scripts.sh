@@ -20,6 +20,9 @@
 #                       store) fixed window, from the same node_modules (native)
 #   limits.incr_expire  python-limits' fixed window, from Debian's
 #                       python3-limits (native; skipped without it)
+#   throttled.cas       throttled v2's goredisstore compare-and-swap, from the
+#                       Go module cache (native): every key is set to the
+#                       old value first, so each call is a GET and a SETEX
 #   gcra.lua            bench/lua/gcra.lua: a GCRA script limitdb does not
 #                       recognise, on the interpreter
 #   slog.lua            bench/lua/slog.lua: a sliding log on a sorted set,
@@ -27,11 +30,13 @@
 #
 #   bench/scripts.sh                 3 rounds of 300k requests
 #   ROUNDS=5 N=500000 bench/scripts.sh
+#   ONLY='limits|gcra' bench/scripts.sh  the scripts whose names match a regular expression
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3}
 N=${N:-300000}
+ONLY=${ONLY:-.}
 for tool in redis-server redis-cli redis-benchmark taskset python3 go; do
   command -v "$tool" >/dev/null || { echo "scripts.sh: $tool is required" >&2; exit 1; }
 done
@@ -44,16 +49,18 @@ LIMITDB_BIN=${LIMITDB_BIN:-$work/limitdb-server}
 # The libraries' own texts, from the modules the tests use.
 rrdir=$(go list -m -f '{{.Dir}}' github.com/go-redis/redis_rate/v10)
 uldir=$(go list -m -f '{{.Dir}}' github.com/ulule/limiter/v3)
-python3 - "$rrdir/lua.go" "$uldir/drivers/store/redis/store.go" \
+thdir=$(go list -m -f '{{.Dir}}' github.com/throttled/throttled/v2)
+python3 - "$rrdir/lua.go" "$uldir/drivers/store/redis/store.go" "$thdir/store/goredisstore.v9/goredisstore.go" \
   tests/clients/node/node_modules/rate-limiter-flexible/lib/RateLimiterRedis.js \
   tests/clients/node/node_modules/rate-limit-redis/dist/index.mjs \
   /usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/incr_expire.lua "$work" <<'PY'
 import os, re, shutil, sys
-rr, ul, fl, rl, li, out = sys.argv[1:]
+rr, ul, th, fl, rl, li, out = sys.argv[1:]
 src = open(rr).read()
 open(out + "/redis_rate_allowN.lua", "w").write(dict(re.findall(r'var (\w+) = redis.NewScript\(`(.*?)`\)', src, re.S))["allowN"])
 src = open(ul).read()
 open(out + "/ulule_incr.lua", "w").write(dict(re.findall(r'(lua\w+Script) = `(.*?)`', src, re.S))["luaIncrScript"])
+open(out + "/throttled_cas.lua", "w").write(re.search(r'redisCASScript\s*= `(.*?)`', open(th).read(), re.S).group(1))
 if os.path.exists(fl):
     body = re.search(r'const incrTtlLuaScript = `(.*?)`;', open(fl).read(), re.S).group(1)
     open(out + "/flexible.lua", "w").write(body.replace("\\\n", ""))
@@ -82,6 +89,15 @@ scripts=(
 [ -f "$work/flexible.lua" ] && scripts+=("flexible.incrTtl|$work/flexible.lua|1 60 100 60")
 [ -f "$work/rate_limit_redis.lua" ] && scripts+=("rate-limit-redis.increment|$work/rate_limit_redis.lua|60000")
 [ -f "$work/limits_incr_expire.lua" ] && scripts+=("limits.incr_expire|$work/limits_incr_expire.lua|60 1")
+scripts+=("throttled.cas|$work/throttled_cas.lua|5 5 60")
+# fill port name: every key redis-benchmark's -r 100000 names holds 5.
+fill() {
+  python3 -c 'import sys
+for i in range(100000):
+    k = "%s:%012d" % (sys.argv[1], i)
+    sys.stdout.write("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n5\r\n" % (len(k), k))' "$2" |
+    redis-cli -p "$1" --pipe >/dev/null
+}
 cpu_ticks() { # pid: its user+system time in clock ticks
   local f
   read -ra f <"/proc/$1/stat"
@@ -94,9 +110,11 @@ echo "script,server,round,rps,p99_ms,cpu_us_per_req"
 for round in $(seq "$ROUNDS"); do
   for s in "${scripts[@]}"; do
     IFS='|' read -r name file args <<<"$s"
+    [[ $name =~ $ONLY ]] || continue
     for kind in limitdb redis; do
       port=$lp pid=$lpid; [ "$kind" = redis ] && port=$rp pid=$rpid
       sha=$(redis-cli -p "$port" -x SCRIPT LOAD <"$file") # -x: the exact bytes, final newline included
+      [ "$name" = throttled.cas ] && fill "$port" "$name"
       before=$(cpu_ticks "$pid")
       # shellcheck disable=SC2086
       line=$(taskset -c 1 redis-benchmark -p "$port" -c 50 -P 16 -n "$N" -r 100000 --csv \

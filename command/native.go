@@ -55,6 +55,9 @@ func nativeScripts() map[string]*nativeScript {
 		// and its moving window: acquire_moving_window.lua, moving_window.lua.
 		"d19f37c18768a509dbf1310a257bfc35be65609f": {Name: "limits.acquire_moving_window", run: limitsAcquireMovingWindow},
 		"3136f0028c572d2959b5cdc5ec15b287fab6a9ff": {Name: "limits.moving_window", run: limitsMovingWindow},
+		// throttled v2.15.0, store/goredisstore.v9: the compare-and-swap
+		// its GCRA store sends with EVAL.
+		"ebd682e30de074a6919bde872b507734c7c3ebe5": {Name: "throttled.cas", run: throttledCAS},
 	}
 }
 

@@ -217,3 +217,48 @@ func limitsMovingWindow(c *Client, keys, argv [][]byte) bool {
 // luaInteger reports whether f is an integer that redis.call writes as
 // one ("%.17g" of it has no point or exponent).
 func luaInteger(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1e15 }
+
+// throttledCAS is throttled's compare-and-swap (goredisstore.v9): GET key;
+// no value: the error reply "key does not exist"; a value other than
+// ARGV[1]: 0; else SETEX key ARGV[3] ARGV[2] and 1. A key of another type
+// (GET's WRONGTYPE) or an expiry SETEX refuses declines.
+func throttledCAS(c *Client, keys, argv [][]byte) bool {
+	if len(keys) != 1 || len(argv) < 3 {
+		return false
+	}
+	secs, err := ParseInt(argv[2])
+	if err != nil {
+		return false
+	}
+	now := c.Now()
+	at, err := setExpiry(now, secs, 1e9, false, "setex")
+	if err != nil {
+		return false
+	}
+	handled, missing, swapped := false, false, false
+	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+		switch ent.Kind {
+		case engine.KindNone:
+			handled, missing = true, true
+			return ent, false
+		case engine.KindString:
+		default:
+			return ent, false
+		}
+		handled = true
+		var buf [24]byte
+		if string(engine.AppendString(buf[:0], ent)) != string(argv[0]) {
+			return ent, false
+		}
+		swapped = true
+		return engine.StringEntry(argv[1], at), true
+	})
+	switch {
+	case !handled:
+	case missing:
+		c.w.Error("key does not exist") // a reply the script returns, written as the interpreter writes it
+	default:
+		c.Int(b2i(swapped))
+	}
+	return handled
+}

@@ -44,6 +44,7 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 		{"ulule.incr", func(t testing.TB) string { return libscripts.Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
 		{"ulule.peek", func(t testing.TB) string { return libscripts.Ulule(t, "luaPeekScript") }, nil},
 		{"flexible.incrTtl", libscripts.RateLimiterFlexible, []string{"1", "60", "100", "60"}},
+		{"throttled.cas", func(t testing.TB) string { return libscripts.Throttled(t, "redisCASScript") }, []string{"5", "7", "60"}},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

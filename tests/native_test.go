@@ -52,6 +52,9 @@ func TestNativeScriptsMatchLua(t *testing.T) {
 			map[string]string{"incr_expire": "628bd136a573a06b346879695681af12ccef300f",
 				"acquire_moving_window": "d19f37c18768a509dbf1310a257bfc35be65609f", "moving_window": "3136f0028c572d2959b5cdc5ec15b287fab6a9ff"},
 			limitsArgs(rng), libscripts.PythonLimits, map[string]string{"moving_window": "acquire_moving_window"}},
+		{"throttled", // old, new, ttl: the key often holds old (the numbers SET puts there every 100 rounds)
+			map[string]string{"redisCASScript": "ebd682e30de074a6919bde872b507734c7c3ebe5"},
+			func(string) []any { return []any{rng.Intn(4), rng.Intn(4), []int{1, 2, 60, 0, -1}[rng.Intn(5)]} }, libscripts.Throttled, nil},
 	} {
 		t.Run(lib.library, func(t *testing.T) { // a library not installed skips alone
 			scripts := map[string]string{}

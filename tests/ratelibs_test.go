@@ -96,6 +96,7 @@ func TestThrottled(t *testing.T) {
 		require.Equal(t, red.Type(ctx, k).Val(), lim.Type(ctx, k).Val(), k)
 		require.InDelta(t, red.TTL(ctx, k).Val().Seconds(), lim.TTL(ctx, k).Val().Seconds(), 1, k)
 	}
+	ranNatively(t, lim, "throttled.cas") // its compare-and-swap, sent with EVAL
 }
 
 // TestPythonLimits: the `limits` library (Debian python3-limits 2.8.0),

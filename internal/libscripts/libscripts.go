@@ -1,7 +1,7 @@
 // Package libscripts reads the Lua scripts limiter libraries send, each as
 // its library makes the text, from where the tests' builds and installs
 // keep the libraries: the Go module cache (go-redis/redis_rate,
-// ulule/limiter), tests/clients/node/node_modules after `npm ci` there
+// ulule/limiter, throttled), tests/clients/node/node_modules after `npm ci` there
 // (rate-limiter-flexible, rate-limit-redis) and Debian's python3-limits.
 // Tests and benchmarks use it to run limitdb's native twins on the exact
 // texts: each function fails its test when a text cannot be read, and for
@@ -29,6 +29,12 @@ func RedisRate(t testing.TB, name string) string {
 // "luaPeekScript").
 func Ulule(t testing.TB, name string) string {
 	return goModule(t, "github.com/ulule/limiter/v3", "drivers/store/redis/store.go", "(?s)(lua\\w+Script) = `(.*?)`", name)
+}
+
+// Throttled is throttled v2's goredisstore.v9 script name
+// ("redisCASScript").
+func Throttled(t testing.TB, name string) string {
+	return goModule(t, "github.com/throttled/throttled/v2", "store/goredisstore.v9/goredisstore.go", "(?s)(redis\\w+Script)\\s*= `(.*?)`", name)
 }
 
 // RateLimiterFlexible is RateLimiterRedis's incrTtlLuaScript as JavaScript
