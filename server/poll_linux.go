@@ -69,6 +69,7 @@ type poller struct {
 	killed []*fdConn // closed by other goroutines (fdConn.Close)
 	stop   bool      // asked to stop
 	gone   bool      // stopped: its descriptors are closed
+	woken  bool      // a byte is in the pipe that welcome has not taken yet
 
 	conns map[int32]*Conn // owned by the poller's goroutine, by socket
 	dirty []*Conn         // connections with replies to write this round
@@ -134,7 +135,23 @@ func (p *poller) post(fn func()) {
 		return
 	}
 	fn()
-	syscall.Write(p.wake[1], []byte{1})
+	if !p.woken { // one byte wakes it for every post before welcome
+		p.woken = true
+		rawPipe(syscall.SYS_WRITE, p.wake[1], []byte{1})
+	}
+}
+
+// rawPipe reads or writes the wake pipe, which is non-blocking, without
+// telling the scheduler: the replication senders post to the poller
+// thousands of times a second, and a system call the runtime knows about
+// lets sysmon hand the only P to another thread and back when the core is
+// shared (bench/README.md, "Replication").
+func rawPipe(trap uintptr, fd int, b []byte) int {
+	n, _, errno := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	if errno != 0 {
+		return 0
+	}
+	return int(n)
 }
 
 // adopt takes over nc's socket for p when it is a TCP connection (possibly
@@ -229,13 +246,13 @@ func (p *poller) run() {
 func (p *poller) welcome() bool {
 	var buf [64]byte
 	for {
-		if n, _ := syscall.Read(p.wake[0], buf[:]); n < len(buf) {
+		if n := rawPipe(syscall.SYS_READ, p.wake[0], buf[:]); n < len(buf) {
 			break
 		}
 	}
 	p.mu.Lock()
 	in, killed, mailed, stop := p.inbox, p.killed, p.mailed, p.stop
-	p.inbox, p.killed, p.mailed = nil, nil, nil
+	p.inbox, p.killed, p.mailed, p.woken = nil, nil, nil, false
 	p.mu.Unlock()
 	for _, c := range mailed {
 		if c.fc != nil && c.fc.fd >= 0 && c.deliverMail() {
