@@ -7,7 +7,9 @@
 // requests a second each) and a request's latency runs from the instant it
 // was due, not from when it was sent, so a server that stalls is charged
 // for the requests that queued behind the stall (no coordinated omission).
-// Each connection has one request in flight, like pipeline 1.
+// Each connection has one request in flight, like pipeline 1, or with
+// -pipeline P a batch of P requests sent at once (rate/conns/P batches a
+// second each), every request of it timed from the batch's due instant.
 //
 //	loadgen -addr 127.0.0.1:6380 -rate 20000 -duration 5s \
 //	        -cmd 'CL.THROTTLE {k} 99 100 60' -keys 100000
@@ -48,13 +50,14 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "how long to offer the load")
 	command := flag.String("cmd", "PING", "command; {k} becomes a key")
 	keys := flag.Int("keys", 100000, "distinct keys ({k}); 0 for one hot key")
+	pipeline := flag.Int("pipeline", 1, "requests a connection sends at once")
 	label := flag.String("label", "", "first CSV field (default: the command name)")
 	header := flag.Bool("header", false, "print the CSV header first")
 	flag.Parse()
 	if *label == "" {
 		*label = strings.Fields(*command)[0]
 	}
-	lat, errs, elapsed, err := run(*addr, *rate, *conns, *duration, strings.Fields(*command), *keys)
+	lat, errs, elapsed, err := run(*addr, *rate, *conns, max(*pipeline, 1), *duration, strings.Fields(*command), *keys)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
@@ -78,17 +81,18 @@ type conn struct {
 	nc       net.Conn // kept so that its descriptor stays open
 	fd       int
 	first    time.Duration // due instant of its first request, from start
-	sent     int           // requests sent
-	inflight bool
-	in       []byte // reply bytes read so far
+	sent     int           // batches sent
+	inflight int           // requests of the last batch not answered yet
+	in       []byte        // reply bytes read and not consumed yet
 	out      []byte
 	rnd      *rand.Rand
 }
 
-// run offers the load and returns every request's latency in nanoseconds.
-func run(addr string, rate float64, conns int, d time.Duration, cmd []string, keys int) ([]int64, int, time.Duration, error) {
+// run offers the load in batches of pipeline requests and returns every
+// request's latency in nanoseconds.
+func run(addr string, rate float64, conns, pipeline int, d time.Duration, cmd []string, keys int) ([]int64, int, time.Duration, error) {
 	runtime.LockOSThread()
-	interval := time.Duration(float64(conns) / rate * 1e9)
+	interval := time.Duration(float64(conns*pipeline) / rate * 1e9)
 	perConn := int(d / interval)
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
@@ -108,7 +112,7 @@ func run(addr string, rate float64, conns int, d time.Duration, cmd []string, ke
 		c.rnd = rand.New(rand.NewSource(int64(i)))
 		cs[i], byFd[c.fd] = c, c
 	}
-	lat := make([]int64, 0, conns*perConn)
+	lat := make([]int64, 0, conns*perConn*pipeline)
 	errs, done := 0, 0
 	events := make([]syscall.EpollEvent, conns)
 	buf := make([]byte, 64<<10)
@@ -120,14 +124,17 @@ func run(addr string, rate float64, conns int, d time.Duration, cmd []string, ke
 			return nil, 0, 0, fmt.Errorf("%d of %d requests unanswered 30 s after the last was due", conns*perConn-done, conns*perConn)
 		}
 		for _, c := range cs {
-			if c.inflight || c.sent == perConn || now < c.due(c.sent, interval) {
+			if c.inflight > 0 || c.sent == perConn || now < c.due(c.sent, interval) {
 				continue
 			}
-			c.out = encode(c.out[:0], cmd, keys, c.rnd)
+			c.out = c.out[:0]
+			for range pipeline {
+				c.out = encode(c.out, cmd, keys, c.rnd)
+			}
 			if err := writeAll(c.fd, c.out); err != nil {
 				return nil, 0, 0, err
 			}
-			c.inflight = true
+			c.inflight = pipeline
 		}
 		n, err := syscall.EpollWait(epfd, events, 0)
 		if err != nil && !errors.Is(err, syscall.EINTR) {
@@ -143,23 +150,30 @@ func run(addr string, rate float64, conns int, d time.Duration, cmd []string, ke
 				return nil, 0, 0, fmt.Errorf("reading a reply: %v (read %d)", err, k)
 			}
 			c.in = append(c.in, buf[:k]...)
-			size, isErr, err := replyLen(c.in)
-			if err != nil {
-				return nil, 0, 0, err
+			at := clk.Mono() - start
+			used := 0
+			for used < len(c.in) {
+				size, isErr, err := replyLen(c.in[used:])
+				if err != nil {
+					return nil, 0, 0, err
+				}
+				if size == 0 {
+					break // not whole yet
+				}
+				if c.inflight == 0 {
+					return nil, 0, 0, fmt.Errorf("unexpected reply bytes %q", c.in[used:])
+				}
+				used += size
+				lat = append(lat, int64(at-c.due(c.sent, interval)))
+				if isErr {
+					errs++
+				}
+				if c.inflight--; c.inflight == 0 {
+					c.sent++
+					done++
+				}
 			}
-			if size == 0 {
-				continue // not whole yet
-			}
-			if !c.inflight || size != len(c.in) {
-				return nil, 0, 0, fmt.Errorf("unexpected reply bytes %q", c.in)
-			}
-			lat = append(lat, int64((clk.Mono()-start)-c.due(c.sent, interval)))
-			if isErr {
-				errs++
-			}
-			c.in, c.inflight = c.in[:0], false
-			c.sent++
-			done++
+			c.in = c.in[:copy(c.in, c.in[used:])]
 		}
 	}
 	return lat, errs, (clk.Mono() - start) - 10*time.Millisecond, nil

@@ -40,7 +40,8 @@ func TestReplyLen(t *testing.T) {
 
 // run drives every connection at its rate and times every request: against
 // a server that answers each command after a fixed delay, each latency is
-// at least that delay, and every request is answered once.
+// at least that delay, and every request is answered once, one at a time
+// or in batches.
 func TestRun(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,19 +80,24 @@ func TestRun(t *testing.T) {
 			}()
 		}
 	}()
-	lat, errs, elapsed, err := run(ln.Addr().String(), 1000, 4, 300*time.Millisecond, []string{"GET", "{k}"}, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(lat) != 300 || errs != 300 {
-		t.Fatalf("%d latencies, %d errors; want 300 of each", len(lat), errs)
-	}
-	for _, l := range lat {
-		if time.Duration(l) < delay {
-			t.Fatalf("a latency of %v, under the server's delay of %v", time.Duration(l), delay)
+	// Pipeline 4: batches of four every 16 ms a connection, each request
+	// timed from its batch's instant; the server answers them one by one.
+	for _, pipeline := range []int{1, 4} {
+		lat, errs, elapsed, err := run(ln.Addr().String(), 1000, 4, pipeline, 300*time.Millisecond, []string{"GET", "{k}"}, 10)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if elapsed < 290*time.Millisecond {
-		t.Errorf("300 requests at 1000/s took %v", elapsed)
+		want := 4 * int(300*time.Millisecond/(time.Duration(4*pipeline)*time.Millisecond)) * pipeline
+		if len(lat) != want || errs != want {
+			t.Fatalf("pipeline %d: %d latencies, %d errors; want %d of each", pipeline, len(lat), errs, want)
+		}
+		for _, l := range lat {
+			if time.Duration(l) < delay {
+				t.Fatalf("pipeline %d: a latency of %v, under the server's delay of %v", pipeline, time.Duration(l), delay)
+			}
+		}
+		if elapsed < 285*time.Millisecond {
+			t.Errorf("pipeline %d: %d requests at 1000/s took %v", pipeline, want, elapsed)
+		}
 	}
 }
