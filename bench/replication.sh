@@ -14,6 +14,8 @@
 #   limitdb R / limitdb 0    what R replicas cost limitdb (goal for 2: >= 0.85)
 #   limitdb R / redis R      the replicated ratio (goal for 2: >= 1.0)
 #   lag p50 / p99            microseconds, limitdb and Redis
+#   CPU per request          the primary's, and each replica's: a replica's is
+#                            taken from the load generator's core
 #
 # With FULLSYNC=1 it also times a full resynchronisation: a primary holding
 # KEYS keys (limitdb: CL.THROTTLE states; Redis: strings), a replica started
@@ -107,24 +109,28 @@ run() {
     "$work/repllag" -primary "127.0.0.1:$p" -replica "127.0.0.1:${reps[0]}" -duration 2s -label "$label,$r" >"$dir/lag" &
     lagpid=$!
   fi
-  local rps cpu0 cpu1 ppid=${pids[0]}
+  local rps cpu0 cpu1 rcpu0=0 rcpu1=0 ppid=${pids[0]} q
   cpu0=$(awk '{print $14+$15}' "/proc/$ppid/stat")
+  for q in "${pids[@]:1}"; do rcpu0=$((rcpu0 + $(awk '{print $14+$15}' "/proc/$q/stat"))); done
   rps=$(taskset -c 1 redis-benchmark -p "$p" -c 50 -P "$PIPELINE" -n "$N" -r 100000 --csv "${cmd[@]}" |
     tail -1 | cut -d, -f2 | tr -d '"')
   cpu1=$(awk '{print $14+$15}' "/proc/$ppid/stat")
+  for q in "${pids[@]:1}"; do rcpu1=$((rcpu1 + $(awk '{print $14+$15}' "/proc/$q/stat"))); done
   local lag=","
   if [ -n "$lagpid" ]; then
     wait "$lagpid"
     lag=$(cut -d, -f4,5 "$dir/lag")
   fi
-  # The primary's CPU per request, in microseconds (clock ticks of 10 ms).
-  local us
+  # The primary's CPU per request, and each replica's on average, in
+  # microseconds (clock ticks of 10 ms).
+  local us rus
   us=$(python3 -c "print('%.3f' % (($cpu1 - $cpu0) * 10000 / $N))")
-  echo "$label,$r,$round,$rps,$lag,$us" | tee -a "$results"
+  rus=$(python3 -c "print('%.3f' % (($rcpu1 - $rcpu0) * 10000 / $N / max($r, 1)))")
+  echo "$label,$r,$round,$rps,$lag,$us,$rus" | tee -a "$results"
   stop_all
 }
 
-echo "server,replicas,round,rps,lag_p50_us,lag_p99_us,primary_cpu_us_per_request"
+echo "server,replicas,round,rps,lag_p50_us,lag_p99_us,primary_cpu_us_per_request,replica_cpu_us_per_request"
 for round in $(seq "$ROUNDS"); do
   for r in $REPLICAS; do
     run limitdb "$r" "$round"
@@ -142,9 +148,11 @@ rows = list(csv.reader(open(sys.argv[1])))
 med = {}
 lag = {}
 cpu = {}
-for kind, r, rnd, rps, p50, p99, us in rows:
+rcpu = {}
+for kind, r, rnd, rps, p50, p99, us, rus in rows:
     med.setdefault((kind, int(r)), []).append(float(rps))
     cpu.setdefault((kind, int(r)), []).append(float(us))
+    rcpu.setdefault((kind, int(r)), []).append(float(rus))
     if p50:
         lag.setdefault((kind, int(r)), []).append((int(p50), int(p99)))
 m = {k: statistics.median(v) for k, v in med.items()}
@@ -155,6 +163,8 @@ for (kind, r), v in sorted(m.items()):
     if (kind, r) in lag:
         ls = lag[(kind, r)]
         extra = "  lag p50 %d us, p99 %d us" % (statistics.median(x[0] for x in ls), statistics.median(x[1] for x in ls))
+    if r:
+        extra += ", each replica %.2f us CPU/request" % statistics.median(rcpu[(kind, r)])
     print("%-12s %d replicas: %9.0f req/s, primary %.2f us CPU/request%s" % (kind, r, v, statistics.median(cpu[(kind, r)]), extra))
 for r in sorted({r for _, r in m}):
     if ("limitdb", r) in m and ("limitdb", 0) in m and r:
