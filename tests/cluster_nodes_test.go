@@ -36,10 +36,15 @@ type clusterNode struct {
 
 func (n *clusterNode) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
 
-func (n *clusterNode) start(t *testing.T) {
+func (n *clusterNode) start(t *testing.T, extra ...string) {
 	t.Helper()
-	n.p = mustStart(t, n.dir, "--port", strconv.Itoa(n.port), "--cluster-port", strconv.Itoa(n.bus),
-		"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout, "--save", "0")
+	n.p = mustStart(t, n.dir, n.args(extra...)...)
+}
+
+// args are the node's flags, extra ones after.
+func (n *clusterNode) args(extra ...string) []string {
+	return append([]string{"--port", strconv.Itoa(n.port), "--cluster-port", strconv.Itoa(n.bus),
+		"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout, "--save", "0"}, extra...)
 }
 
 func (n *clusterNode) client(t *testing.T) *redis.Client {
@@ -74,9 +79,42 @@ func startClusterNodes(t *testing.T, n int) []*clusterNode {
 	nodes := make([]*clusterNode, n)
 	for i := range nodes {
 		nodes[i] = &clusterNode{dir: t.TempDir(), port: ports[i], bus: ports[n+i]}
-		nodes[i].start(t)
+		nodes[i].startFirst(t)
 	}
 	return nodes
+}
+
+// startFirst starts a node for the first time. A port found free a moment
+// ago can be taken since, by another test's server or by a connection's
+// own ephemeral port: the node then gets two other ports (a restart, by
+// contrast, must keep its ports, which the cluster knows).
+func (n *clusterNode) startFirst(t *testing.T) {
+	t.Helper()
+	for try := 0; ; try++ {
+		p, err := startProc(t, n.dir, n.args()...)
+		if err == nil {
+			// The bus port is bound after the node logs that it listens:
+			// it serves, and answers, only once that worked.
+			c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+			err = c.Ping(ctx).Err()
+			c.Close()
+			if err == nil {
+				n.p = p
+				return
+			}
+			select {
+			case e := <-p.done: // it exited: its log says why
+				p.done <- e
+			case <-time.After(5 * time.Second):
+			}
+			err = fmt.Errorf("PING: %v\n%s", err, p.log)
+		}
+		if try == 4 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		ports := freePorts(t, 2)
+		n.port, n.bus = ports[0], ports[1]
+	}
 }
 
 // redisCliCluster runs redis-cli --cluster and returns its output without
@@ -473,9 +511,7 @@ func TestClusterPartitionedPrimary(t *testing.T) {
 	cut := newBusCut(t, ports[12], isolated.bus)
 	for _, n := range nodes {
 		if n == isolated {
-			n.p = mustStart(t, n.dir, "--port", strconv.Itoa(n.port), "--cluster-port", strconv.Itoa(n.bus),
-				"--cluster-announce-bus-port", strconv.Itoa(ports[12]),
-				"--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout, "--save", "0")
+			n.start(t, "--cluster-announce-bus-port", strconv.Itoa(ports[12]))
 			continue
 		}
 		n.start(t)
