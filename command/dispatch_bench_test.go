@@ -5,12 +5,12 @@ import (
 	"io"
 	"log"
 	"net"
-	"syscall"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/benchcpu"
 )
 
 // BenchmarkDispatchThrottle is one CL.THROTTLE through the command table,
@@ -53,8 +53,7 @@ func benchmarkThrottle(b *testing.B, cfg config.Config) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
-	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	defer benchcpu.Report(b)()
 	for i := 0; i < b.N; i++ {
 		s.handle(c.Client, cmds[i%len(cmds)])
 		if i%16 == 15 { // end a batch as the transport does
@@ -68,13 +67,4 @@ func benchmarkThrottle(b *testing.B, cfg config.Config) {
 			clk.Advance(1e9) // half a token per key per round: keys stay, half are denied
 		}
 	}
-}
-
-// cpuTime is the process's user and system CPU time in ns: on a machine
-// shared with other work it measures the code, where wall time measures
-// the scheduler.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/benchcpu"
 	"github.com/limitdb/limitdb/internal/libscripts"
 )
 
@@ -85,8 +86,7 @@ func BenchmarkNativeScripts(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cpuTime()
-			defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+			defer benchcpu.Report(b)()
 			run(b.N)
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/benchcpu"
 )
 
 // BenchmarkEvalSHA is one EVALSHA of bench/lua/gcra.lua, a script limitdb
@@ -34,8 +35,7 @@ func BenchmarkEvalSHA(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
-	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	defer benchcpu.Report(b)()
 	for i := 0; i < b.N; i++ {
 		s.handle(c.Client, cmds[i%len(cmds)])
 		if i%16 == 15 {
