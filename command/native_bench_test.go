@@ -23,36 +23,27 @@ import (
 // rate-limiter-flexible's text comes from tests/clients/node/node_modules
 // (npm ci there); without it that case is skipped.
 func BenchmarkNativeScripts(b *testing.B) {
-	for _, load := range []struct {
-		name string
-		body func(t testing.TB) string // nil: args are the whole command
-		args []string
-	}{
-		{"redis_rate.allowN", func(t testing.TB) string { return libscripts.RedisRate(t, "allowN") }, []string{"1000", "1000", "60", "1"}},
-		{"ulule.incr", func(t testing.TB) string { return libscripts.Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
-		{"flexible.incrTtl", libscripts.RateLimiterFlexible, []string{"1", "60", "100", "60"}},
-		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
-	} {
-		b.Run(load.name, func(b *testing.B) {
+	for _, load := range libscripts.NativeLoads() {
+		b.Run(load.Name, func(b *testing.B) {
 			clk := clock.NewFake(1_700_000_000e9)
 			s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
 			defer s.Close()
 			c := s.NewLocalClient()
 			// key is redis-benchmark's __rand_int__: twelve digits, written
 			// in place for each command.
-			key := []byte(load.name + ":000000000000")
+			key := []byte(load.Name + ":000000000000")
 			args := [][]byte{[]byte("CL.THROTTLE"), key}
-			if load.body != nil {
-				script, err := s.scripts.Load([]byte(load.body(b)))
+			if load.Body != nil {
+				script, err := s.scripts.Load([]byte(load.Body(b)))
 				if err != nil {
 					b.Fatal(err)
 				}
 				if s.natives[script.SHA] == nil {
-					b.Fatalf("%s is not recognised", load.name)
+					b.Fatalf("%s is not recognised", load.Name)
 				}
 				args = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), key}
 			}
-			for _, a := range load.args {
+			for _, a := range load.Args {
 				args = append(args, []byte(a))
 			}
 			digits := key[len(key)-12:]
@@ -70,7 +61,7 @@ func BenchmarkNativeScripts(b *testing.B) {
 					s.handle(c.Client, args)
 					if i%16 == 15 {
 						if c.failed {
-							b.Fatalf("%s refused: %q", load.name, c.w.Bytes())
+							b.Fatalf("%s refused: %q", load.Name, c.w.Bytes())
 						}
 						c.endBatch()
 						c.w.Reset()
@@ -79,9 +70,9 @@ func BenchmarkNativeScripts(b *testing.B) {
 				}
 			}
 			run(300_000) // every key present, as after a round of scripts.sh
-			if load.body != nil {
+			if load.Body != nil {
 				if n := s.natives[string(args[1])].runs.Load(); n != 300_000 {
-					b.Fatalf("%s ran natively %d times of 300000", load.name, n)
+					b.Fatalf("%s ran natively %d times of 300000", load.Name, n)
 				}
 			}
 			b.ReportAllocs()

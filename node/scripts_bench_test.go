@@ -27,21 +27,12 @@ import (
 // rate-limiter-flexible's text comes from tests/clients/node/node_modules
 // (npm ci there); without it that case is skipped.
 func BenchmarkPipelineScripts(b *testing.B) {
-	for _, load := range []struct {
-		name string
-		body func(t testing.TB) string // nil: args are the whole command
-		args []string
-	}{
-		{"redis_rate.allowN", func(t testing.TB) string { return libscripts.RedisRate(t, "allowN") }, []string{"1000", "1000", "60", "1"}},
-		{"ulule.incr", func(t testing.TB) string { return libscripts.Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
-		{"flexible.incrTtl", libscripts.RateLimiterFlexible, []string{"1", "60", "100", "60"}},
-		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
-	} {
-		b.Run(load.name, func(b *testing.B) {
+	for _, load := range libscripts.NativeLoads() {
+		b.Run(load.Name, func(b *testing.B) {
 			n := New(config.Default(), engine.New(nil, 0), nil)
-			cmd := func(key string) []string { return append([]string{"CL.THROTTLE", key}, load.args...) }
-			if load.body != nil {
-				body := load.body(b)
+			cmd := func(key string) []string { return append([]string{"CL.THROTTLE", key}, load.Args...) }
+			if load.Body != nil {
+				body := load.Body(b)
 				var out bytes.Buffer
 				req := redcon.AppendBulkString(redcon.AppendBulkString(redcon.AppendArray(nil, 3), "SCRIPT"), "LOAD")
 				req = redcon.AppendBulkString(req, body)
@@ -53,7 +44,7 @@ func BenchmarkPipelineScripts(b *testing.B) {
 				if !strings.Contains(out.String(), sha) {
 					b.Fatalf("SCRIPT LOAD: %q", out.String())
 				}
-				args := load.args
+				args := load.Args
 				cmd = func(key string) []string { return append([]string{"EVALSHA", sha, "1", key}, args...) }
 			}
 			// 16k pipelines, 256k commands: most of the 100k keys, each

@@ -67,6 +67,28 @@ func PythonLimits(t testing.TB, name string) string {
 	return string(installed(t, "/usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/"+name+".lua"))
 }
 
+// Load is a benchmark's load of one script: its text as the library sends
+// it and the arguments after the key that bench/scripts.sh gives it. A nil
+// Body makes Args CL.THROTTLE's: the ceiling, one command doing one
+// limiter's work on the same keys.
+type Load struct {
+	Name string
+	Body func(t testing.TB) string
+	Args []string
+}
+
+// NativeLoads are the library scripts limitdb runs natively that the
+// in-process benchmarks run (command's BenchmarkNativeScripts, node's
+// BenchmarkPipelineScripts), and CL.THROTTLE.
+func NativeLoads() []Load {
+	return []Load{
+		{"redis_rate.allowN", func(t testing.TB) string { return RedisRate(t, "allowN") }, []string{"1000", "1000", "60", "1"}},
+		{"ulule.incr", func(t testing.TB) string { return Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
+		{"flexible.incrTtl", RateLimiterFlexible, []string{"1", "60", "100", "60"}},
+		{"CL.THROTTLE", nil, []string{"99", "1000", "60"}},
+	}
+}
+
 // installed is the bytes of path, a file of a package CI installs (npm
 // ci, apt): without it t fails in CI (CI=true) and skips elsewhere.
 func installed(t testing.TB, path string) []byte {
