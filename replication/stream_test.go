@@ -14,6 +14,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/enginetest"
 	"github.com/limitdb/limitdb/persistence"
 )
 
@@ -280,7 +281,7 @@ func TestLinkAppliesRecordsAcrossReads(t *testing.T) {
 			if m.stream.Offset() != int64(len(data)) {
 				t.Errorf("the replica's stream is at %d, want %d", m.stream.Offset(), len(data))
 			}
-			want, got := keyspace(t, src, now), keyspace(t, dst, now)
+			want, got := enginetest.Keyspace(t, src, now), enginetest.Keyspace(t, dst, now)
 			if len(want) == 0 || len(got) != len(want) {
 				t.Fatalf("the replica has %d keys, the primary %d", len(got), len(want))
 			}
@@ -291,22 +292,6 @@ func TestLinkAppliesRecordsAcrossReads(t *testing.T) {
 			}
 		})
 	}
-}
-
-// keyspace is every live key of e, encoded.
-func keyspace(t *testing.T, e *engine.Engine, now int64) map[string]string {
-	out := map[string]string{}
-	for i := 0; i < e.Shards(); i++ {
-		e.RangeShard(i, now, func(key string, ent *engine.Entry) bool {
-			b, err := ent.AppendBinary(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[key] = string(b)
-			return true
-		})
-	}
-	return out
 }
 
 // Next's max bounds the bytes it appends, whatever dst holds already.

@@ -8,24 +8,14 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/enginetest"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
-// keyspaceOf is every live key of eng with its serialised entry.
+// keyspaceOf is every live key of eng with its serialised entry, now.
 func keyspaceOf(t testing.TB, eng *engine.Engine) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	now := eng.Now()
-	for i := 0; i < eng.Shards(); i++ {
-		eng.RangeShard(i, now, func(key string, ent *engine.Entry) bool {
-			b, err := ent.AppendBinary(nil)
-			require.NoError(t, err)
-			out[key] = string(b)
-			return true
-		})
-	}
-	return out
+	return enginetest.Keyspace(t, eng, eng.Now())
 }
 
 // infoOf reads one field of INFO section.

@@ -12,6 +12,9 @@
 //   - zero, negative and huge parameters are errors, never overflows;
 //   - retry_after is honest: the request fits then, and not a unit before.
 //
+// Keyspace serves the tests of the packages that copy a keyspace (a
+// replica's, a loaded file's): two engines compared entry for entry.
+//
 // enginetest imports engine and the standard library; never resp.
 package enginetest
 
@@ -25,6 +28,23 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/limit"
 )
+
+// Keyspace is every live key of e at now with its serialised entry.
+func Keyspace(t testing.TB, e *engine.Engine, now int64) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for i := 0; i < e.Shards(); i++ {
+		e.RangeShard(i, now, func(key string, ent *engine.Entry) bool {
+			b, err := ent.AppendBinary(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[key] = string(b)
+			return true
+		})
+	}
+	return out
+}
 
 // Algorithm describes one algorithm to the suite.
 type Algorithm struct {
