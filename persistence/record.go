@@ -33,9 +33,9 @@ func ReadRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, e
 		return args, raw, err
 	}
 	raw = append(raw, line...)
-	n, ok := headerInt(line, '*')
-	if !ok || n < 1 || n > maxRecordArgs {
-		return args, raw, fmt.Errorf("%w: %q is not an array header", ErrBadRecord, TrimLine(line))
+	n, err := arrayHeader(line)
+	if err != nil {
+		return args, raw, err
 	}
 	total := 0
 	var small [16]int
@@ -46,9 +46,9 @@ func ReadRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, e
 			return args, raw, noEOF(err)
 		}
 		raw = append(raw, line...)
-		l, ok := headerInt(line, '$')
-		if !ok || l < 0 || l > maxRecordBytes-total {
-			return args, raw, fmt.Errorf("%w: %q is not a bulk string header", ErrBadRecord, TrimLine(line))
+		l, err := bulkHeader(line, total)
+		if err != nil {
+			return args, raw, err
 		}
 		total += l
 		start := len(raw)
@@ -57,7 +57,7 @@ func ReadRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, e
 			return args, raw, noEOF(err)
 		}
 		if raw[len(raw)-2] != '\r' || raw[len(raw)-1] != '\n' {
-			return args, raw, fmt.Errorf("%w: bulk string not followed by CRLF", ErrBadRecord)
+			return args, raw, errNoCRLF
 		}
 		starts = append(starts, start, l)
 	}
@@ -77,9 +77,9 @@ func ParseRecord(b []byte, args [][]byte) ([][]byte, int, error) {
 	if off == 0 {
 		return args, 0, nil
 	}
-	n, ok := headerInt(line, '*')
-	if !ok || n < 1 || n > maxRecordArgs {
-		return args, 0, fmt.Errorf("%w: %q is not an array header", ErrBadRecord, TrimLine(line))
+	n, err := arrayHeader(line)
+	if err != nil {
+		return args, 0, err
 	}
 	total := 0
 	for i := 0; i < n; i++ {
@@ -87,22 +87,44 @@ func ParseRecord(b []byte, args [][]byte) ([][]byte, int, error) {
 		if next == 0 {
 			return args[:first], 0, nil
 		}
-		l, ok := headerInt(line, '$')
-		if !ok || l < 0 || l > maxRecordBytes-total {
-			return args[:first], 0, fmt.Errorf("%w: %q is not a bulk string header", ErrBadRecord, TrimLine(line))
+		l, err := bulkHeader(line, total)
+		if err != nil {
+			return args[:first], 0, err
 		}
 		total += l
 		if len(b)-next < l+2 {
 			return args[:first], 0, nil
 		}
 		if b[next+l] != '\r' || b[next+l+1] != '\n' {
-			return args[:first], 0, fmt.Errorf("%w: bulk string not followed by CRLF", ErrBadRecord)
+			return args[:first], 0, errNoCRLF
 		}
 		args = append(args, b[next:next+l:next+l])
 		off = next + l + 2
 	}
 	return args, off, nil
 }
+
+// arrayHeader is the argument count of a record's first line.
+func arrayHeader(line []byte) (int, error) {
+	n, ok := headerInt(line, '*')
+	if !ok || n < 1 || n > maxRecordArgs {
+		return 0, fmt.Errorf("%w: %q is not an array header", ErrBadRecord, TrimLine(line))
+	}
+	return n, nil
+}
+
+// bulkHeader is the length of the argument a line announces, after total
+// bytes of the record's earlier arguments.
+func bulkHeader(line []byte, total int) (int, error) {
+	l, ok := headerInt(line, '$')
+	if !ok || l < 0 || l > maxRecordBytes-total {
+		return 0, fmt.Errorf("%w: %q is not a bulk string header", ErrBadRecord, TrimLine(line))
+	}
+	return l, nil
+}
+
+// errNoCRLF is an argument whose announced length does not end at a CRLF.
+var errNoCRLF = fmt.Errorf("%w: bulk string not followed by CRLF", ErrBadRecord)
 
 // nextLine returns the line of b that starts at off, its '\n' included,
 // and where the next begins; 0 when b holds no '\n' after off.
