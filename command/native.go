@@ -100,6 +100,17 @@ func shortInteger(b []byte) (float64, bool) {
 	return float64(n), true
 }
 
+// stringNumber is tonumber(redis.call("GET", key)) of a string entry: the
+// number it keeps (as redis_rate's twin stores one) or its text as Lua
+// reads it. ok is false for text that is no number and for another kind.
+func stringNumber(ent engine.Entry) (float64, bool) {
+	if f, ok := engine.StringFloat(ent); ok || ent.Kind != engine.KindString {
+		return f, ok
+	}
+	var buf [32]byte
+	return luaNumber(engine.AppendString(buf[:0], ent))
+}
+
 // luaBulk writes f as a bulk string in Lua's tostring text.
 func luaBulk(c *Client, f float64) {
 	var buf [32]byte
@@ -131,11 +142,7 @@ func redisRateArgs(keys, argv [][]byte) (burst, rate, period, cost float64, ok b
 func redisRateTAT(ent engine.Entry, now float64) (float64, bool) {
 	tat := now
 	if ent.Kind != engine.KindNone {
-		t, ok := engine.StringFloat(ent) // as the twin stores it
-		if !ok && ent.Kind == engine.KindString {
-			var buf [32]byte
-			t, ok = luaNumber(engine.AppendString(buf[:0], ent))
-		}
+		t, ok := stringNumber(ent)
 		if !ok {
 			return 0, false
 		}
@@ -333,15 +340,9 @@ func ululePeek(c *Client, keys, argv [][]byte) bool {
 		c.Int(0)
 		return true
 	}
-	if ent.Kind != engine.KindString {
-		return false
-	}
-	v, ok := engine.StringFloat(ent)
+	v, ok := stringNumber(ent)
 	if !ok {
-		var buf [32]byte
-		if v, ok = luaNumber(engine.AppendString(buf[:0], ent)); !ok {
-			return false
-		}
+		return false
 	}
 	c.Array(2)
 	c.Int(toLuaInteger(v))
