@@ -251,10 +251,8 @@ func AppendCallNumber(dst []byte, f float64) []byte {
 
 // LuaNumber is Lua 5.1's text of a number: "%.14g".
 func LuaNumber(f float64) string {
-	if text, ok := cNonFinite(f); ok {
-		return text
-	}
-	return strconv.FormatFloat(f, 'g', 14, 64)
+	var buf [32]byte
+	return string(AppendLuaNumber(buf[:0], f))
 }
 
 // AppendLuaNumber appends LuaNumber(f) to dst.
