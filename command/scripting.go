@@ -558,7 +558,10 @@ func (b *busyScripts) watch(threshold time.Duration, logf func(string, ...any)) 
 // a tick of the watchdog. The heap is the server's: what other clients add
 // while a long script runs counts too.
 func (b *busyScripts) watchMemory(limit uint64, logf func(string, ...any)) {
-	if limit == 0 {
+	b.mu.Lock()
+	running := len(b.runs) > 0
+	b.mu.Unlock()
+	if limit == 0 || !running { // no heap to read
 		return
 	}
 	// over counts the runs over the limit, and stops them once collected.
