@@ -27,7 +27,11 @@ func parseReply(L *lua.LState, b []byte, i int) (lua.LValue, int, error) {
 	switch b[i] {
 	case '+':
 		t := L.CreateTable(0, 1)
-		t.RawSetString("ok", lua.LString(line))
+		ok := lua.LValue(lua.LString("OK")) // a constant: the common reply allocates no string
+		if string(line) != "OK" {
+			ok = lua.LString(line)
+		}
+		t.RawSetString("ok", ok)
 		return t, next, nil
 	case '-':
 		t := L.CreateTable(0, 1)

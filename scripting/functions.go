@@ -409,7 +409,7 @@ func (r *Runner) Call(fs *Functions, f *Function, keys, args [][]byte, caller Ca
 		return err
 	}
 	L := st.L
-	return r.runFunc(st, fn, f.Name, func() { L.Push(stringsTable(L, keys)); L.Push(stringsTable(L, args)) }, 2, caller, w, h)
+	return r.runFunc(st, fn, f.Name, func() { L.Push(stringsTable(L, keys)); L.Push(stringsTable(L, args)) }, 2, true, caller, w, h)
 }
 
 // function returns f's callback in st's interpreter, loading its library

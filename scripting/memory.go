@@ -69,7 +69,7 @@ func (st *state) limitStrings() {
 	if str, ok := g.RawGetString("string").(*lua.LTable); ok {
 		st.guard(str, "rep", func(L *lua.LState, limit int64) {
 			st.check(L, float64(len(L.CheckString(1)))*float64(L.OptInt(2, 0)), limit)
-		})
+		}, nil)
 		// string.format's %s and %q also take a number as Lua 5.1 writes
 		// it. The string table is strings' methods table too:
 		// ("%s"):format(n).
@@ -85,7 +85,7 @@ func (st *state) limitStrings() {
 				}
 			}
 			st.check(L, float64(n), limit)
-		})
+		}, st.formatPlain)
 		st.limitGsub(str)
 	}
 	if tab, ok := g.RawGetString("table").(*lua.LTable); ok {
@@ -104,7 +104,7 @@ func (st *state) limitStrings() {
 				n += sep
 			}
 			st.check(L, float64(n), limit)
-		})
+		}, nil)
 	}
 	if cj, ok := g.RawGetString("cjson").(*lua.LTable); ok {
 		st.guard(cj, "encode", func(L *lua.LState, limit int64) {
@@ -114,19 +114,26 @@ func (st *state) limitStrings() {
 			n := 0
 			encodedAtLeast(L.Get(1), &n, limit, 0)
 			st.check(L, float64(n), limit)
-		})
+		}, nil)
 	}
 }
 
 // guard replaces t[name] with a function that runs pre with the limit (0:
-// none) and then calls the original.
-func (st *state) guard(t *lua.LTable, name string, pre func(L *lua.LState, limit int64)) {
+// none) and then gives fast's result where fast is not nil and can (ok),
+// or calls the original.
+func (st *state) guard(t *lua.LTable, name string, pre func(L *lua.LState, limit int64), fast func(L *lua.LState) (lua.LValue, bool)) {
 	fn, ok := t.RawGetString(name).(*lua.LFunction)
 	if !ok {
 		return
 	}
 	t.RawSetString(name, st.L.NewFunction(func(L *lua.LState) int {
 		pre(L, st.limit())
+		if fast != nil {
+			if v, ok := fast(L); ok {
+				L.Push(v)
+				return 1
+			}
+		}
 		return callWith(L, fn)
 	}))
 }

@@ -98,6 +98,7 @@ type state struct {
 	proto   int // redis.setresp
 	argBuf  [][]byte
 	numBuf  []byte
+	textBuf []byte // string.format's result, while it is built
 
 	// FUNCTION libraries loaded in this interpreter, as of a registry
 	// version
@@ -107,6 +108,7 @@ type state struct {
 
 	closures   map[*Script]*lua.LFunction // each script's function in this interpreter
 	keys, argv *lua.LTable                // KEYS and ARGV, refilled for each run
+	positions  []lua.LValue               // LNumber(i) at i, boxed once
 
 	memoryLimit func() int64
 	overMemory  bool // this run made a string larger than memoryLimit
@@ -223,6 +225,54 @@ func numbersAsLua51(L *lua.LState, spec string) {
 	}
 }
 
+// formatPlain is string.format for a spec whose conversions are all a
+// bare %d or %i of a number, %s of a string or %%, with an argument for
+// each: the text the library's format gives, without its fmt.Sprintf of
+// every argument. ok is false for any other spec (numbersAsLua51 has run:
+// a number for %s is a string by now).
+func (st *state) formatPlain(L *lua.LState) (v lua.LValue, ok bool) {
+	spec, ok := L.Get(1).(lua.LString)
+	if !ok {
+		return nil, false
+	}
+	out := st.textBuf[:0]
+	arg := 2
+	for i := 0; i < len(spec); i++ {
+		c := spec[i]
+		if c != '%' {
+			out = append(out, c)
+			continue
+		}
+		if i++; i == len(spec) {
+			return nil, false
+		}
+		switch spec[i] {
+		case '%':
+			out = append(out, '%')
+			continue
+		case 'd', 'i':
+			n, ok := L.Get(arg).(lua.LNumber)
+			if !ok {
+				return nil, false
+			}
+			out = strconv.AppendInt(out, int64(n), 10)
+		case 's':
+			s, ok := L.Get(arg).(lua.LString)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s...)
+		default:
+			return nil, false
+		}
+		arg++
+	}
+	if cap(out) <= 1<<16 { // a large one goes with this call
+		st.textBuf = out[:0]
+	}
+	return lua.LString(out), true
+}
+
 // cNonFinite is C's printf text of an infinity or a NaN, as Lua 5.1 and
 // Redis write them ("inf", "-inf", "nan", "-nan": the sign is the sign
 // bit's, and 0/0 computed on amd64 has it set); ok is false for a finite f.
@@ -304,8 +354,8 @@ func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writ
 	st := r.pool.Get().(*state)
 	defer r.pool.Put(st)
 	L := st.L
-	fill(st.keys, keys)
-	fill(st.argv, argv)
+	st.fill(st.keys, keys)
+	st.fill(st.argv, argv)
 	s.Runs.Add(1)
 	fn := st.closures[s]
 	if fn == nil {
@@ -315,12 +365,12 @@ func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writ
 		fn = L.NewFunctionFromProto(s.proto)
 		st.closures[s] = fn
 	}
-	return r.runFunc(st, fn, s.SHA, nil, 0, caller, w, h)
+	return r.runFunc(st, fn, s.SHA, nil, 0, s.setsGlobals, caller, w, h)
 }
 
 // runFunc calls fn with the arguments push pushes, and writes its result
 // or its error (naming name: a script's SHA1 or a function's name).
-func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(), nargs int, caller Caller, w *resp.Writer, h *Handle) error {
+func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(), nargs int, setsGlobals bool, caller Caller, w *resp.Writer, h *Handle) error {
 	st.caller, st.proto = caller, 2
 	L := st.L
 	g := L.G.Global
@@ -363,8 +413,8 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 		writeValue(w, L.Get(-1), st.proto, 0)
 	}
 	L.SetTop(0)
-	for _, gl := range st.globals { // what a script assigned to a global goes
-		if g.RawGetString(gl.name) != gl.v {
+	for i := 0; setsGlobals && i < len(st.globals); i++ { // what a script assigned to a global goes
+		if gl := st.globals[i]; g.RawGetString(gl.name) != gl.v {
 			g.RawSetString(gl.name, gl.v)
 		}
 	}
@@ -376,13 +426,30 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 	return replyErr
 }
 
-// fill makes t the array of items, in place.
-func fill(t *lua.LTable, items [][]byte) {
+// fill makes t the array of items, in place. An item equal to the string
+// already in its place stays: a library's arguments repeat from call to
+// call, and each new string is two allocations. Whatever else the last run
+// put in t goes.
+func (st *state) fill(t *lua.LTable, items [][]byte) {
 	for i, b := range items {
+		if old, ok := t.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(b) {
+			continue
+		}
 		t.RawSetInt(i+1, lua.LString(b))
 	}
-	for i := len(items) + 1; t.RawGetInt(i) != lua.LNil; i++ {
-		t.RawSetInt(i, lua.LNil)
+	for len(st.positions) <= len(items) {
+		st.positions = append(st.positions, lua.LNumber(len(st.positions)))
+	}
+	after := st.positions[len(items)]
+	if len(items) == 0 {
+		after = lua.LNil // Next's start
+	}
+	var extra []lua.LValue
+	for k, _ := t.Next(after); k != lua.LNil; k, _ = t.Next(k) {
+		extra = append(extra, k)
+	}
+	for _, k := range extra {
+		t.RawSet(k, lua.LNil)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,10 @@ type Script struct {
 	Body  []byte
 	proto *lua.FunctionProto
 	Runs  atomic.Int64
+
+	// setsGlobals is false for a script that cannot assign a global: a
+	// run of it need not put the globals back.
+	setsGlobals bool
 }
 
 // Cache holds the scripts EVAL and SCRIPT LOAD compiled, by SHA1, until
@@ -80,7 +85,7 @@ func (c *Cache) Load(body []byte) (*Script, error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto}
+	s = &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto, setsGlobals: maySetGlobals(proto)}
 	c.mu.Lock()
 	if old := c.m[sha]; old != nil {
 		s = old
@@ -148,6 +153,30 @@ func compileNamed(code, name string) (*lua.FunctionProto, error) {
 	// (go test -bench EvalSHA -benchmem ./command/).
 	proto.IsVarArg &^= lua.VarArgNeedsArg
 	return proto, nil
+}
+
+// globalsReachers are the globals through which a script can reach the
+// globals table, or code that can, without naming a global in an
+// assignment.
+var globalsReachers = []string{"_G", "getfenv", "setfenv", "load", "loadstring"}
+
+// maySetGlobals reports whether code compiled as proto might assign a
+// global: an assignment to one (SETGLOBAL, here or in a nested function),
+// or any constant naming a way to the globals table. A script that cannot
+// assign one is most scripts; for it the run skips putting every global
+// back, a twentieth of a short script's run.
+func maySetGlobals(proto *lua.FunctionProto) bool {
+	for _, inst := range proto.Code {
+		if int(inst>>26) == lua.OP_SETGLOBAL { // the opcode's bits (gopher-lua's opcode.go)
+			return true
+		}
+	}
+	for _, c := range proto.Constants {
+		if s, ok := c.(lua.LString); ok && slices.Contains(globalsReachers, string(s)) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(proto.FunctionPrototypes, maySetGlobals)
 }
 
 // compileMessage turns gopher-lua's parse error into Lua's "user_script:1:

@@ -52,23 +52,142 @@ func TestReplyConversions(t *testing.T) {
 }
 
 // TestGlobalsDoNotLeak: what one script does to the globals, the next
-// does not see.
+// does not see, whichever way it reached them.
 func TestGlobalsDoNotLeak(t *testing.T) {
 	r := NewRunner(Options{})
 	c := NewCache()
-	var out bytes.Buffer
-	w := resp.NewWriter(&out)
-	for _, body := range []string{"redis = nil return 1", "KEYS[9] = 'x' return 1", "return type(redis.call)"} {
+	load := func(body string) *Script {
 		s, err := c.Load([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.Run(s, nil, nil, replyCaller(":1\r\n"), w, nil)
+		return s
+	}
+	probe := load("return type(redis.call) .. type(KEYS[9]) .. type(KEYS.k)")
+	for _, body := range []string{
+		"redis = nil return 1",
+		"KEYS[9] = 'x' return 1",
+		"KEYS.k = 'x' return 1",
+		"local function f() redis = nil end f() return 1",
+		"_G.redis = nil return 1",
+		"rawset(_G, 'redis', nil) return 1",
+		"local g = _G g['redis'] = 1 return 1",
+		"loadstring('redis = nil')() return 1",
+	} {
+		var out bytes.Buffer
+		w := resp.NewWriter(&out)
+		r.Run(load(body), nil, nil, replyCaller(":1\r\n"), w, nil)
+		r.Run(probe, nil, nil, replyCaller(":1\r\n"), w, nil)
+		w.Flush()
+		if !strings.HasSuffix(out.String(), "$14\r\nfunctionnilnil\r\n") {
+			t.Errorf("after %q the next script saw %q", body, out.String())
+		}
+	}
+	// The run skips putting the globals back only for a script that cannot
+	// have changed them.
+	for body, want := range map[string]bool{
+		"local t = redis.call('TIME') return tonumber(t[1]) + #KEYS": false,
+		"return string.format('%d', 1)":                              false,
+		"x = 1":                                                      true,
+		"return function() y = 2 end":                                true,
+		"return _G":                                                  true,
+		"return loadstring":                                          true,
+	} {
+		if got := load(body).setsGlobals; got != want {
+			t.Errorf("%q: setsGlobals %v, want %v", body, got, want)
+		}
+	}
+}
+
+// TestArgumentsRefill: a run sees its own arguments, when they repeat the
+// last run's and when that run changed them.
+func TestArgumentsRefill(t *testing.T) {
+	r := NewRunner(Options{})
+	c := NewCache()
+	s, err := c.Load([]byte("local a = ARGV[1] .. (ARGV[2] or '-') ARGV[1] = 'changed' return a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w := resp.NewWriter(&out)
+	for _, argv := range [][]string{{"a", "b"}, {"a", "b"}, {"a"}, {"c", "b"}} {
+		var args [][]byte
+		for _, a := range argv {
+			args = append(args, []byte(a))
+		}
+		r.Run(s, nil, args, replyCaller(":1\r\n"), w, nil)
 	}
 	w.Flush()
-	if !strings.HasSuffix(out.String(), "$8\r\nfunction\r\n") {
-		t.Fatalf("the last script saw %q", out.String())
+	if want := "$2\r\nab\r\n$2\r\nab\r\n$2\r\na-\r\n$2\r\ncb\r\n"; out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
 	}
+}
+
+// TestFormatPlain: where string.format takes its short way, the text is
+// what the library's own string.format gives.
+func TestFormatPlain(t *testing.T) {
+	plain := lua.NewState()
+	defer plain.Close()
+	st := NewRunner(Options{}).newState()
+	defer st.L.Close()
+	nums := []float64{0, 7, -7, 3.7, -3.7, 1e15, 1e20, -1e20, math.MaxInt64, math.Inf(1), math.NaN()}
+	strs := []string{"", "abc", "%d", "x y"}
+	specs := []string{"%d", "%i", "%s", "a%db", "%d:%s", "%s%s", "%5d", "%.2f", "%d %d", "%", "x%"}
+	for _, spec := range specs {
+		for _, n := range nums {
+			for _, s := range strs {
+				args := []lua.LValue{lua.LString(spec), lua.LNumber(n), lua.LString(s)}
+				if strings.HasPrefix(spec, "%s") {
+					args = []lua.LValue{lua.LString(spec), lua.LString(s), lua.LString(s)}
+				}
+				st.L.SetTop(0)
+				for _, a := range args {
+					st.L.Push(a)
+				}
+				got, ok := st.formatPlain(st.L)
+				if !ok {
+					continue
+				}
+				want, err := callFormat(plain, args)
+				if err != nil || got != want {
+					t.Errorf("string.format(%v) = %q, the library's %q (%v)", args, got, want, err)
+				}
+			}
+		}
+	}
+	// With %% the library passes fmt one argument too many; the short way
+	// gives Redis's text (redis-cli EVAL "return string.format('%d%%', 50)" 0).
+	for _, tc := range []struct {
+		args []lua.LValue
+		want string
+	}{
+		{[]lua.LValue{lua.LString("%d%%"), lua.LNumber(50)}, "50%"},
+		{[]lua.LValue{lua.LString("%%")}, "%"},
+		{[]lua.LValue{lua.LString("%%d"), lua.LNumber(1)}, "%d"},
+		{[]lua.LValue{lua.LString("%%"), lua.LNumber(1), lua.LNumber(2)}, "%"},
+	} {
+		st.L.SetTop(0)
+		for _, a := range tc.args {
+			st.L.Push(a)
+		}
+		if got, ok := st.formatPlain(st.L); !ok || got != lua.LString(tc.want) {
+			t.Errorf("string.format(%v) = %q (%v), want %q", tc.args, got, ok, tc.want)
+		}
+	}
+	for _, spec := range []string{"%5d", "%.2f", "%", "x%", "%d %d"} {
+		st.L.SetTop(0)
+		st.L.Push(lua.LString(spec))
+		st.L.Push(lua.LNumber(1))
+		if _, ok := st.formatPlain(st.L); ok {
+			t.Errorf("%q took the short way", spec)
+		}
+	}
+}
+
+func callFormat(L *lua.LState, args []lua.LValue) (lua.LValue, error) {
+	L.SetTop(0)
+	err := L.CallByParam(lua.P{Fn: L.GetField(L.GetGlobal("string"), "format"), NRet: 1, Protect: true}, args...)
+	return L.Get(-1), err
 }
 
 func TestFunctionsDumpRefusesDamage(t *testing.T) {
