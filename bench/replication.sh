@@ -27,6 +27,10 @@
 #   LIMIT="999 1000 3600" bench/replication.sh  keys that stay live, as INCR's do
 #   AOF=1 bench/replication.sh               adds limitdb and Redis with appendonly
 #                                            yes, appendfsync everysec, no replica
+#   RATE=150000 bench/replication.sh         the same offered load for every topology
+#                                            (bench/loadgen, open loop) instead of
+#                                            redis-benchmark's closed loop: the
+#                                            primary's CPU per request at equal load
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +51,7 @@ done
 LIMITDB_BIN=${LIMITDB_BIN:-$work/limitdb-server}
 [ -x "$LIMITDB_BIN" ] || go build -o "$LIMITDB_BIN" ./cmd/limitdb
 go build -o "$work/repllag" ./bench/repllag
+[ -n "${RATE:-}" ] && go build -o "$work/loadgen" ./bench/loadgen
 
 # start kind port cpu dir [primary-port] [extra args...]: one server, in the background.
 start() {
@@ -112,8 +117,18 @@ run() {
   local rps cpu0 cpu1 rcpu0=0 rcpu1=0 ppid=${pids[0]} q
   cpu0=$(awk '{print $14+$15}' "/proc/$ppid/stat")
   for q in "${pids[@]:1}"; do rcpu0=$((rcpu0 + $(awk '{print $14+$15}' "/proc/$q/stat"))); done
-  rps=$(taskset -c 1 redis-benchmark -p "$p" -c 50 -P "$PIPELINE" -n "$N" -r 100000 --csv "${cmd[@]}" |
-    tail -1 | cut -d, -f2 | tr -d '"')
+  local reqs=$N
+  if [ -n "${RATE:-}" ]; then # the same offered load for every topology
+    local dur line
+    dur=$(python3 -c "print('%.2fs' % ($N / $RATE))")
+    line=$(taskset -c 1 "$work/loadgen" -addr "127.0.0.1:$p" -rate "$RATE" -pipeline "$PIPELINE" -conns 50 \
+      -duration "$dur" -keys 100000 -cmd "$(echo "${cmd[*]}" | sed 's/k:__rand_int__/{k}/')")
+    rps=$(echo "$line" | cut -d, -f3)
+    reqs=$(python3 -c "print(round($rps * $N / $RATE))")
+  else
+    rps=$(taskset -c 1 redis-benchmark -p "$p" -c 50 -P "$PIPELINE" -n "$N" -r 100000 --csv "${cmd[@]}" |
+      tail -1 | cut -d, -f2 | tr -d '"')
+  fi
   cpu1=$(awk '{print $14+$15}' "/proc/$ppid/stat")
   for q in "${pids[@]:1}"; do rcpu1=$((rcpu1 + $(awk '{print $14+$15}' "/proc/$q/stat"))); done
   local lag=","
@@ -124,8 +139,8 @@ run() {
   # The primary's CPU per request, and each replica's on average, in
   # microseconds (clock ticks of 10 ms).
   local us rus
-  us=$(python3 -c "print('%.3f' % (($cpu1 - $cpu0) * 10000 / $N))")
-  rus=$(python3 -c "print('%.3f' % (($rcpu1 - $rcpu0) * 10000 / $N / max($r, 1)))")
+  us=$(python3 -c "print('%.3f' % (($cpu1 - $cpu0) * 10000 / $reqs))")
+  rus=$(python3 -c "print('%.3f' % (($rcpu1 - $rcpu0) * 10000 / $reqs / max($r, 1)))")
   echo "$label,$r,$round,$rps,$lag,$us,$rus" | tee -a "$results"
   stop_all
 }
@@ -171,6 +186,8 @@ for r in sorted({r for _, r in m}):
         print("limitdb %d replicas / none:      %.3f" % (r, m[("limitdb", r)] / m[("limitdb", 0)]))
         c = lambda k: statistics.median(cpu[k])
         print("limitdb primary CPU/request, none / %d replicas: %.3f" % (r, c(("limitdb", 0)) / c(("limitdb", r))))
+        if ("redis", 0) in m and ("redis", r) in m:
+            print("redis   primary CPU/request, none / %d replicas: %.3f" % (r, c(("redis", 0)) / c(("redis", r))))
     if ("redis", r) in m and ("redis", 0) in m and r:
         print("redis   %d replicas / none:      %.3f" % (r, m[("redis", r)] / m[("redis", 0)]))
     if ("limitdb", r) in m and ("redis", r) in m:

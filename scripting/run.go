@@ -110,6 +110,9 @@ type state struct {
 	keys, argv *lua.LTable                // KEYS and ARGV, refilled for each run
 	positions  []lua.LValue               // LNumber(i) at i, boxed once
 
+	views  map[*lua.LTable]*lua.LTable // each library's read-only view, to the library (readonly.go)
+	hidden *lua.LTable                 // a protected metatable's __metatable: getmetatable gives nil
+
 	memoryLimit func() int64
 	overMemory  bool // this run made a string larger than memoryLimit
 }
@@ -330,7 +333,6 @@ func (r *Runner) newState() *state {
 	st.keys, st.argv, st.closures = L.NewTable(), L.NewTable(), map[*Script]*lua.LFunction{}
 	g.RawSetString("KEYS", st.keys)
 	g.RawSetString("ARGV", st.argv)
-	g.ForEach(func(k, v lua.LValue) { st.globals = append(st.globals, global{string(k.(lua.LString)), v}) })
 	mt := L.NewTable()
 	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
@@ -341,6 +343,9 @@ func (r *Runner) newState() *state {
 		return 0
 	}))
 	L.SetMetatable(g, mt)
+	st.protectLibraries()
+	st.globals = st.globals[:0]
+	g.ForEach(func(k, v lua.LValue) { st.globals = append(st.globals, global{string(k.(lua.LString)), v}) })
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	L.SetContext(st.ctx)
 	return st

@@ -63,7 +63,7 @@ func TestGlobalsDoNotLeak(t *testing.T) {
 		}
 		return s
 	}
-	probe := load("return type(redis.call) .. type(KEYS[9]) .. type(KEYS.k)")
+	probe := load("return type(redis.call) .. type(KEYS[9]) .. type(KEYS.k) .. type(server.call) .. type(string.format)")
 	for _, body := range []string{
 		"redis = nil return 1",
 		"KEYS[9] = 'x' return 1",
@@ -73,13 +73,18 @@ func TestGlobalsDoNotLeak(t *testing.T) {
 		"rawset(_G, 'redis', nil) return 1",
 		"local g = _G g['redis'] = 1 return 1",
 		"loadstring('redis = nil')() return 1",
+		"server.call = nil return 1",
+		"local s = string s.format = nil return 1",
+		"pcall(rawset, server, 'call', nil) return 1",
+		"pcall(setmetatable, string, nil) string.format = nil return 1",
+		"for k, v in pairs(string) do pcall(function() string[k] = nil end) end return 1",
 	} {
 		var out bytes.Buffer
 		w := resp.NewWriter(&out)
 		r.Run(load(body), nil, nil, replyCaller(":1\r\n"), w, nil)
 		r.Run(probe, nil, nil, replyCaller(":1\r\n"), w, nil)
 		w.Flush()
-		if !strings.HasSuffix(out.String(), "$14\r\nfunctionnilnil\r\n") {
+		if !strings.HasSuffix(out.String(), "$30\r\nfunctionnilnilfunctionfunction\r\n") {
 			t.Errorf("after %q the next script saw %q", body, out.String())
 		}
 	}

@@ -347,8 +347,14 @@ func TestClusterFailsOverAPrimary(t *testing.T) {
 	// its slot map, as against Redis Cluster: a peek (quantity 0 writes
 	// nothing) per key until each reaches a live owner.
 	for _, k := range keys {
-		eventually(t, 10*time.Second, func() bool { return cc.Do(ctx, "CL.THROTTLE", k, 2, 3, 86400, 0).Err() == nil },
-			func() string { return "the client to reach " + k + "'s new owner" })
+		var last error
+		eventually(t, 10*time.Second, func() bool {
+			last = cc.Do(ctx, "CL.THROTTLE", k, 2, 3, 86400, 0).Err()
+			return last == nil
+		}, func() string {
+			return fmt.Sprintf("the client to reach %s's new owner (last: %v; the survivor's view: %q)", k, last,
+				survivor.ClusterNodes(ctx).Val())
+		})
 	}
 	// Every key answers from its state: the second hit of each.
 	for _, k := range keys {
