@@ -88,11 +88,6 @@ mkdir -p bench/results
 csv=bench/results/compare-$MODE-$stamp.csv
 echo "mode,run,pipeline,keys,server,load,rps,p50_ms,p99_ms,cpu_us" >"$csv"
 
-# cpu_ticks PID: the process's user+system CPU time, all threads, in clock
-# ticks. CPU time per request is the figure that survives a busy machine:
-# req/s there depends on how much of its core each server was given.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
 
 # bench SERVER LOAD PORT PIPELINE KEYS RUN COMMAND... : one redis-benchmark
 # run per client (two in multi mode, at once), one CSV row.
@@ -115,7 +110,7 @@ bench() {
   done
   for p in "${outs[@]}"; do wait "$p"; done
   local cpu
-  cpu=$(awk -v t="$(($(cpu_ticks "${pid_of[$port]}") - t0))" -v hz="$HZ" -v n="$((n * nclients))" \
+  cpu=$(awk -v t="$(($(cpu_ticks "${pid_of[$port]}") - t0))" -v hz="$hz" -v n="$((n * nclients))" \
     'BEGIN {printf "%.3f", t / hz * 1e6 / n}')
   # sum the clients' req/s; report the worse of their percentiles
   local row

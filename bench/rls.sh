@@ -79,15 +79,6 @@ python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$pp/healthch
   echo "rls.sh: envoyproxy/ratelimit did not start:" >&2; tail -20 "$work/peer/log" >&2; exit 1
 }
 
-cpu_ticks() { # pids...: their user+system time in clock ticks
-  local t=0 p f
-  for p in "$@"; do
-    read -ra f <"/proc/$p/stat"
-    t=$((t + f[13] + f[14]))
-  done
-  echo "$t"
-}
-hz=$(getconf CLK_TCK)
 
 # load server: one rlsload run pinned to core 1; prints the CSV line with
 # the load, server, round and CPU microseconds per request added.

@@ -71,13 +71,7 @@ if os.path.exists(li):
     shutil.copy(li, out + "/limits_incr_expire.lua")
 PY
 
-lp=$(free_port); rp=$(free_port)
-mkdir -p "$work/l" "$work/r"
-taskset -c 0 "$LIMITDB_BIN" --port "$lp" --dir "$work/l" --save 0 >"$work/l/log" 2>&1 &
-lpid=$!; pids+=("$lpid")
-taskset -c 0 redis-server --port "$rp" --dir "$work/r" --save '' --appendonly no >"$work/r/log" 2>&1 &
-rpid=$!; pids+=("$rpid")
-wait_ready "$lp"; wait_ready "$rp"
+start_pair
 
 # name file args...: the scripts and their arguments after the key.
 scripts=(
@@ -98,12 +92,6 @@ for i in range(100000):
     sys.stdout.write("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n5\r\n" % (len(k), k))' "$2" |
     redis-cli -p "$1" --pipe >/dev/null
 }
-cpu_ticks() { # pid: its user+system time in clock ticks
-  local f
-  read -ra f <"/proc/$1/stat"
-  echo $((f[13] + f[14]))
-}
-hz=$(getconf CLK_TCK)
 results=$work/results.csv
 : >"$results"
 echo "script,server,round,rps,p99_ms,cpu_us_per_req"
