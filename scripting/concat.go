@@ -18,18 +18,11 @@ var exprType = reflect.TypeOf((*ast.Expr)(nil)).Elem()
 
 // rewriteConcat replaces, below v, every `a .. b` with concatName(a, b).
 func rewriteConcat(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			rewriteConcat(v.Elem())
-		}
-	case reflect.Interface:
-		if v.IsNil() {
+	walkAST(v, func(v reflect.Value) {
+		if v.Kind() != reflect.Interface || v.IsNil() || v.Type() != exprType || !v.CanSet() {
 			return
 		}
-		e := v.Elem()
-		rewriteConcat(e)
-		if c, ok := e.Interface().(*ast.StringConcatOpExpr); ok && v.Type() == exprType && v.CanSet() {
+		if c, ok := v.Elem().Interface().(*ast.StringConcatOpExpr); ok {
 			fn := &ast.IdentExpr{Value: concatName}
 			fn.SetLine(c.Line())
 			call := &ast.FuncCallExpr{Func: fn, Args: []ast.Expr{c.Lhs, c.Rhs}}
@@ -37,17 +30,30 @@ func rewriteConcat(v reflect.Value) {
 			call.SetLastLine(c.LastLine())
 			v.Set(reflect.ValueOf(call))
 		}
+	})
+}
+
+// walkAST calls fn for every value below v and for v, children first:
+// the nodes of a parsed chunk, their fields, slices and interfaces.
+func walkAST(v reflect.Value, fn func(reflect.Value)) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		walkAST(v.Elem(), fn)
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).IsExported() {
-				rewriteConcat(v.Field(i))
+				walkAST(v.Field(i), fn)
 			}
 		}
 	case reflect.Slice:
 		for i := 0; i < v.Len(); i++ {
-			rewriteConcat(v.Index(i))
+			walkAST(v.Index(i), fn)
 		}
 	}
+	fn(v)
 }
 
 // concatPart is one side of `..` as Lua 5.1 writes it.

@@ -89,7 +89,7 @@ func parseLibrary(code string) (*Library, error) {
 		return nil, errors.New("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 	}
 	// The shebang line stays in the code as a comment for the parser.
-	proto, err := compileNamed(strings.Replace(code, "#!", "--", 1), "user_function")
+	proto, err := compileNamed(strings.Replace(code, "#!", "--", 1), "user_function", false)
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling function: %s", err.Error())
 	}

@@ -1,6 +1,7 @@
 package scripting
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -330,6 +331,8 @@ func (r *Runner) newState() *state {
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
 	g.RawSetString("server", rl)
+	g.RawSetString(callVoidName, L.NewFunction(func(L *lua.LState) int { return st.call(L, true, false) }))
+	g.RawSetString(pcallVoidName, L.NewFunction(func(L *lua.LState) int { return st.call(L, false, false) }))
 	st.keys, st.argv, st.closures = L.NewTable(), L.NewTable(), map[*Script]*lua.LFunction{}
 	g.RawSetString("KEYS", st.keys)
 	g.RawSetString("ARGV", st.argv)
@@ -502,8 +505,8 @@ func (st *state) redisLib(opts Options) *lua.LTable {
 	L := st.L
 	t := L.NewTable()
 	fns := map[string]lua.LGFunction{
-		"call":  func(L *lua.LState) int { return st.call(L, true) },
-		"pcall": func(L *lua.LState) int { return st.call(L, false) },
+		"call":  func(L *lua.LState) int { return st.call(L, true, true) },
+		"pcall": func(L *lua.LState) int { return st.call(L, false, true) },
 		"error_reply": func(L *lua.LState) int {
 			e := L.NewTable()
 			e.RawSetString("err", lua.LString(L.CheckString(1)))
@@ -595,8 +598,10 @@ func raise(L *lua.LState, msg string) {
 	L.Error(e, 0)
 }
 
-// call is redis.call (raise) and redis.pcall (return the error table).
-func (st *state) call(L *lua.LState, raiseErr bool) int {
+// call is redis.call (raise) and redis.pcall (return the error table);
+// without keep it returns nothing, the call of a statement (discard.go),
+// and redis.call raises for an error reply all the same.
+func (st *state) call(L *lua.LState, raiseErr, keep bool) int {
 	n := L.GetTop()
 	fail := func(msg string) int {
 		if raiseErr {
@@ -630,6 +635,13 @@ func (st *state) call(L *lua.LState, raiseErr bool) int {
 	}
 	st.argBuf = args[:0]
 	reply := st.caller.Call(args, st.proto)
+	if !keep {
+		if raiseErr && len(reply) > 0 && reply[0] == '-' {
+			line, _, _ := bytes.Cut(reply[1:], []byte("\r\n"))
+			return fail(string(line))
+		}
+		return 0
+	}
 	v, _, err := parseReply(L, reply, 0)
 	if err != nil {
 		return fail("ERR " + err.Error())

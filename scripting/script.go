@@ -129,20 +129,28 @@ func (c *Cache) Memory() int64 {
 
 // compile parses body as the body of a function, as Redis does.
 func compile(body []byte) (*lua.FunctionProto, error) {
-	proto, err := compileNamed(string(body), "user_script")
+	proto, err := compileNamed(string(body), "user_script", true)
+	if err == nil && maySetGlobals(proto) { // redis may not be the library: calls as written
+		proto, err = compileNamed(string(body), "user_script", false)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("Error compiling script (new function): %s", err.Error())
 	}
 	return proto, nil
 }
 
-// compileNamed compiles code as chunk name (which error positions show).
-func compileNamed(code, name string) (*lua.FunctionProto, error) {
+// compileNamed compiles code as chunk name (which error positions show);
+// with discard, statements that drop a redis.call's result call
+// callVoidName (discard.go).
+func compileNamed(code, name string, discard bool) (*lua.FunctionProto, error) {
 	chunk, err := parse.Parse(strings.NewReader(code), name)
 	if err != nil {
 		return nil, errors.New(compileMessage(err, name))
 	}
 	rewriteConcat(reflect.ValueOf(&chunk).Elem())
+	if discard {
+		rewriteDiscarded(reflect.ValueOf(&chunk).Elem())
+	}
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {
 		return nil, errors.New(compileMessage(err, name))

@@ -3,6 +3,7 @@ package scripting
 import (
 	"bytes"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -259,4 +260,66 @@ func TestAppendLuaNumber(t *testing.T) {
 			t.Errorf("AppendLuaNumber(%v) = %q, want %q", f, got, want)
 		}
 	}
+}
+
+// TestDiscardedCalls: a statement redis.call(...) runs the command and
+// raises its error as the call whose result is kept does, and is
+// compiled to the call that builds no result only where redis is the
+// library.
+func TestDiscardedCalls(t *testing.T) {
+	sha := regexp.MustCompile(`script: [0-9a-f]{40}`)
+	for _, reply := range []string{"+OK\r\n", "-ERR boom\r\n", "-WRONGTYPE Operation against a key\r\n", ":5\r\n", "*1\r\n-ERR inner\r\n"} {
+		for _, pair := range [][2]string{
+			{"redis.call('x') return 1", "local _ = redis.call('x') return 1"},
+			{"server.call('x') return 1", "local _ = server.call('x') return 1"},
+			{"redis.pcall('x') return 1", "local _ = redis.pcall('x') return 1"},
+			{"if true then\n\nredis.call('x')\nend return 1", "if true then\n\nlocal _ = redis.call('x')\nend return 1"},
+			{"local function f() redis.call('x') end f() return 1", "local function f() local _ = redis.call('x') end f() return 1"},
+		} {
+			got, want := run(t, pair[0], reply, 2), run(t, pair[1], reply, 2)
+			if sha.ReplaceAllString(got, "") != sha.ReplaceAllString(want, "") {
+				t.Errorf("%q with %q: %q, as kept %q", pair[0], reply, got, want)
+			}
+		}
+	}
+	for body, want := range map[string]bool{
+		"redis.call('x')":                                       true,
+		"server.pcall('x') return 1":                            true,
+		"return redis.call('x')":                                false,
+		"local redis = {call = function() end} redis.call('x')": false,
+		"local function f(redis) redis.call('x') end":           false,
+		"for _, server in ipairs({}) do end server.call('x')":   false,
+		"redis = {call = function() end} redis.call('x')":       false,
+		"redis:call('x')":                                       false,
+		"redis.log(redis.LOG_WARNING, 'x')":                     false,
+	} {
+		c := NewCache()
+		s, err := c.Load([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := constantsName(s.proto, callVoidName) || constantsName(s.proto, pcallVoidName); got != want {
+			t.Errorf("%q: compiled to the call without a result %v, want %v", body, got, want)
+		}
+	}
+	// A shadowed redis is called as written.
+	if got := run(t, "local redis = {call = function() return 7 end} redis.call('x') return redis.call('x')", "-ERR no\r\n", 2); got != ":7\r\n" {
+		t.Errorf("a local redis: %q", got)
+	}
+}
+
+// constantsName reports whether proto, or a function in it, has the
+// string constant name.
+func constantsName(proto *lua.FunctionProto, name string) bool {
+	for _, c := range proto.Constants {
+		if s, ok := c.(lua.LString); ok && string(s) == name {
+			return true
+		}
+	}
+	for _, p := range proto.FunctionPrototypes {
+		if constantsName(p, name) {
+			return true
+		}
+	}
+	return false
 }

@@ -52,6 +52,13 @@ var scriptCases = [][]string{
 	{"EVAL", "local e = redis.pcall('incr', KEYS[1]) return e.err", "1", "str"},
 	{"EVAL", "return redis.call('set', KEYS[1], 'v', 'bad')", "1", "k"},
 	{"EVAL", "return redis.pcall('set', KEYS[1], 'v', 'bad')", "1", "k"},
+	// statements that drop the reply (compiled to a call that builds none)
+	{"EVAL", "redis.call('set', KEYS[1], 'w') redis.call('incr', KEYS[2]) return redis.call('mget', KEYS[1], KEYS[2])", "2", "d1", "d2"},
+	{"EVAL", "redis.call('incr', KEYS[1]) return 1", "1", "str"},
+	{"EVAL", "redis.pcall('incr', KEYS[1]) return 1", "1", "str"},
+	{"EVAL", "redis.call('set', KEYS[1], 'v', 'bad') return 1", "1", "k"},
+	{"EVAL", "redis.call('nosuchcommand') return 1", "0"},
+	{"EVAL", "local redis = {call = function() return 7 end} redis.call('x') return redis.call('x')", "0"},
 	{"EVAL", "return redis.call('nosuchcommand')", "0"},
 	{"EVAL", "return redis.call('incr')", "0"},
 	{"EVAL", "return redis.call()", "0"},
