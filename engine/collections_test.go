@@ -444,3 +444,19 @@ func TestRenameMovesEveryKind(t *testing.T) {
 		t.Fatalf("UsedBytes %d, sum of KeyBytes %d", e.UsedBytes(), sum)
 	}
 }
+
+// BenchmarkHashGet is HMGET's lookup in a packed hash of 20 short fields,
+// as a bottleneck limiter's settings: a field near the end.
+func BenchmarkHashGet(b *testing.B) {
+	h := NewHash()
+	for i := range 20 {
+		h.Set([]byte(fmt.Sprintf("field%d", i)), []byte(fmt.Sprint(i*1000)))
+	}
+	field := []byte("field17")
+	b.ResetTimer()
+	for range b.N {
+		if _, ok := h.Get(field); !ok {
+			b.Fatal("missing")
+		}
+	}
+}

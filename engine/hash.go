@@ -46,17 +46,40 @@ func (h *Hash) Encoding() string {
 // find returns where field's pair starts in packed, where its value (with
 // its length) starts and where it ends; start is -1 when field is absent.
 func (h *Hash) find(field []byte) (start, vstart, end int) {
-	b, off := h.packed, 0
-	for off < len(b) {
-		f, rest, _ := readBytes(b[off:])
-		vs := len(b) - len(rest)
-		_, rest, _ = readBytes(rest)
-		if string(f) == string(field) {
-			return off, vs, len(b) - len(rest)
+	b := h.packed
+	for off := 0; off < len(b); {
+		fs, fe, ok := span(b, off)
+		if !ok {
+			break
 		}
-		off = len(b) - len(rest)
+		_, ve, ok := span(b, fe)
+		if !ok {
+			break
+		}
+		if string(b[fs:fe]) == string(field) {
+			return off, fe, ve
+		}
+		off = ve
 	}
 	return -1, 0, 0
+}
+
+// span is where the bytes of the length-prefixed string at b[off:] are,
+// b[s:e]; a length under 128 is its one byte, read without
+// binary.Uvarint (a packed hash's fields and values mostly are). ok is
+// false where b is cut short.
+func span(b []byte, off int) (s, e int, ok bool) {
+	if off < len(b) && b[off] < 0x80 {
+		s = off + 1
+		e = s + int(b[off])
+		return s, e, e <= len(b)
+	}
+	v, rest, err := readBytes(b[off:])
+	if err != nil {
+		return 0, 0, false
+	}
+	e = len(b) - len(rest)
+	return e - len(v), e, true
 }
 
 // Get returns field's value, valid until the hash changes.
