@@ -373,6 +373,10 @@ func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writ
 		fn = L.NewFunctionFromProto(s.proto)
 		st.closures[s] = fn
 	}
+	if s.bounded {
+		L.RemoveContext()
+		defer func() { L.SetContext(st.ctx) }() // after runFunc, which may renew st.ctx
+	}
 	return r.runFunc(st, fn, s.SHA, nil, 0, s.setsGlobals, caller, w, h)
 }
 

@@ -26,6 +26,11 @@ type Script struct {
 	// setsGlobals is false for a script that cannot assign a global: a
 	// run of it need not put the globals back.
 	setsGlobals bool
+	// bounded: the script runs each instruction at most once (straightLine)
+	// and cannot reach other Lua code, so it runs without the context
+	// gopher-lua checks before every instruction, which only a run that
+	// could go on forever needs.
+	bounded bool
 }
 
 // Cache holds the scripts EVAL and SCRIPT LOAD compiled, by SHA1, until
@@ -85,7 +90,9 @@ func (c *Cache) Load(body []byte) (*Script, error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto, setsGlobals: maySetGlobals(proto)}
+	sets := maySetGlobals(proto)
+	s = &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto, setsGlobals: sets,
+		bounded: !sets && straightLine(proto)}
 	c.mu.Lock()
 	if old := c.m[sha]; old != nil {
 		s = old
@@ -185,6 +192,27 @@ func maySetGlobals(proto *lua.FunctionProto) bool {
 		}
 	}
 	return slices.ContainsFunc(proto.FunctionPrototypes, maySetGlobals)
+}
+
+// straightLine reports whether proto has no loop (a backward jump, a
+// numeric or generic for) and makes no function: each of its instructions
+// runs at most once a call. With maySetGlobals false (no load, loadstring
+// or _G) such a script can reach no Lua function but itself, which it has
+// no name for, so its run ends after at most its length in instructions
+// and the Go functions it calls. gopher-lua has only a context to stop a
+// run, and checks it before every instruction.
+func straightLine(proto *lua.FunctionProto) bool {
+	for _, inst := range proto.Code { // gopher-lua's encoding (opcode.go): the opcode in the top 6 bits
+		switch op := int(inst >> 26); op {
+		case lua.OP_FORLOOP, lua.OP_FORPREP, lua.OP_TFORLOOP, lua.OP_CLOSURE:
+			return false
+		case lua.OP_JMP:
+			if sbx := int(inst&0x3ffff) - 0x3ffff>>1; sbx < 0 {
+				return false
+			}
+		}
+	}
+	return len(proto.FunctionPrototypes) == 0
 }
 
 // compileMessage turns gopher-lua's parse error into Lua's "user_script:1:

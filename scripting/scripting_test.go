@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitdb/limitdb/resp"
 	lua "github.com/yuin/gopher-lua"
@@ -322,4 +323,54 @@ func constantsName(proto *lua.FunctionProto, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestBounded: only a script that cannot run on runs without the context
+// that stops a run.
+func TestBounded(t *testing.T) {
+	for body, want := range map[string]bool{
+		"local t = redis.call('TIME') if t[1] then return 1 else return 2 end": true,
+		"return redis.call('GET', KEYS[1]) or string.format('%d', 1)":          true,
+		"while true do end":                                   false,
+		"repeat local x = 1 until false":                      false,
+		"for i = 1, 10 do end return 1":                       false,
+		"for k in pairs(KEYS) do end return 1":                false,
+		"local f = function() end return 1":                   false,
+		"return loadstring('while true do end')":              false,
+		"x = 1":                                               false,
+		"if ARGV[1] then return 1 end return redis.call('x')": true,
+	} {
+		s, err := NewCache().Load([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.bounded != want {
+			t.Errorf("%q: bounded %v, want %v", body, s.bounded, want)
+		}
+	}
+	// A bounded run leaves the interpreter able to stop the next one.
+	r := NewRunner(Options{})
+	c := NewCache()
+	short, _ := c.Load([]byte("return 1"))
+	loop, _ := c.Load([]byte("while true do end"))
+	var out bytes.Buffer
+	w := resp.NewWriter(&out)
+	r.Run(short, nil, nil, replyCaller(":1\r\n"), w, nil)
+	h := &Handle{}
+	done := make(chan struct{})
+	go func() {
+		r.Run(loop, nil, nil, replyCaller(":1\r\n"), w, h)
+		close(done)
+	}()
+	deadline := time.After(10 * time.Second)
+	for stopped := false; !stopped; {
+		h.Kill() // until the run has begun and sees it
+		select {
+		case <-done:
+			stopped = true
+		case <-deadline:
+			t.Fatal("a loop after a bounded run could not be stopped")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
