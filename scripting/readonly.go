@@ -50,12 +50,12 @@ func (st *state) protectLibraries() {
 	// gopher-lua makes the string library strings' metatable, with an
 	// __index of itself; Redis's library has no __index, and its strings'
 	// metatable is a table of its own.
-	if lib, ok := made[L.GetMetatable(lua.LString("")).(*lua.LTable)]; ok {
-		str := st.views[lib]
-		str.RawSetString("__index", lua.LNil)
+	if strView, ok := made[L.GetMetatable(lua.LString("")).(*lua.LTable)]; ok {
+		strLib := st.views[strView]
+		strLib.RawSetString("__index", lua.LNil)
 		mt, shown := L.NewTable(), L.NewTable()
-		mt.RawSetString("__index", str)
-		shown.RawSetString("__index", lib)
+		mt.RawSetString("__index", strLib)
+		shown.RawSetString("__index", strView)
 		mt.RawSetString("__metatable", view(shown))
 		L.SetMetatable(lua.LString(""), mt)
 	}
