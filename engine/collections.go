@@ -80,11 +80,32 @@ func appendBytes(dst, b []byte) []byte {
 // readBytes reads what appendBytes wrote from the front of b and returns it
 // (sharing b's memory) with the rest of b.
 func readBytes(b []byte) (v, rest []byte, err error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
+	s, e, ok := span(b, 0)
+	if !ok {
 		return nil, nil, errCollection
 	}
-	return b[k : k+int(n)], b[k+int(n):], nil
+	return b[s:e], b[e:], nil
+}
+
+// span is where the bytes appendBytes wrote at b[off:] are, b[s:e], for a
+// loop that walks packed pairs by offset. A length under 128 is its one
+// byte, read without binary.Uvarint: most fields and members are that
+// short. ok is false where b is cut short.
+func span(b []byte, off int) (s, e int, ok bool) {
+	if off < len(b) && b[off] < 0x80 {
+		s = off + 1
+		e = s + int(b[off])
+		return s, e, e <= len(b)
+	}
+	if off >= len(b) {
+		return 0, 0, false
+	}
+	n, k := binary.Uvarint(b[off:])
+	if k <= 0 || n > uint64(len(b)-off-k) {
+		return 0, 0, false
+	}
+	s = off + k
+	return s, s + int(n), true
 }
 
 // readCount reads a collection's element count: at most what the rest of

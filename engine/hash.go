@@ -64,24 +64,6 @@ func (h *Hash) find(field []byte) (start, vstart, end int) {
 	return -1, 0, 0
 }
 
-// span is where the bytes of the length-prefixed string at b[off:] are,
-// b[s:e]; a length under 128 is its one byte, read without
-// binary.Uvarint (a packed hash's fields and values mostly are). ok is
-// false where b is cut short.
-func span(b []byte, off int) (s, e int, ok bool) {
-	if off < len(b) && b[off] < 0x80 {
-		s = off + 1
-		e = s + int(b[off])
-		return s, e, e <= len(b)
-	}
-	v, rest, err := readBytes(b[off:])
-	if err != nil {
-		return 0, 0, false
-	}
-	e = len(b) - len(rest)
-	return e - len(v), e, true
-}
-
 // Get returns field's value, valid until the hash changes.
 func (h *Hash) Get(field []byte) ([]byte, bool) {
 	if h.m != nil {
