@@ -137,21 +137,12 @@ func (p *poller) post(fn func()) {
 	fn()
 	if !p.woken { // one byte wakes it for every post before welcome
 		p.woken = true
-		rawPipe(syscall.SYS_WRITE, p.wake[1], []byte{1})
+		// Raw, like the hot path's calls (see rawRead): the replication
+		// senders post thousands of times a second, and a system call the
+		// runtime knows about lets sysmon hand the only P to another thread
+		// and back when the core is shared (bench/README.md, "Replication").
+		rawWrite(p.wake[1], []byte{1})
 	}
-}
-
-// rawPipe reads or writes the wake pipe, which is non-blocking, without
-// telling the scheduler: the replication senders post to the poller
-// thousands of times a second, and a system call the runtime knows about
-// lets sysmon hand the only P to another thread and back when the core is
-// shared (bench/README.md, "Replication").
-func rawPipe(trap uintptr, fd int, b []byte) int {
-	n, _, errno := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return 0
-	}
-	return int(n)
 }
 
 // adopt takes over nc's socket for p when it is a TCP connection (possibly
@@ -246,7 +237,7 @@ func (p *poller) run() {
 func (p *poller) welcome() bool {
 	var buf [64]byte
 	for {
-		if n := rawPipe(syscall.SYS_READ, p.wake[0], buf[:]); n < len(buf) {
+		if n, _ := rawRead(p.wake[0], buf[:]); n < len(buf) { // an error or EAGAIN: n is -1
 			break
 		}
 	}
