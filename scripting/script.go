@@ -86,11 +86,10 @@ func (c *Cache) Load(body []byte) (*Script, error) {
 	if s != nil {
 		return s, nil
 	}
-	proto, err := compile(body)
+	proto, sets, err := compile(body)
 	if err != nil {
 		return nil, err
 	}
-	sets := maySetGlobals(proto)
 	s = &Script{SHA: sha, Body: append([]byte(nil), body...), proto: proto, setsGlobals: sets,
 		bounded: !sets && straightLine(proto)}
 	c.mu.Lock()
@@ -134,16 +133,18 @@ func (c *Cache) Memory() int64 {
 	return n
 }
 
-// compile parses body as the body of a function, as Redis does.
-func compile(body []byte) (*lua.FunctionProto, error) {
-	proto, err := compileNamed(string(body), "user_script", true)
+// compile parses body as the body of a function, as Redis does, and
+// reports whether it may assign a global (maySetGlobals).
+func compile(body []byte) (proto *lua.FunctionProto, setsGlobals bool, err error) {
+	proto, err = compileNamed(string(body), "user_script", true)
 	if err == nil && maySetGlobals(proto) { // redis may not be the library: calls as written
+		setsGlobals = true
 		proto, err = compileNamed(string(body), "user_script", false)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("Error compiling script (new function): %s", err.Error())
+		return nil, false, fmt.Errorf("Error compiling script (new function): %s", err.Error())
 	}
-	return proto, nil
+	return proto, setsGlobals, nil
 }
 
 // compileNamed compiles code as chunk name (which error positions show);
