@@ -81,7 +81,9 @@ func (r *replayJournal) applyTo(t *testing.T, e *Engine, now int64) {
 	}
 }
 
-// keyspaceOf encodes every live key of e, sorted by nothing: a map.
+// keyspaceOf encodes every live key of e, sorted by nothing: a map. It is
+// enginetest.Keyspace for this package's own tests, which cannot import
+// enginetest (it imports engine).
 func keyspaceOf(t *testing.T, e *Engine, now int64) map[string]string {
 	out := map[string]string{}
 	for i := 0; i < e.Shards(); i++ {
