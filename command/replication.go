@@ -126,6 +126,7 @@ func (s *Server) becomeReplica(host string, port int) bool {
 func (s *Server) reloadReplication() {
 	cfg := s.Config()
 	s.repl.Stream().SetBacklog(cfg.ReplBacklogSize)
+	s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	s.readOnly.Store(s.repl.IsReplica() && cfg.ReplicaReadOnly)
 }
 

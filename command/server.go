@@ -141,6 +141,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	}, MemoryLimit: func() int64 { return s.Config().ScriptMemoryLimit }})
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
+		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	}
 	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)

@@ -279,6 +279,8 @@ func replication() []*Directive {
 			func(c *Config) *int { return &c.ReplTimeout }),
 		Int("repl-ping-replica-period", "seconds between the PINGs a primary sends its replicas", true, 1,
 			func(c *Config) *int { return &c.ReplPingReplicaPeriod }),
+		Int("repl-send-interval", "least microseconds between two writes of the stream to one replica under load: fewer, larger writes for up to that much more lag (0: a write every round, as Redis)", true, 0,
+			func(c *Config) *int { return &c.ReplSendInterval }).with(ReloadReplication),
 	}
 }
 

@@ -81,7 +81,7 @@ func Default() Config {
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000, ScriptMemoryLimit: 128 << 20,
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
-		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10},
+		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, ReplSendInterval: 1000},
 		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto"}, Limits: DefaultLimits()}
 }
 
@@ -99,6 +99,7 @@ type Replica struct {
 	ReplicaReadOnly       bool   // replica-read-only: a replica refuses its clients' writes
 	ReplTimeout           int    // repl-timeout: seconds of silence before a link is dropped
 	ReplPingReplicaPeriod int    // repl-ping-replica-period: seconds between a primary's PINGs
+	ReplSendInterval      int    // repl-send-interval: least microseconds between two writes of the stream to a replica
 }
 
 // AppendOnly is the append-only file, named as in Redis.

@@ -50,6 +50,7 @@ type Manager struct {
 	lastPing  time.Duration // on the clock's Mono
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+	sendInterval                            atomic.Int64 // repl-send-interval, nanoseconds
 }
 
 // New returns the replication of a primary with no replica.

@@ -37,6 +37,7 @@ type Replica struct {
 	ack     atomic.Int64 // the offset it acknowledged (REPLCONF ACK)
 	ackMono atomic.Int64 // when, on the clock's Mono
 	done    chan struct{}
+	hurry   chan struct{} // a WAIT wants the stream sent now (pace)
 	once    sync.Once
 }
 
@@ -67,7 +68,7 @@ func (m *Manager) Attach(sink Sink, ip string, port int, id string, next int64) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.startJournal()
-	r := &Replica{m: m, sink: sink, IP: ip, Port: port, done: make(chan struct{})}
+	r := &Replica{m: m, sink: sink, IP: ip, Port: port, done: make(chan struct{}), hurry: make(chan struct{}, 1)}
 	r.ackMono.Store(int64(m.clk.Mono()))
 	if r.reader = m.stream.Continue(id, next); r.reader != nil {
 		r.from = next - 1
@@ -137,22 +138,69 @@ func (r *Replica) serve() {
 	r.m.checkWaiters()
 	look := r.m.clk.NewTicker(5 * time.Millisecond) // for writes nobody publishes
 	defer look.Stop()
+	var sent time.Duration // when it last pushed, on the clock's Mono
 	for {
-		b, err := r.reader.NextView(1 << 20)
-		if err != nil {
-			r.m.logf("replica %s:%d: %v; dropping it", r.IP, r.Port, err)
-			r.sink.Kill()
-			return
-		}
-		if len(b) > 0 {
+		pushed := false
+		for {
+			b, err := r.reader.NextView(1 << 20)
+			if err != nil {
+				r.m.logf("replica %s:%d: %v; dropping it", r.IP, r.Port, err)
+				r.sink.Kill()
+				return
+			}
+			if len(b) == 0 {
+				break
+			}
 			r.sink.Push(b) // the stream's own bytes: the sink copies them
-			continue
+			pushed = true
+		}
+		if pushed {
+			sent = r.m.clk.Mono()
 		}
 		select {
 		case <-r.reader.Wake():
 		case <-look.C():
 		case <-r.done:
 			return
+		}
+		if !r.pace(sent) {
+			return
+		}
+	}
+}
+
+// pace waits until repl-send-interval has passed since the last push at
+// sent, so that under a steady load the replica gets one larger write an
+// interval instead of one per round of the event loop; a link that was
+// quiet for an interval sends at once. A WAIT cuts the wait short. It
+// returns false when the replica is detached.
+func (r *Replica) pace(sent time.Duration) bool {
+	left := time.Duration(r.m.sendInterval.Load()) - (r.m.clk.Mono() - sent)
+	if left <= 0 {
+		return true
+	}
+	select {
+	case <-r.m.clk.After(left):
+	case <-r.hurry:
+	case <-r.done:
+		return false
+	}
+	return true
+}
+
+// SetSendInterval sets repl-send-interval: the least time between two
+// writes of the stream to one replica (0: a write each round).
+func (m *Manager) SetSendInterval(d time.Duration) { m.sendInterval.Store(int64(d)) }
+
+// hurry ends every replica's pace now: a WAIT asked them to acknowledge
+// what they have.
+func (m *Manager) hurry() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.replicas {
+		select {
+		case r.hurry <- struct{}{}:
+		default:
 		}
 	}
 }

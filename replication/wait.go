@@ -30,6 +30,7 @@ func (m *Manager) Wait(n int, timeout time.Duration, done func(acked int)) (int,
 	m.mu.Unlock()
 	if getack {
 		m.stream.Append(AppendCommand(nil, verbReplconf, "GETACK", "*"))
+		m.hurry()
 	}
 	if timeout > 0 {
 		go func() {
