@@ -27,6 +27,9 @@
 #   LIMIT="999 1000 3600" bench/replication.sh  keys that stay live, as INCR's do
 #   AOF=1 bench/replication.sh               adds limitdb and Redis with appendonly
 #                                            yes, appendfsync everysec, no replica
+#   LIMITDB_ARGS='--repl-send-interval 0' bench/replication.sh
+#                                            flags for every limitdb node (here: a write
+#                                            to each replica every round, as Redis)
 #   RATE=150000 bench/replication.sh         the same offered load for every topology
 #                                            (bench/loadgen, open loop) instead of
 #                                            redis-benchmark's closed loop: the
@@ -40,6 +43,7 @@ PIPELINE=${PIPELINE:-16}
 KEYS=${KEYS:-1000000}
 REPLICAS=${REPLICAS:-"0 1 2"}
 LIMIT=${LIMIT:-"99 1000 60"}   # max_burst count period of the CL.THROTTLE load
+LIMITDB_ARGS=${LIMITDB_ARGS:-}
 
 for tool in redis-server redis-cli redis-benchmark taskset python3; do
   command -v "$tool" >/dev/null || { echo "replication.sh: $tool is required" >&2; exit 1; }
@@ -60,6 +64,8 @@ start() {
   mkdir -p "$dir"
   if [ "$kind" = limitdb ]; then
     local args=(--port "$port" --dir "$dir" --save 0)
+    # shellcheck disable=SC2206
+    args+=($LIMITDB_ARGS)
     [ -n "$of" ] && args+=(--replicaof "127.0.0.1 $of")
     taskset -c "$cpu" "$LIMITDB_BIN" "${args[@]}" "$@" >"$dir/log" 2>&1 &
   else
