@@ -20,6 +20,10 @@
 #                                       round: sliding logs fill, then slide
 #   KEYS=10000 N=300000 bench/ab.sh A B
 #   CMD='TB.TAKE k:__rand_int__ 100 100 60' CMD2='SW.INCR s:__rand_int__ 100 60' bench/ab.sh A B
+#   PREFILL=3000000 KEYS=3000000 CMD='INCR k:__rand_int__' CMD2='GET k:__rand_int__' bench/ab.sh A B
+#                                       a keyspace far larger than the cache:
+#                                       PREFILL INCRs on random keys of KEYS on
+#                                       each build first, kept (GROW)
 #   B_ARGS='--appendonly yes --appendfsync everysec' bench/ab.sh L L
 #                                       one build with and without a setting
 #                                       (A_ARGS, B_ARGS: flags for each side)
@@ -66,6 +70,13 @@ rps() {
   taskset -c "$CLIENT_CPU" redis-benchmark -p "$port" -c 50 -P 16 -n "$N" -r "$KEYS" --csv $@ |
     tail -n 1 | cut -d, -f2 | tr -d '"'
 }
+
+if [ -n "${PREFILL:-}" ]; then
+  GROW=1
+  for port in "$pa" "$pb"; do
+    taskset -c "$CLIENT_CPU" redis-benchmark -p "$port" -c 50 -P 64 -n "$PREFILL" -r "$KEYS" --csv INCR k:__rand_int__ >/dev/null
+  done
+fi
 
 rows=$work/rows
 for r in $(seq "$ROUNDS"); do

@@ -49,6 +49,8 @@ type Client struct {
 	failed  bool   // the current command answered with an error
 	bt      batch  // per-batch clock and stats (batch.go)
 
+	prefetched uint32 // what Prefetch read, kept so that its reads stay in the program
+
 	multi *multiState    // MULTI and WATCH (multi.go); nil until first used
 	tx    *engine.Engine // the transaction's handle while EXEC runs; nil otherwise
 

@@ -186,3 +186,42 @@ var seedArgs = []string{
 	"\x009223372036854775807\x009223372036854775807\x009223372036854775807",
 	"\x00k\x001e308\x00NaN\x00inf", "\x00*\x00MATCH\x00[\x00COUNT\x00-5",
 }
+
+// TestFirstKeyOfAnyArguments: Prefetch's firstKey, which runs before a
+// command's arguments are checked, gives every command of the table, with
+// any number of arguments, a key (among its arguments where the table gives
+// positions) or nil, and never panics; a key it gives reads ahead without
+// changing the keyspace.
+func TestFirstKeyOfAnyArguments(t *testing.T) {
+	t.Parallel()
+	eng := engine.New(clock.NewFake(1_700_000_000e9), 0)
+	words := [][]byte{[]byte("1"), []byte("k"), []byte("-1"), []byte("99999"), []byte("x"), []byte("2")}
+	checked := 0
+	NewTable().eachRunnable(func(cmd *Command) {
+		for n := 1; n <= 7; n++ {
+			args := [][]byte{[]byte(cmd.Name)}
+			for i := 1; i < n; i++ {
+				args = append(args, words[(i+n)%len(words)])
+			}
+			k := firstKey(cmd, args)
+			if k == nil {
+				continue
+			}
+			found := false
+			for _, a := range args[1:] {
+				found = found || &a[0] == &k[0]
+			}
+			if !found && cmd.Keys == nil { // a Keys function may derive its keys (RL.HIT's rl:policy:id)
+				t.Errorf("%s with %d arguments: first key %q is none of them", cmd.Name, n, k)
+			}
+			eng.Prefetch([][]byte{k})
+			checked++
+		}
+	})
+	if checked == 0 {
+		t.Fatal("no command gave a key")
+	}
+	if n := eng.Len(); n != 0 {
+		t.Errorf("%d keys after Prefetch, want 0", n)
+	}
+}

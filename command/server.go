@@ -254,6 +254,52 @@ func (s *Server) EndBatch(conn Conn) {
 	}
 }
 
+// Prefetch reads ahead, for a batch of a connection's commands, where the
+// keyspace keeps the first key of each (engine.Prefetch): a pipeline of
+// commands on keys the cache does not hold then waits for their cache
+// misses together rather than one after the other. It runs nothing and
+// checks nothing; each command is then run, and refused, as it would
+// have been.
+func (s *Server) Prefetch(conn Conn, cmds []resp.Command) {
+	c, _ := conn.Context().(*Client)
+	if c == nil || s.eng == nil {
+		return
+	}
+	var keys [engine.PrefetchMax][]byte
+	n := 0
+	cmd := c.bt.named
+	for _, m := range cmds {
+		args := m.Args
+		if cmd == nil || !equalFold(args[0], cmd.Name) {
+			if cmd = s.table.Lookup(args[0]); cmd == nil {
+				continue
+			}
+		}
+		if k := firstKey(cmd, args); k != nil {
+			keys[n] = k
+			if n++; n == len(keys) {
+				break
+			}
+		}
+	}
+	c.prefetched += s.eng.Prefetch(keys[:n])
+}
+
+// firstKey is the first key a command names, or nil; nil too for a
+// command whose argument count is wrong, which names none.
+func firstKey(cmd *Command, args [][]byte) []byte {
+	switch {
+	case !cmd.arityOK(len(args)):
+	case cmd.Keys != nil:
+		if keys := cmd.Keys(args); len(keys) > 0 {
+			return keys[0]
+		}
+	case cmd.FirstKey > 0 && cmd.FirstKey < len(args):
+		return args[cmd.FirstKey]
+	}
+	return nil
+}
+
 // Command runs one command of a connection. args alias the connection's
 // read buffer and are valid only until it returns.
 func (s *Server) Command(conn Conn, args [][]byte) {

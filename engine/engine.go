@@ -844,3 +844,27 @@ func (e *Engine) Rename(src, dst []byte, now int64, nx bool) (done bool, err err
 	})
 	return done, err
 }
+
+// PrefetchMax is the most keys Prefetch reads ahead at once.
+const PrefetchMax = shard.PrefetchMax
+
+// Prefetch brings into the cache what looking up each of keys reads first
+// (shard.Table.Prefetch), for a batch of commands about to run on them. It
+// skips shards that are locked, and does nothing in a transaction's handle.
+// Its result is shard.Table.Prefetch's, for the caller to keep.
+func (e *Engine) Prefetch(keys [][]byte) uint32 {
+	if e.held != nil {
+		return 0
+	}
+	var hs [shard.PrefetchMax]uint64
+	var sum uint32
+	for len(keys) > 0 {
+		n := min(len(keys), len(hs))
+		for i, k := range keys[:n] {
+			hs[i] = e.tab.Hash(k)
+		}
+		sum += e.tab.Prefetch(hs[:n])
+		keys = keys[n:]
+	}
+	return sum
+}

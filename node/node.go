@@ -98,7 +98,10 @@ func (h handler) Open(c *server.Conn) bool              { return h.s.Open(c) }
 func (h handler) Command(c *server.Conn, args [][]byte) { h.s.Command(c, args) }
 func (h handler) EndBatch(c *server.Conn)               { h.s.EndBatch(c) }
 func (h handler) EndRound()                             { h.s.EndRound() }
-func (h handler) Closed(c *server.Conn, err error)      { h.s.Closed(c, err) }
+func (h handler) Prefetch(c *server.Conn, cmds []resp.Command) {
+	h.s.Prefetch(c, cmds)
+}
+func (h handler) Closed(c *server.Conn, err error) { h.s.Closed(c, err) }
 
 // Listen opens the configured address, and the TLS port if one is set.
 func (n *Node) Listen() (net.Listener, error) {

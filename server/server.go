@@ -47,6 +47,14 @@ type Handler interface {
 	Closed(c *Conn, err error)
 }
 
+// Prefetcher is a Handler that prepares for a batch of commands before
+// they run one by one: the transport gives it every batch of more than one
+// command first. It must not reply or change anything; it may read ahead
+// what the commands will read.
+type Prefetcher interface {
+	Prefetch(c *Conn, cmds []resp.Command)
+}
+
 // Limits bound what one client can make the server hold or wait for.
 type Limits struct {
 	Frame        resp.Limits   // for an authenticated client
@@ -85,6 +93,7 @@ const handshakeTimeout = 10 * time.Second
 // Server accepts connections and serves them with its Handler.
 type Server struct {
 	h   Handler
+	pf  Prefetcher // h, when it is one
 	clk clock.Clock
 	lim atomic.Pointer[Limits]
 
@@ -116,7 +125,8 @@ type Server struct {
 // Linux are served by event loops (poll_linux.go); otherwise each
 // connection has a goroutine. clk times the drain's grace.
 func New(h Handler, lim Limits, eventLoop bool, clk clock.Clock) *Server {
-	s := &Server{h: h, clk: clk, conns: map[*Conn]struct{}{}, loops: eventLoop,
+	pf, _ := h.(Prefetcher)
+	s := &Server{h: h, pf: pf, clk: clk, conns: map[*Conn]struct{}{}, loops: eventLoop,
 		yield: runtime.GOMAXPROCS(0) == 1, drained: make(chan struct{}), left: make(chan struct{}, 1)}
 	s.SetLimits(lim)
 	return s
@@ -398,6 +408,9 @@ func (s *Server) step(c *Conn) error {
 			c.wr.Flush()
 		}
 		return err
+	}
+	if len(cmds) > 1 && s.pf != nil {
+		s.pf.Prefetch(c, cmds)
 	}
 	for i := range cmds {
 		if c.closed {
