@@ -168,6 +168,45 @@ func openLibs(L *lua.LState) {
 		}
 		return 1
 	}))
+	// tonumber of a plain decimal integer, most of what scripts convert
+	// (hash fields, arguments), without gopher-lua's trimming and strconv;
+	// anything else, and every call with a base, as gopher-lua's.
+	toNumber := g.RawGetString("tonumber").(*lua.LFunction).GFunction
+	g.RawSetString("tonumber", L.NewFunction(func(L *lua.LState) int {
+		if L.GetTop() == 1 {
+			if s, ok := L.Get(1).(lua.LString); ok {
+				if n, ok := plainInteger(string(s)); ok {
+					L.Push(lua.LNumber(n))
+					return 1
+				}
+			}
+		}
+		return toNumber(L)
+	}))
+}
+
+// plainInteger reads 1 to 15 decimal digits with an optional minus sign,
+// as gopher-lua's tonumber reads them (through an int64: "-0" is 0).
+func plainInteger(s string) (float64, bool) {
+	digits := s
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(digits); i++ {
+		ch := digits[i]
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	if len(digits) < len(s) {
+		n = -n
+	}
+	return float64(n), true
 }
 
 // numbersAsLua51 makes string.format's arguments on L's stack format as
@@ -331,6 +370,8 @@ func (r *Runner) newState() *state {
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
 	g.RawSetString("server", rl)
+	g.RawSetString(callName, rl.RawGetString("call"))
+	g.RawSetString(pcallName, rl.RawGetString("pcall"))
 	g.RawSetString(callVoidName, L.NewFunction(func(L *lua.LState) int { return st.call(L, true, false) }))
 	g.RawSetString(pcallVoidName, L.NewFunction(func(L *lua.LState) int { return st.call(L, false, false) }))
 	st.keys, st.argv, st.closures = L.NewTable(), L.NewTable(), map[*Script]*lua.LFunction{}

@@ -148,8 +148,8 @@ func compile(body []byte) (proto *lua.FunctionProto, setsGlobals bool, err error
 }
 
 // compileNamed compiles code as chunk name (which error positions show);
-// with discard, statements that drop a redis.call's result call
-// callVoidName (discard.go).
+// with discard, redis.call and redis.pcall are called through hidden
+// globals (discard.go).
 func compileNamed(code, name string, discard bool) (*lua.FunctionProto, error) {
 	chunk, err := parse.Parse(strings.NewReader(code), name)
 	if err != nil {
@@ -157,7 +157,7 @@ func compileNamed(code, name string, discard bool) (*lua.FunctionProto, error) {
 	}
 	rewriteConcat(reflect.ValueOf(&chunk).Elem())
 	if discard {
-		rewriteDiscarded(reflect.ValueOf(&chunk).Elem())
+		rewriteCalls(reflect.ValueOf(&chunk).Elem())
 	}
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {

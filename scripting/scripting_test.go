@@ -263,10 +263,10 @@ func TestAppendLuaNumber(t *testing.T) {
 	}
 }
 
-// TestDiscardedCalls: a statement redis.call(...) runs the command and
-// raises its error as the call whose result is kept does, and is
-// compiled to the call that builds no result only where redis is the
-// library.
+// TestDiscardedCalls: a statement redis.call(...), and one whose result
+// is kept, run the command and raise its error as the call compiled as
+// written does; they are compiled to the hidden globals (the call that
+// builds no result for a statement) only where redis is the library.
 func TestDiscardedCalls(t *testing.T) {
 	sha := regexp.MustCompile(`script: [0-9a-f]{40}`)
 	for _, reply := range []string{"+OK\r\n", "-ERR boom\r\n", "-WRONGTYPE Operation against a key\r\n", ":5\r\n", "*1\r\n-ERR inner\r\n"} {
@@ -277,9 +277,14 @@ func TestDiscardedCalls(t *testing.T) {
 			{"if true then\n\nredis.call('x')\nend return 1", "if true then\n\nlocal _ = redis.call('x')\nend return 1"},
 			{"local function f() redis.call('x') end f() return 1", "local function f() local _ = redis.call('x') end f() return 1"},
 		} {
-			got, want := run(t, pair[0], reply, 2), run(t, pair[1], reply, 2)
+			// Through a local alias the call is compiled as written.
+			written := "local lib = redis " + strings.NewReplacer("redis.", "lib.", "server.", "lib.").Replace(pair[1])
+			got, kept, want := run(t, pair[0], reply, 2), run(t, pair[1], reply, 2), run(t, written, reply, 2)
 			if sha.ReplaceAllString(got, "") != sha.ReplaceAllString(want, "") {
-				t.Errorf("%q with %q: %q, as kept %q", pair[0], reply, got, want)
+				t.Errorf("%q with %q: %q, as written %q", pair[0], reply, got, want)
+			}
+			if sha.ReplaceAllString(kept, "") != sha.ReplaceAllString(want, "") {
+				t.Errorf("%q with %q: %q, as written %q", pair[1], reply, kept, want)
 			}
 		}
 	}
@@ -301,6 +306,25 @@ func TestDiscardedCalls(t *testing.T) {
 		}
 		if got := constantsName(s.proto, callVoidName) || constantsName(s.proto, pcallVoidName); got != want {
 			t.Errorf("%q: compiled to the call without a result %v, want %v", body, got, want)
+		}
+		if direct := constantsName(s.proto, callName) || constantsName(s.proto, pcallName); direct && want {
+			t.Errorf("%q: a discarded call compiled to the call with a result", body)
+		}
+	}
+	for body, want := range map[string]bool{
+		"return redis.call('x')":                                       true,
+		"local a = server.pcall('x') return a":                         true,
+		"return redis.call('x') + redis.call('y')":                     true,
+		"local redis = {call = function() end} return redis.call('x')": false,
+		"redis = {call = function() end} return redis.call('x')":       false,
+		"local f = redis.call return f('x')":                           false,
+	} {
+		s, err := NewCache().Load([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := constantsName(s.proto, callName) || constantsName(s.proto, pcallName); got != want {
+			t.Errorf("%q: compiled to the direct call %v, want %v", body, got, want)
 		}
 	}
 	// A shadowed redis is called as written.
@@ -371,6 +395,36 @@ func TestBounded(t *testing.T) {
 		case <-deadline:
 			t.Fatal("a loop after a bounded run could not be stopped")
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestToNumberAsGopherLua: the fast tonumber answers every string as
+// gopher-lua's own does, those it reads itself and those it hands on.
+func TestToNumberAsGopherLua(t *testing.T) {
+	ref := lua.NewState()
+	defer ref.Close()
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer L.Close()
+	openLibs(L)
+	call := func(L *lua.LState, args ...lua.LValue) lua.LValue {
+		if err := L.CallByParam(lua.P{Fn: L.GetGlobal("tonumber"), NRet: 1, Protect: true}, args...); err != nil {
+			return lua.LString("error: " + err.Error())
+		}
+		defer L.Pop(1)
+		return L.Get(-1)
+	}
+	for _, s := range []string{"0", "-0", "7", "-7", "007", "123456789012345", "-123456789012345",
+		"1234567890123456", "+5", " 5", "5 ", "1e5", "0x10", "", "-", "--1", "1.5", "-1.", "٣", "12a"} {
+		for _, base := range [][]lua.LValue{nil, {lua.LNumber(10)}, {lua.LNumber(16)}} {
+			args := append([]lua.LValue{lua.LString(s)}, base...)
+			got, want := call(L, args...), call(ref, args...)
+			gn, gok := got.(lua.LNumber)
+			wn, wok := want.(lua.LNumber)
+			same := got == want || (gok && wok && float64(gn) == float64(wn) && math.Signbit(float64(gn)) == math.Signbit(float64(wn)))
+			if !same {
+				t.Errorf("tonumber(%q, %v) = %v, gopher-lua's %v", s, base, got, want)
+			}
 		}
 	}
 }
