@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"slices"
 	"strings"
 	"testing"
@@ -459,4 +460,152 @@ func BenchmarkHashGet(b *testing.B) {
 			b.Fatal("missing")
 		}
 	}
+}
+
+// TestZSetAgainstAModel runs random operations on sorted sets that stay
+// small (packed), that grow past 128 members, and that take a long member,
+// and after each compares every answer and the whole order with a sorted
+// slice; clones and round trips must equal the original.
+func TestZSetAgainstAModel(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		members int
+		long    bool
+	}{{"small", 40, false}, {"growing", 300, false}, {"long member", 40, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(c.members)))
+			z := NewZSet()
+			var model []ZItem
+			find := func(m string) int {
+				return slices.IndexFunc(model, func(it ZItem) bool { return it.Member == m })
+			}
+			member := func() string {
+				m := fmt.Sprintf("m%d", r.Intn(c.members))
+				if c.long && r.Intn(20) == 0 {
+					m += strings.Repeat("x", maxPackedValue)
+				}
+				return m
+			}
+			if c.members > maxPackedEntries { // past the packed form first
+				for i := 0; i < c.members; i++ {
+					z.Set(float64(i%7), []byte(fmt.Sprintf("m%d", i)))
+					model = append(model, ZItem{float64(i % 7), fmt.Sprintf("m%d", i)})
+				}
+				slices.SortFunc(model, func(a, b ZItem) int {
+					if zless(a, b) {
+						return -1
+					}
+					return 1
+				})
+			}
+			for step := 0; step < 3000; step++ {
+				score := float64(r.Intn(20) - 5)
+				switch op := r.Intn(10); {
+				case op < 5:
+					m := member()
+					i := find(m)
+					added := z.Set(score, []byte(m))
+					if added != (i < 0) {
+						t.Fatalf("step %d: Set(%v, %s) added %v", step, score, m, added)
+					}
+					if i >= 0 {
+						model = slices.Delete(model, i, i+1)
+					}
+					model = append(model, ZItem{score, m})
+					slices.SortFunc(model, func(a, b ZItem) int {
+						if zless(a, b) {
+							return -1
+						}
+						if zless(b, a) {
+							return 1
+						}
+						return 0
+					})
+				case op == 5:
+					m := member()
+					i := find(m)
+					if got := z.Remove([]byte(m)); got != (i >= 0) {
+						t.Fatalf("step %d: Remove(%s) = %v", step, m, got)
+					}
+					if i >= 0 {
+						model = slices.Delete(model, i, i+1)
+					}
+				case op == 6:
+					rg := ScoreRange{Min: score, Max: score + float64(r.Intn(4)), MinEx: r.Intn(2) == 0, MaxEx: r.Intn(2) == 0}
+					var want []ZItem
+					for _, it := range model {
+						if rg.aboveMin(it.Score) && rg.belowMax(it.Score) {
+							want = append(want, it)
+						}
+					}
+					var fwd, rev []ZItem
+					z.AscendRange(rg, false, func(it ZItem) bool { fwd = append(fwd, it); return true })
+					z.AscendRange(rg, true, func(it ZItem) bool { rev = append(rev, it); return true })
+					slices.Reverse(rev)
+					if z.CountRange(rg) != len(want) || !slices.Equal(fwd, want) || !slices.Equal(rev, want) {
+						t.Fatalf("step %d: range %+v: count %d, %v, reversed %v, want %v", step, rg, z.CountRange(rg), fwd, rev, want)
+					}
+					if r.Intn(3) == 0 {
+						if got := z.RemoveRange(rg); got != len(want) {
+							t.Fatalf("step %d: RemoveRange removed %d, want %d", step, got, len(want))
+						}
+						model = slices.DeleteFunc(model, func(it ZItem) bool { return rg.aboveMin(it.Score) && rg.belowMax(it.Score) })
+					}
+				case op == 7 && len(model) > 0:
+					a := r.Intn(len(model))
+					b := a + r.Intn(3)
+					got := z.RemoveRanks(a, min(b, len(model)-1))
+					if want := min(b, len(model)-1) - a + 1; got != want {
+						t.Fatalf("step %d: RemoveRanks(%d, %d) = %d, want %d", step, a, b, got, want)
+					}
+					model = slices.Delete(model, a, min(b, len(model)-1)+1)
+				case op == 8 && len(model) > 0:
+					pop, want := z.PopMin, model[0]
+					if r.Intn(2) == 0 {
+						pop, want = z.PopMax, model[len(model)-1]
+					}
+					if it, ok := pop(); !ok || it != want {
+						t.Fatalf("step %d: pop = %v, want %v", step, it, want)
+					}
+					model = slices.DeleteFunc(model, func(it ZItem) bool { return it == want })
+				default:
+					m := member()
+					i := find(m)
+					s, ok := z.Score([]byte(m))
+					rank, rok := z.Rank([]byte(m))
+					if ok != (i >= 0) || rok != ok || (ok && (s != model[i].Score || rank != i)) {
+						t.Fatalf("step %d: Score/Rank(%s) = %v %v %d %v, model index %d", step, m, s, ok, rank, rok, i)
+					}
+				}
+				if got := zlist(z); z.Len() != len(model) || !slices.Equal(got, model) {
+					t.Fatalf("step %d: set %v, model %v", step, got, model)
+				}
+				for i, it := range model {
+					if z.At(i) != it {
+						t.Fatalf("step %d: At(%d) = %v, want %v", step, i, z.At(i), it)
+					}
+				}
+				if step%100 == 0 {
+					if clone := z.cloneExt().(*ZSet); !slices.Equal(zlist(clone), model) || clone.Encoding() != z.Encoding() {
+						t.Fatalf("step %d: clone differs", step)
+					}
+					dec := roundTrip(t, Entry{Kind: KindZSet, Ext: z}).Ext.(*ZSet)
+					if !slices.Equal(zlist(dec), model) {
+						t.Fatalf("step %d: round trip differs", step)
+					}
+				}
+			}
+			if c.members > maxPackedEntries && z.Encoding() != "skiplist" {
+				t.Errorf("a set that grew to %d members is %s", c.members, z.Encoding())
+			}
+		})
+	}
+}
+
+// zlist is z's items in order.
+func zlist(z *ZSet) []ZItem {
+	var out []ZItem
+	z.Scan(0, false, func(it ZItem) bool { out = append(out, it); return true })
+	return out
 }
