@@ -69,7 +69,7 @@ type poller struct {
 	killed []*fdConn // closed by other goroutines (fdConn.Close)
 	stop   bool      // asked to stop
 	gone   bool      // stopped: its descriptors are closed
-	woken  bool      // a byte is in the pipe that welcome has not taken yet
+	woken  bool      // the poller will look at the lists above without another byte in the pipe: a byte is there, or it is in a round (collect)
 
 	conns map[int32]*Conn // owned by the poller's goroutine, by socket
 	dirty []*Conn         // connections with replies to write this round
@@ -135,7 +135,7 @@ func (p *poller) post(fn func()) {
 		return
 	}
 	fn()
-	if !p.woken { // one byte wakes it for every post before welcome
+	if !p.woken { // one byte wakes it for every post before collect; none during a round
 		p.woken = true
 		// Raw, like the hot path's calls (see rawRead): the replication
 		// senders post thousands of times a second, and a system call the
@@ -203,6 +203,9 @@ func (p *poller) run() {
 		if err != 0 && err != syscall.EINTR {
 			p.s.clk.Sleep(tick) // not expected: EBADF, EFAULT, EINVAL
 		}
+		if n > 0 {
+			p.awake()
+		}
 		for _, ev := range events[:max(n, 0)] {
 			if ev.Fd == int32(p.wake[0]) {
 				if !p.welcome() {
@@ -215,6 +218,9 @@ func (p *poller) run() {
 				continue
 			}
 			p.ready(c, ev.Events)
+		}
+		if !p.collect() {
+			return
 		}
 		if len(p.dirty) > 0 {
 			p.s.h.EndRound()
@@ -232,8 +238,17 @@ func (p *poller) run() {
 	}
 }
 
-// welcome registers the connections in the inbox. It returns false when the
-// poller is stopping, after closing every connection it had.
+// awake marks the start of a round: what is posted during it is collected
+// at its end, so a post needs no byte in the wake pipe (a PUBLISH to a
+// subscriber of this poller, a replica's mail, cost a pipe write and read
+// each before).
+func (p *poller) awake() {
+	p.mu.Lock()
+	p.woken = true
+	p.mu.Unlock()
+}
+
+// welcome empties the wake pipe and collects what was posted.
 func (p *poller) welcome() bool {
 	var buf [64]byte
 	for {
@@ -241,6 +256,13 @@ func (p *poller) welcome() bool {
 			break
 		}
 	}
+	return p.collect()
+}
+
+// collect takes what was posted: it delivers mail, registers the
+// connections in the inbox and closes those killed. It returns false when
+// the poller is stopping, after closing every connection it had.
+func (p *poller) collect() bool {
 	p.mu.Lock()
 	in, killed, mailed, stop := p.inbox, p.killed, p.mailed, p.stop
 	p.inbox, p.killed, p.mailed, p.woken = nil, nil, nil, false
