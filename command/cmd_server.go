@@ -45,8 +45,9 @@ func registerServer(t *Table) {
 func cmdTime(c *Client, _ [][]byte) {
 	now := c.Now()
 	c.Array(2)
-	c.BulkString(strconv.FormatInt(now/1e9, 10))
-	c.BulkString(strconv.FormatInt((now%1e9)/1e3, 10))
+	var buf [20]byte // no allocation: scripts call TIME on every run
+	c.Bulk(strconv.AppendInt(buf[:0], now/1e9, 10))
+	c.Bulk(strconv.AppendInt(buf[:0], (now%1e9)/1e3, 10))
 }
 
 func cmdShutdown(c *Client, args [][]byte) {

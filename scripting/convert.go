@@ -13,8 +13,9 @@ import (
 var errBadReply = errors.New("bad reply from the command")
 
 // parseReply converts the RESP reply at b[i:] to a Lua value (doc.go) and
-// returns the index after it.
-func parseReply(L *lua.LState, b []byte, i int) (lua.LValue, int, error) {
+// returns the index after it; integers found in small (boxedIntegers) are
+// taken from it.
+func parseReply(L *lua.LState, small []lua.LValue, b []byte, i int) (lua.LValue, int, error) {
 	if i >= len(b) {
 		return lua.LNil, i, errBadReply
 	}
@@ -42,7 +43,7 @@ func parseReply(L *lua.LState, b []byte, i int) (lua.LValue, int, error) {
 		if err != nil {
 			return lua.LNil, i, errBadReply
 		}
-		return lua.LNumber(n), next, nil
+		return boxInteger(small, float64(n)), next, nil
 	case '$', '=':
 		n, err := strconv.Atoi(string(line))
 		if err != nil {
@@ -82,7 +83,7 @@ func parseReply(L *lua.LState, b []byte, i int) (lua.LValue, int, error) {
 		var key lua.LValue
 		for j := 0; j < items; j++ {
 			var v lua.LValue
-			if v, next, err = parseReply(L, b, next); err != nil {
+			if v, next, err = parseReply(L, small, b, next); err != nil {
 				return lua.LNil, i, err
 			}
 			switch kind {

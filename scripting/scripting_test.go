@@ -223,7 +223,7 @@ func FuzzParseReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		L := lua.NewState(lua.Options{SkipOpenLibs: true})
 		defer L.Close()
-		parseReply(L, b, 0)
+		parseReply(L, boxedIntegers(), b, 0)
 	})
 }
 
