@@ -75,29 +75,14 @@ func luaNumber(b []byte) (float64, bool) {
 	return f, err == nil
 }
 
-// shortInteger reads the arguments libraries send, plain integers of up
-// to 15 digits with an optional minus sign, without strconv: every such
-// integer is a float64 exactly, which is what strtod gives for its text
-// ("-0" included).
+// shortInteger reads the arguments libraries send (scripting.ShortInteger)
+// as strtod does: "-0" is -0.
 func shortInteger(b []byte) (float64, bool) {
-	digits := b
-	if len(digits) > 0 && digits[0] == '-' {
-		digits = digits[1:]
+	n, negative, ok := scripting.ShortInteger(b)
+	if negative {
+		return -float64(n), ok
 	}
-	if len(digits) == 0 || len(digits) > 15 {
-		return 0, false
-	}
-	var n int64
-	for _, ch := range digits {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(ch-'0')
-	}
-	if len(digits) < len(b) {
-		return -float64(n), true
-	}
-	return float64(n), true
+	return float64(n), ok
 }
 
 // stringNumber is tonumber(redis.call("GET", key)) of a string entry: the
