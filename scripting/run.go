@@ -109,7 +109,6 @@ type state struct {
 
 	closures   map[*Script]*lua.LFunction // each script's function in this interpreter
 	keys, argv *lua.LTable                // KEYS and ARGV, refilled for each run
-	positions  []lua.LValue               // LNumber(i) at i, boxed once
 	small      []lua.LValue               // the integers below 1024, boxed once (boxedIntegers)
 
 	views  map[*lua.LTable]*lua.LTable // each library's read-only view, to the library (readonly.go)
@@ -522,10 +521,7 @@ func (st *state) fill(t *lua.LTable, items [][]byte) {
 		}
 		t.RawSetInt(i+1, lua.LString(b))
 	}
-	for len(st.positions) <= len(items) {
-		st.positions = append(st.positions, lua.LNumber(len(st.positions)))
-	}
-	after := st.positions[len(items)]
+	after := boxInteger(st.small, float64(len(items)))
 	if len(items) == 0 {
 		after = lua.LNil // Next's start
 	}
