@@ -49,15 +49,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 //
 //	go test ./shard -run '^$' -bench Prefetch -count 5
 func BenchmarkPrefetch(b *testing.B) {
-	type value struct{ Expire, A, B int64 }
-	tab := New[value](DefaultShards)
-	keys := make([][]byte, 1<<22)
-	for i := range keys {
-		keys[i] = fmt.Appendf(nil, "key:%012d", i)
-		s := tab.Lock(keys[i])
-		s.Insert(keys[i]).A = int64(i)
-		s.Unlock()
-	}
+	tab, keys := filledTable(1 << 22)
 	order := rand.Perm(len(keys))
 	const batch = 16
 	for _, prefetch := range []bool{false, true} {

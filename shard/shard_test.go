@@ -443,20 +443,29 @@ func TestChurnReusesStorage(t *testing.T) {
 	}
 }
 
-// BenchmarkGetRandom looks up 1M keys (engine's 256 shards, 16-byte keys
-// like the headline benchmark's) in random order: a working set larger than
-// the caches, so its ns/op is mostly the cache misses of one lookup and of
-// reading the value found.
-func BenchmarkGetRandom(b *testing.B) {
-	type value struct{ Expire, A, B int64 }
-	tab := New[value](DefaultShards)
-	keys := make([][]byte, 1<<20)
+// benchValue is a value the size of engine's.
+type benchValue struct{ Expire, A, B int64 }
+
+// filledTable is a table of engine's shard count holding n 16-byte keys
+// (as the headline benchmark's), key i with A = i, and the keys.
+func filledTable(n int) (*Table[benchValue], [][]byte) {
+	tab := New[benchValue](DefaultShards)
+	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "key:%012d", i)
 		s := tab.Lock(keys[i])
 		s.Insert(keys[i]).A = int64(i)
 		s.Unlock()
 	}
+	return tab, keys
+}
+
+// BenchmarkGetRandom looks up 1M keys (engine's 256 shards, 16-byte keys
+// like the headline benchmark's) in random order: a working set larger than
+// the caches, so its ns/op is mostly the cache misses of one lookup and of
+// reading the value found.
+func BenchmarkGetRandom(b *testing.B) {
+	tab, keys := filledTable(1 << 20)
 	order := rand.Perm(len(keys))
 	b.ReportAllocs()
 	b.ResetTimer()
