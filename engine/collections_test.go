@@ -492,12 +492,7 @@ func TestZSetAgainstAModel(t *testing.T) {
 					z.Set(float64(i%7), []byte(fmt.Sprintf("m%d", i)))
 					model = append(model, ZItem{float64(i % 7), fmt.Sprintf("m%d", i)})
 				}
-				slices.SortFunc(model, func(a, b ZItem) int {
-					if zless(a, b) {
-						return -1
-					}
-					return 1
-				})
+				slices.SortFunc(model, zcompare)
 			}
 			for step := 0; step < 3000; step++ {
 				score := float64(r.Intn(20) - 5)
@@ -513,15 +508,7 @@ func TestZSetAgainstAModel(t *testing.T) {
 						model = slices.Delete(model, i, i+1)
 					}
 					model = append(model, ZItem{score, m})
-					slices.SortFunc(model, func(a, b ZItem) int {
-						if zless(a, b) {
-							return -1
-						}
-						if zless(b, a) {
-							return 1
-						}
-						return 0
-					})
+					slices.SortFunc(model, zcompare)
 				case op == 5:
 					m := member()
 					i := find(m)
@@ -601,6 +588,17 @@ func TestZSetAgainstAModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// zcompare orders items as a sorted set does, for slices.SortFunc.
+func zcompare(a, b ZItem) int {
+	switch {
+	case zless(a, b):
+		return -1
+	case zless(b, a):
+		return 1
+	}
+	return 0
 }
 
 // zlist is z's items in order.
