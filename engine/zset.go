@@ -100,8 +100,7 @@ func (z *ZSet) smallOffsets(offs *[maxPackedEntries + 1]int) []int {
 
 // smallCut removes the item at off.
 func (z *ZSet) smallCut(off int) {
-	l := 9 + int(z.small[off+8])
-	z.small = append(z.small[:off], z.small[off+l:]...)
+	z.small = splice(z.small, off, off+9+int(z.small[off+8]), nil)
 	z.n--
 }
 
@@ -116,12 +115,10 @@ func (z *ZSet) smallInsert(score float64, member []byte) {
 		}
 		off = next
 	}
-	l := 9 + len(member)
-	z.small = append(z.small, make([]byte, l)...)
-	copy(z.small[at+l:], z.small[at:len(z.small)-l])
-	binary.LittleEndian.PutUint64(z.small[at:], math.Float64bits(score))
-	z.small[at+8] = byte(len(member))
-	copy(z.small[at+9:], member)
+	var buf [9 + maxPackedValue]byte
+	item := binary.LittleEndian.AppendUint64(buf[:0], math.Float64bits(score))
+	item = append(append(item, byte(len(member))), member...)
+	z.small = splice(z.small, at, at, item)
 	z.n++
 }
 
@@ -383,7 +380,7 @@ func (z *ZSet) RemoveRanks(start, stop int) int {
 	if z.tree == nil {
 		var buf [maxPackedEntries + 1]int
 		offs := z.smallOffsets(&buf)
-		z.small = append(z.small[:offs[start]], z.small[offs[stop+1]:]...)
+		z.small = splice(z.small, offs[start], offs[stop+1], nil)
 		z.n -= stop - start + 1
 		return stop - start + 1
 	}

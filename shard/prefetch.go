@@ -9,7 +9,7 @@ const PrefetchMax = 32
 // every slot and then every entry, so that no read waits for another and
 // the processor overlaps their cache misses: under random keys a lookup
 // waits for two misses in a row, and a pipeline of n lookups prefetched
-// waits for about two in all (go test ./engine -bench Prefetch).
+// waits for about two in all (go test ./shard -bench Prefetch).
 //
 // It takes each shard's lock only if it is free, and changes nothing. Its
 // result means nothing: it is what was read, for the caller to keep
@@ -19,7 +19,7 @@ func (t *Table[V]) Prefetch(hs []uint64) uint32 {
 	var slots [PrefetchMax]uint32
 	hs = hs[:min(len(hs), PrefetchMax)]
 	for i, h := range hs {
-		s := &t.shards[h&t.mask]
+		s := &t.shards[t.IndexOf(h)]
 		pos, _ := split(h)
 		if !s.mu.TryLock() {
 			continue // held, perhaps for a long script's run: not worth a wait
@@ -35,7 +35,7 @@ func (t *Table[V]) Prefetch(hs []uint64) uint32 {
 		if _, tag := split(h); !isFull(v) || v&tagMask != tag {
 			continue // nothing there, or another key's
 		}
-		s := &t.shards[h&t.mask]
+		s := &t.shards[t.IndexOf(h)]
 		if !s.mu.TryLock() {
 			continue
 		}
