@@ -148,15 +148,15 @@ func compile(body []byte) (proto *lua.FunctionProto, setsGlobals bool, err error
 }
 
 // compileNamed compiles code as chunk name (which error positions show);
-// with discard, redis.call and redis.pcall are called through hidden
+// with hidden, redis.call and redis.pcall are called through hidden
 // globals (discard.go).
-func compileNamed(code, name string, discard bool) (*lua.FunctionProto, error) {
+func compileNamed(code, name string, hidden bool) (*lua.FunctionProto, error) {
 	chunk, err := parse.Parse(strings.NewReader(code), name)
 	if err != nil {
 		return nil, errors.New(compileMessage(err, name))
 	}
 	rewriteConcat(reflect.ValueOf(&chunk).Elem())
-	if discard {
+	if hidden {
 		rewriteCalls(reflect.ValueOf(&chunk).Elem())
 	}
 	proto, err := lua.Compile(chunk, name)
