@@ -13,12 +13,17 @@ import (
 	"github.com/limitdb/limitdb/internal/benchcpu"
 )
 
-// BenchmarkEvalSHA is one EVALSHA of bench/lua/gcra.lua, a script limitdb
-// runs on the interpreter, through the command table: its allocations
-// are what the garbage collector pays for (go test -bench EvalSHA
-// -benchmem ./command/).
+// BenchmarkEvalSHA is one EVALSHA of bench/lua/gcra.lua and of
+// bench/lua/slog.lua, scripts limitdb runs on the interpreter, through the
+// command table: their allocations are what the garbage collector pays for
+// (go test -bench EvalSHA -benchmem ./command/).
 func BenchmarkEvalSHA(b *testing.B) {
-	body, err := os.ReadFile("../bench/lua/gcra.lua")
+	b.Run("gcra", func(b *testing.B) { benchmarkEvalSHA(b, "gcra.lua", "99", "1000", "60") })
+	b.Run("slog", func(b *testing.B) { benchmarkEvalSHA(b, "slog.lua", "10", "5") })
+}
+
+func benchmarkEvalSHA(b *testing.B, file string, args ...string) {
+	body, err := os.ReadFile("../bench/lua/" + file)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +36,10 @@ func BenchmarkEvalSHA(b *testing.B) {
 	}
 	cmds := make([][][]byte, 1000)
 	for i := range cmds {
-		cmds[i] = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), []byte(fmt.Sprint("user:", i)), []byte("99"), []byte("1000"), []byte("60")}
+		cmds[i] = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), []byte(fmt.Sprint("user:", i))}
+		for _, a := range args {
+			cmds[i] = append(cmds[i], []byte(a))
+		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -96,6 +96,7 @@ type Engine struct {
 	*keyspace
 	held []bool // in a transaction's handle, the shards it holds; nil otherwise
 	tx   *txLog // in a transaction's handle, what it changed (journal.go)
+	idx  []int  // in a transaction's handle, the shards it holds: a buffer reused with the handle
 }
 
 // keyspace is the state an engine and its transactions' handles share.

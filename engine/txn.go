@@ -16,18 +16,17 @@ import (
 // shard while holding these would break the ascending order that keeps
 // multi-key operations free of deadlock.
 func (e *Engine) Exclusive(keys [][]byte, all bool, fn func(tx *Engine)) {
-	var idx []int
-	if all {
-		idx = make([]int, e.tab.Count())
-		for i := range idx {
-			idx[i] = i
-		}
-	} else {
-		idx = e.shardsOf(keys)
-	}
 	tx, _ := e.txs.Get().(*Engine)
 	if tx == nil {
 		tx = &Engine{keyspace: e.keyspace, held: make([]bool, e.tab.Count()), tx: &txLog{}}
+	}
+	idx := tx.idx[:0]
+	if all {
+		for i := range e.tab.Count() {
+			idx = append(idx, i)
+		}
+	} else {
+		idx = e.shardsOf(idx, keys)
 	}
 	locked := idx[:0]
 	defer func() {
@@ -36,6 +35,7 @@ func (e *Engine) Exclusive(keys [][]byte, all bool, fn func(tx *Engine)) {
 		}
 		clear(tx.held)
 		tx.tx.flushed, tx.tx.keys = false, tx.tx.keys[:0]
+		tx.idx = idx[:0]
 		e.txs.Put(tx)
 	}()
 	for _, i := range idx {
@@ -75,9 +75,9 @@ func (e *Engine) lockShards(idx []int) []int {
 	return locked
 }
 
-// shardsOf is the sorted, distinct shard indexes of keys.
-func (e *Engine) shardsOf(keys [][]byte) []int {
-	idx := make([]int, 0, len(keys))
+// shardsOf appends the sorted, distinct shard indexes of keys to idx
+// (empty).
+func (e *Engine) shardsOf(idx []int, keys [][]byte) []int {
 	for _, k := range keys {
 		idx = append(idx, e.tab.Index(k))
 	}

@@ -13,9 +13,8 @@ import (
 var errBadReply = errors.New("bad reply from the command")
 
 // parseReply converts the RESP reply at b[i:] to a Lua value (doc.go) and
-// returns the index after it; integers found in small (boxedIntegers) are
-// taken from it.
-func parseReply(L *lua.LState, small []lua.LValue, b []byte, i int) (lua.LValue, int, error) {
+// returns the index after it; vals makes its numbers and strings.
+func parseReply(L *lua.LState, vals *values, b []byte, i int) (lua.LValue, int, error) {
 	if i >= len(b) {
 		return lua.LNil, i, errBadReply
 	}
@@ -43,7 +42,7 @@ func parseReply(L *lua.LState, small []lua.LValue, b []byte, i int) (lua.LValue,
 		if err != nil {
 			return lua.LNil, i, errBadReply
 		}
-		return boxInteger(small, float64(n)), next, nil
+		return vals.number(float64(n)), next, nil
 	case '$', '=':
 		n, err := strconv.Atoi(string(line))
 		if err != nil {
@@ -65,7 +64,7 @@ func parseReply(L *lua.LState, small []lua.LValue, b []byte, i int) (lua.LValue,
 			t.RawSetString("verbatim_string", v)
 			return t, next + n + 2, nil
 		}
-		return lua.LString(s), next + n + 2, nil
+		return vals.str(s), next + n + 2, nil
 	case '*', '~', '%', '>':
 		n, err := strconv.Atoi(string(line))
 		if err != nil {
@@ -83,7 +82,7 @@ func parseReply(L *lua.LState, small []lua.LValue, b []byte, i int) (lua.LValue,
 		var key lua.LValue
 		for j := 0; j < items; j++ {
 			var v lua.LValue
-			if v, next, err = parseReply(L, small, b, next); err != nil {
+			if v, next, err = parseReply(L, vals, b, next); err != nil {
 				return lua.LNil, i, err
 			}
 			switch kind {

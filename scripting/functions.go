@@ -96,7 +96,7 @@ func parseLibrary(code string) (*Library, error) {
 	lib.proto = proto
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer L.Close()
-	openLibs(L)
+	openLibs(L, newValues())
 	fns, err := registerAll(L, lib)
 	if err != nil {
 		return nil, err

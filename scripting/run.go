@@ -109,7 +109,7 @@ type state struct {
 
 	closures   map[*Script]*lua.LFunction // each script's function in this interpreter
 	keys, argv *lua.LTable                // KEYS and ARGV, refilled for each run
-	small      []lua.LValue               // the integers below 1024, boxed once (boxedIntegers)
+	vals       *values                    // numbers and strings made for the script (values.go)
 
 	views  map[*lua.LTable]*lua.LTable // each library's read-only view, to the library (readonly.go)
 	hidden *lua.LTable                 // a protected metatable's __metatable: getmetatable gives nil
@@ -131,7 +131,7 @@ var redisGlobals = []string{"_G", "_VERSION", "assert", "collectgarbage", "corou
 
 // openLibs opens the libraries Redis gives scripts and drops the globals
 // it does not.
-func openLibs(L *lua.LState) (small []lua.LValue) {
+func openLibs(L *lua.LState, vals *values) {
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -172,39 +172,17 @@ func openLibs(L *lua.LState) (small []lua.LValue) {
 	// (hash fields, arguments), without gopher-lua's trimming and strconv;
 	// anything else, and every call with a base, as gopher-lua's.
 	toNumber := g.RawGetString("tonumber").(*lua.LFunction).GFunction
-	small = boxedIntegers()
 	g.RawSetString("tonumber", L.NewFunction(func(L *lua.LState) int {
 		if L.GetTop() == 1 {
 			if s, ok := L.Get(1).(lua.LString); ok {
 				if n, ok := plainInteger(string(s)); ok {
-					L.Push(boxInteger(small, n))
+					L.Push(vals.number(n))
 					return 1
 				}
 			}
 		}
 		return toNumber(L)
 	}))
-	return small
-}
-
-// boxedIntegers is LNumber(i) as a Lua value for i below 1024, each boxed
-// once: a number becomes a Lua value through an 8-byte allocation, and
-// the small integers scripts read back (counts, limits, flags) need none.
-func boxedIntegers() []lua.LValue {
-	small := make([]lua.LValue, 1024)
-	for i := range small {
-		small[i] = lua.LNumber(i)
-	}
-	return small
-}
-
-// boxInteger is f as a Lua value, from small where it is one of its
-// integers (-0 is not: it keeps its sign).
-func boxInteger(small []lua.LValue, f float64) lua.LValue {
-	if f >= 0 && f < float64(len(small)) && f == math.Trunc(f) && !(f == 0 && math.Signbit(f)) {
-		return small[int(f)]
-	}
-	return lua.LNumber(f)
 }
 
 // plainInteger reads 1 to 15 decimal digits with an optional minus sign,
@@ -394,9 +372,10 @@ func AppendLuaNumber(dst []byte, f float64) []byte {
 
 func (r *Runner) newState() *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
-	small := openLibs(L)
+	vals := newValues()
+	openLibs(L, vals)
 	g := L.G.Global
-	st := &state{L: L, memoryLimit: r.opts.MemoryLimit, small: small}
+	st := &state{L: L, memoryLimit: r.opts.MemoryLimit, vals: vals}
 	st.limitStrings()
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
@@ -519,9 +498,9 @@ func (st *state) fill(t *lua.LTable, items [][]byte) {
 		if old, ok := t.RawGetInt(i + 1).(lua.LString); ok && string(old) == string(b) {
 			continue
 		}
-		t.RawSetInt(i+1, lua.LString(b))
+		t.RawSetInt(i+1, st.vals.str(b))
 	}
-	after := boxInteger(st.small, float64(len(items)))
+	after := st.vals.number(float64(len(items)))
 	if len(items) == 0 {
 		after = lua.LNil // Next's start
 	}
@@ -715,7 +694,7 @@ func (st *state) call(L *lua.LState, raiseErr, keep bool) int {
 		}
 		return 0
 	}
-	v, _, err := parseReply(L, st.small, reply, 0)
+	v, _, err := parseReply(L, st.vals, reply, 0)
 	if err != nil {
 		return fail("ERR " + err.Error())
 	}

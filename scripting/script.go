@@ -168,6 +168,7 @@ func compileNamed(code, name string, hidden bool) (*lua.FunctionProto, error) {
 	// every call: three quarters of what a run allocated
 	// (go test -bench EvalSHA -benchmem ./command/).
 	proto.IsVarArg &^= lua.VarArgNeedsArg
+	sizeTables(proto)
 	return proto, nil
 }
 

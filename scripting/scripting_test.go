@@ -223,7 +223,7 @@ func FuzzParseReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		L := lua.NewState(lua.Options{SkipOpenLibs: true})
 		defer L.Close()
-		parseReply(L, boxedIntegers(), b, 0)
+		parseReply(L, newValues(), b, 0)
 	})
 }
 
@@ -399,7 +399,7 @@ func TestToNumberAsGopherLua(t *testing.T) {
 	defer ref.Close()
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer L.Close()
-	openLibs(L)
+	openLibs(L, newValues())
 	call := func(L *lua.LState, args ...lua.LValue) lua.LValue {
 		if err := L.CallByParam(lua.P{Fn: L.GetGlobal("tonumber"), NRet: 1, Protect: true}, args...); err != nil {
 			return lua.LString("error: " + err.Error())
