@@ -283,7 +283,8 @@ func decide(h Hit, before, after, resetAfter int64) Status {
 			st.Stats.NearLimit = uint64(lim - max(near, before))
 		}
 		if h.Limit.ShadowMode {
-			st.Stats.ShadowMode = hits
+			// As over_limit: only the hits past the limit.
+			st.Stats.ShadowMode = st.Stats.OverLimit
 		}
 		return st
 	}

@@ -33,7 +33,8 @@ func TestRLSMetrics(t *testing.T) {
 	s.expect(t, 2, &rlspb.RateLimitRequest{Domain: "messaging",
 		Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("to_number", "2")}},
 		rlsOK, rlsWant{rlsOK, 99, 86400, 100, rlspb.RateLimitResponse_RateLimit_DAY})
-	// The shadow rule, 1 a minute: 2 hits, 1 near and 1 over, both let through.
+	// The shadow rule, 1 a minute: 2 hits, 1 near and 1 over, both let
+	// through; shadow_mode counts the one over, as over_limit does.
 	require.NoError(t, c.Do(ctx, "RL.SHOULD", "edge", "path", "/beta/x", "HITS", "2").Err())
 	// No rule: counted nowhere.
 	require.NoError(t, c.Do(ctx, "RL.SHOULD", "messaging", "nope", "x").Err())
@@ -55,7 +56,7 @@ func TestRLSMetrics(t *testing.T) {
 		`ratelimit_service_rate_limit_over_limit{domain="edge",key1="path_/beta/*"} 1`,
 		`ratelimit_service_rate_limit_over_limit{domain="messaging",key1="to_number"} 0`,
 		`ratelimit_service_rate_limit_over_limit{domain="messaging",key1="message_type_marketing",key2="to_number"} 1`,
-		`ratelimit_service_rate_limit_shadow_mode{domain="edge",key1="path_/beta/*"} 2`,
+		`ratelimit_service_rate_limit_shadow_mode{domain="edge",key1="path_/beta/*"} 1`,
 		`ratelimit_service_rate_limit_shadow_mode{domain="messaging",key1="to_number"} 0`,
 		`ratelimit_service_rate_limit_shadow_mode{domain="messaging",key1="message_type_marketing",key2="to_number"} 0`,
 		`ratelimit_service_rate_limit_total_hits{domain="edge",key1="path_/beta/*"} 2`,
@@ -71,7 +72,7 @@ func TestRLSMetrics(t *testing.T) {
 	info, err := c.Info(ctx, "rls").Result()
 	require.NoError(t, err)
 	require.Equal(t, "# Rls\r\n"+
-		"rls_edge.path_/beta/*:total_hits=2,over_limit=1,near_limit=1,within_limit=0,shadow_mode=2\r\n"+
+		"rls_edge.path_/beta/*:total_hits=2,over_limit=1,near_limit=1,within_limit=0,shadow_mode=1\r\n"+
 		"rls_messaging.message_type_marketing.to_number:total_hits=6,over_limit=1,near_limit=1,within_limit=4,shadow_mode=0\r\n"+
 		"rls_messaging.to_number:total_hits=1,over_limit=0,near_limit=0,within_limit=1,shadow_mode=0\r\n", info)
 }
