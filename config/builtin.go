@@ -369,5 +369,55 @@ func rls() []*Directive {
 			func(c *Config) *bool { return &c.RLSAllOrNothing }),
 		Bool("rls-response-headers", "add RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset of the most restrictive descriptor to the rate limit service's answers", false,
 			func(c *Config) *bool { return &c.RLSResponseHeaders }),
+		headerName("rls-header-limit", "name of the header rls-response-headers gives the limit in (envoyproxy/ratelimit's LIMIT_LIMIT_HEADER)",
+			func(c *Config) *string { return &c.RLSHeaderLimit }),
+		headerName("rls-header-remaining", "name of the header rls-response-headers gives the remaining count in (LIMIT_REMAINING_HEADER)",
+			func(c *Config) *string { return &c.RLSHeaderRemaining }),
+		headerName("rls-header-reset", "name of the header rls-response-headers gives the seconds to the reset in (LIMIT_RESET_HEADER)",
+			func(c *Config) *string { return &c.RLSHeaderReset }),
+		Bool("rls-shadow-mode", "answer every rate limit request OK, with the descriptors' codes, counters and statistics as they would have been (envoyproxy/ratelimit's SHADOW_MODE)", false,
+			func(c *Config) *bool { return &c.RLSShadowMode }),
+		Bool("rls-quota-mode", "every rule in quota mode: over its limit a descriptor answers OK and does not make the request OVER_LIMIT (envoyproxy/ratelimit's QUOTA_MODE)", false,
+			func(c *Config) *bool { return &c.RLSQuotaMode }),
+		Bool("rls-stop-increment-when-overlimit", "when a descriptor of a request would go over its limit, charge only the descriptors that would (envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT)", false,
+			func(c *Config) *bool { return &c.RLSStopIncrementWhenOverLimit }),
+		nearLimitRatio(),
+		Bool("rls-merge-domain-config", "merge the rules files of one domain instead of refusing them (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)", false,
+			func(c *Config) *bool { return &c.RLSMergeDomainConfig }),
 	}
+}
+
+// headerName is a start-up directive naming a response header: a token,
+// as HTTP allows in a field name.
+func headerName(name, help string, field func(c *Config) *string) *Directive {
+	d := String(name, help, false, field)
+	d.Set = func(c *Config, v string) error {
+		if v == "" || strings.IndexFunc(v, func(r rune) bool { return !headerChar(r) }) >= 0 {
+			return fmt.Errorf("argument must be a header name (letters, digits and !#$%%&'*+-.^_`|~)")
+		}
+		*field(c) = v
+		return nil
+	}
+	return d
+}
+
+// headerChar reports whether r may be in an HTTP field name (RFC 9110's
+// tchar).
+func headerChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
+
+// nearLimitRatio is rls-near-limit-ratio: a number from 0 to 1.
+func nearLimitRatio() *Directive {
+	return &Directive{Name: "rls-near-limit-ratio",
+		Help: "share of a limit past which hits count as near_limit in the rate limit service's statistics, 0 to 1 (envoyproxy/ratelimit's NEAR_LIMIT_RATIO)",
+		Get:  func(c *Config) string { return strconv.FormatFloat(c.RLSNearLimitRatio, 'g', -1, 64) },
+		Set: func(c *Config, v string) error {
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(r >= 0 && r <= 1) {
+				return fmt.Errorf("argument must be a number from 0 to 1")
+			}
+			c.RLSNearLimitRatio = r
+			return nil
+		}}
 }

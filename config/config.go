@@ -72,7 +72,7 @@ type Config struct {
 	TLS         // tls-*
 	Limits      // protocol and client limits
 	PolicyRules // rules, rules-poll: named policies
-	RLS         // grpc-port, rls-config-dir, rls-http-port, rls-response-headers, rls-all-or-nothing, grpc-tls: Envoy's rate limit service
+	RLS         // grpc-port, rls-*, grpc-tls: Envoy's rate limit service
 }
 
 // Default is what a newcomer gets with no flags.
@@ -82,7 +82,8 @@ func Default() Config {
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, ReplSendInterval: 1000},
-		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto"}, Limits: DefaultLimits()}
+		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto", RLSNearLimitRatio: 0.8,
+			RLSHeaderLimit: "RateLimit-Limit", RLSHeaderRemaining: "RateLimit-Remaining", RLSHeaderReset: "RateLimit-Reset"}, Limits: DefaultLimits()}
 }
 
 // Replica is how a node describes itself as a replica, named as in Redis:
@@ -243,6 +244,25 @@ type RLS struct {
 	// rls-all-or-nothing: a request is charged only when every descriptor
 	// is admitted (RL.HITALL's rule) instead of each on its own.
 	RLSAllOrNothing bool
+	// rls-header-limit, rls-header-remaining, rls-header-reset: the
+	// RateLimit-* headers' names (LIMIT_LIMIT_HEADER,
+	// LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER).
+	RLSHeaderLimit, RLSHeaderRemaining, RLSHeaderReset string
+	// rls-shadow-mode: every answer's overall code is OK, the rest as it
+	// would have been (SHADOW_MODE).
+	RLSShadowMode bool
+	// rls-quota-mode: every rule in quota mode (QUOTA_MODE).
+	RLSQuotaMode bool
+	// rls-stop-increment-when-overlimit: when a descriptor would go over,
+	// the request's others are not charged
+	// (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT).
+	RLSStopIncrementWhenOverLimit bool
+	// rls-near-limit-ratio: the share of a limit past which hits count as
+	// near it in the statistics, 0 to 1 (NEAR_LIMIT_RATIO).
+	RLSNearLimitRatio float64
+	// rls-merge-domain-config: files of one domain are merged instead of
+	// refused (MERGE_DOMAIN_CONFIG).
+	RLSMergeDomainConfig bool
 	// grpc-tls: auto (TLS with the tls-* certificates when tls-cert-file
 	// and tls-key-file are set; "" means auto too), yes (TLS, refusing to
 	// start without them) or no (plain text).

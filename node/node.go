@@ -69,8 +69,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
 	cmds.ClientMemory = n.net.ClientMemory
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
-	n.rls.SetResponseHeaders(cfg.RLSResponseHeaders)
-	n.rls.SetAllOrNothing(cfg.RLSAllOrNothing)
+	n.configureRLS(cfg)
 	cmds.EnvoyRLS = rlsCommands{n.rls}
 	return n
 }

@@ -15,11 +15,26 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/rls"
 )
 
 // Envoy's rate limit service: a gRPC listener beside the RESP one, off
 // until grpc-port is set, answering from the same keyspace.
+
+// configureRLS applies the rls-* directives to the node's rate limit
+// service.
+func (n *Node) configureRLS(cfg config.Config) {
+	s := n.rls
+	s.SetResponseHeaders(cfg.RLSResponseHeaders)
+	s.SetHeaderNames(cfg.RLSHeaderLimit, cfg.RLSHeaderRemaining, cfg.RLSHeaderReset)
+	s.SetAllOrNothing(cfg.RLSAllOrNothing)
+	s.SetStopIncrementWhenOverLimit(cfg.RLSStopIncrementWhenOverLimit)
+	s.SetShadowMode(cfg.RLSShadowMode)
+	s.SetQuotaMode(cfg.RLSQuotaMode)
+	s.SetNearLimitRatio(float32(cfg.RLSNearLimitRatio))
+	s.SetMergeDomains(cfg.RLSMergeDomainConfig)
+}
 
 // StartRLS loads the rules of rls-config-dir into the node's rate limit
 // service and watches the directory every second of the engine's clock

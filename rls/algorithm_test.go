@@ -184,10 +184,10 @@ func TestAllOrNothing(t *testing.T) {
 func TestAlgorithmDump(t *testing.T) {
 	d := mustParse(t, "alg.yaml", algorithmRules).Dump()
 	for _, line := range []string{
-		"alg.gcra: unit=MINUTE requests_per_unit=60, shadow_mode: false, algorithm: gcra, burst: 3\n",
-		"alg.shadow: unit=HOUR requests_per_unit=1, shadow_mode: true, algorithm: gcra, burst: 1\n",
-		"alg.sw: unit=MINUTE requests_per_unit=3, shadow_mode: false, algorithm: sliding_window\n",
-		"alg.fw: unit=MINUTE requests_per_unit=2, shadow_mode: false\n",
+		"alg.gcra: unit=MINUTE requests_per_unit=60, shadow_mode: false, quota_mode: false, algorithm: gcra, burst: 3\n",
+		"alg.shadow: unit=HOUR requests_per_unit=1, shadow_mode: true, quota_mode: false, algorithm: gcra, burst: 1\n",
+		"alg.sw: unit=MINUTE requests_per_unit=3, shadow_mode: false, quota_mode: false, algorithm: sliding_window\n",
+		"alg.fw: unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false\n",
 	} {
 		if !strings.Contains(d, line) {
 			t.Errorf("dump lacks %q:\n%s", line, d)

@@ -59,6 +59,11 @@ type RateLimit struct {
 	// ShadowMode counts and reports but never makes the overall code
 	// OVER_LIMIT.
 	ShadowMode bool
+	// QuotaMode: over the limit, the descriptor still answers OK (with its
+	// limit, limit_remaining 0 and no duration_until_reset) and does not
+	// make the overall code OVER_LIMIT; the hits count as over the limit
+	// (envoyproxy/ratelimit's quota_mode).
+	QuotaMode bool
 	// DetailedMetric names the statistics after the request's values
 	// (envoyproxy/ratelimit's detailed_metric); it changes no answer.
 	DetailedMetric bool
@@ -101,6 +106,9 @@ type node struct {
 type Config struct {
 	domains map[string]*node
 	files   []string
+	// mergeDomains: a file of a domain already loaded adds its rules to
+	// the domain's (MERGE_DOMAIN_CONFIG) instead of being an error.
+	mergeDomains bool
 }
 
 // Domains lists the domains with rules, sorted.
@@ -120,13 +128,14 @@ func (c *Config) Files() []string { return c.files }
 // (envoyproxy/ratelimit loads every file; editors' backups and dotfiles
 // are left out here), in name order. Any broken file fails the whole load,
 // naming the file, the line and the field. Two files of one domain are an
-// error, as in envoyproxy/ratelimit without MERGE_DOMAIN_CONFIG.
-func LoadDir(dir string) (*Config, error) {
+// error, as in envoyproxy/ratelimit without MERGE_DOMAIN_CONFIG; with
+// mergeDomains (MERGE_DOMAIN_CONFIG=true) they are merged as Add merges.
+func LoadDir(dir string, mergeDomains bool) (*Config, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &Config{domains: map[string]*node{}}
+	c := &Config{domains: map[string]*node{}, mergeDomains: mergeDomains}
 	for _, e := range ents {
 		if !ruleFile(e) {
 			continue
@@ -152,24 +161,41 @@ func Parse(name string, data []byte) (*Config, error) {
 	return c, nil
 }
 
-// Add loads one more file's rules, named name in errors. On error c is
-// left as it was.
+// Add loads one more file's rules, named name in errors. A file of a
+// domain already loaded is an error, unless c merges domains: then its
+// top-level descriptors join the domain's, as envoyproxy/ratelimit's
+// MERGE_DOMAIN_CONFIG merges them (a top-level key and value the domain
+// has already is a duplicate; deeper levels are not merged, and wildcards
+// keep file order, the earlier file's first). On error c is left as it
+// was.
 func (c *Config) Add(name string, data []byte) error {
-	p := parser{file: name}
+	p := parser{file: name, domains: c.domains, merge: c.mergeDomains}
 	domain, root, err := p.parseFile(data)
 	if err != nil {
 		return err
 	}
-	if _, dup := c.domains[domain]; dup {
-		return fmt.Errorf("%w: %s: domain: duplicate domain '%s'", ErrConfig, name, domain)
+	if prior := c.domains[domain]; prior != nil {
+		for k, n := range root.children {
+			prior.children[k] = n
+		}
+		prior.wildcards = append(prior.wildcards, root.wildcards...)
+	} else {
+		c.domains[domain] = root
 	}
-	c.domains[domain] = root
 	c.files = append(c.files, name)
 	return nil
 }
 
-// parser reads one file's YAML, keeping its name for errors.
-type parser struct{ file string }
+// parser reads one file's YAML, keeping its name for errors. domains are
+// the domains loaded before the file; merge: its domain may be one of
+// them, and prior is then that domain's tree, which its top-level
+// descriptors must not repeat.
+type parser struct {
+	file    string
+	domains map[string]*node
+	merge   bool
+	prior   *node
+}
 
 func (p *parser) errf(n *yaml.Node, field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s:%d: %s: %s", ErrConfig, p.file, n.Line, field, fmt.Sprintf(format, args...))
@@ -206,6 +232,12 @@ func (p *parser) parseFile(data []byte) (string, *node, error) {
 	}
 	if domain == "" {
 		return "", nil, p.errf(top, "domain", "config file cannot have empty domain")
+	}
+	if prior := p.domains[domain]; prior != nil {
+		if !p.merge {
+			return "", nil, fmt.Errorf("%w: %s: domain: duplicate domain '%s'", ErrConfig, p.file, domain)
+		}
+		p.prior = prior
 	}
 	root := &node{children: map[string]*node{}}
 	if descs != nil {
@@ -277,7 +309,7 @@ func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string
 			return p.errf(d, f, "want a mapping with key, value, rate_limit, descriptors")
 		}
 		var key, value string
-		var shadow, detailed, share, toMetric bool
+		var shadow, quota, detailed, share, toMetric bool
 		var rl, children *yaml.Node
 		err := p.fields(d, f, func(name string, k, v *yaml.Node) error {
 			switch name {
@@ -293,6 +325,8 @@ func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string
 				return nil
 			case "shadow_mode":
 				return p.scalar(v, f+".shadow_mode", &shadow)
+			case "quota_mode":
+				return p.scalar(v, f+".quota_mode", &quota)
 			case "detailed_metric":
 				return p.scalar(v, f+".detailed_metric", &detailed)
 			case "value_to_metric":
@@ -313,7 +347,11 @@ func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string
 			final += "_" + value
 		}
 		path := prefix + final
-		if _, dup := parent.children[final]; dup {
+		dup := parent.children[final] != nil
+		if p.prior != nil && field == "descriptors" { // the top level of a merged domain
+			dup = dup || p.prior.children[final] != nil
+		}
+		if dup {
 			return p.errf(d, f, "duplicate descriptor composite key '%s'", path)
 		}
 		if share && !strings.HasSuffix(final, "*") {
@@ -326,7 +364,7 @@ func (p *parser) descriptors(list *yaml.Node, parent *node, prefix, field string
 				return err
 			}
 			if lim != nil {
-				lim.ShadowMode, lim.DetailedMetric, lim.FullKey = shadow, detailed, path
+				lim.ShadowMode, lim.QuotaMode, lim.DetailedMetric, lim.FullKey = shadow, quota, detailed, path
 				n.limit = lim
 			}
 		}

@@ -79,7 +79,7 @@ func httpStatus(w http.ResponseWriter, code int) {
 // Dump lists the rules as envoyproxy/ratelimit's /rlconfig does, one line
 // per rule with a limit:
 //
-//	messaging.message_type_marketing.to_number: unit=DAY requests_per_unit=5, shadow_mode: false
+//	messaging.message_type_marketing.to_number: unit=DAY requests_per_unit=5, shadow_mode: false, quota_mode: false
 //
 // (a rule of limitdb's algorithm extension adds ", algorithm: gcra" and,
 // where the algorithm has one, ", burst: 20";
@@ -96,7 +96,7 @@ func (c *Config) Dump() string {
 
 func (n *node) dump(b *strings.Builder) {
 	if l := n.limit; l != nil {
-		fmt.Fprintf(b, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t", l.FullKey, l.Unit, l.RequestsPerUnit, l.ShadowMode)
+		fmt.Fprintf(b, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t", l.FullKey, l.Unit, l.RequestsPerUnit, l.ShadowMode, l.QuotaMode)
 		if l.Algorithm != "" {
 			fmt.Fprintf(b, ", algorithm: %s", l.Algorithm)
 		}

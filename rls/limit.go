@@ -24,9 +24,10 @@ import (
 //     duration_until_reset is the whole seconds left in the window;
 //   - every descriptor of a request is charged, whether or not another
 //     one goes over (envoyproxy/ratelimit's default,
-//     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false); two descriptors
-//     with the same key (the same path, or values that share a counter)
-//     add up, the later seeing the earlier's hits;
+//     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=false; StopWhenOverLimit is
+//     that setting on); two descriptors with the same key (the same path,
+//     or values that share a counter) add up, the later seeing the
+//     earlier's hits;
 //   - a count that stays 0 (hits 0) writes nothing: an absent counter is
 //     a 0 count (envoyproxy/ratelimit's INCRBY 0 leaves a key holding 0).
 //
@@ -42,8 +43,9 @@ import (
 // the charging of a whole request; neither is envoyproxy/ratelimit's.
 
 // NearLimitRatio is envoyproxy/ratelimit's NEAR_LIMIT_RATIO default: hits
-// past this share of the limit count as near the limit.
-const NearLimitRatio = 0.8
+// past this share of the limit count as near the limit. The share is a
+// float32 as there, so the threshold, floor(limit × ratio), rounds alike.
+const NearLimitRatio float32 = 0.8
 
 // ErrWrongType is a counter's key held by something else than a limiter's
 // state (a string set from redis-cli, say), or a fixed window's key held
@@ -100,13 +102,30 @@ const (
 	// denial the descriptors that refused answer OVER_LIMIT and the others
 	// answer their state as it stands, uncharged.
 	AllOrNothing
+	// StopWhenOverLimit is envoyproxy/ratelimit's
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: when any descriptor would go
+	// over with its hits (judged on the counts before the request, shadow
+	// mode included), only those descriptors are charged; the others
+	// answer their count as it stands and, as there, their statistics count
+	// their hits as if they had been charged within the limit. When none
+	// would go over, every descriptor is charged, as PerDescriptor.
+	StopWhenOverLimit
 )
 
+// tally is what a request's counting reads besides its counters: the
+// instant (Unix ns and whole seconds) and the near-limit share.
+type tally struct {
+	now, nowSec int64
+	nearRatio   float32
+}
+
 // Check charges hits against their rules at now (Unix ns) in eng and
-// returns one status per hit.
-func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode) ([]Status, error) {
+// returns one status per hit; hits past nearRatio of a limit count as near
+// it (NearLimitRatio is envoyproxy/ratelimit's default).
+func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode, nearRatio float32) ([]Status, error) {
 	out := make([]Status, len(hits))
 	nowSec := floorDiv(now, 1e9)
+	t := tally{now: now, nowSec: nowSec, nearRatio: nearRatio}
 	var keys [][]byte
 	var idx []int // the hit of each key
 	for i, h := range hits {
@@ -145,13 +164,25 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode) 
 				}
 			}
 		}
+		var charge []bool // StopWhenOverLimit: the descriptors charged
+		if mode == StopWhenOverLimit {
+			if charge, err = t.overLimit(hits, idx, first, work); err != nil {
+				return false
+			}
+		}
 		dirty := make([]bool, len(keys))
 		refused := false
 		for k := range keys {
 			h, f := hits[idx[k]], first[k]
+			if charge != nil && !charge[k] {
+				if out[idx[k]], err = t.uncharged(h, work[f]); err != nil {
+					return false
+				}
+				continue
+			}
 			var next engine.Entry
 			var write bool
-			out[idx[k]], next, write, err = apply(h, work[f], now, nowSec, h.Hits)
+			out[idx[k]], next, write, err = t.apply(h, work[f], h.Hits)
 			if err != nil {
 				return false
 			}
@@ -169,7 +200,7 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode) 
 					continue
 				}
 				base, _ := own(ents[first[k]], hits[i].Limit)
-				out[i], _, _, err = apply(hits[i], base, now, nowSec, 0)
+				out[i], _, _, err = t.apply(hits[i], base, 0)
 				if err != nil {
 					return false
 				}
@@ -212,22 +243,65 @@ func own(e engine.Entry, lim *RateLimit) (engine.Entry, error) {
 	return e, ErrWrongType
 }
 
+// overLimit is StopWhenOverLimit's choice: nil when no descriptor would
+// go over with its hits on the counts before the request (every one is
+// then charged), else which are charged: those that would. work holds
+// each key's entry before the request, at its first place.
+func (t tally) overLimit(hits []Hit, idx, first []int, work []engine.Entry) ([]bool, error) {
+	var over []bool
+	for k := range idx {
+		st, _, _, err := t.apply(hits[idx[k]], work[first[k]], hits[idx[k]].Hits)
+		if err != nil {
+			return nil, err
+		}
+		if st.Over {
+			if over == nil {
+				over = make([]bool, len(idx))
+			}
+			over[k] = true
+		}
+	}
+	return over, nil
+}
+
+// uncharged is StopWhenOverLimit's answer for a descriptor left uncharged
+// beside one that went over: its count as it stands in e, with statistics
+// that count its hits as envoyproxy/ratelimit counts them, as if the count
+// before them had been the count less the hits (an INCRBY of 0 read back;
+// below 0 its unsigned arithmetic wraps to a huge count).
+func (t tally) uncharged(h Hit, e engine.Entry) (Status, error) {
+	if l := h.Limit.Limiter; l != nil {
+		_, r, _, err := l.Apply(e, t.now, 0)
+		if err != nil {
+			return Status{}, err
+		}
+		return t.decideAlgorithm(h.Limit, r, h.Hits), nil
+	}
+	unit := UnitSeconds(h.Limit.Unit)
+	start := floorDiv(t.nowSec, unit) * unit
+	before := e.B - int64(h.Hits)
+	if before < 0 {
+		before = math.MaxInt64
+	}
+	return t.decide(h, before, e.B, start+unit-t.nowSec), nil
+}
+
 // apply decides one descriptor of hits units against its key's entry e
 // and returns its status and the entry to store when write.
-func apply(h Hit, e engine.Entry, now, nowSec int64, hits uint64) (st Status, next engine.Entry, write bool, err error) {
+func (t tally) apply(h Hit, e engine.Entry, hits uint64) (st Status, next engine.Entry, write bool, err error) {
 	if l := h.Limit.Limiter; l != nil {
-		next, r, write, err := l.Apply(e, now, int64(hits))
+		next, r, write, err := l.Apply(e, t.now, int64(hits))
 		if err != nil {
 			return Status{}, e, false, err
 		}
-		return decideAlgorithm(h.Limit, r, hits), next, write, nil
+		return t.decideAlgorithm(h.Limit, r, hits), next, write, nil
 	}
 	unit := UnitSeconds(h.Limit.Unit)
-	start := floorDiv(nowSec, unit) * unit
+	start := floorDiv(t.nowSec, unit) * unit
 	before := e.B
 	after := before + int64(hits)
 	h.Hits = hits
-	st = decide(h, before, after, start+unit-nowSec)
+	st = t.decide(h, before, after, start+unit-t.nowSec)
 	if hits == 0 {
 		return st, e, false, nil
 	}
@@ -241,8 +315,8 @@ func apply(h Hit, e engine.Entry, now, nowSec int64, hits uint64) (st Status, ne
 // time until a request of this size would be admitted when over, and
 // until the state is fresh again (the whole limit available) otherwise.
 // A refused request charged nothing. Hits count as near the limit when
-// admitted with more than NearLimitRatio of the limit used.
-func decideAlgorithm(lim *RateLimit, r limit.Result, hits uint64) Status {
+// admitted with more than the near-limit share of the limit used.
+func (t tally) decideAlgorithm(lim *RateLimit, r limit.Result, hits uint64) Status {
 	st := Status{Limit: lim, Over: r.Limited, Stats: Stats{TotalHits: hits}}
 	ms := r.ResetAfter
 	if r.Limited && r.RetryAfter >= 0 {
@@ -260,7 +334,7 @@ func decideAlgorithm(lim *RateLimit, r limit.Result, hits uint64) Status {
 		}
 	default:
 		st.Stats.WithinLimit = hits
-		if used := r.Limit - r.Remaining; float64(used) > math.Floor(float64(float32(r.Limit)*NearLimitRatio)) {
+		if used := r.Limit - r.Remaining; float64(used) > math.Floor(float64(float32(r.Limit)*t.nearRatio)) {
 			st.Stats.NearLimit = hits
 		}
 	}
@@ -269,9 +343,9 @@ func decideAlgorithm(lim *RateLimit, r limit.Result, hits uint64) Status {
 
 // decide is the answer and the statistics of a descriptor whose count went
 // from before to after (after - before may be 0: a check).
-func decide(h Hit, before, after, resetAfter int64) Status {
+func (t tally) decide(h Hit, before, after, resetAfter int64) Status {
 	lim := int64(h.Limit.RequestsPerUnit)
-	near := int64(math.Floor(float64(float32(lim) * NearLimitRatio)))
+	near := int64(math.Floor(float64(float32(lim) * t.nearRatio)))
 	hits := uint64(h.Hits)
 	st := Status{Limit: h.Limit, ResetAfter: resetAfter, Stats: Stats{TotalHits: hits}}
 	if after > lim {

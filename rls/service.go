@@ -35,6 +35,59 @@ type Service struct {
 	// allOrNothing: requests are charged in AllOrNothing mode
 	// (SetAllOrNothing).
 	allOrNothing atomic.Bool
+	// stopWhenOver: requests are charged in StopWhenOverLimit mode
+	// (SetStopIncrementWhenOverLimit).
+	stopWhenOver atomic.Bool
+	// shadow: every answer's overall code is OK (SetShadowMode).
+	shadow atomic.Bool
+	// quota: every rule is in quota mode (SetQuotaMode).
+	quota atomic.Bool
+	// nearRatio holds the float32 bits of the near-limit share
+	// (SetNearLimitRatio).
+	nearRatio atomic.Uint32
+	// headerNames are the RateLimit-* headers' names (SetHeaderNames).
+	headerNames atomic.Pointer[[3]string]
+}
+
+// SetStopIncrementWhenOverLimit turns on (or off) envoyproxy/ratelimit's
+// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: when a descriptor of a request
+// would go over, the others are not charged (StopWhenOverLimit).
+// SetAllOrNothing takes precedence when both are on.
+func (s *Service) SetStopIncrementWhenOverLimit(on bool) { s.stopWhenOver.Store(on) }
+
+// SetShadowMode turns on (or off) envoyproxy/ratelimit's global
+// SHADOW_MODE: every answer's overall code is OK, while the descriptors'
+// codes, the counters, the headers and the per-rule statistics stay what
+// they would have been.
+func (s *Service) SetShadowMode(on bool) { s.shadow.Store(on) }
+
+// SetQuotaMode turns on (or off) envoyproxy/ratelimit's global
+// QUOTA_MODE: every rule answers as a quota_mode rule does
+// (RateLimit.QuotaMode).
+func (s *Service) SetQuotaMode(on bool) { s.quota.Store(on) }
+
+// SetNearLimitRatio sets the share of a limit past which hits count as
+// near it in the statistics (NEAR_LIMIT_RATIO; NearLimitRatio by default).
+func (s *Service) SetNearLimitRatio(r float32) { s.nearRatio.Store(math.Float32bits(r)) }
+
+// Default names of the RateLimit-* headers, envoyproxy/ratelimit's
+// LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER and LIMIT_RESET_HEADER.
+const (
+	HeaderLimit     = "RateLimit-Limit"
+	HeaderRemaining = "RateLimit-Remaining"
+	HeaderReset     = "RateLimit-Reset"
+)
+
+// SetHeaderNames names the headers SetResponseHeaders adds: the limit,
+// the remaining count and the seconds to the reset ("" keeps the default).
+func (s *Service) SetHeaderNames(limit, remaining, reset string) {
+	names := [3]string{HeaderLimit, HeaderRemaining, HeaderReset}
+	for i, n := range []string{limit, remaining, reset} {
+		if n != "" {
+			names[i] = n
+		}
+	}
+	s.headerNames.Store(&names)
 }
 
 // SetAllOrNothing chooses how a request of several descriptors is charged:
@@ -51,6 +104,8 @@ func (s *Service) SetResponseHeaders(on bool) { s.headers.Store(on) }
 func New(eng *engine.Engine, rules *Config) *Service {
 	s := &Service{eng: eng}
 	s.SetRules(rules)
+	s.SetNearLimitRatio(NearLimitRatio)
+	s.SetHeaderNames("", "", "")
 	return s
 }
 
@@ -91,24 +146,53 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 		dropReplaced(hits)
 	}
 	mode := PerDescriptor
-	if s.allOrNothing.Load() {
+	switch {
+	case s.allOrNothing.Load():
 		mode = AllOrNothing
+	case s.stopWhenOver.Load():
+		mode = StopWhenOverLimit
 	}
-	sts, err := Check(s.eng, req.Domain, hits, now, mode)
+	sts, err := Check(s.eng, req.Domain, hits, now, mode, math.Float32frombits(s.nearRatio.Load()))
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK,
 		Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))}
+	// The headers are chosen from the statuses as they were before quota
+	// mode took their duration_until_reset away.
+	headers := s.headers.Load()
+	var headed []*rlspb.RateLimitResponse_DescriptorStatus
+	if headers {
+		headed = make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))
+	}
+	quotaAll := s.quota.Load()
 	for i, st := range sts {
 		s.counters.add(req.Domain, st)
-		resp.Statuses[i] = descriptorStatus(st)
-		if st.Limit != nil && st.Limited() {
+		ds := descriptorStatus(st)
+		resp.Statuses[i] = ds
+		if headers {
+			headed[i] = ds
+		}
+		if st.Limit == nil || !st.Limited() {
+			continue
+		}
+		if !quotaAll && !st.Limit.QuotaMode {
 			resp.OverallCode = rlspb.RateLimitResponse_OVER_LIMIT
+			continue
+		}
+		resp.Statuses[i] = &rlspb.RateLimitResponse_DescriptorStatus{Code: rlspb.RateLimitResponse_OK,
+			CurrentLimit: ds.CurrentLimit, LimitRemaining: ds.LimitRemaining}
+		if headers {
+			ds.Code = rlspb.RateLimitResponse_OK
 		}
 	}
-	if s.headers.Load() {
-		resp.ResponseHeadersToAdd = limitHeaders(resp.Statuses)
+	if headers {
+		resp.ResponseHeadersToAdd = limitHeaders(headed, s.headerNames.Load())
+	}
+	if s.shadow.Load() {
+		// envoyproxy/ratelimit's SHADOW_MODE: what would have happened is
+		// in the statuses and the headers; the request goes through.
+		resp.OverallCode = rlspb.RateLimitResponse_OK
 	}
 	return resp, nil
 }
@@ -117,8 +201,9 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 // descriptor, chosen as envoyproxy/ratelimit chooses it: the last one that
 // is OVER_LIMIT, else the first with the fewest remaining among those with
 // a current_limit. None when no descriptor has a limit. RateLimit-Reset is
-// the seconds to the end of that descriptor's window.
-func limitHeaders(sts []*rlspb.RateLimitResponse_DescriptorStatus) []*corev3.HeaderValue {
+// the seconds to the end of that descriptor's window. names are the
+// headers' names: limit, remaining, reset.
+func limitHeaders(sts []*rlspb.RateLimitResponse_DescriptorStatus, names *[3]string) []*corev3.HeaderValue {
 	var pick *rlspb.RateLimitResponse_DescriptorStatus
 	least := uint32(math.MaxUint32)
 	for _, st := range sts {
@@ -133,9 +218,9 @@ func limitHeaders(sts []*rlspb.RateLimitResponse_DescriptorStatus) []*corev3.Hea
 		return nil
 	}
 	return []*corev3.HeaderValue{
-		{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(pick.CurrentLimit.RequestsPerUnit), 10)},
-		{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(pick.LimitRemaining), 10)},
-		{Key: "RateLimit-Reset", Value: strconv.FormatInt(pick.DurationUntilReset.GetSeconds(), 10)},
+		{Key: names[0], Value: strconv.FormatUint(uint64(pick.CurrentLimit.RequestsPerUnit), 10)},
+		{Key: names[1], Value: strconv.FormatUint(uint64(pick.LimitRemaining), 10)},
+		{Key: names[2], Value: strconv.FormatInt(pick.DurationUntilReset.GetSeconds(), 10)},
 	}
 }
 

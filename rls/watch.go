@@ -33,6 +33,16 @@ type watchState struct {
 	good    [32]byte // hash of the files in effect
 	seen    [32]byte // hash of the files last read, good or not
 	lastErr string   // the problem in the files last read, "" when they loaded
+	merge   bool     // files of one domain are merged (SetMergeDomains)
+}
+
+// SetMergeDomains chooses whether two files of one domain are merged, as
+// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG merges them (Config.Add), or
+// are an error (the default). It applies from the next load.
+func (s *Service) SetMergeDomains(on bool) {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	s.watch.merge = on
 }
 
 // LoadDir loads dir's rules, makes them the rules in use and remembers dir
@@ -49,7 +59,7 @@ func (s *Service) LoadDir(dir string, logger *log.Logger) error {
 	if err != nil {
 		return err
 	}
-	c, err := LoadDir(dir)
+	c, err := LoadDir(dir, w.merge)
 	if err != nil {
 		return err
 	}
@@ -111,7 +121,7 @@ func (s *Service) poll(force bool) error {
 	default:
 		w.seen = sum
 		var c *Config
-		if c, err = LoadDir(w.dir); err == nil {
+		if c, err = LoadDir(w.dir, w.merge); err == nil {
 			s.SetRules(c)
 			w.good, w.lastErr = sum, ""
 			w.logger.Printf("rls: applied %d domains from %s", len(c.Domains()), w.dir)

@@ -196,6 +196,7 @@ type rlsPeer struct {
 	rls     rlspb.RateLimitServiceClient
 	redis   *redis.Client
 	metrics string // host:port
+	debug   string // host:port of /rlconfig
 }
 
 // ratelimitBin is envoyproxy/ratelimit's service_cmd: $RATELIMIT_BIN, or
@@ -263,12 +264,14 @@ func startRatelimitPeer(t *testing.T, rules map[string]string, env ...string) *r
 	conn, err := grpc.NewClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
-	return &rlsPeer{rls: rlspb.NewRateLimitServiceClient(conn), redis: rdb, metrics: net.JoinHostPort("127.0.0.1", strconv.Itoa(promPort))}
+	return &rlsPeer{rls: rlspb.NewRateLimitServiceClient(conn), redis: rdb, metrics: net.JoinHostPort("127.0.0.1", strconv.Itoa(promPort)),
+		debug: net.JoinHostPort("127.0.0.1", strconv.Itoa(debugPort))}
 }
 
 // startRLSRealClock is a limitdb server with rules on the wall clock, as
-// the peer runs, so both count in the same windows.
-func startRLSRealClock(t *testing.T, rules map[string]string) *rlsServer {
+// the peer runs, so both count in the same windows; set changes its
+// directives.
+func startRLSRealClock(t *testing.T, rules map[string]string, set ...func(*config.Config)) *rlsServer {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range rules {
@@ -277,6 +280,9 @@ func startRLSRealClock(t *testing.T, rules map[string]string) *rlsServer {
 	cfg := config.Default()
 	cfg.Save, cfg.Port, cfg.Dir = 0, 0, t.TempDir()
 	cfg.RLSConfigDir = dir
+	for _, f := range set {
+		f(&cfg)
+	}
 	srv := node.New(cfg, engine.New(clock.Real(), 0), nil)
 	ts := serve(t, srv, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -316,6 +322,13 @@ func TestRLSConformance(t *testing.T) {
 		compareRLS(t, fmt.Sprintf("step %d (%s)", i, step.name), want, got)
 	}
 
+	compareRLSState(t, peer, s)
+}
+
+// compareRLSState requires s to hold the peer's counters under the same
+// keys and to serve its per-rule statistics.
+func compareRLSState(t *testing.T, peer *rlsPeer, s *rlsServer) {
+	t.Helper()
 	// The same counters under the same keys, but for the keys that hold
 	// 0: envoyproxy/ratelimit's INCRBY 0 (hits_addend 0) creates one,
 	// where limitdb writes nothing, an absent counter being a 0 count.
@@ -385,7 +398,8 @@ func compareRLS(t *testing.T, step string, want, got *rlspb.RateLimitResponse) {
 			g := got.ResponseHeadersToAdd[i]
 			gv, _ := strconv.Atoi(g.Value)
 			wv, _ := strconv.Atoi(w.Value)
-			if g.Key != w.Key || (g.Value != w.Value && (w.Key != "RateLimit-Reset" || gv-wv > 1 || wv-gv > 1)) {
+			// The third is the reset, in seconds.
+			if g.Key != w.Key || (g.Value != w.Value && (i != 2 || gv-wv > 1 || wv-gv > 1)) {
 				t.Errorf("%s: header %s: %s, envoyproxy/ratelimit %s: %s", step, g.Key, g.Value, w.Key, w.Value)
 			}
 		}

@@ -420,10 +420,10 @@ func TestRLSHTTP(t *testing.T) {
 
 	code, body = get("/rlconfig")
 	require.Equal(t, 200, code)
-	require.Equal(t, "edge.path_/beta/*: unit=MINUTE requests_per_unit=1, shadow_mode: true\n"+
-		"edge.remote_address: unit=SECOND requests_per_unit=3, shadow_mode: false\n"+
-		"messaging.message_type_marketing.to_number: unit=DAY requests_per_unit=5, shadow_mode: false\n"+
-		"messaging.to_number: unit=DAY requests_per_unit=100, shadow_mode: false\n", body)
+	require.Equal(t, "edge.path_/beta/*: unit=MINUTE requests_per_unit=1, shadow_mode: true, quota_mode: false\n"+
+		"edge.remote_address: unit=SECOND requests_per_unit=3, shadow_mode: false, quota_mode: false\n"+
+		"messaging.message_type_marketing.to_number: unit=DAY requests_per_unit=5, shadow_mode: false, quota_mode: false\n"+
+		"messaging.to_number: unit=DAY requests_per_unit=100, shadow_mode: false, quota_mode: false\n", body)
 
 	const req = `{"domain":"messaging","hits_addend":5,"descriptors":[{"entries":[{"key":"message_type","value":"marketing"},{"key":"to_number","value":"1"}]}]}`
 	steps := []struct {
