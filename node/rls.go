@@ -23,7 +23,9 @@ import (
 // until grpc-port is set, answering from the same keyspace.
 
 // configureRLS applies the rls-* directives to the node's rate limit
-// service.
+// service, and makes it refuse to charge on a read-only replica, as the
+// RESP side refuses writes there: a replica's counters are its primary's,
+// and a charge of its own would part from them.
 func (n *Node) configureRLS(cfg config.Config) {
 	s := n.rls
 	s.SetResponseHeaders(cfg.RLSResponseHeaders)
@@ -34,6 +36,8 @@ func (n *Node) configureRLS(cfg config.Config) {
 	s.SetQuotaMode(cfg.RLSQuotaMode)
 	s.SetNearLimitRatio(float32(cfg.RLSNearLimitRatio))
 	s.SetMergeDomains(cfg.RLSMergeDomainConfig)
+	repl := n.Replication()
+	s.SetReadOnly(func() bool { return repl.IsReplica() && n.Config().ReplicaReadOnly })
 }
 
 // StartRLS loads the rules of rls-config-dir into the node's rate limit

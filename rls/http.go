@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -22,7 +23,9 @@ const maxJSONBody = 1 << 20
 //     answered with the RateLimitResponse in the same mapping; 429 when
 //     the overall code is OVER_LIMIT, 400 (with no body but the status
 //     text) for a request that does not parse or that ShouldRateLimit
-//     refuses, as envoyproxy/ratelimit answers;
+//     refuses, as envoyproxy/ratelimit answers, and 503 with the READONLY
+//     message for a request that would charge on a read-only replica
+//     (ErrReadOnly);
 //   - GET /healthcheck: 200 "OK";
 //   - GET /rlconfig: the rules in use, one line per rule (Dump).
 func (s *Service) HTTPHandler() http.Handler {
@@ -56,6 +59,10 @@ func (s *Service) serveJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.ShouldRateLimit(r.Context(), &req)
+	if err == ErrReadOnly {
+		http.Error(w, status.Convert(err).Message(), http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil {
 		httpStatus(w, http.StatusBadRequest)
 		return

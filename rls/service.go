@@ -47,7 +47,21 @@ type Service struct {
 	nearRatio atomic.Uint32
 	// headerNames are the RateLimit-* headers' names (SetHeaderNames).
 	headerNames atomic.Pointer[[3]string]
+	// readOnly, when set, tells whether the keyspace refuses writes (a
+	// read-only replica): requests that would charge are then refused.
+	readOnly func() bool
 }
+
+// ErrReadOnly refuses a request that would charge on a read-only replica:
+// gRPC's UNAVAILABLE, with Redis's refusal of a write as its message. An
+// Envoy filter with failure_mode_deny false lets the request through.
+var ErrReadOnly = status.Error(codes.Unavailable, "READONLY You can't write against a read only replica.")
+
+// SetReadOnly makes the service ask readOnly before each request; while
+// it answers true, a request with any descriptor of hits above 0 is
+// refused with ErrReadOnly, and checks (every hits_addend 0) are answered
+// from the counters as they stand. Call it before serving.
+func (s *Service) SetReadOnly(readOnly func() bool) { s.readOnly = readOnly }
 
 // SetStopIncrementWhenOverLimit turns on (or off) envoyproxy/ratelimit's
 // STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT: when a descriptor of a request
@@ -145,6 +159,9 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 	if replaced {
 		dropReplaced(hits)
 	}
+	if s.readOnly != nil && charges(hits) && s.readOnly() {
+		return nil, ErrReadOnly
+	}
 	mode := PerDescriptor
 	switch {
 	case s.allOrNothing.Load():
@@ -195,6 +212,17 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 		resp.OverallCode = rlspb.RateLimitResponse_OK
 	}
 	return resp, nil
+}
+
+// charges reports whether any descriptor adds hits (even one without a
+// rule: a request is refused or served whole, whatever its rules).
+func charges(hits []Hit) bool {
+	for _, h := range hits {
+		if h.Hits > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // limitHeaders are the RateLimit-* headers of the most restrictive

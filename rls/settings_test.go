@@ -6,6 +6,7 @@ import (
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // The envoyproxy/ratelimit settings, in-process on a fake clock;
@@ -81,6 +82,20 @@ func TestNearLimitRatio(t *testing.T) {
 			t.Errorf("tenant: %+v, want 3 near", r.Stats)
 		}
 	}
+}
+
+// TestReadOnly: while read-only, a request with any hits is refused and a
+// check is answered.
+func TestReadOnly(t *testing.T) {
+	svc, _ := newService(t, settingsRules)
+	decideAll(t, svc, 2, desc("user", "a"))
+	svc.SetReadOnly(func() bool { return true })
+	if _, err := svc.Decide(&rlspb.RateLimitRequest{Domain: "s", Descriptors: []*rlcommon.RateLimitDescriptor{desc("nope", "x")}}, t0); err != ErrReadOnly {
+		t.Errorf("a charge: %v, want ErrReadOnly", err)
+	}
+	d := desc("user", "a")
+	d.HitsAddend = wrapperspb.UInt64(0)
+	check(t, 0, decideAll(t, svc, 0, d), rlspb.RateLimitResponse_OK, want{false, 1, 3600})
 }
 
 // TestMergeDomains: with merging, a second file of a domain adds its

@@ -3,7 +3,10 @@ package tests
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -11,8 +14,11 @@ import (
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 )
 
@@ -298,4 +304,66 @@ func sortedLines(s string) []string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	sort.Strings(lines)
 	return lines
+}
+
+// TestRLSOnReplica: a read-only replica answers checks (every hits_addend
+// 0) from the counters its primary sent, and refuses requests that would
+// charge, over gRPC (UNAVAILABLE, READONLY), /json (503) and RL.SHOULD
+// (READONLY), so its counters never part from the primary's; promoted, it
+// charges.
+func TestRLSOnReplica(t *testing.T) {
+	rules := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(rules, "api.yaml"), []byte(`domain: api
+descriptors:
+  - key: user
+    rate_limit:
+      unit: hour
+      requests_per_unit: 5
+`), 0o644))
+	p := startRLSIn(t, clock.NewFake(t0), t.TempDir(), rules)
+	r := startRLSIn(t, clock.NewFake(t0), t.TempDir(), rules)
+	pc, rc := p.client(t, 2), r.client(t, 2)
+	replicate(t, rc, p.testServer)
+
+	charge := &rlspb.RateLimitRequest{Domain: "api", HitsAddend: 3, Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("user", "a")}}
+	check := &rlspb.RateLimitRequest{Domain: "api", Descriptors: []*rlcommon.RateLimitDescriptor{
+		addendOf(descriptor("user", "a"), 0), addendOf(descriptor("user", "b"), 0)}}
+	hour := rlspb.RateLimitResponse_RateLimit_HOUR
+	p.expect(t, 0, charge, rlsOK, rlsWant{rlsOK, 2, 3600, 5, hour})
+	n, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "WAIT 1: the replica acknowledged")
+	keys := keyspaceOf(t, r.srv.Engine())
+	require.Equal(t, keyspaceOf(t, p.srv.Engine()), keys, "the replica's keyspace")
+
+	// A check answers from the primary's counters.
+	r.expect(t, 1, check, rlsOK, rlsWant{rlsOK, 2, 3600, 5, hour}, rlsWant{rlsOK, 5, 3600, 5, hour})
+
+	// A charge is refused, whichever way it comes, even one of no rule.
+	for i, req := range []*rlspb.RateLimitRequest{charge,
+		{Domain: "api", Descriptors: []*rlcommon.RateLimitDescriptor{descriptor("user", "c")}},
+		{Domain: "api", Descriptors: []*rlcommon.RateLimitDescriptor{addendOf(descriptor("user", "a"), 0), descriptor("nope", "x")}},
+	} {
+		_, err = r.rls.ShouldRateLimit(ctx, req)
+		require.Equal(t, codes.Unavailable, status.Code(err), "request %d: %v", i, err)
+		require.Equal(t, "READONLY You can't write against a read only replica.", status.Convert(err).Message(), "request %d", i)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go r.srv.ServeRLSHTTP(ln)
+	res, err := http.Post("http://"+ln.Addr().String()+"/json", "application/json",
+		strings.NewReader(`{"domain":"api","descriptors":[{"entries":[{"key":"user","value":"a"}]}]}`))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "/json: %s", body)
+	require.Contains(t, string(body), "READONLY")
+	err = rc.Do(ctx, "RL.SHOULD", "api", "user", "a").Err()
+	require.EqualError(t, err, "READONLY You can't write against a read only replica.")
+	require.Equal(t, keys, keyspaceOf(t, r.srv.Engine()), "a refused request changed the replica")
+	r.expect(t, 2, check, rlsOK, rlsWant{rlsOK, 2, 3600, 5, hour}, rlsWant{rlsOK, 5, 3600, 5, hour})
+
+	// Promoted, it charges its copy, which was the primary's.
+	require.NoError(t, rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+	r.expect(t, 3, charge, rlsOver, rlsWant{rlsOver, 0, 3600, 5, hour})
 }
