@@ -48,11 +48,15 @@ var errTimeout = os.ErrDeadlineExceeded
 const tick = 100 * time.Millisecond
 
 // Under load a poller's loop never waits, so the goroutines that share its
-// core (replication's senders, the append-only file's writer, timers)
-// would run only when the runtime preempts it, every 10 ms, and replicas
-// would get the stream in 10 ms gulps and lag that much. The loop yields
-// its core once every yieldEvery, which bounds that wait at no measurable
-// cost when nothing else is waiting (a yield costs well under a
+// core (replication's senders, the append-only file's writer, timers, the
+// garbage collector's mark worker) would run only when the runtime
+// preempts it, every 10 ms: replicas would get the stream in 10 ms gulps,
+// and the collector would take its quarter of the core in stalls of
+// milliseconds, which every command in flight waits out (the p99 of
+// bench/scripts.sh). The loop yields its core once every yieldEvery,
+// checked after each connection it serves (a round of fifty pipelining
+// clients is several milliseconds), which bounds that wait at no
+// measurable cost when nothing else is waiting (a yield costs well under a
 // microsecond; bench/README.md, "Replication").
 const yieldEvery = time.Millisecond
 
@@ -218,6 +222,7 @@ func (p *poller) run() {
 				continue
 			}
 			p.ready(c, ev.Events)
+			p.maybeYield()
 		}
 		if !p.collect() {
 			return
@@ -231,10 +236,15 @@ func (p *poller) run() {
 			p.last = now
 			p.expire(now)
 		}
-		if now.Sub(p.yield) >= yieldEvery {
-			p.yield = now
-			runtime.Gosched()
-		}
+		p.maybeYield()
+	}
+}
+
+// maybeYield yields the poller's core when it has not for yieldEvery.
+func (p *poller) maybeYield() {
+	if now := time.Now(); now.Sub(p.yield) >= yieldEvery {
+		p.yield = now
+		runtime.Gosched()
 	}
 }
 
