@@ -58,6 +58,7 @@ type Config struct {
 	ShutdownOnSigint        string // shutdown-on-sigint: the same for SIGINT
 	MaxMemory               int64  // dataset bytes before the policy applies; 0: no limit
 	MaxMemoryPolicy         string // noeviction or volatile-ttl
+	GCHeadroom              int64  // gc-headroom: bytes the heap may grow by between two collections at least; 0: Go's GOGC=100 alone
 	BusyReplyThreshold      int    // busy-reply-threshold (lua-time-limit): ms a script runs before others get -BUSY
 	ScriptMemoryLimit       int64  // script-memory-limit: bytes a running script may grow the heap by; 0: no limit
 
@@ -78,7 +79,7 @@ type Config struct {
 // Default is what a newcomer gets with no flags.
 func Default() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
-		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000, ScriptMemoryLimit: 128 << 20,
+		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000, ScriptMemoryLimit: 128 << 20, GCHeadroom: 128 << 20,
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, ReplSendInterval: 1000},

@@ -278,6 +278,7 @@ func (n *Node) Start() {
 		go n.every(time.Second, n.SaveIfDue)
 		go n.every(time.Second, n.ReplicationCron)
 		go n.WatchScripts()
+		go n.paceGC()
 		n.StartReplication()
 		if err := n.StartAOF(); err != nil {
 			n.logger.Printf("append-only file: %v", err)
