@@ -36,7 +36,8 @@ type RLSEntry struct{ Key, Value string }
 
 // RLSStatus is one descriptor's answer.
 type RLSStatus struct {
-	Over bool // OVER_LIMIT (never for a rule in shadow mode)
+	Over        bool // OVER_LIMIT (never for a rule in shadow mode)
+	OverallOver bool // the request's overall code OVER_LIMIT (never in rls-shadow-mode)
 	// HasLimit: a rule with a limit applied (no rule, or an unlimited one,
 	// have no current_limit and no duration_until_reset).
 	HasLimit        bool
@@ -54,22 +55,34 @@ func registerRLS(t *Table) {
 		Summary: "Asks Envoy's rate limit service (rls-config-dir's rules) about one descriptor, charging HITS (default 1, 0 only checks): " +
 			"[overall_code, code, current_limit, limit_remaining, duration_until_reset]; codes are OK or OVER_LIMIT, " +
 			"current_limit is requests_per_unit and duration_until_reset whole seconds, both nil without a limiting rule.",
-		Syntax: "domain key value [key value ...] [HITS hits]", Handler: cmdRLShould})
+		Syntax: "domain key value [key value ...] [HITS hits]", Handler: cmdRLShould,
+		Peek: func(args [][]byte) bool {
+			hits, _, err := rlShouldHits(args)
+			return err == nil && hits == 0
+		}})
 }
 
-// cmdRLShould answers RL.SHOULD domain key value [key value ...] [HITS n].
-// The last two arguments are HITS n when at least one pair comes before
-// them, so a descriptor whose only key is "hits" still works.
-func cmdRLShould(c *Client, args [][]byte) {
+// rlShouldHits reads RL.SHOULD's arguments after the domain: the last
+// two are HITS n when at least one pair comes before them, so a
+// descriptor whose only key is "hits" still works.
+func rlShouldHits(args [][]byte) (hits uint64, entries [][]byte, err error) {
 	rest := args[2:]
-	hits := uint64(1)
 	if n := len(rest); n >= 4 && equalFold(rest[n-2], "hits") {
 		h, err := parseAtLeast(rest[n-1], 0, "hits")
 		if err != nil {
-			c.Error(err)
-			return
+			return 0, nil, err
 		}
-		hits, rest = uint64(h), rest[:n-2]
+		return uint64(h), rest[:n-2], nil
+	}
+	return 1, rest, nil
+}
+
+// cmdRLShould answers RL.SHOULD domain key value [key value ...] [HITS n].
+func cmdRLShould(c *Client, args [][]byte) {
+	hits, rest, err := rlShouldHits(args)
+	if err != nil {
+		c.Error(err)
+		return
 	}
 	if len(rest)%2 != 0 {
 		c.Error(errSyntax)
@@ -89,13 +102,15 @@ func cmdRLShould(c *Client, args [][]byte) {
 		c.Errf("%v", err)
 		return
 	}
-	code := "OK"
-	if st.Over {
-		code = "OVER_LIMIT"
+	code := func(over bool) string {
+		if over {
+			return "OVER_LIMIT"
+		}
+		return "OK"
 	}
 	c.Array(5)
-	c.Simple(code) // one descriptor: the overall code is its code
-	c.Simple(code)
+	c.Simple(code(st.OverallOver)) // its descriptor's, but OK in rls-shadow-mode
+	c.Simple(code(st.Over))
 	if st.HasLimit {
 		c.Int(int64(st.RequestsPerUnit))
 	} else {

@@ -150,6 +150,9 @@ func readOnlyGate(c *Client, cmd *Command, args [][]byte) bool {
 // writes nothing, so a read-only replica and a server refusing writes
 // (MISCONF) still answer it.
 func isPeek(cmd *Command, args [][]byte) bool {
+	if cmd.Peek != nil {
+		return cmd.Peek(args)
+	}
 	return cmd.CostArg > 0 && len(args) > cmd.CostArg && string(args[cmd.CostArg]) == "0"
 }
 

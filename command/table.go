@@ -36,10 +36,13 @@ var flagNames = []struct {
 // Command is one entry of the command table: everything dispatch, arity
 // checks, COMMAND, COMMAND DOCS and the generated reference need.
 type Command struct {
-	Name     string // lower case; "parent|sub" for subcommands
-	Arity    int    // Redis convention: n exact, -n at least n (name included)
-	MaxArgs  int    // with Arity -n: the most arguments, name included (0: no bound)
-	CostArg  int    // a limiter's optional cost argument, by position: "0" peeks, which a read-only replica serves (0: none)
+	Name    string // lower case; "parent|sub" for subcommands
+	Arity   int    // Redis convention: n exact, -n at least n (name included)
+	MaxArgs int    // with Arity -n: the most arguments, name included (0: no bound)
+	CostArg int    // a limiter's optional cost argument, by position: "0" peeks, which a read-only replica serves (0: none)
+	// Peek, when set, says whether args only peek, for a command whose
+	// cost is not at one position (RL.SHOULD's trailing HITS 0).
+	Peek     func(args [][]byte) bool
 	Flags    Flag
 	FirstKey int // key positions, 0 when the command takes no key
 	LastKey  int // -1: the last argument

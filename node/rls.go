@@ -168,7 +168,8 @@ func (r rlsCommands) ShouldRateLimit(domain string, entries []command.RLSEntry, 
 		return command.RLSStatus{}, err
 	}
 	st := resp.Statuses[0]
-	out := command.RLSStatus{Over: st.Code == rlspb.RateLimitResponse_OVER_LIMIT, Remaining: st.LimitRemaining}
+	out := command.RLSStatus{Over: st.Code == rlspb.RateLimitResponse_OVER_LIMIT, Remaining: st.LimitRemaining,
+		OverallOver: resp.OverallCode == rlspb.RateLimitResponse_OVER_LIMIT}
 	if st.CurrentLimit != nil {
 		out.HasLimit, out.RequestsPerUnit, out.ResetAfter = true, st.CurrentLimit.RequestsPerUnit, st.DurationUntilReset.GetSeconds()
 	}

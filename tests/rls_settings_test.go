@@ -307,7 +307,7 @@ func sortedLines(s string) []string {
 }
 
 // TestRLSOnReplica: a read-only replica answers checks (every hits_addend
-// 0) from the counters its primary sent, and refuses requests that would
+// 0, RL.SHOULD ... HITS 0) from the counters its primary sent, and refuses requests that would
 // charge, over gRPC (UNAVAILABLE, READONLY), /json (503) and RL.SHOULD
 // (READONLY), so its counters never part from the primary's; promoted, it
 // charges.
@@ -360,10 +360,34 @@ descriptors:
 	require.Contains(t, string(body), "READONLY")
 	err = rc.Do(ctx, "RL.SHOULD", "api", "user", "a").Err()
 	require.EqualError(t, err, "READONLY You can't write against a read only replica.")
+	// RL.SHOULD ... HITS 0 is a check, which the replica answers.
+	got, err := rc.Do(ctx, "RL.SHOULD", "api", "user", "a", "HITS", "0").Slice()
+	require.NoError(t, err)
+	require.Equal(t, []any{"OK", "OK", int64(5), int64(2), int64(3600)}, got, "RL.SHOULD HITS 0 on the replica")
 	require.Equal(t, keys, keyspaceOf(t, r.srv.Engine()), "a refused request changed the replica")
 	r.expect(t, 2, check, rlsOK, rlsWant{rlsOK, 2, 3600, 5, hour}, rlsWant{rlsOK, 5, 3600, 5, hour})
 
 	// Promoted, it charges its copy, which was the primary's.
 	require.NoError(t, rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
 	r.expect(t, 3, charge, rlsOver, rlsWant{rlsOver, 0, 3600, 5, hour})
+}
+
+// TestRLShouldInShadowMode: with rls-shadow-mode, RL.SHOULD's overall code
+// is OK while its descriptor's says OVER_LIMIT, as the gRPC answer's.
+func TestRLShouldInShadowMode(t *testing.T) {
+	s := startRLSRealClock(t, map[string]string{"api.yaml": `domain: api
+descriptors:
+  - key: user
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
+`}, func(c *config.Config) { c.RLSShadowMode = true })
+	c := s.client(t, 2)
+	var got []any
+	for range 2 {
+		var err error
+		got, err = c.Do(ctx, "RL.SHOULD", "api", "user", "a").Slice()
+		require.NoError(t, err)
+	}
+	require.Equal(t, []any{"OK", "OVER_LIMIT", int64(1), int64(0)}, got[:4], "the second request, over its limit, in shadow mode")
 }
