@@ -24,30 +24,38 @@ func TestGCPercent(t *testing.T) {
 	}
 }
 
-// TestGCPacerSetsOnChange: the pacer follows the live heap and the rate
-// of garbage, but leaves GOGC alone while it would move by a tenth or
-// less.
+// TestGCPacerSetsOnChange: the pacer raises GOGC only while collecting at
+// GOGC 100 would cost more than gcBudget, follows the live heap and the
+// rate of garbage then, and leaves GOGC alone while it would move by a
+// tenth or less.
 func TestGCPacerSetsOnChange(t *testing.T) {
 	const mb = 1 << 20
-	var live, allocated uint64
+	var now gcReading
 	var sets []int
-	p := &gcPacer{read: func() (uint64, uint64) { return live, allocated }, set: func(v int) int { sets = append(sets, v); return 0 }}
+	p := &gcPacer{read: func() gcReading { return now }, set: func(v int) int { sets = append(sets, v); return 0 }}
 	for _, step := range []struct {
-		live, rate uint64
-		headroom   int64
+		live, rate, cycles uint64
+		cpu                float64 // collector CPU seconds in the second
+		headroom           int64
+		why                string
 	}{
-		{40 * mb, 100 * mb, 128 * mb}, // 320
-		{41 * mb, 100 * mb, 128 * mb}, // 312: within a tenth
-		{60 * mb, 100 * mb, 128 * mb}, // 213
-		{60 * mb, 100 * mb, 0},        // 100
-		{60 * mb, 100 * mb, 0},        // 100 again: nothing
-		{40 * mb, 1 * mb, 128 * mb},   // 100 again: little garbage
-		{40 * mb, 40 * mb, 128 * mb},  // 200
+		{1 * mb, 14 * mb, 5, 0.002, 128 * mb, "cheap cycles of a small heap (0.14%): 100"},
+		{40 * mb, 100 * mb, 5, 0.075, 128 * mb, "15 ms cycles, 2.5 a second at GOGC 100 (3.75%): 320"},
+		{41 * mb, 100 * mb, 1, 0.015, 128 * mb, "312: within a tenth"},
+		{41 * mb, 100 * mb, 0, 0, 128 * mb, "no cycle this second: still expensive, nothing"},
+		{60 * mb, 100 * mb, 1, 0.015, 128 * mb, "213"},
+		{60 * mb, 100 * mb, 1, 0.015, 0, "no headroom: 100"},
+		{60 * mb, 100 * mb, 1, 0.015, 0, "100 again: nothing"},
+		{40 * mb, 40 * mb, 1, 0.015, 128 * mb, "1.5%, expensive: 200"},
+		{40 * mb, 40 * mb, 1, 0.008, 128 * mb, "0.8%, between the marks: still 200, nothing"},
+		{40 * mb, 10 * mb, 1, 0.008, 128 * mb, "0.2%, cheap again: 100"},
 	} {
-		live, allocated = step.live, allocated+step.rate
+		now = gcReading{live: step.live, allocated: now.allocated + step.rate, cycles: now.cycles + step.cycles, gcCPU: now.gcCPU + step.cpu}
+		before := len(sets)
 		p.pace(step.headroom)
+		t.Logf("%s: set %v", step.why, sets[before:])
 	}
-	want := []int{320, 213, 100, 200}
+	want := []int{100, 320, 213, 100, 200, 100}
 	if len(sets) != len(want) {
 		t.Fatalf("set %v, want %v", sets, want)
 	}
