@@ -182,7 +182,7 @@ func memory() []*Directive {
 	return []*Directive{
 		Size("maxmemory", "limit on the keyspace's accounted memory, in bytes or with k/kb/m/mb/g/gb (0: none)", true, 0,
 			func(c *Config) *int64 { return &c.MaxMemory }).with(ReloadMemory),
-		Size("gc-headroom", "most bytes of garbage the heap may gather between two collections while garbage comes fast (two seconds of it): fewer collections for up to that much more memory (0: Go's default alone; a GOGC in the environment wins)", true, 0,
+		Size("gc-headroom", "most bytes of garbage the heap may gather between two collections while collecting is expensive (two seconds of it): fewer collections for up to that much more memory (0: Go's default alone; a GOGC in the environment wins)", true, 0,
 			func(c *Config) *int64 { return &c.GCHeadroom }),
 		{Name: "maxmemory-policy", Mutable: true, Reload: ReloadMemory,
 			Help: "what to do over maxmemory: noeviction (refuse new keys) or volatile-ttl (evict keys closest to expiry)",

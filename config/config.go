@@ -58,7 +58,7 @@ type Config struct {
 	ShutdownOnSigint        string // shutdown-on-sigint: the same for SIGINT
 	MaxMemory               int64  // dataset bytes before the policy applies; 0: no limit
 	MaxMemoryPolicy         string // noeviction or volatile-ttl
-	GCHeadroom              int64  // gc-headroom: most bytes the heap may grow by between two collections while garbage comes fast; 0: Go's GOGC=100 alone
+	GCHeadroom              int64  // gc-headroom: most bytes the heap may grow by between two collections while collecting is expensive; 0: Go's GOGC=100 alone
 	BusyReplyThreshold      int    // busy-reply-threshold (lua-time-limit): ms a script runs before others get -BUSY
 	ScriptMemoryLimit       int64  // script-memory-limit: bytes a running script may grow the heap by; 0: no limit
 

@@ -16,8 +16,9 @@ import (
 // several times a second, and it shows in the p99 (bench/scripts.sh).
 // So when collecting at GOGC 100 would cost more than gcBudget of a core, the heap may
 // grow by up to gcSpan of garbage between cycles, at most gc-headroom
-// bytes. A heap whose cycles are cheap (a small one: the rate limit
-// service's gRPC garbage over a 1 MB heap) keeps Go's default, since a
+// bytes. A heap whose cycles are short (a small one: the rate limit
+// service's gRPC garbage over a 1 MB heap, even at 30k requests a second)
+// keeps Go's default, since a
 // larger heap of cold memory only slowed it (bench/rls.sh, p99 at 2000
 // req/s 0.8 -> 1.6 ms), and so does a heap larger than gc-headroom. The
 // cost is up to gc-headroom more resident memory, only while collecting
@@ -28,6 +29,7 @@ const (
 	gcSpan    = 2 * time.Second // the time the heap may take to grow between two cycles
 	gcBudget  = 0.01            // the share of a core above which collecting is expensive
 	gcMinHeap = 4 << 20         // the least a heap grows by between cycles at GOGC 100 (Go's minimum heap)
+	gcLong    = 0.002           // CPU seconds from which one cycle is long enough to hold up commands
 )
 
 // gcPercent is the GOGC that lets a heap of live bytes grow by gcSpan of
@@ -90,7 +92,8 @@ func newGCPacer() *gcPacer {
 // by more than a tenth. Collecting is judged by what it would cost at
 // GOGC 100: a cycle each time the heap grows by the live heap (at least
 // gcMinHeap), each costing what the last ones cost; expensive past
-// gcBudget, cheap again below half of it.
+// gcBudget when a cycle is long (gcLong: short ones, however many, hold
+// nothing up for long), cheap again below half of either.
 func (p *gcPacer) pace(headroom int64) {
 	now := p.read()
 	rate := now.allocated - min(p.last.allocated, now.allocated)
@@ -100,9 +103,9 @@ func (p *gcPacer) pace(headroom int64) {
 	p.last = now
 	atDefault := p.perCycle * float64(rate) / float64(max(now.live, gcMinHeap))
 	switch {
-	case atDefault > gcBudget:
+	case atDefault > gcBudget && p.perCycle > gcLong:
 		p.expensive = true
-	case atDefault < gcBudget/2:
+	case atDefault < gcBudget/2 || p.perCycle < gcLong/2:
 		p.expensive = false
 	}
 	want := 100

@@ -40,6 +40,7 @@ func TestGCPacerSetsOnChange(t *testing.T) {
 		why                string
 	}{
 		{1 * mb, 14 * mb, 5, 0.002, 128 * mb, "cheap cycles of a small heap (0.14%): 100"},
+		{1 * mb, 200 * mb, 50, 0.025, 128 * mb, "50 short cycles a second (2.5%): nothing, still 100"},
 		{40 * mb, 100 * mb, 5, 0.075, 128 * mb, "15 ms cycles, 2.5 a second at GOGC 100 (3.75%): 320"},
 		{41 * mb, 100 * mb, 1, 0.015, 128 * mb, "312: within a tenth"},
 		{41 * mb, 100 * mb, 0, 0, 128 * mb, "no cycle this second: still expensive, nothing"},
