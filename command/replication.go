@@ -130,6 +130,10 @@ func (s *Server) reloadReplication() {
 	s.readOnly.Store(s.repl.IsReplica() && cfg.ReplicaReadOnly)
 }
 
+// ReadOnly reports whether the server is a read-only replica, which
+// refuses writes.
+func (s *Server) ReadOnly() bool { return s.readOnly.Load() }
+
 // errReadOnly is Redis's refusal of a write on a read-only replica.
 const errReadOnly = "READONLY You can't write against a read only replica."
 

@@ -36,8 +36,7 @@ func (n *Node) configureRLS(cfg config.Config) {
 	s.SetQuotaMode(cfg.RLSQuotaMode)
 	s.SetNearLimitRatio(float32(cfg.RLSNearLimitRatio))
 	s.SetMergeDomains(cfg.RLSMergeDomainConfig)
-	repl := n.Replication()
-	s.SetReadOnly(func() bool { return repl.IsReplica() && n.Config().ReplicaReadOnly })
+	s.SetReadOnly(n.Server.ReadOnly)
 }
 
 // StartRLS loads the rules of rls-config-dir into the node's rate limit
