@@ -106,9 +106,7 @@ descriptors:
 }
 
 func stopSteps() []conformanceStep {
-	req := func(hits uint32, ds ...*rlcommon.RateLimitDescriptor) *rlspb.RateLimitRequest {
-		return &rlspb.RateLimitRequest{Domain: "stop", HitsAddend: hits, Descriptors: ds}
-	}
+	req := requestIn("stop")
 	check := func(d *rlcommon.RateLimitDescriptor) *rlcommon.RateLimitDescriptor {
 		d.HitsAddend = wrapperspb.UInt64(0)
 		return d
@@ -130,9 +128,7 @@ func stopSteps() []conformanceStep {
 }
 
 func quotaSteps() []conformanceStep {
-	req := func(hits uint32, ds ...*rlcommon.RateLimitDescriptor) *rlspb.RateLimitRequest {
-		return &rlspb.RateLimitRequest{Domain: "quota", HitsAddend: hits, Descriptors: ds}
-	}
+	req := requestIn("quota")
 	d := descriptor
 	return []conformanceStep{
 		{"within", req(0, d("user", "a"), d("tenant", "t"))},
@@ -145,9 +141,7 @@ func quotaSteps() []conformanceStep {
 }
 
 func mergeSteps() []conformanceStep {
-	req := func(hits uint32, ds ...*rlcommon.RateLimitDescriptor) *rlspb.RateLimitRequest {
-		return &rlspb.RateLimitRequest{Domain: "merged", HitsAddend: hits, Descriptors: ds}
-	}
+	req := requestIn("merged")
 	d := descriptor
 	return []conformanceStep{
 		{"a rule of each file", req(0, d("user", "a"), d("tenant", "t"))},
@@ -155,6 +149,14 @@ func mergeSteps() []conformanceStep {
 		{"the first file's wildcard", req(0, d("path", "/a/x"), d("path", "/a/y"))},
 		{"the second file's wildcard", req(2, d("path", "/b/x"), d("path", "/c/x"))},
 		{"both wildcards over", req(0, d("path", "/a/x"), d("path", "/b/x"))},
+	}
+}
+
+// requestIn makes requests of domain: hits_addend hits (0: each
+// descriptor's own, or 1) over ds.
+func requestIn(domain string) func(hits uint32, ds ...*rlcommon.RateLimitDescriptor) *rlspb.RateLimitRequest {
+	return func(hits uint32, ds ...*rlcommon.RateLimitDescriptor) *rlspb.RateLimitRequest {
+		return &rlspb.RateLimitRequest{Domain: domain, HitsAddend: hits, Descriptors: ds}
 	}
 }
 
