@@ -184,7 +184,7 @@ var globalsReachers = []string{"_G", "getfenv", "setfenv", "load", "loadstring"}
 // back, a twentieth of a short script's run.
 func maySetGlobals(proto *lua.FunctionProto) bool {
 	for _, inst := range proto.Code {
-		if int(inst>>26) == lua.OP_SETGLOBAL { // the opcode's bits (gopher-lua's opcode.go)
+		if opcode(inst) == lua.OP_SETGLOBAL {
 			return true
 		}
 	}
@@ -204,8 +204,8 @@ func maySetGlobals(proto *lua.FunctionProto) bool {
 // and the Go functions it calls. gopher-lua has only a context to stop a
 // run, and checks it before every instruction.
 func straightLine(proto *lua.FunctionProto) bool {
-	for _, inst := range proto.Code { // gopher-lua's encoding (opcode.go): the opcode in the top 6 bits
-		switch op := int(inst >> 26); op {
+	for _, inst := range proto.Code {
+		switch opcode(inst) {
 		case lua.OP_FORLOOP, lua.OP_FORPREP, lua.OP_TFORLOOP, lua.OP_CLOSURE:
 			return false
 		case lua.OP_JMP:

@@ -13,8 +13,9 @@ import lua "github.com/yuin/gopher-lua"
 // of such constructors after compiling: no keyed field, and room in the
 // array part for the call's first value.
 
-// gopher-lua's instruction encoding (opcode.go): the opcode in the top 6
-// bits, A in the next 8, then C and B in 9 bits each.
+// gopher-lua's instruction encoding (its opcode.go): the opcode in the top
+// 6 bits, A in the next 8, then C and B in 9 bits each (Bx and sBx: the
+// low 18).
 func opcode(inst uint32) int { return int(inst >> 26) }
 func argA(inst uint32) int   { return int(inst>>18) & 0xff }
 func argB(inst uint32) int   { return int(inst & 0x1ff) }
@@ -36,7 +37,7 @@ func sizeTables(proto *lua.FunctionProto) {
 		if opcode(inst) != lua.OP_NEWTABLE || argC(inst) != 1 || argB(inst) >= 0x1ff {
 			continue
 		}
-		if end := constructorEnd(code, pc); end > 0 {
+		if arrayOnly(code, pc) {
 			code[pc] = withBC(inst, argB(inst)+1, 0)
 		}
 	}
@@ -45,30 +46,30 @@ func sizeTables(proto *lua.FunctionProto) {
 	}
 }
 
-// constructorEnd is the position of the SETLIST A 0 that ends the
-// constructor whose NEWTABLE A is at pc, when the constructor has no keyed
-// field; 0 otherwise.
-func constructorEnd(code []uint32, pc int) int {
+// arrayOnly reports whether the constructor whose NEWTABLE A is at pc ends
+// in a SETLIST A 0 (its last field a call or `...`) with no keyed field
+// before it.
+func arrayOnly(code []uint32, pc int) bool {
 	a := argA(code[pc])
 	for i := pc + 1; i < len(code); i++ {
 		inst := code[i]
 		switch opcode(inst) {
 		case lua.OP_NEWTABLE:
 			if argA(inst) == a { // another constructor in the same register: ours ended
-				return 0
+				return false
 			}
 		case lua.OP_SETTABLE, lua.OP_SETTABLEKS:
 			if argA(inst) == a { // a keyed field
-				return 0
+				return false
 			}
 		case lua.OP_SETLIST:
 			if argA(inst) == a && argB(inst) == 0 {
-				return i
+				return true
 			}
 			if argC(inst) == 0 { // the batch number is the next word, not an instruction
 				i++
 			}
 		}
 	}
-	return 0
+	return false
 }
