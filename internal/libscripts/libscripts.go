@@ -2,7 +2,7 @@
 // its library makes the text, from where the tests' builds and installs
 // keep the libraries: the Go module cache (go-redis/redis_rate,
 // ulule/limiter, throttled), tests/clients/node/node_modules after `npm ci` there
-// (rate-limiter-flexible, rate-limit-redis) and Debian's python3-limits.
+// (rate-limiter-flexible, rate-limit-redis, bottleneck) and Debian's python3-limits.
 // Tests and benchmarks use it to run limitdb's native twins on the exact
 // texts: each function fails its test when a text cannot be read, and for
 // a library installed by npm or apt skips it outside CI (CI=true). It
@@ -10,6 +10,7 @@
 package libscripts
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,64 @@ func RateLimitRedis(t testing.TB) string {
 // file's bytes.
 func PythonLimits(t testing.TB, name string) string {
 	return string(installed(t, "/usr/lib/python3/dist-packages/limits/resources/redis/lua_scripts/"+name+".lua"))
+}
+
+// bottleneckScripts are bottleneck 2.19.5's scripts (lib/Scripts.js's
+// templates): the headers each is made of after refs.lua, and whether
+// refresh_expiration.lua follows them.
+var bottleneckScripts = map[string]struct {
+	headers []string
+	refresh bool
+}{
+	"init":                {[]string{"process_tick"}, true},
+	"group_check":         {nil, false},
+	"register_client":     {[]string{"validate_keys"}, false},
+	"blacklist_client":    {[]string{"validate_keys", "validate_client"}, false},
+	"heartbeat":           {[]string{"validate_keys", "validate_client", "process_tick"}, false},
+	"update_settings":     {[]string{"validate_keys", "validate_client", "process_tick"}, true},
+	"running":             {[]string{"validate_keys", "validate_client", "process_tick"}, false},
+	"queued":              {[]string{"validate_keys", "validate_client"}, false},
+	"done":                {[]string{"validate_keys", "validate_client", "process_tick"}, false},
+	"check":               {[]string{"validate_keys", "validate_client", "process_tick", "conditions_check"}, false},
+	"submit":              {[]string{"validate_keys", "validate_client", "process_tick", "conditions_check"}, true},
+	"register":            {[]string{"validate_keys", "validate_client", "process_tick", "conditions_check"}, true},
+	"free":                {[]string{"validate_keys", "validate_client", "process_tick"}, true},
+	"current_reservoir":   {[]string{"validate_keys", "validate_client", "process_tick"}, false},
+	"increment_reservoir": {[]string{"validate_keys", "validate_client", "process_tick"}, true},
+}
+
+// BottleneckNames are the names of bottleneck's scripts.
+func BottleneckNames() []string {
+	names := make([]string, 0, len(bottleneckScripts))
+	for name := range bottleneckScripts {
+		names = append(names, name)
+	}
+	return names
+}
+
+// Bottleneck is bottleneck 2.19.5's script name as its Scripts.payload
+// makes it from lib/lua.json: refs.lua, the script's headers, an empty
+// line or refresh_expiration.lua, and its own file, joined by newlines.
+func Bottleneck(t testing.TB, name string) string {
+	tmpl, ok := bottleneckScripts[name]
+	if !ok {
+		t.Fatalf("libscripts: bottleneck has no script %q", name)
+	}
+	var lua map[string]string
+	src := installed(t, filepath.Join(root(), "tests/clients/node/node_modules/bottleneck/lib/lua.json"))
+	if err := json.Unmarshal(src, &lua); err != nil {
+		t.Fatalf("libscripts: bottleneck's lua.json: %v", err)
+	}
+	parts := []string{lua["refs.lua"]}
+	for _, h := range tmpl.headers {
+		parts = append(parts, lua[h+".lua"])
+	}
+	refresh := ""
+	if tmpl.refresh {
+		refresh = lua["refresh_expiration.lua"]
+	}
+	parts = append(parts, refresh, lua[name+".lua"])
+	return strings.Join(parts, "\n")
 }
 
 // Load is a benchmark's load of one script: its text as the library sends
