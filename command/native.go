@@ -1,6 +1,7 @@
 package command
 
 import (
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ type nativeScript struct {
 
 // nativeScripts returns the recognised scripts by SHA1.
 func nativeScripts() map[string]*nativeScript {
-	return map[string]*nativeScript{
+	scripts := map[string]*nativeScript{
 		// go-redis/redis_rate v10.0.1, lua.go: allowN and allowAtMost.
 		"f52a5b566060d79fd321d695df55bc918339c4aa": {Name: "redis_rate.allowN", run: redisRateAllowN},
 		"054143318f521948424aa25df61d7f7ba835a9d7": {Name: "redis_rate.allowAtMost", run: redisRateAllowAtMost},
@@ -59,6 +60,9 @@ func nativeScripts() map[string]*nativeScript {
 		// its GCRA store sends with EVAL.
 		"ebd682e30de074a6919bde872b507734c7c3ebe5": {Name: "throttled.cas", run: throttledCAS},
 	}
+	// bottleneck 2.19.5's datastore: native_bottleneck.go.
+	maps.Copy(scripts, bottleneckScripts())
+	return scripts
 }
 
 // luaNumber converts an argument as Lua's arithmetic coerces a string

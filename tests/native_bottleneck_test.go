@@ -66,6 +66,10 @@ func TestBottleneckNativeMatchesLua(t *testing.T) {
 	} {
 		require.Positive(t, p.seen[outcome], "the walk never saw %s: %v", outcome, p.seen)
 	}
+	// The plain calls the library makes run on the twins: were they to
+	// decline, the walk would compare the interpreter with itself.
+	native, sent := bnNativeRuns(t, p.c)
+	require.Greater(t, native, sent*9/10, "of %d EVALSHA calls in the walk, %d ran natively", sent, native)
 
 	// A migration from before 2.14.0 touches keys not in KEYS, which a
 	// script may touch only when they lie in a shard it holds: with one
@@ -88,6 +92,20 @@ func TestBottleneckNativeMatchesLua(t *testing.T) {
 	for _, name := range names {
 		require.Regexp(t, `native_bottleneck\.`+name+`:sha=`+p.sha[name]+`,runs=[1-9]`, info)
 	}
+}
+
+// bnNativeRuns is how many runs INFO counts for bottleneck's twins, and
+// how many EVALSHA calls the server took.
+func bnNativeRuns(t testing.TB, c *redis.Client) (native, sent int) {
+	t.Helper()
+	for _, m := range regexp.MustCompile(`native_bottleneck\.\w+:sha=\w+,runs=(\d+)`).FindAllStringSubmatch(c.Info(ctx, "scripting").Val(), -1) {
+		n, _ := strconv.Atoi(m[1])
+		native += n
+	}
+	m := regexp.MustCompile(`cmdstat_evalsha:calls=(\d+)`).FindStringSubmatch(c.Info(ctx, "commandstats").Val())
+	require.NotNil(t, m, "no EVALSHA in INFO commandstats")
+	sent, _ = strconv.Atoi(m[1])
+	return native, sent
 }
 
 // newBnPair loads bottleneck's scripts on ts and subscribes to every
