@@ -173,8 +173,12 @@ func TestRateLimiterFlexibleSideBySide(t *testing.T) {
 // datastore and Lua scripts, a subscriber for its channels): a burst of 20
 // jobs against a reservoir of 5, at most 2 at once, then the reservoir
 // raised: the same jobs run at each point on both servers, with the same
-// counts kept in the datastore (tests/clients/node/bottleneck.test.mjs).
+// counts kept in the datastore (tests/clients/node/bottleneck.test.mjs),
+// with the job's scripts run by their twins.
 func TestBottleneck(t *testing.T) {
 	t.Parallel()
-	nodeSideBySide(t, "bottleneck.test.mjs")
+	_, lim := nodeSideBySide(t, "bottleneck.test.mjs")
+	for _, name := range []string{"init", "register_client", "submit", "register", "free"} {
+		ranNatively(t, lim, "bottleneck."+name)
+	}
 }
