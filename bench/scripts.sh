@@ -23,6 +23,12 @@
 #   throttled.cas       throttled v2's goredisstore compare-and-swap, from the
 #                       Go module cache (native): every key is set to the
 #                       old value first, so each call is a GET and a SETEX
+#   bottleneck.check    bottleneck 2.19.5's check script (native), from the
+#                       same node_modules, on one limiter's eight keys
+#                       (init and register_client run first): one call of
+#                       limiter.check(1)
+#   bottleneck.submit   its submit script on the same limiter (native): one
+#                       job queued
 #   gcra.lua            bench/lua/gcra.lua: a GCRA script limitdb does not
 #                       recognise, on the interpreter
 #   slog.lua            bench/lua/slog.lua: a sliding log on a sorted set,
@@ -71,9 +77,34 @@ if os.path.exists(li):
     shutil.copy(li, out + "/limits_incr_expire.lua")
 PY
 
+# bottleneck's scripts as its Scripts.payload makes them.
+bn=tests/clients/node/node_modules/bottleneck/lib/Scripts.js
+if [ -f "$bn" ] && command -v node >/dev/null; then
+  node -e 'const s = require(process.argv[1]), fs = require("fs");
+for (const n of ["init", "register_client", "check", "submit"]) fs.writeFileSync(process.argv[2] + "/bottleneck_" + n + ".lua", s.payload(n));' \
+    "$PWD/$bn" "$work"
+fi
+bnkeys="8 b_bench_settings b_bench_job_weights b_bench_job_expirations b_bench_job_clients b_bench_client_running b_bench_client_num_queued b_bench_client_last_registered b_bench_client_last_seen"
+bnnow=1700000000000
+# bottleneck_setup port: a limiter "bench" as Bottleneck's defaults make
+# it (no maxConcurrent, no reservoir), and a client "c1" registered.
+bottleneck_setup() {
+  local init reg
+  init=$(redis-cli -p "$1" -x SCRIPT LOAD <"$work/bottleneck_init.lua")
+  reg=$(redis-cli -p "$1" -x SCRIPT LOAD <"$work/bottleneck_register_client.lua")
+  # shellcheck disable=SC2086
+  redis-cli -p "$1" EVALSHA "$init" $bnkeys "$bnnow" c1 1 2.19.5 maxConcurrent "" minTime 0 highWater "" \
+    strategy 1 penalty "" reservoir "" reservoirRefreshInterval "" reservoirRefreshAmount "" \
+    reservoirIncreaseInterval "" reservoirIncreaseAmount "" reservoirIncreaseMaximum "" id bench \
+    version 2.19.5 groupTimeout "" clientTimeout 10000 >/dev/null
+  # shellcheck disable=SC2086
+  redis-cli -p "$1" EVALSHA "$reg" $bnkeys "$bnnow" c1 0 >/dev/null
+}
+
 start_pair
 
-# name file args...: the scripts and their arguments after the key.
+# name file args [keys]: the scripts and their arguments after the keys;
+# without keys, one of 100k random keys.
 scripts=(
   "redis_rate.allowN|$work/redis_rate_allowN.lua|1000 1000 60 1"
   "ulule.incr|$work/ulule_incr.lua|1 60000"
@@ -84,6 +115,10 @@ scripts=(
 [ -f "$work/rate_limit_redis.lua" ] && scripts+=("rate-limit-redis.increment|$work/rate_limit_redis.lua|60000")
 [ -f "$work/limits_incr_expire.lua" ] && scripts+=("limits.incr_expire|$work/limits_incr_expire.lua|60 1")
 scripts+=("throttled.cas|$work/throttled_cas.lua|5 5 60")
+if [ -f "$work/bottleneck_check.lua" ]; then
+  scripts+=("bottleneck.check|$work/bottleneck_check.lua|$bnnow c1 1|$bnkeys")
+  scripts+=("bottleneck.submit|$work/bottleneck_submit.lua|$bnnow c1 0 1|$bnkeys")
+fi
 # fill port name: every key redis-benchmark's -r 100000 names holds 5.
 fill() {
   python3 -c 'import sys
@@ -97,16 +132,18 @@ results=$work/results.csv
 echo "script,server,round,rps,p99_ms,cpu_us_per_req"
 for round in $(seq "$ROUNDS"); do
   for s in "${scripts[@]}"; do
-    IFS='|' read -r name file args <<<"$s"
+    IFS='|' read -r name file args keys <<<"$s"
     [[ $name =~ $ONLY ]] || continue
     for kind in limitdb redis; do
       port=$lp pid=$lpid; [ "$kind" = redis ] && port=$rp pid=$rpid
       sha=$(redis-cli -p "$port" -x SCRIPT LOAD <"$file") # -x: the exact bytes, final newline included
       [ "$name" = throttled.cas ] && fill "$port" "$name"
+      [[ $name == bottleneck.* ]] && bottleneck_setup "$port"
+      [ -n "$keys" ] || keys="1 $name:__rand_int__"
       before=$(cpu_ticks "$pid")
       # shellcheck disable=SC2086
       line=$(taskset -c 1 redis-benchmark -p "$port" -c 50 -P 16 -n "$N" -r 100000 --csv \
-        EVALSHA "$sha" 1 "$name:__rand_int__" $args | tail -1)
+        EVALSHA "$sha" $keys $args | tail -1)
       after=$(cpu_ticks "$pid")
       rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
       p99=$(echo "$line" | cut -d, -f7 | tr -d '"')
