@@ -155,12 +155,7 @@ func bottleneckInit(c *Client, keys, argv [][]byte) bool {
 					r.tx.Delete(k, r.at)
 				}
 			}
-			r.tx.DoHash(keys[bnSettings], r.at, true, func(h *engine.Hash) bool {
-				for i := 0; i < len(pairs); i += 2 {
-					h.Set(pairs[i], pairs[i+1])
-				}
-				return true
-			})
+			r.hmset(bnSettings, pairs)
 			for _, f := range []string{"nextRequest", "lastReservoirRefresh", "lastReservoirIncrease"} {
 				r.hsetNumber(bnSettings, f, r.now)
 			}
@@ -172,7 +167,8 @@ func bottleneckInit(c *Client, keys, argv [][]byte) bool {
 			return true
 		}
 		s, ok := r.settings()
-		if !ok || !s.hasVersion || string(s.version[:s.versionLen]) != string(version) || !r.refreshable(0, 0, s.groupTimeout) {
+		sameVersion := s.hasVersion && s.versionLen <= len(s.version) && string(s.version[:s.versionLen]) == string(version)
+		if !ok || !sameVersion || !r.refreshable(0, 0, s.groupTimeout) {
 			return false
 		}
 		p, ok := r.plan(&s, false)
@@ -249,12 +245,7 @@ func bottleneckUpdateSettings(c *Client, keys, argv [][]byte) bool {
 		if !bnPairs(pairs) {
 			return false
 		}
-		r.tx.DoHash(keys[bnSettings], r.at, true, func(h *engine.Hash) bool {
-			for i := 0; i < len(pairs); i += 2 {
-				h.Set(pairs[i], pairs[i+1])
-			}
-			return true
-		})
+		r.hmset(bnSettings, pairs)
 		s, ok := r.settings()
 		if !ok || !r.refreshable(0, 0, s.groupTimeout) {
 			return false // after an HMSET the interpreter repeats to the same effect

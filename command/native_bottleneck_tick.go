@@ -85,7 +85,7 @@ func bnCounter(b []byte) bool {
 // bnConfig is the limiter's settings hash, as tonumber reads its fields.
 type bnConfig struct {
 	hasID, hasVersion, hasClientTimeout                                  bool
-	version                                                              [16]byte // its first bytes; versionLen is its length
+	version                                                              [16]byte // its first bytes; versionLen is its whole length
 	versionLen                                                           int
 	maxConcurrent, running, reservoir                                    luaNum
 	refreshInterval, refreshAmount, lastRefresh                          luaNum
@@ -150,9 +150,9 @@ func (s *bnConfig) set(name, value []byte) bool {
 		s.hasID = true
 		return true
 	case "version":
-		s.hasVersion = len(value) <= len(s.version)
-		s.versionLen = copy(s.version[:], value)
-		return s.hasVersion
+		s.hasVersion, s.versionLen = true, len(value)
+		copy(s.version[:], value)
+		return true
 	case "running":
 		s.runningCounts = bnCounter(value)
 	case "done":
@@ -221,6 +221,16 @@ func (r *bnRun) hget(k int, field []byte) (v []byte, ok bool) {
 func (r *bnRun) hset(k int, field, value []byte) {
 	r.tx.DoHash(r.keys[k], r.at, true, func(h *engine.Hash) bool {
 		h.Set(field, value)
+		return true
+	})
+}
+
+// hmset is HMSET key with field-value pairs.
+func (r *bnRun) hmset(k int, pairs [][]byte) {
+	r.tx.DoHash(r.keys[k], r.at, true, func(h *engine.Hash) bool {
+		for i := 0; i+1 < len(pairs); i += 2 {
+			h.Set(pairs[i], pairs[i+1])
+		}
 		return true
 	})
 }
