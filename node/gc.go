@@ -1,6 +1,7 @@
 package node
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -30,6 +31,7 @@ const (
 	gcBudget  = 0.01            // the share of a core above which collecting is expensive
 	gcMinHeap = 4 << 20         // the least a heap grows by between cycles at GOGC 100 (Go's minimum heap)
 	gcLong    = 0.002           // CPU seconds from which one cycle is long enough to hold up commands
+	gcCalm    = 5               // the cheap seconds in a row that end an expensive spell
 )
 
 // gcPercent is the GOGC that lets a heap of live bytes grow by gcSpan of
@@ -59,6 +61,7 @@ type gcPacer struct {
 	last      gcReading     // at the last pace
 	perCycle  float64       // CPU seconds of the last cycles, each
 	expensive bool          // collecting at GOGC 100 would cost more than gcBudget
+	calm      int           // cheap seconds in a row while expensive
 	percent   int           // what it set last; 0: nothing yet
 }
 
@@ -93,24 +96,35 @@ func newGCPacer() *gcPacer {
 // GOGC 100: a cycle each time the heap grows by the live heap (at least
 // gcMinHeap), each costing what the last ones cost; expensive past
 // gcBudget when a cycle is long (gcLong: short ones, however many, hold
-// nothing up for long), cheap again below half of either.
+// nothing up for long), cheap again after gcCalm seconds below half of
+// either. An idle second (no cycle, less than gcMinHeap allocated)
+// changes nothing. Both keep a load that pauses and comes back (a burst,
+// a benchmark's rounds) from spending its first second collecting at
+// GOGC 100 again: a second the load only partly filled looks cheap.
 func (p *gcPacer) pace(headroom int64) {
 	now := p.read()
 	rate := now.allocated - min(p.last.allocated, now.allocated)
-	if n := now.cycles - min(p.last.cycles, now.cycles); n > 0 {
+	n := now.cycles - min(p.last.cycles, now.cycles)
+	if n > 0 {
 		p.perCycle = max(now.gcCPU-p.last.gcCPU, 0) / float64(n)
 	}
 	p.last = now
+	if n == 0 && rate < gcMinHeap {
+		return // idle: the heap is not growing, and the next burst finds the room it had
+	}
 	atDefault := p.perCycle * float64(rate) / float64(max(now.live, gcMinHeap))
 	switch {
 	case atDefault > gcBudget && p.perCycle > gcLong:
-		p.expensive = true
+		p.expensive, p.calm = true, 0
 	case atDefault < gcBudget/2 || p.perCycle < gcLong/2:
-		p.expensive = false
+		p.calm++
+		p.expensive = p.expensive && p.calm < gcCalm
 	}
 	want := 100
 	if p.expensive {
-		want = gcPercent(now.live, rate, uint64(max(headroom, 0)))
+		// The busiest second of the spell sets the room: a second the
+		// load only partly filled would shrink it for the next.
+		want = max(gcPercent(now.live, rate, uint64(max(headroom, 0))), min(p.percent, gcPercent(now.live, math.MaxUint64, uint64(max(headroom, 0)))))
 	}
 	if p.percent != 0 && want*10 > p.percent*9 && want*10 < p.percent*11 {
 		return

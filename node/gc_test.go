@@ -45,11 +45,17 @@ func TestGCPacerSetsOnChange(t *testing.T) {
 		{41 * mb, 100 * mb, 1, 0.015, 128 * mb, "312: within a tenth"},
 		{41 * mb, 100 * mb, 0, 0, 128 * mb, "no cycle this second: still expensive, nothing"},
 		{60 * mb, 100 * mb, 1, 0.015, 128 * mb, "213"},
+		{60 * mb, 1 * mb, 0, 0, 128 * mb, "an idle second: still 213, nothing"},
+		{60 * mb, 100 * mb, 1, 0.015, 128 * mb, "the load back: still 213, nothing"},
 		{60 * mb, 100 * mb, 1, 0.015, 0, "no headroom: 100"},
 		{60 * mb, 100 * mb, 1, 0.015, 0, "100 again: nothing"},
 		{40 * mb, 40 * mb, 1, 0.015, 128 * mb, "1.5%, expensive: 200"},
 		{40 * mb, 40 * mb, 1, 0.008, 128 * mb, "0.8%, between the marks: still 200, nothing"},
-		{40 * mb, 10 * mb, 1, 0.008, 128 * mb, "0.2%, cheap again: 100"},
+		{40 * mb, 10 * mb, 1, 0.008, 128 * mb, "0.2%, a second the load partly filled: still 200, nothing"},
+		{40 * mb, 10 * mb, 1, 0.008, 128 * mb, "cheap, 2 in a row: nothing"},
+		{40 * mb, 10 * mb, 1, 0.008, 128 * mb, "cheap, 3 in a row: nothing"},
+		{40 * mb, 10 * mb, 1, 0.008, 128 * mb, "cheap, 4 in a row: nothing"},
+		{40 * mb, 10 * mb, 1, 0.008, 128 * mb, "cheap, 5 in a row: 100"},
 	} {
 		now = gcReading{live: step.live, allocated: now.allocated + step.rate, cycles: now.cycles + step.cycles, gcCPU: now.gcCPU + step.cpu}
 		before := len(sets)
