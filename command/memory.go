@@ -64,7 +64,11 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 	if eng.UsedBytes() <= max {
 		return true
 	}
-	if s.mem.evict.Load() {
+	// Inside a transaction (EXEC, a script) the shards it holds are
+	// locked: eviction, which locks the shards it samples, waits for
+	// the next command outside one, and keys are read through the
+	// transaction's handle.
+	if s.mem.evict.Load() && c.tx == nil {
 		now := c.Now()
 		for i := 0; i < evictionsPerCommand && eng.UsedBytes() > max; i++ {
 			evicted, reaped := eng.EvictSoonest(now, 16)
@@ -88,7 +92,7 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 		now := c.Now()
 		all := true
 		for i := cmd.FirstKey; i <= last && i < len(args); i += max1(cmd.Step) {
-			if _, ok := eng.Get(args[i], now); !ok {
+			if _, ok := c.eng().Get(args[i], now); !ok {
 				all = false
 				break
 			}

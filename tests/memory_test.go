@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
@@ -119,6 +120,37 @@ func TestMaxmemoryVolatileTTLEvictsSoonestToExpire(t *testing.T) {
 	// by its own cost, as in Redis.
 	if used, max := ts.srv.Engine().UsedBytes(), mustInt(t, infoValue(t, c, "memory", "maxmemory")); used > max+100 {
 		t.Fatalf("used %d over maxmemory %d", used, max)
+	}
+}
+
+// TestMaxmemoryInTransactions: over maxmemory, a script's write to a new
+// key answers OOM and a transaction with one is discarded, as in Redis,
+// and the server goes on serving: the check that lets writes to existing keys
+// through reads them through the transaction that holds their shards, and
+// eviction waits for a command outside one.
+func TestMaxmemoryInTransactions(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{"noeviction", "volatile-ttl"} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t)
+			c := ts.client(t, 2)
+			require.NoError(t, c.Set(ctx, "old", "1", 0).Err())
+			require.NoError(t, c.ConfigSet(ctx, "maxmemory-policy", policy).Err())
+			require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+			quick := redis.NewClient(&redis.Options{Addr: ts.addr, MaxRetries: -1, ReadTimeout: 2 * time.Second})
+			t.Cleanup(func() { quick.Close() })
+			err := quick.Eval(ctx, "return redis.call('INCR', KEYS[1])", []string{"new"}).Err()
+			require.ErrorContains(t, err, "OOM command not allowed")
+			require.Equal(t, int64(2), quick.Eval(ctx, "return redis.call('INCR', KEYS[1])", []string{"old"}).Val())
+			_, err = quick.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Incr(ctx, "old")
+				p.Incr(ctx, "new2")
+				return nil
+			})
+			require.ErrorContains(t, err, "EXECABORT") // INCR new2 was refused when queued, as in Redis
+			require.NoError(t, quick.Ping(ctx).Err())
+		})
 	}
 }
 
