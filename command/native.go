@@ -65,6 +65,30 @@ func nativeScripts() map[string]*nativeScript {
 	return scripts
 }
 
+// nativeAdmits reports whether a twin may run for c. A twin makes its
+// script's writes without the gates each redis.call passes
+// (scriptCaller.Call), so where one of them could refuse a write (a
+// read-only replica, writes stopped by a failed save, a user whose
+// commands are limited, a keyspace at maxmemory) the script runs on the
+// interpreter, which answers as Redis does.
+func (s *Server) nativeAdmits(c *Client) bool {
+	if s.readOnly.Load() || s.refuseWrites.Load() {
+		return false
+	}
+	if us := s.guard.acl.Load(); us != nil && !(us.Open() && c.user == "") {
+		return false
+	}
+	s.mem.once.Do(func() { s.mem.load(s) })
+	max := s.mem.max.Load()
+	if max <= 0 {
+		return true
+	}
+	if s.ClientMemory != nil {
+		max -= s.ClientMemory()
+	}
+	return s.eng.UsedBytes() <= max
+}
+
 // luaNumber converts an argument as Lua's arithmetic coerces a string
 // (decimal only: anything else declines).
 func luaNumber(b []byte) (float64, bool) {

@@ -141,7 +141,7 @@ func (c *Client) scriptBySHA(sha []byte) (*scripting.Script, *nativeScript) {
 // runScript runs script for c: natively when it is one of the library
 // scripts limitdb knows (n, from native.go), else on the interpreter.
 func (s *Server) runScript(c *Client, script *scripting.Script, n *nativeScript, keys, argv [][]byte, ro bool) {
-	if n != nil && !ro && n.run(c, keys, argv) {
+	if n != nil && !ro && s.nativeAdmits(c) && n.run(c, keys, argv) {
 		n.runs.Add(1)
 		script.Runs.Add(1)
 		c.failed = false

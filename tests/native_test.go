@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/internal/libscripts"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -130,4 +132,46 @@ func limitsArgs(rng *rand.Rand) func(script string) []any {
 		}
 		return []any{[]int{1, 2, 60}[rng.Intn(3)], 1 + rng.Intn(3)}
 	}
+}
+
+// TestNativeScriptsKeepTheGates: a twin makes its script's writes without
+// the checks each redis.call passes, so where one of them refuses a write
+// (on a read-only replica, for a user without the script's commands, at
+// maxmemory) the script runs on the interpreter instead: the same error as
+// its text with a newline added gives, and nothing written.
+func TestNativeScriptsKeepTheGates(t *testing.T) {
+	t.Parallel()
+	body := libscripts.Ulule(t, "luaIncrScript")
+	same := func(t *testing.T, c *redis.Client, want string) {
+		t.Helper()
+		sha := c.ScriptLoad(ctx, body).Val()
+		_, native := c.EvalSha(ctx, sha, []string{"n"}, 1, 60000).Result()
+		_, lua := c.Eval(ctx, body+"\n", []string{"l"}, 1, 60000).Result()
+		require.Error(t, native)
+		require.Contains(t, native.Error(), want)
+		require.Equal(t, strings.Split(lua.Error(), " script: ")[0], strings.Split(native.Error(), " script: ")[0])
+		require.Zero(t, c.Exists(ctx, "n", "l").Val(), "a refused script wrote")
+	}
+	t.Run("replica", func(t *testing.T) {
+		t.Parallel()
+		p, r := startServer(t), startServer(t)
+		rc := r.client(t, 2)
+		replicate(t, rc, p)
+		same(t, rc, "READONLY")
+	})
+	t.Run("user", func(t *testing.T) {
+		t.Parallel()
+		acl := writeACL(t, "user u on >pw ~* +@all -incrby\n")
+		ts, _ := startWith(t, func(c *config.Config) { c.ACLFile = acl }, nil)
+		c := redis.NewClient(&redis.Options{Addr: ts.addr, Username: "u", Password: "pw"})
+		t.Cleanup(func() { c.Close() })
+		same(t, c, "NOPERM")
+	})
+	t.Run("maxmemory", func(t *testing.T) {
+		t.Parallel()
+		ts := startServer(t)
+		c := ts.client(t, 2)
+		require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+		same(t, c, "OOM")
+	})
 }
