@@ -17,9 +17,11 @@ import (
 // key of the wrong kind), and Redis keeps what it wrote before the error.
 // A twin never reaches such a point: it reads everything it will need,
 // works out what process_tick will do (tickPlan), and declines before it
-// writes, so the interpreter runs the script from the same state. The one
-// write before the checks is validate_client.lua's ZADD of the client's
-// last_seen score, which the interpreter repeats to the same effect.
+// writes, so the interpreter runs the script from the same state. The
+// writes a twin makes before its checks are ones the interpreter repeats
+// to the same effect: validate_client.lua's ZADD of the client's
+// last_seen score, free.lua's ZADD of the job's expiry, and
+// update_settings.lua's HMSET.
 
 // refs.lua's keys, in KEYS order.
 const (
