@@ -32,6 +32,10 @@ type nativeScript struct {
 	Name string // library.function, as INFO scripting shows it
 	run  func(c *Client, keys, argv [][]byte) bool
 	runs atomic.Int64
+	// loops: its run is not one engine call in constant time (bottleneck's
+	// walk expired jobs and clients), so the batch's instant is read anew
+	// after it, as after any command that is not fast.
+	loops bool
 }
 
 // nativeScripts returns the recognised scripts by SHA1.

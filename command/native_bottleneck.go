@@ -18,7 +18,7 @@ import (
 
 // bottleneckScripts are the twins by SHA1 of the text bottleneck sends.
 func bottleneckScripts() map[string]*nativeScript {
-	return map[string]*nativeScript{
+	scripts := map[string]*nativeScript{
 		"9681e2eb0f886df26fa948812dbd55b6263256c4": {Name: "bottleneck.init", run: bottleneckInit},
 		"26d5cd859734aea4f86e797b89b5a69b6205af43": {Name: "bottleneck.group_check", run: bottleneckGroupCheck},
 		"bf0099497e081e19f6e6f1a4e90d6d502e2230a7": {Name: "bottleneck.register_client", run: bottleneckRegisterClient},
@@ -35,6 +35,10 @@ func bottleneckScripts() map[string]*nativeScript {
 		"e8553397e5a377190dec59912c76c7986551aa06": {Name: "bottleneck.current_reservoir", run: bottleneckCurrentReservoir},
 		"a7cb1e67d8103dd9df7128caf9aae9f234f3fad7": {Name: "bottleneck.increment_reservoir", run: bottleneckIncrementReservoir},
 	}
+	for _, n := range scripts {
+		n.loops = true
+	}
+	return scripts
 }
 
 // bnHeaders are the checks a script starts with.

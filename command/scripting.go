@@ -145,7 +145,7 @@ func (s *Server) runScript(c *Client, script *scripting.Script, n *nativeScript,
 		n.runs.Add(1)
 		script.Runs.Add(1)
 		c.failed = false
-		c.bt.ranFast = true // one engine call: the batch's instant still holds
+		c.bt.ranFast = !n.loops // constant time: the batch's instant still holds
 		return
 	}
 	s.runScriptWith(c, keys, ro, func(sc *scriptCaller) error {
