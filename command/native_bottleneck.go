@@ -56,7 +56,7 @@ const (
 // whether it answered; it declines only before its first write that is
 // not idempotent.
 func bottleneckRun(c *Client, keys, argv [][]byte, args int, headers bnHeaders, body func(r *bnRun) bool) bool {
-	if len(keys) != bnKeys || len(argv) < 2+args {
+	if len(keys) != bnKeys || len(argv) < 2+args || aliased(keys) {
 		return false
 	}
 	now, ok := bnNumber(argv[0])
@@ -95,6 +95,19 @@ func bottleneckRun(c *Client, keys, argv [][]byte, args int, headers bnHeaders, 
 		c.srv.eng.Exclusive(keys, false, run)
 	}
 	return handled
+}
+
+// aliased reports whether a key is named twice: the twins read ahead of
+// their writes, which only gives what the script gives for eight keys.
+func aliased(keys [][]byte) bool {
+	for i := range keys {
+		for j := i + 1; j < len(keys); j++ {
+			if string(keys[i]) == string(keys[j]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // bnTick runs process_tick(now, alwaysPublish) on the settings as they

@@ -184,3 +184,62 @@ func TestEvalSHAAfterFlush(t *testing.T) {
 		}
 	}
 }
+
+// TestBottleneckTwinEdges: a bottleneck twin declines KEYS that name a key
+// twice (it reads ahead of its writes, which gives the script's answer only
+// for eight keys), so the interpreter answers; and after a twin's run,
+// which grows with the jobs and clients it walks, the batch's instant is
+// read anew.
+func TestBottleneckTwinEdges(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(1_700_000_000e9)
+	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	defer s.Close()
+	c := s.NewLocalClient()
+	sha := map[string]string{}
+	for _, name := range []string{"init", "register_client", "check"} {
+		sha[name] = scripting.SHA1([]byte(libscripts.Bottleneck(t, name)))
+		c.DoString("SCRIPT", "LOAD", libscripts.Bottleneck(t, name))
+	}
+	keys := []string{"8"}
+	for _, k := range []string{"settings", "job_weights", "job_expirations", "job_clients", "client_running",
+		"client_num_queued", "client_last_registered", "client_last_seen"} {
+		keys = append(keys, "b_a_"+k)
+	}
+	call := func(script string, keys []string, argv ...string) string {
+		args := append(append([]string{"EVALSHA", sha[script]}, keys...), argv...)
+		if strings.HasSuffix(script, "\n") {
+			args[0], args[1] = "EVAL", script
+		}
+		return string(c.DoString(args...))
+	}
+	now := "1700000000000"
+	for _, step := range [][]string{
+		{"init", now, "c1", "1", "2.19.5", "id", "a", "version", "2.19.5", "minTime", "0", "clientTimeout", "10000"},
+		{"register_client", now, "c1", "0"},
+	} {
+		if got := call(step[0], keys, step[1:]...); got != "*0\r\n" {
+			t.Fatalf("%s: %q", step[0], got)
+		}
+	}
+	check := s.natives[sha["check"]]
+	runs := check.runs.Load()
+	aliased := append([]string(nil), keys...)
+	aliased[4] = aliased[2] // job_clients is job_weights
+	native := call("check", aliased, now, "c1", "1")
+	lua := call(libscripts.Bottleneck(t, "check")+"\n", aliased, now, "c1", "1")
+	if native != lua || native != ":1\r\n" {
+		t.Errorf("aliased keys: native %q, interpreter %q, want :1", native, lua)
+	}
+	if check.runs.Load() != runs {
+		t.Error("the twin ran on aliased keys")
+	}
+	c.Now()
+	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" || check.runs.Load() != runs+1 {
+		t.Fatalf("check: %q, runs %d", got, check.runs.Load()-runs)
+	}
+	if c.bt.haveNow {
+		t.Error("the batch keeps its instant after a bottleneck twin")
+	}
+	c.endBatch()
+}
