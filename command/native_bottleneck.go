@@ -25,14 +25,14 @@ func bottleneckScripts() map[string]*nativeScript {
 		"3c8a7355139ada3e72f53fb98e867cbc6b003664": {Name: "bottleneck.blacklist_client", run: bottleneckBlacklistClient},
 		"8bd3e064b718321194a8df49c69e48fd0ffb4dcd": {Name: "bottleneck.heartbeat", run: bottleneckHeartbeat},
 		"621fc7ecd6cf6f4f27ef7c741843853adbcd265b": {Name: "bottleneck.update_settings", run: bottleneckUpdateSettings},
-		"291d32ae9e5f34dc078d5ce506219b7f611c9ee2": {Name: "bottleneck.running", run: bottleneckRunning},
+		"291d32ae9e5f34dc078d5ce506219b7f611c9ee2": {Name: "bottleneck.running", run: bottleneckAfterTick(bnRunning)},
 		"608f9f70fd5309ad84c004a11b17c03168b3a300": {Name: "bottleneck.queued", run: bottleneckQueued},
-		"e48fa2d8f7727c9774b7a088c3ca89cc24b02508": {Name: "bottleneck.done", run: bottleneckDone},
+		"e48fa2d8f7727c9774b7a088c3ca89cc24b02508": {Name: "bottleneck.done", run: bottleneckAfterTick(bnDone)},
 		"6f6eb052b7b0a87b430ac68547917a8aecbb9a4a": {Name: "bottleneck.check", run: bottleneckCheck},
 		"f00a66a4159e8488fd6e3b8ccba92a8c602f2062": {Name: "bottleneck.submit", run: bottleneckSubmit},
 		"f015b372dc34d68d4d08ea116eac3307c8602945": {Name: "bottleneck.register", run: bottleneckRegister},
 		"bc60425feabe5bc26ad7ef67604a9bb0d6c03afb": {Name: "bottleneck.free", run: bottleneckFree},
-		"e8553397e5a377190dec59912c76c7986551aa06": {Name: "bottleneck.current_reservoir", run: bottleneckCurrentReservoir},
+		"e8553397e5a377190dec59912c76c7986551aa06": {Name: "bottleneck.current_reservoir", run: bottleneckAfterTick(bnReservoir)},
 		"a7cb1e67d8103dd9df7128caf9aae9f234f3fad7": {Name: "bottleneck.increment_reservoir", run: bottleneckIncrementReservoir},
 	}
 	for _, n := range scripts {
@@ -278,45 +278,34 @@ func bottleneckUpdateSettings(c *Client, keys, argv [][]byte) bool {
 	})
 }
 
-// bottleneckRunning is running.lua: the running weight after
-// process_tick.
-func bottleneckRunning(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
-		_, p, ok := bnTick(r, false)
-		if ok {
-			bnNumberReply(c, p.running)
-		}
-		return ok
-	})
+// bottleneckAfterTick runs one of the scripts that reply with what
+// process_tick leaves (pick): running.lua, current_reservoir.lua,
+// done.lua.
+func bottleneckAfterTick(pick func(s *bnConfig, p *tickPlan) luaNum) func(c *Client, keys, argv [][]byte) bool {
+	return func(c *Client, keys, argv [][]byte) bool {
+		return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
+			s, p, ok := bnTick(r, false)
+			if ok {
+				bnNumberReply(c, pick(&s, &p))
+			}
+			return ok
+		})
+	}
 }
 
-// bottleneckCurrentReservoir is current_reservoir.lua: the reservoir after
-// process_tick.
-func bottleneckCurrentReservoir(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
-		_, p, ok := bnTick(r, false)
-		if ok {
-			bnNumberReply(c, p.reservoir)
-		}
-		return ok
-	})
-}
+// bnRunning is running.lua's reply: the running weight.
+func bnRunning(_ *bnConfig, p *tickPlan) luaNum { return p.running }
 
-// bottleneckDone is done.lua: the count of finished weight after
-// process_tick.
-func bottleneckDone(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
-		s, p, ok := bnTick(r, false)
-		if !ok {
-			return false
-		}
-		done := s.done
-		if p.total > 0 { // HINCRBY made it a count
-			done = num(s.done.v + p.total)
-		}
-		bnNumberReply(c, done)
-		return true
-	})
+// bnReservoir is current_reservoir.lua's: the reservoir.
+func bnReservoir(_ *bnConfig, p *tickPlan) luaNum { return p.reservoir }
+
+// bnDone is done.lua's: HGET of the finished weight, which process_tick's
+// HINCRBY made a count where jobs expired.
+func bnDone(s *bnConfig, p *tickPlan) luaNum {
+	if p.total > 0 {
+		return num(s.done.v + p.total)
+	}
+	return s.done
 }
 
 // bottleneckQueued is queued.lua: the queued jobs of the clients seen
@@ -333,7 +322,7 @@ func bottleneckQueued(c *Client, keys, argv [][]byte) bool {
 		}
 		sum := 0.0
 		for _, it := range seen {
-			v, _ := r.hget(bnClientNumQueued, []byte(it.Member))
+			v, _ := r.hget(bnClientNumQueued, it.member)
 			n, ok := bnNumber(v)
 			if !ok || !n.set {
 				return false

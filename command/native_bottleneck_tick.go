@@ -3,7 +3,6 @@ package command
 import (
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/scripting"
@@ -301,11 +300,17 @@ func (r *bnRun) zrem(k int, members [][]byte) {
 	})
 }
 
-// zrange is the members of key k with scores in sr, in order, copied.
-func (r *bnRun) zrange(k int, sr engine.ScoreRange) (items []engine.ZItem) {
+// bnItem is a sorted set's member, copied out, and its score.
+type bnItem struct {
+	member []byte
+	score  float64
+}
+
+// zrange is the members of key k with scores in sr, in order.
+func (r *bnRun) zrange(k int, sr engine.ScoreRange) (items []bnItem) {
 	r.tx.DoZSet(r.keys[k], r.at, false, func(z *engine.ZSet) bool {
 		z.AscendRange(sr, false, func(it engine.ZItem) bool {
-			items = append(items, engine.ZItem{Score: it.Score, Member: strings.Clone(it.Member)})
+			items = append(items, bnItem{member: []byte(it.Member), score: it.Score})
 			return true
 		})
 		return false
@@ -391,7 +396,7 @@ func (r *bnRun) plan(s *bnConfig, alwaysPublish bool) (p tickPlan, ok bool) {
 	// Expired jobs give their weight back, to the limiter and to their
 	// clients.
 	for _, it := range r.zrange(bnJobExpirations, engine.ScoreRange{Min: math.Inf(-1), Max: now, MaxEx: true}) {
-		job := []byte(it.Member)
+		job := it.member
 		p.expired = append(p.expired, job)
 		var w float64
 		if v, found := r.hget(bnJobWeights, job); found {
@@ -458,7 +463,7 @@ func (r *bnRun) plan(s *bnConfig, alwaysPublish bool) (p tickPlan, ok bool) {
 		return p, false
 	}
 	for _, it := range r.zrange(bnClientLastSeen, engine.ScoreRange{Min: math.Inf(-1), Max: now - s.clientTimeout.v}) {
-		client := []byte(it.Member)
+		client := it.member
 		p.unresponsive = append(p.unresponsive, client)
 		if score, ok := r.runningAfter(&p, client); ok && score == 0 {
 			p.terminated = append(p.terminated, client)
@@ -516,7 +521,7 @@ func (r *bnRun) prioritizable(p *tickPlan) bool {
 		ok = found && isNum && n.set && registered
 	}
 	for _, it := range r.zrange(bnClientRunning, engine.ScoreRange{Min: math.Inf(-1), Max: math.Inf(1)}) {
-		check([]byte(it.Member))
+		check(it.member)
 	}
 	for _, cw := range p.clients {
 		check(cw.client)
@@ -595,15 +600,15 @@ func (r *bnRun) offerCapacity(p *tickPlan) {
 	var best []byte
 	var earliest float64
 	for _, it := range r.zrange(bnClientRunning, engine.ScoreRange{Min: math.Inf(-1), Max: math.Inf(1)}) {
-		client := []byte(it.Member)
-		if (lowest.set && lowest.v != it.Score) || inList(p.unresponsive, client) {
+		client := it.member
+		if (lowest.set && lowest.v != it.score) || inList(p.unresponsive, client) {
 			continue
 		}
 		v, _ := r.hget(bnClientNumQueued, client)
 		if n, _ := bnNumber(v); n.v <= 0 {
 			continue
 		}
-		lowest = num(it.Score)
+		lowest = num(it.score)
 		last, _ := r.zscore(bnClientLastRegistered, client)
 		if best == nil || last < earliest {
 			best, earliest = client, last
