@@ -80,6 +80,12 @@ func (t *Table) eachRunnable(fn func(*Command)) {
 
 // ---- the gate and commands ------------------------------------------------
 
+// unrestricted reports whether c may run every command under users us:
+// none are configured, or only the open default user, which c is.
+func unrestricted(us *acl.Users, c *Client) bool {
+	return us == nil || us.Open() && c.user == ""
+}
+
 // authGate answers NOAUTH before authentication (commands flagged no_auth
 // pass) and NOPERM for commands the user may not run.
 func authGate(c *Client, cmd *Command, _ [][]byte) bool {
@@ -91,7 +97,7 @@ func authGate(c *Client, cmd *Command, _ [][]byte) bool {
 		return false
 	}
 	us := c.srv.guard.acl.Load()
-	if us == nil || us.Open() && c.user == "" || cmd.Flags&FlagNoAuth != 0 {
+	if unrestricted(us, c) || cmd.Flags&FlagNoAuth != 0 {
 		return true
 	}
 	name := c.user

@@ -47,21 +47,28 @@ var errOOM = wireError("OOM command not allowed when used memory > 'maxmemory'."
 // lowered limit is reached over several commands, not in one long pause.
 const evictionsPerCommand = 128
 
+// memoryLimit is what the keyspace may use: maxmemory less what the
+// clients hold, which is not the keyspace's to use; limited is false
+// without a maxmemory.
+func (s *Server) memoryLimit() (max int64, limited bool) {
+	s.mem.once.Do(func() { s.mem.load(s) })
+	if max = s.mem.max.Load(); max <= 0 {
+		return 0, false
+	}
+	if s.ClientMemory != nil {
+		max -= s.ClientMemory()
+	}
+	return max, true
+}
+
 func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 	if cmd.Flags&FlagDenyOOM == 0 {
 		return true
 	}
 	s := c.srv
-	s.mem.once.Do(func() { s.mem.load(s) })
-	max := s.mem.max.Load()
-	if max <= 0 {
-		return true
-	}
+	max, limited := s.memoryLimit()
 	eng := s.eng
-	if s.ClientMemory != nil {
-		max -= s.ClientMemory() // what the clients hold is not the keyspace's to use
-	}
-	if eng.UsedBytes() <= max {
+	if !limited || eng.UsedBytes() <= max {
 		return true
 	}
 	// Inside a transaction (EXEC, a script) the shards it holds are

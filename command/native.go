@@ -79,18 +79,11 @@ func (s *Server) nativeAdmits(c *Client) bool {
 	if s.readOnly.Load() || s.refuseWrites.Load() {
 		return false
 	}
-	if us := s.guard.acl.Load(); us != nil && !(us.Open() && c.user == "") {
+	if !unrestricted(s.guard.acl.Load(), c) {
 		return false
 	}
-	s.mem.once.Do(func() { s.mem.load(s) })
-	max := s.mem.max.Load()
-	if max <= 0 {
-		return true
-	}
-	if s.ClientMemory != nil {
-		max -= s.ClientMemory()
-	}
-	return s.eng.UsedBytes() <= max
+	max, limited := s.memoryLimit()
+	return !limited || s.eng.UsedBytes() <= max
 }
 
 // luaNumber converts an argument as Lua's arithmetic coerces a string
