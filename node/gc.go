@@ -1,7 +1,6 @@
 package node
 
 import (
-	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -123,8 +122,11 @@ func (p *gcPacer) pace(headroom int64) {
 	want := 100
 	if p.expensive {
 		// The busiest second of the spell sets the room: a second the
-		// load only partly filled would shrink it for the next.
-		want = max(gcPercent(now.live, rate, uint64(max(headroom, 0))), min(p.percent, gcPercent(now.live, math.MaxUint64, uint64(max(headroom, 0)))))
+		// load only partly filled would shrink it for the next. The
+		// room stays within headroom (a rate of headroom a second fills
+		// it), which CONFIG SET may have lowered.
+		room := uint64(max(headroom, 0))
+		want = max(gcPercent(now.live, rate, room), min(p.percent, gcPercent(now.live, room, room)))
 	}
 	if p.percent != 0 && want*10 > p.percent*9 && want*10 < p.percent*11 {
 		return
