@@ -68,12 +68,16 @@ func bottleneckRun(c *Client, keys, argv [][]byte, args int, headers bnHeaders, 
 	run := func(tx *engine.Engine) {
 		r.tx = tx
 		for i, k := range keys {
-			if kind, _, ok := tx.Peek(k, r.at); ok && kind != bnKind(i) {
+			kind, _, ok := tx.Peek(k, r.at)
+			if ok && kind != bnKind(i) {
 				return // WRONGTYPE somewhere: the interpreter says where
+			}
+			if i == bnSettings {
+				r.hasSettings = ok
 			}
 		}
 		if headers >= bnValidateKeys {
-			if _, _, ok := tx.Peek(keys[bnSettings], r.at); !ok {
+			if !r.hasSettings {
 				c.w.Error("SETTINGS_KEY_NOT_FOUND")
 				handled = true
 				return
@@ -154,8 +158,7 @@ func bottleneckInit(c *Client, keys, argv [][]byte) bool {
 			return false
 		}
 		version, pairs := argv[3], argv[4:]
-		_, _, exists := r.tx.Peek(keys[bnSettings], r.at)
-		if clear.set && clear.v == 1 || !exists {
+		if clear.set && clear.v == 1 || !r.hasSettings {
 			var groupTimeout luaNum
 			for i := 0; i+1 < len(pairs); i += 2 {
 				if string(pairs[i]) == "groupTimeout" {
@@ -203,8 +206,7 @@ func bottleneckInit(c *Client, keys, argv [][]byte) bool {
 // settings.
 func bottleneckGroupCheck(c *Client, keys, argv [][]byte) bool {
 	return bottleneckRun(c, keys, argv, 0, bnNoChecks, func(r *bnRun) bool {
-		_, _, exists := r.tx.Peek(keys[bnSettings], r.at)
-		bnBool(c, !exists)
+		bnBool(c, !r.hasSettings)
 		return true
 	})
 }

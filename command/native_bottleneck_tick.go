@@ -184,6 +184,9 @@ type bnRun struct {
 	now    float64 // ARGV[1], the client's Date.now()
 	client []byte  // ARGV[2]
 	num    [32]byte
+	// hasSettings: the settings hash existed when the run began (before
+	// any write of its own).
+	hasSettings bool
 }
 
 // settings reads the settings hash; ok is false where a field is not what
