@@ -9,7 +9,7 @@ import (
 )
 
 func registerLimits(t *Table) {
-	t.registerGate(15, "key length", keyLengthGate)
+	t.SetGate(GateKeyLength, keyLengthGate)
 }
 
 // keyLengthGate refuses a command naming a key longer than max-key-len

@@ -35,7 +35,7 @@ import (
 // the engine's clock is.
 
 func registerAOF(t *Table) {
-	t.register(&Command{Name: "bgrewriteaof", Arity: 1, Flags: FlagAdmin, Group: "server", Since: "0.1.0",
+	t.Register(&Command{Name: "bgrewriteaof", Arity: 1, Flags: FlagAdmin, Group: "server", Since: "0.1.0",
 		Complexity: "O(N) where N is the number of keys",
 		Summary:    "Rewrites the append-only file as a snapshot of the keyspace and starts a new incremental file, in the background.",
 		Handler:    cmdBGRewriteAOF})
@@ -364,7 +364,7 @@ func (s *Server) aofRewriteDone(err error, d time.Duration) {
 }
 
 // errAOFRewriting is Redis's answer when a rewrite is already under way.
-var errAOFRewriting = wireError("ERR Background append only file rewriting already in progress")
+var errAOFRewriting = WireError("ERR Background append only file rewriting already in progress")
 
 // RewriteAOF starts a rewrite: through the writer when the file is on; as
 // a base alone (a manifest listing just the snapshot) when it is off, as
@@ -488,5 +488,5 @@ func infoAOF(s *Server, b *strings.Builder) {
 // errAOFMisconf is Redis's refusal of a write while the append-only file
 // cannot be written.
 func errAOFMisconf(err error) error {
-	return wireError(fmt.Sprintf("MISCONF Errors writing to the AOF file: %s", strings.ReplaceAll(err.Error(), "\n", " ")))
+	return WireError(fmt.Sprintf("MISCONF Errors writing to the AOF file: %s", strings.ReplaceAll(err.Error(), "\n", " ")))
 }

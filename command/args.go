@@ -11,15 +11,15 @@ import (
 )
 
 var (
-	errSyntax = errors.New("syntax error")
-	errNotInt = errors.New("value is not an integer or out of range")
+	ErrSyntax = errors.New("syntax error")
+	ErrNotInt = errors.New("value is not an integer or out of range")
 )
 
 // ParseInt parses a base-10 int64 exactly as Redis's string2ll does: an
 // optional minus sign, no plus sign, no spaces, no leading zeros.
 func ParseInt(b []byte) (int64, error) {
 	if len(b) == 0 || len(b) > 20 {
-		return 0, errNotInt
+		return 0, ErrNotInt
 	}
 	if len(b) == 1 && b[0] == '0' {
 		return 0, nil
@@ -28,43 +28,43 @@ func ParseInt(b []byte) (int64, error) {
 	if neg {
 		b = b[1:]
 		if len(b) == 0 {
-			return 0, errNotInt
+			return 0, ErrNotInt
 		}
 	}
 	if b[0] < '1' || b[0] > '9' {
-		return 0, errNotInt
+		return 0, ErrNotInt
 	}
 	var v uint64
 	for _, ch := range b {
 		if ch < '0' || ch > '9' {
-			return 0, errNotInt
+			return 0, ErrNotInt
 		}
 		if v > (math.MaxUint64-9)/10 {
-			return 0, errNotInt
+			return 0, ErrNotInt
 		}
 		v = v*10 + uint64(ch-'0')
 	}
 	if neg {
 		if v > 1<<63 {
-			return 0, errNotInt
+			return 0, ErrNotInt
 		}
 		return -int64(v), nil
 	}
 	if v > math.MaxInt64 {
-		return 0, errNotInt
+		return 0, ErrNotInt
 	}
 	return int64(v), nil
 }
 
 // parsePositive parses an integer that must be at least min, naming the
 // argument in the error.
-func parseAtLeast(b []byte, min int64, what string) (int64, error) {
+func ParseAtLeast(b []byte, min int64, what string) (int64, error) {
 	n, err := ParseInt(b)
 	if err != nil {
-		return 0, wireError(fmt.Sprintf("ERR %s must be an integer, got '%s'", what, clip(b)))
+		return 0, WireError(fmt.Sprintf("ERR %s must be an integer, got '%s'", what, Clip(b)))
 	}
 	if n < min {
-		return 0, wireError(fmt.Sprintf("ERR %s must be at least %d, got %d", what, min, n))
+		return 0, WireError(fmt.Sprintf("ERR %s must be at least %d, got %d", what, min, n))
 	}
 	return n, nil
 }
@@ -73,11 +73,11 @@ func parseAtLeast(b []byte, min int64, what string) (int64, error) {
 func ParseFloat(b []byte) (float64, error) {
 	s := string(b)
 	if s == "" || strings.TrimSpace(s) != s {
-		return 0, wireError("ERR value is not a valid float")
+		return 0, WireError("ERR value is not a valid float")
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) {
-		return 0, wireError("ERR value is not a valid float")
+		return 0, WireError("ERR value is not a valid float")
 	}
 	return f, nil
 }
@@ -93,13 +93,13 @@ func ParseDuration(b []byte, what string) (int64, error) {
 	}
 	d, err := limit.ParseDuration(string(b))
 	if err != nil {
-		return 0, wireError(fmt.Sprintf("ERR invalid %s '%s': %v", what, clip(b), err))
+		return 0, WireError(fmt.Sprintf("ERR invalid %s '%s': %v", what, Clip(b), err))
 	}
 	return int64(d), nil
 }
 
-// clip shortens client input quoted back in an error.
-func clip(b []byte) string {
+// Clip shortens client input quoted back in an error.
+func Clip(b []byte) string {
 	const max = 64
 	if len(b) > max {
 		return string(b[:max]) + "..."
@@ -107,8 +107,8 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-// equalFold compares an argument to a lower-case keyword without allocating.
-func equalFold(b []byte, lower string) bool {
+// EqualFold compares an argument to a lower-case keyword without allocating.
+func EqualFold(b []byte, lower string) bool {
 	if len(b) != len(lower) {
 		return false
 	}

@@ -10,7 +10,7 @@ import (
 
 func registerAuth(t *Table) {
 
-	t.register(
+	t.Register(
 		&Command{Name: "auth", Arity: -2, Flags: FlagFast | FlagNoAuth | FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of passwords of the user",
 			Summary:    "Authenticates the connection as the default user, or as a named ACL user.",
@@ -33,7 +33,7 @@ func registerAuth(t *Table) {
 					Complexity: "O(1)", Summary: "Lists the ACL subcommands.", Handler: helpFor("acl")},
 			}},
 	)
-	t.registerGate(10, "auth", authGate)
+	t.SetGate(GateAuth, authGate)
 }
 
 // authRequired reports whether a new connection starts unauthenticated.
@@ -175,7 +175,7 @@ func cmdACLCat(c *Client, args [][]byte) {
 	}
 	want := strings.ToLower(string(args[2]))
 	if !slices.Contains(cats, want) {
-		c.Errf("Unknown category '%s'", clip(args[2]))
+		c.Errf("Unknown category '%s'", Clip(args[2]))
 		return
 	}
 	var names []string

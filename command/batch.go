@@ -61,7 +61,7 @@ func (c *Client) begin() {
 // read once per batch (see batch), so handlers may call it freely.
 func (c *Client) Now() int64 {
 	if !c.bt.haveNow {
-		c.bt.now = c.eng().Now()
+		c.bt.now = c.Engine().Now()
 		c.bt.haveNow = true
 	}
 	return c.bt.now

@@ -73,7 +73,7 @@ type Client struct {
 
 // eng is the keyspace as the current command must reach it: through the
 // transaction's handle while EXEC runs its queue, the engine otherwise.
-func (c *Client) eng() *engine.Engine {
+func (c *Client) Engine() *engine.Engine {
 	if c.tx != nil {
 		return c.tx
 	}
@@ -187,15 +187,15 @@ func (c *Client) Errf(format string, a ...any) { c.Err("ERR " + fmt.Sprintf(form
 func (c *Client) Error(err error) {
 	switch {
 	case errors.Is(err, engine.ErrWrongType):
-		c.Err(errWrongType)
-	case errors.Is(err, errSyntax):
+		c.Err(ErrWrongType)
+	case errors.Is(err, ErrSyntax):
 		c.Err("ERR syntax error")
-	case errors.Is(err, errNotInt):
+	case errors.Is(err, ErrNotInt):
 		c.Err("ERR value is not an integer or out of range")
 	case errors.Is(err, gcra.ErrZeroRate), errors.Is(err, gcra.ErrOverflow):
 		c.Err("ERR " + err.Error())
 	default:
-		var we wireError
+		var we WireError
 		if errors.As(err, &we) {
 			c.Err(string(we))
 			return
@@ -231,9 +231,9 @@ func (c *Client) Limit(r limit.Result, withDelay bool) {
 	c.w.Raw(b)
 }
 
-const errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+const ErrWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
-// wireError is an error whose text is already a complete Redis error reply.
-type wireError string
+// WireError is an error whose text is already a complete Redis error reply.
+type WireError string
 
-func (e wireError) Error() string { return string(e) }
+func (e WireError) Error() string { return string(e) }

@@ -28,26 +28,26 @@ func cmdClientKill(c *Client, args [][]byte) {
 	typ := "" // any
 	skipMe := true
 	if len(args)%2 != 0 {
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	for i := 2; i < len(args); i += 2 {
 		v := args[i+1]
 		switch {
-		case equalFold(args[i], "id"):
+		case EqualFold(args[i], "id"):
 			n, err := ParseInt(v)
 			if err != nil || n <= 0 {
 				c.Err("ERR client-id should be greater than 0")
 				return
 			}
 			id = n
-		case equalFold(args[i], "addr"):
+		case EqualFold(args[i], "addr"):
 			addr = string(v)
-		case equalFold(args[i], "laddr"):
+		case EqualFold(args[i], "laddr"):
 			laddr = string(v)
-		case equalFold(args[i], "user"):
+		case EqualFold(args[i], "user"):
 			user = string(v)
-		case equalFold(args[i], "type"):
+		case EqualFold(args[i], "type"):
 			// A client is a replica once it asked for the stream, a pub/sub
 			// one while it listens to a channel or pattern, a normal one
 			// otherwise. A replica's link to its primary is not a client
@@ -57,15 +57,15 @@ func cmdClientKill(c *Client, args [][]byte) {
 				typ = "replica"
 			case "normal", "pubsub", "master", "replica":
 			default:
-				c.Errf("Unknown client type '%s'", clip(v))
+				c.Errf("Unknown client type '%s'", Clip(v))
 				return
 			}
-		case equalFold(args[i], "skipme") && equalFold(v, "yes"):
+		case EqualFold(args[i], "skipme") && EqualFold(v, "yes"):
 			skipMe = true
-		case equalFold(args[i], "skipme") && equalFold(v, "no"):
+		case EqualFold(args[i], "skipme") && EqualFold(v, "no"):
 			skipMe = false
 		default:
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 	}

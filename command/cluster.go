@@ -244,7 +244,7 @@ func (c *Client) routeMigrating(cmd *Command, args [][]byte, slot int) bool {
 	keys := storedKeys(cmd, args)
 	here, now := 0, c.Now()
 	for _, k := range keys {
-		if _, ok := c.eng().Get(k, now); ok {
+		if _, ok := c.Engine().Get(k, now); ok {
 			here++
 		}
 	}

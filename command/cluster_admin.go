@@ -29,7 +29,7 @@ func registerCluster(t *Table) {
 		return &Command{Name: name, Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Group: "cluster", Since: "0.1.0",
 			Complexity: "O(1)", Summary: summary, Handler: h}
 	}
-	t.register(
+	t.Register(
 		&Command{Name: "cluster", Arity: -2, Group: "cluster", Since: "0.1.0", Complexity: "Depends on subcommand.",
 			Summary: "A container for Redis Cluster commands (cluster-enabled yes or emulated).",
 			Subs: []*Command{
@@ -72,7 +72,7 @@ func registerCluster(t *Table) {
 		mode("readwrite", "Ends READONLY.", cmdClusterReadWrite),
 		mode("asking", "Lets the next command reach a slot this node is importing.", cmdClusterAsking),
 	)
-	t.registerGate(16, "cluster", clusterGate)
+	t.SetGate(GateCluster, clusterGate)
 	t.registerInfo("cluster", 85, infoCluster)
 }
 
@@ -195,7 +195,7 @@ func cmdClusterAddSlots(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	rs, ok := slotRanges(c, args[2:], equalFold(args[1], "addslotsrange"))
+	rs, ok := slotRanges(c, args[2:], EqualFold(args[1], "addslotsrange"))
 	if ok {
 		c.propose(cons, cluster.Change{Op: cluster.OpAddSlots, ID: c.srv.cluster.id, Slots: rs})
 	}
@@ -206,7 +206,7 @@ func cmdClusterDelSlots(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	rs, ok := slotRanges(c, args[2:], equalFold(args[1], "delslotsrange"))
+	rs, ok := slotRanges(c, args[2:], EqualFold(args[1], "delslotsrange"))
 	if ok {
 		c.propose(cons, cluster.Change{Op: cluster.OpDelSlots, Slots: rs})
 	}
@@ -370,7 +370,7 @@ func cmdClusterFailover(c *Client, args [][]byte) {
 		return
 	}
 	if len(args) == 3 {
-		if !equalFold(args[2], "force") && !equalFold(args[2], "takeover") {
+		if !EqualFold(args[2], "force") && !EqualFold(args[2], "takeover") {
 			c.Err("ERR syntax error")
 			return
 		}
@@ -423,7 +423,7 @@ func cmdClusterReset(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	if len(args) > 3 || (len(args) == 3 && !equalFold(args[2], "hard") && !equalFold(args[2], "soft")) {
+	if len(args) > 3 || (len(args) == 3 && !EqualFold(args[2], "hard") && !EqualFold(args[2], "soft")) {
 		c.Err("ERR syntax error")
 		return
 	}

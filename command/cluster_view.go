@@ -337,7 +337,7 @@ func slotArg(c *Client, b []byte, errRange string) (int, bool) {
 // A policy's state is in its client key's slot (storedSlot). It walks the
 // keyspace: there is no per-slot index.
 func keysInSlot(c *Client, slot, max int) []string {
-	eng, now := c.eng(), c.Now()
+	eng, now := c.Engine(), c.Now()
 	var keys []string
 	for i := 0; i < eng.Shards(); i++ {
 		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {

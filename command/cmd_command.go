@@ -3,7 +3,7 @@ package command
 import "strings"
 
 func registerCommand(t *Table) {
-	t.register(&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+	t.Register(&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 		Complexity: "O(N) where N is the number of commands", Summary: "Describes the commands the server answers.",
 		Syntax: "[subcommand]", Handler: cmdCommand,
 		Subs: []*Command{
@@ -28,7 +28,7 @@ func registerCommand(t *Table) {
 
 func cmdCommand(c *Client, args [][]byte) {
 	if len(args) > 1 {
-		c.Errf("unknown subcommand '%s'. Try COMMAND HELP.", clip(args[1]))
+		c.Errf("unknown subcommand '%s'. Try COMMAND HELP.", Clip(args[1]))
 		return
 	}
 	cmds := c.srv.table.Sorted()
@@ -200,15 +200,15 @@ func cmdCommandList(c *Client, args [][]byte) {
 	cmds := c.srv.table.Sorted()
 	filter := func(*Command) bool { return true }
 	if len(args) > 2 {
-		if len(args) != 5 || !equalFold(args[2], "filterby") {
-			c.Error(errSyntax)
+		if len(args) != 5 || !EqualFold(args[2], "filterby") {
+			c.Error(ErrSyntax)
 			return
 		}
 		val := strings.ToLower(string(args[4]))
 		switch {
-		case equalFold(args[3], "pattern"):
+		case EqualFold(args[3], "pattern"):
 			filter = func(cmd *Command) bool { return globMatch(val, cmd.Name) }
-		case equalFold(args[3], "aclcat"):
+		case EqualFold(args[3], "aclcat"):
 			filter = func(cmd *Command) bool {
 				for _, cat := range cmd.Categories() {
 					if cat == "@"+val {
@@ -217,10 +217,10 @@ func cmdCommandList(c *Client, args [][]byte) {
 				}
 				return false
 			}
-		case equalFold(args[3], "module"):
+		case EqualFold(args[3], "module"):
 			filter = func(*Command) bool { return false }
 		default:
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func registerConn(t *Table) {
-	t.register(
+	t.Register(
 		&Command{Name: "ping", Arity: -1, MaxArgs: 2, Flags: FlagFast | FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns PONG, or the message given.", Syntax: "[message]", Handler: cmdPing},
 		&Command{Name: "echo", Arity: 2, Flags: FlagFast | FlagStale, Group: "connection", Since: "0.1.0",
@@ -126,17 +126,17 @@ func cmdHello(c *Client, args [][]byte) {
 	setName := false
 	for i := 2; i < len(args); i++ {
 		switch {
-		case equalFold(args[i], "auth") && i+2 < len(args):
+		case EqualFold(args[i], "auth") && i+2 < len(args):
 			if !c.authenticate(args[i+1], args[i+2]) {
 				return
 			}
 			i += 2
-		case equalFold(args[i], "setname") && i+1 < len(args):
+		case EqualFold(args[i], "setname") && i+1 < len(args):
 			name = args[i+1]
 			setName = true
 			i++
 		default:
-			c.Errf("Syntax error in HELLO option '%s'", clip(args[i]))
+			c.Errf("Syntax error in HELLO option '%s'", Clip(args[i]))
 			return
 		}
 	}
@@ -238,12 +238,12 @@ func cmdClientSetInfo(c *Client, args [][]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case equalFold(args[2], "lib-name"):
+	case EqualFold(args[2], "lib-name"):
 		c.libName = string(args[3])
-	case equalFold(args[2], "lib-ver"):
+	case EqualFold(args[2], "lib-ver"):
 		c.libVer = string(args[3])
 	default:
-		c.Errf("Unrecognized option '%s'", clip(args[2]))
+		c.Errf("Unrecognized option '%s'", Clip(args[2]))
 		return
 	}
 	c.OK()
@@ -254,7 +254,7 @@ func cmdClientInfo(c *Client, _ [][]byte) { c.Verbatim(c.infoLine() + "\n") }
 func cmdClientList(c *Client, args [][]byte) {
 	var only map[int64]bool
 	if len(args) > 2 {
-		if !equalFold(args[2], "id") || len(args) < 4 {
+		if !EqualFold(args[2], "id") || len(args) < 4 {
 			c.Err("ERR syntax error")
 			return
 		}

@@ -25,7 +25,7 @@ func registerDump(t *Table) {
 	}
 	const restoreDoc = "Creates a key from a DUMP payload (limitdb's own, not Redis's RDB form) expiring after ttl ms (0: never; " +
 		"ABSTTL: at ttl, a Unix time in ms). IDLETIME and FREQ are checked and ignored: limitdb keeps no LRU or LFU data."
-	t.register(
+	t.Register(
 		&Command{Name: "dump", Arity: 2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.2.0",
 			Complexity: "O(N) where N is the size of the value",
 			Summary:    "Serializes a key's value, limiter state included, in limitdb's own payload (not Redis's RDB form), without its expiry; nil when absent.",
@@ -37,7 +37,7 @@ func registerDump(t *Table) {
 }
 
 func cmdDump(c *Client, args [][]byte) {
-	p, _, ok, err := readDump(c.eng(), args[1], c.Now())
+	p, _, ok, err := readDump(c.Engine(), args[1], c.Now())
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -76,32 +76,32 @@ func parseRestoreOptions(opts [][]byte) (restoreArgs, error) {
 	for i := 0; i < len(opts); i++ {
 		more := len(opts) - i - 1
 		switch {
-		case equalFold(opts[i], "replace"):
+		case EqualFold(opts[i], "replace"):
 			o.replace = true
-		case equalFold(opts[i], "absttl"):
+		case EqualFold(opts[i], "absttl"):
 			o.absTTL = true
-		case equalFold(opts[i], "idletime") && more >= 1 && !freq:
+		case EqualFold(opts[i], "idletime") && more >= 1 && !freq:
 			n, err := ParseInt(opts[i+1])
 			if err != nil {
 				return o, err
 			}
 			if n < 0 {
-				return o, wireError("ERR Invalid IDLETIME value, must be >= 0")
+				return o, WireError("ERR Invalid IDLETIME value, must be >= 0")
 			}
 			idle = true
 			i++
-		case equalFold(opts[i], "freq") && more >= 1 && !idle:
+		case EqualFold(opts[i], "freq") && more >= 1 && !idle:
 			n, err := ParseInt(opts[i+1])
 			if err != nil {
 				return o, err
 			}
 			if n < 0 || n > 255 {
-				return o, wireError("ERR Invalid FREQ value, must be >= 0 and <= 255")
+				return o, WireError("ERR Invalid FREQ value, must be >= 0 and <= 255")
 			}
 			freq = true
 			i++
 		default:
-			return o, errSyntax
+			return o, ErrSyntax
 		}
 	}
 	return o, nil
@@ -122,14 +122,14 @@ func cmdRestore(c *Client, args [][]byte) {
 	at, later := restoreExpiry(args[2], o.absTTL, now)
 	ent, perr := persistence.ParseDump(args[3])
 	if later == nil && perr != nil {
-		later = wireError("ERR DUMP payload version or checksum are wrong")
+		later = WireError("ERR DUMP payload version or checksum are wrong")
 		if errors.Is(perr, persistence.ErrDumpFormat) {
-			later = wireError("ERR Bad data format")
+			later = WireError("ERR Bad data format")
 		}
 	}
 	ent.Expire = at
 	var busy bool
-	c.eng().Do(args[1], now, func(cur engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(args[1], now, func(cur engine.Entry) (engine.Entry, bool) {
 		existed := cur.Kind != engine.KindNone
 		switch {
 		case existed && !o.replace:
@@ -162,13 +162,13 @@ func restoreExpiry(arg []byte, abs bool, now int64) (int64, error) {
 	case err != nil:
 		return 0, err
 	case ttl < 0:
-		return 0, wireError("ERR Invalid TTL value, must be >= 0")
+		return 0, WireError("ERR Invalid TTL value, must be >= 0")
 	case ttl == 0:
 		return 0, nil
 	}
 	at, ok := expireAtSigned(now, ttl, 1e6, abs)
 	if !ok {
-		return 0, wireError("ERR invalid expire time in 'restore' command")
+		return 0, WireError("ERR invalid expire time in 'restore' command")
 	}
 	return at, nil
 }

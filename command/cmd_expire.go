@@ -18,7 +18,7 @@ func registerExpire(t *Table) {
 			Group: "generic", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
 	}
 	const refuse = " Limiter keys refuse it: they expire when their limit is fresh."
-	t.register(
+	t.Register(
 		exp("expire", -3, FlagWrite|FlagFast, "Sets a key's time to live in seconds."+refuse,
 			"key seconds [NX|XX|GT|LT]", cmdExpire(1e9, false, "expire")),
 		exp("pexpire", -3, FlagWrite|FlagFast, "Sets a key's time to live in milliseconds."+refuse,
@@ -41,16 +41,16 @@ func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte)
 		var nx, xx, gt, lt bool
 		for _, a := range args[3:] {
 			switch {
-			case equalFold(a, "nx"):
+			case EqualFold(a, "nx"):
 				nx, cond = true, engine.ExpireNX
-			case equalFold(a, "xx"):
+			case EqualFold(a, "xx"):
 				xx, cond = true, engine.ExpireXX
-			case equalFold(a, "gt"):
+			case EqualFold(a, "gt"):
 				gt, cond = true, engine.ExpireGT
-			case equalFold(a, "lt"):
+			case EqualFold(a, "lt"):
 				lt, cond = true, engine.ExpireLT
 			default:
-				c.Errf("Unsupported option %s", clip(a))
+				c.Errf("Unsupported option %s", Clip(a))
 				return
 			}
 		}
@@ -73,7 +73,7 @@ func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte)
 			c.Err("ERR invalid expire time in '" + name + "' command")
 			return
 		}
-		set, err := c.eng().SetExpire(args[1], now, at, cond)
+		set, err := c.Engine().SetExpire(args[1], now, at, cond)
 		if err != nil {
 			c.Error(err)
 			return
@@ -100,7 +100,7 @@ func expireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
 
 func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
-		_, expire, ok := c.eng().Peek(args[1], c.Now())
+		_, expire, ok := c.Engine().Peek(args[1], c.Now())
 		switch {
 		case !ok:
 			c.Int(-2)
@@ -115,7 +115,7 @@ func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
 }
 
 func cmdPersist(c *Client, args [][]byte) {
-	done, err := c.eng().Persist(args[1], c.Now())
+	done, err := c.Engine().Persist(args[1], c.Now())
 	if err != nil {
 		c.Error(err)
 		return

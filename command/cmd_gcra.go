@@ -8,7 +8,7 @@ import (
 )
 
 func registerGcra(t *Table) {
-	t.register(
+	t.Register(
 		&Command{Name: "cl.throttle", Arity: -5, MaxArgs: 6, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "GCRA exactly as redis-cell: [limited, limit, remaining, retry_after, reset_after] in seconds.",
@@ -23,24 +23,24 @@ func registerGcra(t *Table) {
 // cmdClThrottle answers CL.THROTTLE key max_burst count period [quantity]:
 // integers only, period in seconds, quantity 0 peeks.
 func cmdClThrottle(c *Client, args [][]byte) {
-	maxBurst, err := parseAtLeast(args[2], 0, "max_burst")
+	maxBurst, err := ParseAtLeast(args[2], 0, "max_burst")
 	if err != nil {
 		c.Error(err)
 		return
 	}
-	count, err := parseAtLeast(args[3], 1, "count")
+	count, err := ParseAtLeast(args[3], 1, "count")
 	if err != nil {
 		c.Error(err)
 		return
 	}
-	period, err := parseAtLeast(args[4], 1, "period")
+	period, err := ParseAtLeast(args[4], 1, "period")
 	if err != nil {
 		c.Error(err)
 		return
 	}
 	quantity := int64(1)
 	if len(args) == 6 {
-		if quantity, err = parseAtLeast(args[5], 0, "quantity"); err != nil {
+		if quantity, err = ParseAtLeast(args[5], 0, "quantity"); err != nil {
 			c.Error(err)
 			return
 		}
@@ -50,7 +50,7 @@ func cmdClThrottle(c *Client, args [][]byte) {
 		c.Error(limitError(err))
 		return
 	}
-	r, err := engine.Limit(c.eng(), args[1], c.Now(), engine.CellLimiter{L: l}, quantity)
+	r, err := engine.Limit(c.Engine(), args[1], c.Now(), engine.CellLimiter{L: l}, quantity)
 	if err != nil {
 		c.Error(limitError(err))
 		return
@@ -87,8 +87,8 @@ func cmdGCRA(c *Client, args [][]byte) {
 	}
 	tokens := int64(1)
 	if len(args) >= 6 {
-		if !equalFold(args[5], "tokens") {
-			c.Error(errSyntax)
+		if !EqualFold(args[5], "tokens") {
+			c.Error(ErrSyntax)
 			return
 		}
 		if len(args) == 6 {
@@ -105,7 +105,7 @@ func cmdGCRA(c *Client, args [][]byte) {
 		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow")
 		return
 	}
-	r, err := engine.Limit(c.eng(), args[1], c.Now(), engine.RedisGCRALimiter{L: l}, tokens)
+	r, err := engine.Limit(c.Engine(), args[1], c.Now(), engine.RedisGCRALimiter{L: l}, tokens)
 	if errors.Is(err, gcra.ErrOverflow) {
 		c.Err("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow")
 		return
@@ -121,9 +121,9 @@ func cmdGCRA(c *Client, args [][]byte) {
 func limitError(err error) error {
 	switch {
 	case errors.Is(err, gcra.ErrZeroRate):
-		return wireError("ERR zero rates are not supported: count and period must be positive")
+		return WireError("ERR zero rates are not supported: count and period must be positive")
 	case errors.Is(err, gcra.ErrOverflow):
-		return wireError("ERR parameters too large: max_burst, period and quantity overflow the nanosecond time range")
+		return WireError("ERR parameters too large: max_burst, period and quantity overflow the nanosecond time range")
 	}
 	return err
 }

@@ -16,7 +16,7 @@ func registerHash(t *Table) {
 		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "hash", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
-	t.register(
+	t.Register(
 		h("hset", -4, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of fields set",
 			"Sets fields of a hash, creating it; answers how many fields are new.", "key field value [field value ...]", cmdHSet(false)),
 		h("hmset", -4, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of fields set",
@@ -49,7 +49,7 @@ func cmdHSet(ok bool) func(c *Client, args [][]byte) {
 			return
 		}
 		added := int64(0)
-		_, err := c.eng().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
+		_, err := c.Engine().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
 			for i := 2; i < len(args); i += 2 {
 				if h.Set(args[i], args[i+1]) {
 					added++
@@ -70,7 +70,7 @@ func cmdHSet(ok bool) func(c *Client, args [][]byte) {
 
 func cmdHSetNX(c *Client, args [][]byte) {
 	set := false
-	_, err := c.eng().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
+	_, err := c.Engine().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
 		if _, ok := h.Get(args[2]); ok {
 			return false
 		}
@@ -86,7 +86,7 @@ func cmdHSetNX(c *Client, args [][]byte) {
 
 func cmdHGet(c *Client, args [][]byte) {
 	replied := false
-	_, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
+	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		if v, ok := h.Get(args[2]); ok {
 			c.Bulk(v)
 			replied = true
@@ -102,7 +102,7 @@ func cmdHGet(c *Client, args [][]byte) {
 }
 
 func cmdHMGet(c *Client, args [][]byte) {
-	found, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
+	found, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		c.Array(len(args) - 2)
 		for _, f := range args[2:] {
 			if v, ok := h.Get(f); ok {
@@ -128,7 +128,7 @@ func cmdHMGet(c *Client, args [][]byte) {
 // HVALS.
 func cmdHGetAll(fields, values bool) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
-		found, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
+		found, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 			if fields && values {
 				c.Map(h.Len())
 			} else {
@@ -158,7 +158,7 @@ func cmdHGetAll(fields, values bool) func(c *Client, args [][]byte) {
 
 func cmdHLen(c *Client, args [][]byte) {
 	n := 0
-	_, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
+	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		n = h.Len()
 		return false
 	})
@@ -167,7 +167,7 @@ func cmdHLen(c *Client, args [][]byte) {
 
 func cmdHStrlen(c *Client, args [][]byte) {
 	n := 0
-	_, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
+	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		v, _ := h.Get(args[2])
 		n = len(v)
 		return false
@@ -177,7 +177,7 @@ func cmdHStrlen(c *Client, args [][]byte) {
 
 func cmdHExists(c *Client, args [][]byte) {
 	has := false
-	_, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
+	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		_, has = h.Get(args[2])
 		return false
 	})
@@ -186,7 +186,7 @@ func cmdHExists(c *Client, args [][]byte) {
 
 func cmdHDel(c *Client, args [][]byte) {
 	n := int64(0)
-	_, err := c.eng().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
+	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		n = countTrue(args[2:], h.Delete)
 		return n > 0
 	})
@@ -201,15 +201,15 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	}
 	var n int64
 	var opErr error
-	_, err = c.eng().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
+	_, err = c.Engine().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
 		if v, ok := h.Get(args[2]); ok {
 			if n, opErr = ParseInt(v); opErr != nil {
-				opErr = wireError("ERR hash value is not an integer")
+				opErr = WireError("ERR hash value is not an integer")
 				return false
 			}
 		}
 		if (incr < 0 && n < math.MinInt64-incr) || (incr > 0 && n > math.MaxInt64-incr) {
-			opErr = wireError("ERR increment or decrement would overflow")
+			opErr = WireError("ERR increment or decrement would overflow")
 			return false
 		}
 		n += incr
@@ -239,12 +239,12 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	}
 	var out []byte
 	var opErr error
-	_, err := c.eng().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
+	_, err := c.Engine().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
 		cur := new(big.Float)
 		if v, has := h.Get(args[2]); has {
 			var ok bool
 			if cur, ok = engine.ParseLongDouble(v); !ok {
-				opErr = wireError("ERR hash value is not a float")
+				opErr = WireError("ERR hash value is not a float")
 				return false
 			}
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 func registerKeys(t *Table) {
-	t.register(
+	t.Register(
 		&Command{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys; answers how many existed.", Syntax: "key [key ...]", Handler: cmdDel},
 		&Command{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
@@ -51,7 +51,7 @@ func cmdDel(c *Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
-		if c.eng().Delete(k, now) {
+		if c.Engine().Delete(k, now) {
 			n++
 		}
 	}
@@ -62,7 +62,7 @@ func cmdExists(c *Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
-		if _, _, ok := c.eng().Peek(k, now); ok {
+		if _, _, ok := c.Engine().Peek(k, now); ok {
 			n++
 		}
 	}
@@ -71,7 +71,7 @@ func cmdExists(c *Client, args [][]byte) {
 
 func cmdRename(nx bool) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
-		done, err := c.eng().Rename(args[1], args[2], c.Now(), nx)
+		done, err := c.Engine().Rename(args[1], args[2], c.Now(), nx)
 		switch {
 		case errors.Is(err, engine.ErrNoSuchKey):
 			c.Err("ERR no such key")
@@ -86,14 +86,14 @@ func cmdRename(nx bool) func(c *Client, args [][]byte) {
 }
 
 func cmdType(c *Client, args [][]byte) {
-	kind, _, _ := c.eng().Peek(args[1], c.Now())
+	kind, _, _ := c.Engine().Peek(args[1], c.Now())
 	c.Simple(kind.String())
 }
 
 func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
 		now := c.Now()
-		_, expire, ok := c.eng().Peek(args[1], now)
+		_, expire, ok := c.Engine().Peek(args[1], now)
 		switch {
 		case !ok:
 			c.Int(-2)
@@ -110,14 +110,14 @@ func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdDBSize(c *Client, _ [][]byte) { c.Int(int64(c.eng().Len())) }
+func cmdDBSize(c *Client, _ [][]byte) { c.Int(int64(c.Engine().Len())) }
 
 // cmdMemoryUsage answers MEMORY USAGE key [SAMPLES count]. Every key's
 // state is measured whole, so SAMPLES, which bounds Redis's sampling of
 // large collections, is checked and otherwise ignored.
 func cmdMemoryUsage(c *Client, args [][]byte) {
 	switch {
-	case len(args) == 5 && equalFold(args[3], "samples"):
+	case len(args) == 5 && EqualFold(args[3], "samples"):
 		if n, err := ParseInt(args[4]); err != nil || n < 0 {
 			c.Err("ERR value is not an integer or out of range")
 			return
@@ -126,7 +126,7 @@ func cmdMemoryUsage(c *Client, args [][]byte) {
 		c.Err("ERR syntax error")
 		return
 	}
-	n, ok := c.eng().KeyBytes(args[2], c.Now())
+	n, ok := c.Engine().KeyBytes(args[2], c.Now())
 	if !ok {
 		c.Null()
 		return
@@ -144,34 +144,34 @@ func cmdScan(c *Client, args [][]byte) {
 	typed := false
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 		switch {
-		case equalFold(args[i], "match"):
+		case EqualFold(args[i], "match"):
 			pattern = string(args[i+1])
-		case equalFold(args[i], "count"):
+		case EqualFold(args[i], "count"):
 			if count, err = ParseInt(args[i+1]); err != nil {
 				c.Error(err)
 				return
 			}
 			if count < 1 {
-				c.Error(errSyntax)
+				c.Error(ErrSyntax)
 				return
 			}
-		case equalFold(args[i], "type"):
+		case EqualFold(args[i], "type"):
 			k, ok := engine.KindByName(string(args[i+1]))
 			if !ok {
-				c.Errf("unknown type name '%s'", clip(args[i+1]))
+				c.Errf("unknown type name '%s'", Clip(args[i+1]))
 				return
 			}
 			kind, typed = k, true
 		default:
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 	}
-	eng, now := c.eng(), c.Now()
+	eng, now := c.Engine(), c.Now()
 	var keys []string
 	shard := int(cursor)
 	for ; shard < eng.Shards() && int64(len(keys)) < count; shard++ {
@@ -194,7 +194,7 @@ func cmdScan(c *Client, args [][]byte) {
 }
 
 func cmdKeys(c *Client, args [][]byte) {
-	eng, now, pattern := c.eng(), c.Now(), string(args[1])
+	eng, now, pattern := c.Engine(), c.Now(), string(args[1])
 	var keys []string
 	for i := 0; i < eng.Shards(); i++ {
 		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
@@ -211,11 +211,11 @@ func cmdKeys(c *Client, args [][]byte) {
 }
 
 func cmdFlush(c *Client, args [][]byte) {
-	if len(args) > 2 || (len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync")) {
-		c.Error(errSyntax)
+	if len(args) > 2 || (len(args) == 2 && !EqualFold(args[1], "async") && !EqualFold(args[1], "sync")) {
+		c.Error(ErrSyntax)
 		return
 	}
-	c.eng().Flush()
+	c.Engine().Flush()
 	c.OK()
 }
 

@@ -10,7 +10,7 @@ import (
 
 func registerLimiters(t *Table) {
 	const flags = FlagWrite | FlagDenyOOM | FlagFast
-	t.register(
+	t.Register(
 		&Command{Name: "tb.take", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Token bucket: take tokens (default 1) from a bucket of capacity refilled at refill per period. Reply in ms.",
@@ -44,14 +44,14 @@ type limiterArgs struct {
 // parseRateArgs reads "capacity rate period [cost]" (TB.TAKE, LB.QUEUE).
 func parseRateArgs(c *Client, args [][]byte, capName, rateName, costName string) (a limiterArgs, ok bool) {
 	var err error
-	if a.count, err = parseAtLeast(args[2], 1, capName); err == nil {
-		if a.rate, err = parseAtLeast(args[3], 1, rateName); err == nil {
+	if a.count, err = ParseAtLeast(args[2], 1, capName); err == nil {
+		if a.rate, err = ParseAtLeast(args[3], 1, rateName); err == nil {
 			a.period, err = ParseDuration(args[4], "period")
 		}
 	}
 	a.cost = 1
 	if err == nil && len(args) == 6 {
-		a.cost, err = parseAtLeast(args[5], 0, costName)
+		a.cost, err = ParseAtLeast(args[5], 0, costName)
 	}
 	if err != nil {
 		c.Error(err)
@@ -63,7 +63,7 @@ func parseRateArgs(c *Client, args [][]byte, capName, rateName, costName string)
 // parseWindowArgs reads "limit window" (FW.INCR, SW.INCR, SL.INCR).
 func parseWindowArgs(c *Client, args [][]byte) (a limiterArgs, ok bool) {
 	var err error
-	if a.count, err = parseAtLeast(args[2], 1, "limit"); err == nil {
+	if a.count, err = ParseAtLeast(args[2], 1, "limit"); err == nil {
 		a.period, err = ParseDuration(args[3], "window")
 	}
 	a.cost = 1
@@ -80,7 +80,7 @@ func limitReply[L engine.Limiter](c *Client, args [][]byte, l L, err error, cost
 		c.Error(err)
 		return
 	}
-	r, err := engine.Limit(c.eng(), args[1], c.Now(), l, cost)
+	r, err := engine.Limit(c.Engine(), args[1], c.Now(), l, cost)
 	if err != nil {
 		c.Error(err)
 		return
@@ -113,7 +113,7 @@ func cmdLBQueue(c *Client, args [][]byte) {
 func parseCost(c *Client, args [][]byte, a *limiterArgs) bool {
 	if len(args) == 5 {
 		var err error
-		if a.cost, err = parseAtLeast(args[4], 0, "cost"); err != nil {
+		if a.cost, err = ParseAtLeast(args[4], 0, "cost"); err != nil {
 			c.Error(err)
 			return false
 		}
@@ -152,18 +152,18 @@ func cmdSWIncr(c *Client, args [][]byte) {
 	for i := 4; i < len(args); i++ {
 		var err error
 		switch {
-		case equalFold(args[i], "precision"):
+		case EqualFold(args[i], "precision"):
 			if i+1 == len(args) {
-				c.Error(errSyntax)
+				c.Error(ErrSyntax)
 				return
 			}
 			i++
-			precision, err = parseAtLeast(args[i], 1, "precision")
+			precision, err = ParseAtLeast(args[i], 1, "precision")
 		case !haveCost:
 			haveCost = true
-			a.cost, err = parseAtLeast(args[i], 0, "cost")
+			a.cost, err = ParseAtLeast(args[i], 0, "cost")
 		default:
-			err = errSyntax
+			err = ErrSyntax
 		}
 		if err != nil {
 			c.Error(err)

@@ -17,7 +17,7 @@ func registerList(t *Table) {
 		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "list", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
-	t.register(
+	t.Register(
 		l("lpush", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
 			"Pushes elements at the head of a list, one after the other, creating it; answers the length.", "key element [element ...]", cmdPush(true, false)),
 		l("rpush", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
@@ -54,7 +54,7 @@ func registerList(t *Table) {
 func cmdPush(head, onlyExisting bool) func(c *Client, args [][]byte) {
 	return func(c *Client, args [][]byte) {
 		n := 0
-		_, err := c.eng().DoList(args[1], c.Now(), !onlyExisting, func(l *engine.List) bool {
+		_, err := c.Engine().DoList(args[1], c.Now(), !onlyExisting, func(l *engine.List) bool {
 			for _, v := range args[2:] {
 				if head {
 					l.PushHead(v)
@@ -88,7 +88,7 @@ func cmdPop(head bool) func(c *Client, args [][]byte) {
 			}
 		}
 		var popped [][]byte
-		found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 			n := int(min(count, int64(l.Len())))
 			popped = make([][]byte, n)
 			for i := range popped {
@@ -120,7 +120,7 @@ func cmdPop(head bool) func(c *Client, args [][]byte) {
 
 func cmdLLen(c *Client, args [][]byte) {
 	n := 0
-	_, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	_, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		n = l.Len()
 		return false
 	})
@@ -141,7 +141,7 @@ func listIndex(index int64, n int) (int, bool) {
 func cmdLIndex(c *Client, args [][]byte) {
 	var v []byte
 	var perr error
-	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		var index int64
 		if index, perr = ParseInt(args[2]); perr == nil {
 			if i, ok := listIndex(index, l.Len()); ok {
@@ -177,7 +177,7 @@ func cmdLRange(c *Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		from, to, ok := rankRange(start, stop, l.Len())
 		if !ok {
 			c.Array(0)
@@ -203,7 +203,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	_, err = c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	_, err = c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		from, to, ok := rankRange(start, stop, l.Len())
 		switch {
 		case !ok:
@@ -226,7 +226,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 func cmdLSet(c *Client, args [][]byte) {
 	var perr error
 	ok := false
-	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		var index int64
 		if index, perr = ParseInt(args[2]); perr != nil {
 			return false
@@ -258,7 +258,7 @@ func cmdLRem(c *Client, args [][]byte) {
 		return
 	}
 	n := 0
-	_, err = c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	_, err = c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		fromTail := count < 0
 		k := count
 		if fromTail {
@@ -280,11 +280,11 @@ func cmdLInsert(c *Client, args [][]byte) {
 		after = true
 	case "before":
 	default:
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	n := 0
-	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		n = -1
 		for i := 0; i < l.Len(); i++ {
 			if string(l.Index(i)) != string(args[3]) {
@@ -319,7 +319,7 @@ func parseLPos(args [][]byte) (lposOptions, error) {
 	for i := 3; i < len(args); i++ {
 		opt := strings.ToLower(string(args[i]))
 		if i+1 >= len(args) {
-			return o, errSyntax
+			return o, ErrSyntax
 		}
 		i++
 		n, err := ParseInt(args[i])
@@ -329,22 +329,22 @@ func parseLPos(args [][]byte) (lposOptions, error) {
 			case err != nil:
 				return o, err
 			case n == 0:
-				return o, wireError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... " +
+				return o, WireError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... " +
 					"or use negative to start from the end of the list")
 			}
 			o.rank = n
 		case "count":
 			if err != nil || n < 0 {
-				return o, wireError("ERR COUNT can't be negative")
+				return o, WireError("ERR COUNT can't be negative")
 			}
 			o.count = n
 		case "maxlen":
 			if err != nil || n < 0 {
-				return o, wireError("ERR MAXLEN can't be negative")
+				return o, WireError("ERR MAXLEN can't be negative")
 			}
 			o.maxlen = n
 		default:
-			return o, errSyntax
+			return o, ErrSyntax
 		}
 	}
 	return o, nil
@@ -357,7 +357,7 @@ func cmdLPos(c *Client, args [][]byte) {
 		return
 	}
 	var matches []int64
-	found, err := c.eng().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		matches = lpos(l, args[2], o)
 		return false
 	})

@@ -7,7 +7,7 @@ package command
 // limiter's kind for a limiter's key.
 
 func registerObject(t *Table) {
-	t.register(&Command{Name: "object", Arity: -2, Group: "generic", Since: "0.2.0",
+	t.Register(&Command{Name: "object", Arity: -2, Group: "generic", Since: "0.2.0",
 		Complexity: "Depends on subcommand.", Summary: "Inspects how a key's value is kept.", Syntax: "subcommand",
 		Subs: []*Command{
 			{Name: "object|encoding", Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
@@ -19,7 +19,7 @@ func registerObject(t *Table) {
 }
 
 func cmdObjectEncoding(c *Client, args [][]byte) {
-	enc, ok := c.eng().Encoding(args[2], c.Now())
+	enc, ok := c.Engine().Encoding(args[2], c.Now())
 	if !ok {
 		c.Null()
 		return

@@ -15,7 +15,7 @@ import (
 )
 
 func registerPersist(t *Table) {
-	t.register(
+	t.Register(
 		&Command{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoMulti, Group: "server", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Writes a snapshot of every live key to disk and waits for it.",
 			Handler: cmdSave},
@@ -52,7 +52,7 @@ type persistState struct {
 func (s *Server) SnapshotFailing() bool { return s.persist.failing.Load() }
 
 // errMisconf is Redis's refusal of a write while snapshots fail.
-var errMisconf = wireError("MISCONF limitdb is configured to save snapshots, but it is currently unable to persist to disk. " +
+var errMisconf = WireError("MISCONF limitdb is configured to save snapshots, but it is currently unable to persist to disk. " +
 	"Commands that may modify the data set are disabled, because this instance is configured to report errors during writes " +
 	"if snapshotting fails (stop-writes-on-bgsave-error option). Please check the limitdb logs for details about the error.")
 
@@ -122,7 +122,7 @@ func (s *Server) saveLocked() error {
 }
 
 // errBGRunning is Redis's answer when a save is already under way.
-var errBGRunning = wireError("ERR Background save already in progress")
+var errBGRunning = WireError("ERR Background save already in progress")
 
 // BGSave starts a snapshot in the background and returns at once.
 func (s *Server) BGSave() error {
@@ -198,8 +198,8 @@ func cmdSave(c *Client, _ [][]byte) {
 func cmdBGSave(c *Client, args [][]byte) {
 	schedule := false
 	for _, a := range args[1:] {
-		if !equalFold(a, "schedule") {
-			c.Error(errSyntax)
+		if !EqualFold(a, "schedule") {
+			c.Error(ErrSyntax)
 			return
 		}
 		schedule = true

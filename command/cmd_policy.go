@@ -16,7 +16,7 @@ import (
 // in package policy; this file parses arguments and writes replies.
 
 func registerPolicy(t *Table) {
-	t.register(
+	t.Register(
 		// The keys RL.HIT and RL.HITALL touch are derived, rl:<policy>:<key>:
 		// Keys names them, so that MULTI and scripts lock their shards.
 		// The key positions (COMMAND, COMMAND GETKEYS) are the key
@@ -84,12 +84,12 @@ func cmdRLHit(c *Client, args [][]byte) {
 	cost := int64(1)
 	if len(args) == 4 {
 		var err error
-		if cost, err = parseAtLeast(args[3], 0, "cost"); err != nil {
+		if cost, err = ParseAtLeast(args[3], 0, "cost"); err != nil {
 			c.Error(err)
 			return
 		}
 	}
-	r, err := c.srv.Policies().Hit(c.eng(), args[1], args[2], c.Now(), cost)
+	r, err := c.srv.Policies().Hit(c.Engine(), args[1], args[2], c.Now(), cost)
 	if err != nil {
 		c.Error(policyError(err))
 		return
@@ -99,7 +99,7 @@ func cmdRLHit(c *Client, args [][]byte) {
 
 // cmdRLHitAll answers RL.HITALL numpairs policy key [policy key ...] [COST n].
 func cmdRLHitAll(c *Client, args [][]byte) {
-	n, err := parseAtLeast(args[1], 1, "numpairs")
+	n, err := ParseAtLeast(args[1], 1, "numpairs")
 	if err != nil {
 		c.Error(err)
 		return
@@ -112,20 +112,20 @@ func cmdRLHitAll(c *Client, args [][]byte) {
 	cost := int64(1)
 	switch extra := rest[2*n:]; {
 	case len(extra) == 0:
-	case len(extra) == 2 && equalFold(extra[0], "cost"):
-		if cost, err = parseAtLeast(extra[1], 0, "cost"); err != nil {
+	case len(extra) == 2 && EqualFold(extra[0], "cost"):
+		if cost, err = ParseAtLeast(extra[1], 0, "cost"); err != nil {
 			c.Error(err)
 			return
 		}
 	default:
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	pairs := make([]policy.Pair, n)
 	for i := range pairs {
 		pairs[i] = policy.Pair{Policy: rest[2*i], Key: rest[2*i+1]}
 	}
-	limited, replies, err := c.srv.Policies().HitAll(c.eng(), pairs, c.Now(), cost)
+	limited, replies, err := c.srv.Policies().HitAll(c.Engine(), pairs, c.Now(), cost)
 	if err != nil {
 		c.Error(policyError(err))
 		return
@@ -162,33 +162,33 @@ func cmdPolicySet(c *Client, args [][]byte) {
 	p := policy.Policy{Name: string(args[2])}
 	alg, ok := policy.ParseAlgorithm(string(args[3]))
 	if !ok {
-		c.Errf("unknown algorithm '%s' (use gcra, token_bucket, leaky_queue, fixed_window, sliding_window or sliding_log)", clip(args[3]))
+		c.Errf("unknown algorithm '%s' (use gcra, token_bucket, leaky_queue, fixed_window, sliding_window or sliding_log)", Clip(args[3]))
 		return
 	}
 	p.Algorithm = alg
 	var err error
-	if p.Limit, err = parseAtLeast(args[4], 1, "limit"); err != nil {
+	if p.Limit, err = ParseAtLeast(args[4], 1, "limit"); err != nil {
 		c.Error(err)
 		return
 	}
 	d, err := limit.ParseDuration(string(args[5]))
 	if err != nil {
-		c.Errf("invalid period '%s': %v", clip(args[5]), err)
+		c.Errf("invalid period '%s': %v", Clip(args[5]), err)
 		return
 	}
 	p.Period = d
 	for i := 6; i < len(args); i++ {
 		switch {
-		case equalFold(args[i], "burst") && i+1 < len(args) && p.Burst == 0:
-			if p.Burst, err = parseAtLeast(args[i+1], 1, "burst"); err != nil {
+		case EqualFold(args[i], "burst") && i+1 < len(args) && p.Burst == 0:
+			if p.Burst, err = ParseAtLeast(args[i+1], 1, "burst"); err != nil {
 				c.Error(err)
 				return
 			}
 			i++
-		case equalFold(args[i], "shadow") && !p.Shadow:
+		case EqualFold(args[i], "shadow") && !p.Shadow:
 			p.Shadow = true
 		default:
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 	}
@@ -268,11 +268,11 @@ func policyError(err error) error {
 	var fe *policy.FieldError
 	switch {
 	case errors.Is(err, policy.ErrUnknown), errors.Is(err, policy.ErrFileOwned):
-		return wireError("ERR " + err.Error())
+		return WireError("ERR " + err.Error())
 	case errors.Is(err, policy.ErrNoRulesFile):
-		return wireError("ERR no rules file configured (start limitdb with --rules FILE)")
+		return WireError("ERR no rules file configured (start limitdb with --rules FILE)")
 	case errors.As(err, &fe):
-		return wireError("ERR invalid " + fe.Field + ": " + fe.Msg)
+		return WireError("ERR invalid " + fe.Field + ": " + fe.Msg)
 	}
 	return limitError(err)
 }

@@ -50,7 +50,7 @@ var errNoRLS = errors.New("the Envoy rate limit service is not available on this
 
 func registerRLS(t *Table) {
 	t.registerInfo("rls", -1, infoRLS)
-	t.register(&Command{Name: "rl.should", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagNoMulti,
+	t.Register(&Command{Name: "rl.should", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagNoMulti,
 		Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of entries",
 		Summary: "Asks Envoy's rate limit service (rls-config-dir's rules) about one descriptor, charging HITS (default 1, 0 only checks): " +
 			"[overall_code, code, current_limit, limit_remaining, duration_until_reset]; codes are OK or OVER_LIMIT, " +
@@ -67,8 +67,8 @@ func registerRLS(t *Table) {
 // descriptor whose only key is "hits" still works.
 func rlShouldHits(args [][]byte) (hits uint64, entries [][]byte, err error) {
 	rest := args[2:]
-	if n := len(rest); n >= 4 && equalFold(rest[n-2], "hits") {
-		h, err := parseAtLeast(rest[n-1], 0, "hits")
+	if n := len(rest); n >= 4 && EqualFold(rest[n-2], "hits") {
+		h, err := ParseAtLeast(rest[n-1], 0, "hits")
 		if err != nil {
 			return 0, nil, err
 		}
@@ -85,7 +85,7 @@ func cmdRLShould(c *Client, args [][]byte) {
 		return
 	}
 	if len(rest)%2 != 0 {
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	svc := c.srv.EnvoyRLS

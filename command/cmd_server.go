@@ -14,7 +14,7 @@ import (
 )
 
 func registerServer(t *Table) {
-	t.register(
+	t.Register(
 		&Command{Name: "time", Arity: 1, Flags: FlagFast | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns the server's clock as seconds and microseconds.", Handler: cmdTime},
 		&Command{Name: "info", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
@@ -54,11 +54,11 @@ func cmdShutdown(c *Client, args [][]byte) {
 	save := true
 	for _, a := range args[1:] {
 		switch {
-		case equalFold(a, "nosave"):
+		case EqualFold(a, "nosave"):
 			save = false
-		case equalFold(a, "save"), equalFold(a, "now"), equalFold(a, "force"), equalFold(a, "abort"):
+		case EqualFold(a, "save"), EqualFold(a, "now"), EqualFold(a, "force"), EqualFold(a, "abort"):
 		default:
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 	}
@@ -113,7 +113,7 @@ func registerServerInfo(t *Table) {
 }
 
 func cmdInfo(c *Client, args [][]byte) {
-	c.Verbatim(c.srv.info(c.eng(), args[1:]...))
+	c.Verbatim(c.srv.info(c.Engine(), args[1:]...))
 }
 
 // Info renders the INFO text for the given sections (none: the defaults).

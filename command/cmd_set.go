@@ -9,7 +9,7 @@ func registerSet(t *Table) {
 		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "set", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
-	t.register(
+	t.Register(
 		s("sadd", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of members added",
 			"Adds members to a set, creating it; answers how many are new.", "key member [member ...]", cmdSAdd),
 		s("srem", -3, FlagWrite|FlagFast, "O(N) where N is the number of members removed",
@@ -25,7 +25,7 @@ func registerSet(t *Table) {
 
 func cmdSAdd(c *Client, args [][]byte) {
 	n := int64(0)
-	_, err := c.eng().DoSet(args[1], c.Now(), true, func(s *engine.Set) bool {
+	_, err := c.Engine().DoSet(args[1], c.Now(), true, func(s *engine.Set) bool {
 		n = countTrue(args[2:], s.Add)
 		return n > 0
 	})
@@ -34,7 +34,7 @@ func cmdSAdd(c *Client, args [][]byte) {
 
 func cmdSRem(c *Client, args [][]byte) {
 	n := int64(0)
-	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		n = countTrue(args[2:], s.Remove)
 		return n > 0
 	})
@@ -43,7 +43,7 @@ func cmdSRem(c *Client, args [][]byte) {
 
 func cmdSIsMember(c *Client, args [][]byte) {
 	has := false
-	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		has = s.Has(args[2])
 		return false
 	})
@@ -52,7 +52,7 @@ func cmdSIsMember(c *Client, args [][]byte) {
 
 func cmdSMIsMember(c *Client, args [][]byte) {
 	has := make([]bool, len(args)-2)
-	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		for i, m := range args[2:] {
 			has[i] = s.Has(m)
 		}
@@ -70,7 +70,7 @@ func cmdSMIsMember(c *Client, args [][]byte) {
 
 func cmdSCard(c *Client, args [][]byte) {
 	n := 0
-	_, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		n = s.Len()
 		return false
 	})
@@ -78,7 +78,7 @@ func cmdSCard(c *Client, args [][]byte) {
 }
 
 func cmdSMembers(c *Client, args [][]byte) {
-	found, err := c.eng().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
+	found, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		c.Set(s.Len())
 		s.Range(func(m []byte) bool {
 			c.Bulk(m)

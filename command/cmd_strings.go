@@ -16,7 +16,7 @@ func registerStrings(t *Table) {
 		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: step,
 			Group: "string", Since: "0.1.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: h}
 	}
-	t.register(
+	t.Register(
 		str("get", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the string value of a key.", "key", cmdGet),
 		str("strlen", 2, FlagReadonly|FlagFast, 1, 1, 1, "O(1)", "Returns the length of a string value (0 if absent).", "key", cmdStrlen),
 		str("set", -3, FlagWrite|FlagDenyOOM, 1, 1, 1, "O(1)",
@@ -47,13 +47,13 @@ func registerStrings(t *Table) {
 }
 
 func cmdGet(c *Client, args [][]byte) {
-	val, ok, err := c.eng().GetString(args[1], c.Now(), c.scratch[:0])
+	val, ok, err := c.Engine().GetString(args[1], c.Now(), c.scratch[:0])
 	c.stringReply(val, ok, err)
 }
 
 // cmdStrlen answers STRLEN: redis-cli --bigkeys sizes strings with it.
 func cmdStrlen(c *Client, args [][]byte) {
-	val, _, err := c.eng().GetString(args[1], c.Now(), c.scratch[:0])
+	val, _, err := c.Engine().GetString(args[1], c.Now(), c.scratch[:0])
 	if err != nil {
 		c.Error(err)
 		return
@@ -88,15 +88,15 @@ func cmdSet(c *Client, args [][]byte) {
 	for i := 3; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case equalFold(a, "nx") && !o.XX:
+		case EqualFold(a, "nx") && !o.XX:
 			o.NX = true
-		case equalFold(a, "xx") && !o.NX:
+		case EqualFold(a, "xx") && !o.NX:
 			o.XX = true
-		case equalFold(a, "get"):
+		case EqualFold(a, "get"):
 			o.Get = true
-		case equalFold(a, "keepttl") && unit == 0:
+		case EqualFold(a, "keepttl") && unit == 0:
 			o.KeepTTL = true
-		case (equalFold(a, "ex") || equalFold(a, "px") || equalFold(a, "exat") || equalFold(a, "pxat")) &&
+		case (EqualFold(a, "ex") || EqualFold(a, "px") || EqualFold(a, "exat") || EqualFold(a, "pxat")) &&
 			unit == 0 && !o.KeepTTL && i+1 < len(args):
 			unit, abs = 1e9, len(a) == 4
 			if a[0] == 'p' || a[0] == 'P' {
@@ -105,7 +105,7 @@ func cmdSet(c *Client, args [][]byte) {
 			expArg = args[i+1]
 			i++
 		default:
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 	}
@@ -121,7 +121,7 @@ func cmdSet(c *Client, args [][]byte) {
 			return
 		}
 	}
-	old, hadOld, done, err := c.eng().SetString(args[1], now, args[2], o, c.scratch[:0])
+	old, hadOld, done, err := c.Engine().SetString(args[1], now, args[2], o, c.scratch[:0])
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -138,13 +138,13 @@ func cmdSet(c *Client, args [][]byte) {
 func setExpiry(now, n, unit int64, abs bool, cmd string) (int64, error) {
 	at, ok := expireAt(now, n, unit, abs)
 	if !ok {
-		return 0, wireError("ERR invalid expire time in '" + cmd + "' command")
+		return 0, WireError("ERR invalid expire time in '" + cmd + "' command")
 	}
 	return at, nil
 }
 
 func cmdSetNX(c *Client, args [][]byte) {
-	_, _, done, err := c.eng().SetString(args[1], c.Now(), args[2], engine.SetOptions{NX: true}, nil)
+	_, _, done, err := c.Engine().SetString(args[1], c.Now(), args[2], engine.SetOptions{NX: true}, nil)
 	if err != nil {
 		c.Error(err)
 		return
@@ -165,7 +165,7 @@ func cmdSetEx(unit int64, name string) func(c *Client, args [][]byte) {
 			c.Error(err)
 			return
 		}
-		if _, _, _, err := c.eng().SetString(args[1], now, args[3], engine.SetOptions{Expire: at}, nil); err != nil {
+		if _, _, _, err := c.Engine().SetString(args[1], now, args[3], engine.SetOptions{Expire: at}, nil); err != nil {
 			c.Error(err)
 			return
 		}
@@ -190,7 +190,7 @@ func cmdIncr(sign int64, withArg bool) func(c *Client, args [][]byte) {
 			}
 			delta = sign * n
 		}
-		n, err := c.eng().IncrBy(args[1], c.Now(), delta)
+		n, err := c.Engine().IncrBy(args[1], c.Now(), delta)
 		if err != nil {
 			c.Error(err)
 			return
@@ -204,7 +204,7 @@ func cmdMGet(c *Client, args [][]byte) {
 	vals := make([][]byte, len(keys))
 	present := make([]bool, len(keys))
 	first := engine.FirstPlaces(keys)
-	c.eng().DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
+	c.Engine().DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
 		for i := range keys {
 			ent := ents[first[i]]
 			if ent.Kind == engine.KindString {
@@ -234,7 +234,7 @@ func cmdMSet(nx bool) func(c *Client, args [][]byte) {
 		for i := 0; i < n; i++ {
 			keys[i], vals[i] = args[1+2*i], args[2+2*i]
 		}
-		done := c.eng().SetStrings(keys, vals, c.Now(), nx)
+		done := c.Engine().SetStrings(keys, vals, c.Now(), nx)
 		if nx {
 			c.Int(b2i(done))
 			return
@@ -267,7 +267,7 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 		c.Error(engine.ErrNotFloat)
 		return
 	}
-	val, err := c.eng().IncrByFloat(args[1], c.Now(), incr)
+	val, err := c.Engine().IncrByFloat(args[1], c.Now(), incr)
 	if err != nil {
 		c.Error(err)
 		return
@@ -276,7 +276,7 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 }
 
 func cmdGetSet(c *Client, args [][]byte) {
-	old, hadOld, _, err := c.eng().SetString(args[1], c.Now(), args[2], engine.SetOptions{Get: true}, c.scratch[:0])
+	old, hadOld, _, err := c.Engine().SetString(args[1], c.Now(), args[2], engine.SetOptions{Get: true}, c.scratch[:0])
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -289,7 +289,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 }
 
 func cmdGetDel(c *Client, args [][]byte) {
-	val, ok, err := c.eng().GetDel(args[1], c.Now(), c.scratch[:0])
+	val, ok, err := c.Engine().GetDel(args[1], c.Now(), c.scratch[:0])
 	c.stringReply(val, ok, err)
 }
 
@@ -303,7 +303,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case (equalFold(a, "ex") || equalFold(a, "px") || equalFold(a, "exat") || equalFold(a, "pxat")) &&
+		case (EqualFold(a, "ex") || EqualFold(a, "px") || EqualFold(a, "exat") || EqualFold(a, "pxat")) &&
 			unit == 0 && !persist && i+1 < len(args):
 			unit, abs = 1e9, len(a) == 4
 			if a[0] == 'p' || a[0] == 'P' {
@@ -311,15 +311,15 @@ func cmdGetEx(c *Client, args [][]byte) {
 			}
 			expArg = args[i+1]
 			i++
-		case equalFold(a, "persist") && unit == 0:
+		case EqualFold(a, "persist") && unit == 0:
 			persist = true
 		default:
-			c.Error(errSyntax)
+			c.Error(ErrSyntax)
 			return
 		}
 	}
 	now := c.Now()
-	val, ok, err := c.eng().GetEx(args[1], now, c.scratch[:0], func() (int64, bool, error) {
+	val, ok, err := c.Engine().GetEx(args[1], now, c.scratch[:0], func() (int64, bool, error) {
 		if persist {
 			return 0, true, nil
 		}

@@ -19,7 +19,7 @@ func registerZSet(t *Table) {
 			Group: "sorted_set", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
 	const logN = "O(log(N)) where N is the number of members"
-	t.register(
+	t.Register(
 		z("zadd", -4, FlagWrite|FlagDenyOOM|FlagFast, "O(log(N)) for each member added or updated",
 			"Adds members with scores or updates their scores, creating the set; answers how many are new (with CH: new or changed), or with INCR the new score.",
 			"key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]", cmdZAdd),
@@ -163,17 +163,17 @@ func cmdZAdd(c *Client, args [][]byte) {
 	i := 2
 	for ; i < len(args); i++ {
 		switch a := args[i]; {
-		case equalFold(a, "nx"):
+		case EqualFold(a, "nx"):
 			nx = true
-		case equalFold(a, "xx"):
+		case EqualFold(a, "xx"):
 			xx = true
-		case equalFold(a, "gt"):
+		case EqualFold(a, "gt"):
 			gt = true
-		case equalFold(a, "lt"):
+		case EqualFold(a, "lt"):
 			lt = true
-		case equalFold(a, "ch"):
+		case EqualFold(a, "ch"):
 			ch = true
-		case equalFold(a, "incr"):
+		case EqualFold(a, "incr"):
 			incr = true
 		default:
 			goto pairs
@@ -183,7 +183,7 @@ pairs:
 	rest := args[i:]
 	switch {
 	case len(rest) == 0 || len(rest)%2 != 0:
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	case nx && xx:
 		c.Err("ERR XX and NX options at the same time are not compatible")
@@ -207,7 +207,7 @@ pairs:
 	var score float64
 	nan := false
 	create := !xx
-	_, err := c.eng().DoZSet(args[1], c.Now(), create, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), create, func(z *engine.ZSet) bool {
 		for j, s := range scores {
 			member := rest[2*j+1]
 			cur, exists := z.Score(member)
@@ -255,7 +255,7 @@ pairs:
 
 func cmdZRem(c *Client, args [][]byte) {
 	n := int64(0)
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = countTrue(args[2:], z.Remove)
 		return n > 0
 	})
@@ -264,7 +264,7 @@ func cmdZRem(c *Client, args [][]byte) {
 
 func cmdZCard(c *Client, args [][]byte) {
 	n := 0
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = z.Len()
 		return false
 	})
@@ -278,7 +278,7 @@ func cmdZCount(c *Client, args [][]byte) {
 		return
 	}
 	n := 0
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = z.CountRange(r)
 		return false
 	})
@@ -288,7 +288,7 @@ func cmdZCount(c *Client, args [][]byte) {
 func cmdZScore(c *Client, args [][]byte) {
 	var score float64
 	has := false
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		score, has = z.Score(args[2])
 		return false
 	})
@@ -311,7 +311,7 @@ func cmdZRank(rev bool) func(c *Client, args [][]byte) {
 
 func zrank(c *Client, args [][]byte, rev bool) {
 	rank, has := 0, false
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		if rank, has = z.Rank(args[2]); rev {
 			rank = z.Len() - 1 - rank
 		}
@@ -377,9 +377,9 @@ func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
 		for i := 4; i < len(args); i++ {
 			a := args[i]
 			switch {
-			case equalFold(a, "withscores"):
+			case EqualFold(a, "withscores"):
 				withScores = true
-			case equalFold(a, "limit") && len(args)-i-1 >= 2:
+			case EqualFold(a, "limit") && len(args)-i-1 >= 2:
 				var err error
 				if offset, err = ParseInt(args[i+1]); err != nil {
 					c.Error(err)
@@ -391,14 +391,14 @@ func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
 				}
 				limited = true
 				i += 2
-			case !old && !rev && equalFold(a, "rev"):
+			case !old && !rev && EqualFold(a, "rev"):
 				rev = true
-			case !old && by == byRank && equalFold(a, "bylex"):
+			case !old && by == byRank && EqualFold(a, "bylex"):
 				by = byLex
-			case !old && by == byRank && equalFold(a, "byscore"):
+			case !old && by == byRank && EqualFold(a, "byscore"):
 				by = byScore
 			default:
-				c.Error(errSyntax)
+				c.Error(ErrSyntax)
 				return
 			}
 		}
@@ -462,7 +462,7 @@ func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
 			items = append(items, it)
 			return true
 		}
-		_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+		_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 			switch by {
 			case byRank:
 				from, to, ok := rankRange(start, stop, z.Len())
@@ -537,7 +537,7 @@ func cmdZRemRangeByScore(c *Client, args [][]byte) {
 		return
 	}
 	n := 0
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = z.RemoveRange(r)
 		return n > 0
 	})
@@ -556,7 +556,7 @@ func cmdZRemRangeByRank(c *Client, args [][]byte) {
 		return
 	}
 	n := 0
-	_, err = c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err = c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		if from, to, ok := rankRange(start, stop, z.Len()); ok {
 			n = z.RemoveRanks(from, to)
 		}
@@ -571,7 +571,7 @@ func cmdZPop(max bool) func(c *Client, args [][]byte) {
 
 func zpop(c *Client, args [][]byte, max bool) {
 	if len(args) > 3 {
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	count := int64(1)
@@ -583,7 +583,7 @@ func zpop(c *Client, args [][]byte, max bool) {
 		}
 	}
 	var items []engine.ZItem
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		for int64(len(items)) < count {
 			pop := z.PopMin
 			if max {
@@ -613,7 +613,7 @@ func cmdZMScore(c *Client, args [][]byte) {
 	members := args[2:]
 	scores := make([]float64, len(members))
 	has := make([]bool, len(members))
-	_, err := c.eng().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		for i, m := range members {
 			scores[i], has[i] = z.Score(m)
 		}

@@ -18,15 +18,15 @@ func (s *Server) SetConfig(pairs ...[2]string) error {
 		d := s.directives.Lookup(p[0])
 		if d == nil || d.Set == nil {
 			s.cfgMu.Unlock()
-			return wireError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0]))
+			return WireError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0]))
 		}
 		if !d.Mutable {
 			s.cfgMu.Unlock()
-			return wireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", d.Name))
+			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", d.Name))
 		}
 		if err := d.Set(&next, p[1]); err != nil {
 			s.cfgMu.Unlock()
-			return wireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
+			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
 		}
 		if d.Reload != config.ReloadNone {
 			reload = append(reload, d)
@@ -36,7 +36,7 @@ func (s *Server) SetConfig(pairs ...[2]string) error {
 	s.cfgMu.Unlock()
 	for _, d := range reload {
 		if err := s.reload(d.Reload); err != nil {
-			return wireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
+			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
 		}
 	}
 	return nil

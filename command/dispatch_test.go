@@ -24,7 +24,7 @@ func TestPanicRecovered(t *testing.T) {
 	t.Parallel()
 	logs := &testlog.Buffer{}
 	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0))
-	s.Commands().register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
+	s.Commands().Register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
 		Handler: func(c *Client, _ [][]byte) {
 			var m map[string]int
 			m["boom"]++ // assignment to a nil map

@@ -1,28 +1,56 @@
 package command
 
-import "sort"
+// Gate names one check that every command passes after lookup and arity,
+// before its handler; a gate may answer the command instead (returning
+// false). This list is the one place the order lives, as Redis's
+// processCommand keeps it in one function. Every path into the keyspace
+// walks it: connections, LocalClients (replicas' streams, log replay,
+// Envoy's rate limit service, tests) and each redis.call of a script.
+type Gate int
 
-// A gate runs before every command that passed lookup and arity checks and
-// may answer it instead of the handler (returning false): authentication,
-// MULTI queueing, maxmemory refusal. Features register their gate from their
-// own file, so dispatch in server.go never grows a case per feature.
-type gate struct {
-	order int
-	name  string
-	fn    func(c *Client, cmd *Command, args [][]byte) bool
-}
+const (
+	// GateAuth: NOAUTH before AUTH, then the ACL's command and key rules.
+	GateAuth Gate = iota
+	// GateKeyLength: a key longer than max-key-len never reaches the keyspace.
+	GateKeyLength
+	// GateCluster: MOVED, ASK, CROSSSLOT, TRYAGAIN and CLUSTERDOWN.
+	GateCluster
+	// GateModes: a subscribed or monitoring connection, a busy script
+	// (-BUSY), writes stopped by a failed save (MISCONF) and a read-only
+	// replica (READONLY), checked together: two atomic loads when none holds.
+	GateModes
+	// GateMemory: OOM for a denyoom command over maxmemory.
+	GateMemory
+	// GateMulti: inside MULTI, queue the command instead of running it.
+	// Last, so that a command refused by an earlier gate is refused at
+	// once and marks the transaction failed.
+	GateMulti
 
-// registerGate adds a gate; lower order runs first. Suggested orders:
-// 10 authentication, 20 MULTI queueing, 30 memory limits.
-func (t *Table) registerGate(order int, name string, fn func(c *Client, cmd *Command, args [][]byte) bool) {
-	t.gates = append(t.gates, gate{order, name, fn})
-	sort.SliceStable(t.gates, func(i, j int) bool { return t.gates[i].order < t.gates[j].order })
+	numGates
+)
+
+var gateNames = [numGates]string{"auth", "key length", "cluster", "modes", "maxmemory", "multi"}
+
+// String is the gate's name.
+func (g Gate) String() string { return gateNames[g] }
+
+// GateFunc checks one command of c; false means it has answered.
+type GateFunc func(c *Client, cmd *Command, args [][]byte) bool
+
+// SetGate installs the check of gate g; the family that owns the state a
+// gate reads sets it. Setting one twice is a programming error.
+func (t *Table) SetGate(g Gate, fn GateFunc) {
+	if t.gates[g] != nil {
+		panic("command: gate set twice: " + g.String())
+	}
+	t.gates[g] = fn
+	t.nGates++
 }
 
 // admit runs the gates in order; false means a gate has answered.
 func (t *Table) admit(c *Client, cmd *Command, args [][]byte) bool {
-	for i := range t.gates {
-		if !t.gates[i].fn(c, cmd, args) {
+	for _, fn := range &t.gates {
+		if fn != nil && !fn(c, cmd, args) {
 			return false
 		}
 	}

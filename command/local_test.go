@@ -67,7 +67,7 @@ func TestServersShareNothing(t *testing.T) {
 	if got := string(b.DoString("GET", "k")); got != "$-1\r\n" {
 		t.Fatalf("GET on the other server: %q", got)
 	}
-	a.srv.Commands().register(&Command{Name: "only.a", Arity: 1, Handler: func(c *Client, _ [][]byte) { c.OK() }})
+	a.srv.Commands().Register(&Command{Name: "only.a", Arity: 1, Handler: func(c *Client, _ [][]byte) { c.OK() }})
 	if got := string(b.DoString("ONLY.A")); got[0] != '-' {
 		t.Fatalf("a command added to one server's table answered on the other: %q", got)
 	}

@@ -23,7 +23,7 @@ import (
 // would soonest have been forgotten anyway.
 
 func registerMemory(t *Table) {
-	t.registerGate(30, "maxmemory", memoryGate)
+	t.SetGate(GateMemory, memoryGate)
 }
 
 // memState is the server's maxmemory bookkeeping; the limit and policy are
@@ -41,7 +41,7 @@ func (m *memState) load(s *Server) {
 	m.evict.Store(cfg.MaxMemoryPolicy == "volatile-ttl")
 }
 
-var errOOM = wireError("OOM command not allowed when used memory > 'maxmemory'.")
+var errOOM = WireError("OOM command not allowed when used memory > 'maxmemory'.")
 
 // evictionsPerCommand bounds the work one command does evicting, so a
 // lowered limit is reached over several commands, not in one long pause.
@@ -99,7 +99,7 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 		now := c.Now()
 		all := true
 		for i := cmd.FirstKey; i <= last && i < len(args); i += max1(cmd.Step) {
-			if _, ok := c.eng().Get(args[i], now); !ok {
+			if _, ok := c.Engine().Get(args[i], now); !ok {
 				all = false
 				break
 			}

@@ -60,24 +60,24 @@ func parseMigrate(args [][]byte) (migrateArgs, error) {
 	for i := 6; i < len(args); i++ {
 		more := len(args) - i - 1
 		switch {
-		case equalFold(args[i], "copy"):
+		case EqualFold(args[i], "copy"):
 			m.copy = true
-		case equalFold(args[i], "replace"):
+		case EqualFold(args[i], "replace"):
 			m.replace = true
-		case equalFold(args[i], "auth") && more >= 1:
+		case EqualFold(args[i], "auth") && more >= 1:
 			m.auth, m.password = true, string(args[i+1])
 			i++
-		case equalFold(args[i], "auth2") && more >= 2:
+		case EqualFold(args[i], "auth2") && more >= 2:
 			m.auth, m.user, m.password = true, string(args[i+1]), string(args[i+2])
 			i += 2
-		case equalFold(args[i], "keys"):
+		case EqualFold(args[i], "keys"):
 			if len(args[3]) != 0 {
-				return m, wireError("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+				return m, WireError("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
 			}
 			m.keys = args[i+1:]
 			i = len(args)
 		default:
-			return m, errSyntax
+			return m, ErrSyntax
 		}
 	}
 	var err error
@@ -130,7 +130,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 		// see each deletion.
 		for i, took := range taken {
 			if took {
-				c.eng().Delete(batch[i].key, now)
+				c.Engine().Delete(batch[i].key, now)
 			}
 		}
 	}
@@ -145,7 +145,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 func readMigrating(c *Client, keys [][]byte, now int64) ([]migrating, error) {
 	var batch []migrating
 	for _, k := range keys {
-		p, expire, ok, err := readDump(c.eng(), k, now)
+		p, expire, ok, err := readDump(c.Engine(), k, now)
 		if err != nil {
 			return nil, err
 		}

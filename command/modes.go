@@ -13,7 +13,7 @@ const (
 	modeMonitor                       // in MONITOR mode
 )
 
-func registerModes(t *Table) { t.registerGate(18, "modes", modeGate) }
+func registerModes(t *Table) { t.SetGate(GateModes, modeGate) }
 
 func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	m := c.mode.Load()

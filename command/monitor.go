@@ -12,7 +12,7 @@ import (
 // arguments redacted.
 
 func registerMonitor(t *Table) {
-	t.register(&Command{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoMulti | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+	t.Register(&Command{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoMulti | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 		Complexity: "O(1)", Summary: "Streams every command the server runs, administration commands excepted, to this connection.",
 		Handler: cmdMonitor})
 }
@@ -157,18 +157,18 @@ func secretArgs(cmd *Command, args [][]byte) []bool {
 		mark(1, len(args))
 	case "hello": // HELLO 3 AUTH user pass
 		for i, a := range args {
-			if i > 0 && equalFold(a, "auth") {
+			if i > 0 && EqualFold(a, "auth") {
 				mark(i+1, len(args))
 				break
 			}
 		}
 	case "migrate":
-		for i := 6; i < len(args) && !equalFold(args[i], "keys"); i++ {
+		for i := 6; i < len(args) && !EqualFold(args[i], "keys"); i++ {
 			switch {
-			case equalFold(args[i], "auth"):
+			case EqualFold(args[i], "auth"):
 				mark(i+1, 1)
 				i++
-			case equalFold(args[i], "auth2"):
+			case EqualFold(args[i], "auth2"):
 				mark(i+1, 2)
 				i += 2
 			}

@@ -30,7 +30,7 @@ func registerMulti(t *Table) {
 		return &Command{Name: name, Arity: arity, Flags: flags | FlagLoading | FlagStale, FirstKey: first, LastKey: last, Step: step,
 			Group: "transactions", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
 	}
-	t.register(
+	t.Register(
 		tx("multi", 1, FlagFast, 0, 0, 0, "Starts a transaction: later commands are queued until EXEC.", "", cmdMulti),
 		tx("exec", 1, 0, 0, 0, 0, "Runs the queued commands atomically and returns their replies in an array.", "", cmdExec),
 		tx("discard", 1, FlagFast, 0, 0, 0, "Drops the queued commands and ends the transaction.", "", cmdDiscard),
@@ -39,7 +39,7 @@ func registerMulti(t *Table) {
 	)
 	// Last of the gates, so that a command refused by authentication or a
 	// memory limit at queue time aborts the transaction, as in Redis.
-	t.registerGate(90, "multi", multiGate)
+	t.SetGate(GateMulti, multiGate)
 }
 
 type multiState struct {
@@ -151,7 +151,7 @@ func cmdWatch(c *Client, args [][]byte) {
 	now := c.Now()
 	for _, k := range args[1:] {
 		key := append([]byte(nil), k...)
-		m.watched = append(m.watched, watchedKey{key, entryState(c.eng(), key, now)})
+		m.watched = append(m.watched, watchedKey{key, entryState(c.Engine(), key, now)})
 	}
 	c.OK()
 }

@@ -206,7 +206,7 @@ func redisRate(c *Client, keys, argv [][]byte, decide func(tat, now, emission, b
 	now := redisRateNow(nowNs)
 	handled := false
 	var a redisRateAnswer
-	c.eng().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
 		tat, ok := redisRateTAT(ent, now)
 		if !ok {
 			return ent, false
@@ -308,7 +308,7 @@ func ululeIncr(c *Client, keys, argv [][]byte) bool {
 	}
 	handled := false
 	var ret, left int64
-	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var err error
 		if ret, err = engine.AddInt(ent, delta); err != nil {
 			return ent, false // INCRBY's error: the interpreter says so
@@ -343,7 +343,7 @@ func ululePeek(c *Client, keys, argv [][]byte) bool {
 		return false
 	}
 	now := c.Now()
-	ent, ok := c.eng().Get(keys[0], now)
+	ent, ok := c.Engine().Get(keys[0], now)
 	if !ok {
 		c.Array(2)
 		c.Int(0)
@@ -384,7 +384,7 @@ func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
 	}
 	handled := false
 	var consumed, ttl int64
-	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var err error
 		if consumed, err = engine.AddInt(ent, points); err != nil {
 			return ent, false // INCRBY's error

@@ -28,7 +28,7 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 	}
 	handled := false
 	var hits, ttl int64
-	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		switch {
 		case ent.Kind == engine.KindNone || (ent.Kind == engine.KindString && ent.Expire == 0):
 			hits, ttl, handled = 1, int64(window), true
@@ -74,7 +74,7 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 	delta := int64(amount)
 	handled := false
 	var current int64
-	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var err error
 		if current, err = engine.AddInt(ent, delta); err != nil {
 			return ent, false // INCRBY's error
@@ -120,7 +120,7 @@ func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
 	}
 	value := scripting.AppendCallNumber(nil, timestamp)
 	handled, full := false, false
-	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var l *engine.List
 		switch ent.Kind {
 		case engine.KindList:
@@ -183,7 +183,7 @@ func limitsMovingWindow(c *Client, keys, argv [][]byte) bool {
 	var newest float64
 	count := 0
 	declined := false
-	_, err := c.eng().DoList(keys[0], c.Now(), false, func(l *engine.List) bool {
+	_, err := c.Engine().DoList(keys[0], c.Now(), false, func(l *engine.List) bool {
 		from, to, ok := rankRange(0, int64(limit), l.Len())
 		for i := from; ok && i <= to; i++ {
 			v, isNum := luaNumber(l.Index(i))
@@ -236,7 +236,7 @@ func throttledCAS(c *Client, keys, argv [][]byte) bool {
 		return false
 	}
 	handled, missing, swapped := false, false, false
-	c.eng().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		switch ent.Kind {
 		case engine.KindNone:
 			handled, missing = true, true

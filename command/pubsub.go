@@ -15,7 +15,7 @@ import (
 
 func registerPubSub(t *Table) {
 	const flags = FlagLoading | FlagStale
-	t.register(
+	t.Register(
 		&Command{Name: "subscribe", Arity: -2, Flags: flags, Group: "pubsub", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of channels", Summary: "Listens for messages published to the channels.",
 			Syntax: "channel [channel ...]", Handler: cmdSubscribe(false)},

@@ -21,7 +21,7 @@ import (
 
 func registerReplication(t *Table) {
 	const admin = FlagAdmin | FlagStale
-	t.register(
+	t.Register(
 		&Command{Name: "role", Arity: 1, Flags: FlagAdmin | FlagFast | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns the node's role in replication: master with its offset and replicas, or slave with its primary and link.",
 			Handler: cmdRole},
@@ -146,7 +146,7 @@ func readOnlyGate(c *Client, cmd *Command, args [][]byte) bool {
 	if isPeek(cmd, args) {
 		return true
 	}
-	c.Error(wireError(errReadOnly))
+	c.Error(WireError(errReadOnly))
 	return false
 }
 
@@ -178,7 +178,7 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		c.Errf("REPLICAOF not allowed in cluster mode.")
 		return
 	}
-	if equalFold(args[1], "no") && equalFold(args[2], "one") {
+	if EqualFold(args[1], "no") && EqualFold(args[2], "one") {
 		if s.becomePrimary() {
 			s.logger.Printf("REPLICAOF NO ONE from %s: now a primary", c.Addr)
 		}
@@ -244,7 +244,7 @@ func (c *Client) replState() *replClient {
 
 func cmdReplconf(c *Client, args [][]byte) {
 	if len(args)%2 == 0 {
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	rc := c.replState()
@@ -272,7 +272,7 @@ func cmdReplconf(c *Client, args [][]byte) {
 		case "getack":
 			return
 		default:
-			c.Errf("Unrecognized REPLCONF option: %s", clip(args[i]))
+			c.Errf("Unrecognized REPLCONF option: %s", Clip(args[i]))
 			return
 		}
 	}

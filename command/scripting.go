@@ -40,7 +40,7 @@ func registerScripting(t *Table) {
 			Handler: func(c *Client, args [][]byte) { cmdEval(c, args, bySHA, ro) }}
 	}
 	t.registerInfo("scripting", 75, infoScripting)
-	t.register(
+	t.Register(
 		evalCmd("eval", "Executes a server-side Lua script.", false, false),
 		evalCmd("evalsha", "Executes a server-side Lua script by SHA1 digest.", false, true),
 		evalCmd("eval_ro", "Executes a read-only server-side Lua script.", true, false),
@@ -222,10 +222,10 @@ func (sc *scriptCaller) Call(args [][]byte, proto int) []byte {
 	}
 	for _, k := range keys {
 		if !c.tx.Holds(k) {
-			return fail("ERR script tried accessing key '" + clip(k) + "' that is not in its KEYS and lies in a shard the script does not hold: declare every key a script touches")
+			return fail("ERR script tried accessing key '" + Clip(k) + "' that is not in its KEYS and lies in a shard the script does not hold: declare every key a script touches")
 		}
 	}
-	if len(s.table.gates) > 0 {
+	if s.table.nGates > 0 {
 		c.w = sc.w
 		ok := s.table.admit(c, cmd, args)
 		c.w = sc.outer
@@ -263,7 +263,7 @@ func cmdScriptExists(c *Client, args [][]byte) {
 }
 
 func cmdScriptFlush(c *Client, args [][]byte) {
-	if len(args) == 3 && !equalFold(args[2], "async") && !equalFold(args[2], "sync") {
+	if len(args) == 3 && !EqualFold(args[2], "async") && !EqualFold(args[2], "sync") {
 		c.Err("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 		return
 	}
@@ -318,7 +318,7 @@ func registerFunctions(t *Table) {
 		return &Command{Name: "function|" + name, Arity: arity, Group: "scripting", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of functions", Summary: summary, Syntax: syntax, Handler: h}
 	}
-	t.register(
+	t.Register(
 		fcall("fcall", "Invokes a function.", false),
 		fcall("fcall_ro", "Invokes a read-only function.", true),
 		&Command{Name: "function", Arity: -2, Group: "scripting", Since: "0.1.0", Complexity: "Depends on subcommand.",
@@ -373,13 +373,13 @@ func cmdFunctionLoad(c *Client, args [][]byte) {
 	replace := false
 	code := args[2]
 	if len(args) == 4 {
-		if !equalFold(args[2], "replace") {
+		if !EqualFold(args[2], "replace") {
 			c.Err("ERR Unknown option given: " + string(args[2]))
 			return
 		}
 		replace, code = true, args[3]
 	} else if len(args) > 4 {
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	name, err := c.srv.functions.Load(string(code), replace)
@@ -401,7 +401,7 @@ func cmdFunctionDelete(c *Client, args [][]byte) {
 }
 
 func cmdFunctionFlush(c *Client, args [][]byte) {
-	if len(args) > 3 || (len(args) == 3 && !equalFold(args[2], "async") && !equalFold(args[2], "sync")) {
+	if len(args) > 3 || (len(args) == 3 && !EqualFold(args[2], "async") && !EqualFold(args[2], "sync")) {
 		c.Err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		return
 	}
@@ -414,9 +414,9 @@ func cmdFunctionList(c *Client, args [][]byte) {
 	withCode, pattern := false, ""
 	for i := 2; i < len(args); i++ {
 		switch {
-		case equalFold(args[i], "withcode"):
+		case EqualFold(args[i], "withcode"):
 			withCode = true
-		case equalFold(args[i], "libraryname") && i+1 < len(args):
+		case EqualFold(args[i], "libraryname") && i+1 < len(args):
 			pattern = string(args[i+1])
 			i++
 		default:
@@ -477,7 +477,7 @@ func cmdFunctionRestore(c *Client, args [][]byte) {
 			return
 		}
 	} else if len(args) > 4 {
-		c.Error(errSyntax)
+		c.Error(ErrSyntax)
 		return
 	}
 	if err := c.srv.functions.Restore(args[2], policy); err != nil {
@@ -607,11 +607,11 @@ func (b *busyScripts) kill() error {
 		}
 	}
 	if len(busy) == 0 {
-		return wireError("NOTBUSY No scripts in execution right now.")
+		return WireError("NOTBUSY No scripts in execution right now.")
 	}
 	for _, r := range busy {
 		if r.wrote.Load() {
-			return wireError("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+			return WireError("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 		}
 	}
 	for _, r := range busy {

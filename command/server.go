@@ -270,7 +270,7 @@ func (s *Server) Prefetch(conn Conn, cmds []resp.Command) {
 	cmd := c.bt.named
 	for _, m := range cmds {
 		args := m.Args
-		if cmd == nil || !equalFold(args[0], cmd.Name) {
+		if cmd == nil || !EqualFold(args[0], cmd.Name) {
 			if cmd = s.table.Lookup(args[0]); cmd == nil {
 				continue
 			}
@@ -330,7 +330,7 @@ func (s *Server) handle(c *Client, args [][]byte) {
 	}
 	c.bt.total++
 	cmd := c.bt.named
-	if cmd == nil || !equalFold(args[0], cmd.Name) { // a pipeline repeats its command
+	if cmd == nil || !EqualFold(args[0], cmd.Name) { // a pipeline repeats its command
 		cmd = s.table.Lookup(args[0])
 		c.bt.named = cmd
 	}
@@ -342,7 +342,7 @@ func (s *Server) handle(c *Client, args [][]byte) {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			if cmd.Handler == nil {
-				c.Errf("unknown subcommand '%s'. Try %s HELP.", clip(args[1]), cmd.FullName())
+				c.Errf("unknown subcommand '%s'. Try %s HELP.", Clip(args[1]), cmd.FullName())
 				return
 			}
 		} else {
@@ -355,7 +355,7 @@ func (s *Server) handle(c *Client, args [][]byte) {
 		return
 	}
 	c.failed = false
-	if len(s.table.gates) > 0 && !s.table.admit(c, cmd, args) {
+	if s.table.nGates > 0 && !s.table.admit(c, cmd, args) {
 		if c.failed { // refused before running (NOAUTH, MOVED, OOM...): Redis's rejected_calls
 			cmd.stats.rejected.Add(1)
 		}
@@ -389,12 +389,12 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 }
 
 func unknownCommand(args [][]byte) string {
-	msg := fmt.Sprintf("ERR unknown command '%s', with args beginning with: ", clip(args[0]))
+	msg := fmt.Sprintf("ERR unknown command '%s', with args beginning with: ", Clip(args[0]))
 	for i, a := range args[1:] {
 		if i == 20 {
 			break
 		}
-		msg += "'" + clip(a) + "' "
+		msg += "'" + Clip(a) + "' "
 	}
 	return msg
 }

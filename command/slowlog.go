@@ -21,7 +21,7 @@ import (
 // threshold takes the slow log's mutex.
 
 func registerSlowlog(t *Table) {
-	t.register(&Command{Name: "slowlog", Arity: -2, Group: "server", Since: "0.1.0",
+	t.Register(&Command{Name: "slowlog", Arity: -2, Group: "server", Since: "0.1.0",
 		Complexity: "Depends on subcommand.", Summary: "Reads and resets the log of slow commands.", Syntax: "subcommand",
 		Subs: []*Command{
 			{Name: "slowlog|get", Arity: -2, MaxArgs: 3, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",

@@ -132,7 +132,8 @@ func (cmd *Command) Categories() []string {
 // Server, so two servers in one process share nothing.
 type Table struct {
 	byName     map[string]*Command
-	gates      []gate
+	gates      [numGates]GateFunc // gate.go: the one order
+	nGates     int
 	info       []infoSection
 	limitsInfo []func(s *Server, eng *engine.Engine, b *strings.Builder)
 }
@@ -153,7 +154,7 @@ func NewTable() *Table {
 
 // register adds commands to the table. Registering a name twice is a
 // programming error caught at start-up.
-func (t *Table) register(cmds ...*Command) {
+func (t *Table) Register(cmds ...*Command) {
 	for _, c := range cmds {
 		if _, dup := t.byName[c.Name]; dup {
 			panic("command: registered twice: " + c.Name)
