@@ -121,7 +121,7 @@ func (s *Server) LoadAOF() (st persistence.AOFLoadStats, loaded bool, err error)
 	if !f.Exists() {
 		return st, false, nil
 	}
-	ap := replication.Applier{Eng: s.eng, Sections: &s.sections}
+	ap := persistence.Applier{Eng: s.eng, Sections: &s.sections}
 	now := s.eng.Now()
 	st, err = f.Load(s.eng, &s.sections, func(args [][]byte) error { return ap.Apply(now, args) }, cfg.AOFLoadTruncated)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/cluster"
-	"github.com/limitdb/limitdb/replication"
+	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/resp"
 )
 
@@ -181,9 +181,9 @@ func (s *Server) peerRead(addr string, args ...string) (resp.Reply, []byte, erro
 		if cfg.MasterUser != "" {
 			auth = []string{"AUTH", cfg.MasterUser, cfg.MasterAuth}
 		}
-		out = replication.AppendCommand(out, auth...)
+		out = persistence.AppendCommand(out, auth...)
 	}
-	out = replication.AppendCommand(out, args...)
+	out = persistence.AppendCommand(out, args...)
 	if _, err := conn.Write(out); err != nil {
 		return resp.Reply{}, nil, err
 	}

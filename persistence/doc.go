@@ -68,6 +68,26 @@
 // file but not registered is skipped and reported in LoadStats; a section
 // that is registered but absent from the file has load left uncalled.
 //
+// # Change-stream records
+//
+// The change stream (replication/doc.go) and the append-only file's incr
+// files are runs of records, each a RESP array of bulk strings:
+//
+//	APPLY key entry [key entry ...]   set each key to entry (engine's
+//	                                  serialised form), as one unit; an
+//	                                  empty entry deletes the key
+//	RESET [key entry ...]             delete every key, then APPLY
+//	DROP key [key ...]                delete each key, each a unit of its
+//	                                  own (active expiry's deletions)
+//	SECTION name data                 a snapshot section's new state
+//	                                  (named policies)
+//	PING                              the primary is alive
+//	REPLCONF GETACK *                 answer REPLCONF ACK now (WAIT)
+//
+// record.go holds the codec: AppendUnit, AppendDrop and AppendCommand
+// write records; ReadRecord and ParseRecord read them, refusing anything
+// else with ErrBadRecord; an Applier applies them to a keyspace.
+//
 // # Append-only file
 //
 // The layout is Redis 7's multi-part AOF: a directory (appenddirname) with
@@ -75,7 +95,7 @@
 //	<name>.manifest          one line per file, oldest first:
 //	                         "file <file> seq <n> type b|i"
 //	<name>.<seq>.base.ldb    at most one: a snapshot in the format above
-//	<name>.<seq>.incr.aof    change-stream records (replication/doc.go),
+//	<name>.<seq>.incr.aof    change-stream records (above),
 //	                         RESP arrays of bulk strings, appended in order
 //
 // where <name> is appendfilename. The state is the base file, then every

@@ -7,19 +7,11 @@
 // A primary's engine tells its Journal (the Stream) the final state of the
 // keys each atomic unit changed, and the keys each step of active expiry
 // deleted (engine.Journal). The Stream encodes each unit, and each step,
-// as one RESP array, so that the replication link reads like Redis's, and
-// appends it to a buffer whose byte count is the replication offset:
-//
-//	APPLY key entry [key entry ...]   set each key to entry (engine's
-//	                                  serialised form), as one unit; an
-//	                                  empty entry deletes the key
-//	RESET [key entry ...]             delete every key, then APPLY
-//	DROP key [key ...]                delete each key, each a unit of its
-//	                                  own (active expiry's deletions)
-//	SECTION name data                 a snapshot section's new state
-//	                                  (named policies)
-//	PING                              the primary is alive
-//	REPLCONF GETACK *                 answer REPLCONF ACK now (WAIT)
+// as one record, a RESP array, so that the replication link reads like
+// Redis's, and appends it to a buffer whose byte count is the replication
+// offset. The records' codec, writer and reader both, is persistence's
+// (persistence/doc.go, "Change-stream records"), since the append-only
+// file holds the same records.
 //
 // Records are effects, never commands: a limiter's state holds the instant
 // it ran at, so a replica reaches the primary's exact entry whatever its

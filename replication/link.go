@@ -229,7 +229,7 @@ func (l *link) loadSnapshot(br *bufio.Reader, deadline func()) error {
 // acknowledgement; a record the buffer holds only the start of is read
 // whole by itself.
 func (l *link) apply(br *bufio.Reader, deadline func()) error {
-	ap := Applier{Eng: l.m.eng, Sections: l.m.host.Sections()}
+	ap := persistence.Applier{Eng: l.m.eng, Sections: l.m.host.Sections()}
 	var raw []byte
 	var args [][]byte
 	var now int64
@@ -283,11 +283,11 @@ func (l *link) apply(br *bufio.Reader, deadline func()) error {
 
 // applyRecord applies one record of the stream; it reports whether the
 // record asks for an acknowledgement (REPLCONF GETACK).
-func (l *link) applyRecord(ap *Applier, now int64, args [][]byte) (getack bool) {
+func (l *link) applyRecord(ap *persistence.Applier, now int64, args [][]byte) (getack bool) {
 	if err := ap.Apply(now, args); err != nil {
 		l.m.logf("replication: a record from the primary was not applied: %v", err)
 	}
-	return len(args) >= 2 && equalFold(args[0], verbReplconf) && equalFold(args[1], "GETACK")
+	return len(args) >= 2 && persistence.EqualFold(args[0], persistence.VerbReplconf) && persistence.EqualFold(args[1], "GETACK")
 }
 
 // linkError is the error that ended the stream from the primary.
@@ -324,7 +324,7 @@ func (l *link) send(args ...string) error {
 		return errors.New("not connected")
 	}
 	l.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	_, err := l.conn.Write(AppendCommand(nil, args...))
+	_, err := l.conn.Write(persistence.AppendCommand(nil, args...))
 	return err
 }
 

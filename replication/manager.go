@@ -99,7 +99,7 @@ func (m *Manager) Journaled() bool {
 
 // Section appends a snapshot section's new state to the stream.
 func (m *Manager) Section(name string, data []byte) {
-	m.stream.Append(AppendCommand(nil, verbSection, name, string(data)))
+	m.stream.Append(persistence.AppendCommand(nil, persistence.VerbSection, name, string(data)))
 }
 
 // IsReplica reports whether this server replicates a primary.
@@ -176,7 +176,7 @@ func (m *Manager) Cron(period time.Duration) {
 	}
 	m.mu.Unlock()
 	if send {
-		m.stream.Append(AppendCommand(nil, verbPing))
+		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbPing))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/persistence"
 )
 
 // pushLog is a replica's connection that keeps every push apart, with the
@@ -67,7 +68,7 @@ func TestSendIntervalPacesTheStream(t *testing.T) {
 	}
 	time.Sleep(interval + 100*time.Millisecond) // the link has been quiet for an interval
 
-	rec := func(s string) []byte { return AppendCommand(nil, "PING", s) }
+	rec := func(s string) []byte { return persistence.AppendCommand(nil, "PING", s) }
 	start := time.Now()
 	m.stream.Append(rec("first"))
 	i, first := sink.waitFor(t, 0, rec("first"), interval/2)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/persistence"
 )
 
 // ErrLagging is what a Reader returns once the stream has dropped bytes it
@@ -64,7 +65,7 @@ const chunkSize = 64 << 10
 func (s *Stream) Record(flushed bool, changes []engine.Change) {
 	s.mu.Lock()
 	c := s.last()
-	rec, scratch, err := appendUnit(c[len(c):], s.scratch, flushed, changes)
+	rec, scratch, err := persistence.AppendUnit(c[len(c):], s.scratch, flushed, changes)
 	s.scratch = scratch
 	if err != nil { // an entry with no codec: drop the record, count it
 		s.bad++
@@ -146,7 +147,7 @@ func (s *Stream) add(b []byte) {
 func (s *Stream) Expired(keys [][]byte) {
 	s.mu.Lock()
 	c := s.last()
-	s.commit(c, appendDrop(c[len(c):], keys))
+	s.commit(c, persistence.AppendDrop(c[len(c):], keys))
 	s.markUnpublished()
 	s.mu.Unlock()
 }

@@ -24,7 +24,7 @@ func TestStreamContinuesOnlyWithinItsBacklog(t *testing.T) {
 	if from != 0 {
 		t.Fatalf("a new stream's tail is at %d", from)
 	}
-	rec := AppendCommand(nil, verbPing)
+	rec := persistence.AppendCommand(nil, persistence.VerbPing)
 	for s.Offset() < 200<<10 {
 		s.Append(rec)
 		if _, err := r.Next(nil, 1<<20); err != nil { // keep the reader current
@@ -53,11 +53,11 @@ func TestStreamContinuesOnlyWithinItsBacklog(t *testing.T) {
 func TestStreamShiftKeepsTheOldHistory(t *testing.T) {
 	s := NewStream(1 << 20)
 	s.Activate()
-	s.Append(AppendCommand(nil, verbPing))
+	s.Append(persistence.AppendCommand(nil, persistence.VerbPing))
 	old, _, _ := s.IDs()
 	at := s.Offset()
 	s.Shift()
-	s.Append(AppendCommand(nil, verbPing))
+	s.Append(persistence.AppendCommand(nil, persistence.VerbPing))
 	id, id2, off2 := s.IDs()
 	if id == old || id2 != old || off2 != at+1 {
 		t.Fatalf("after Shift: id %s id2 %s off2 %d; old %s at %d", id, id2, off2, old, at)
@@ -115,7 +115,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap := Applier{Eng: dst}
+	ap := persistence.Applier{Eng: dst}
 	br := bufioReader(data)
 	var args [][]byte
 	var raw []byte
@@ -306,4 +306,10 @@ func TestNextAppendsUpToMax(t *testing.T) {
 	if got, _ = r.Next(got[:0], 100); string(got) != "456789" {
 		t.Errorf("then %q, want 456789", got)
 	}
+}
+
+func bufioReader(b []byte) *bufio.Reader {
+	r := bufio.NewReaderSize(bytes.NewReader(b), 64<<10)
+	r.Peek(1)
+	return r
 }

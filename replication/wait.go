@@ -1,6 +1,10 @@
 package replication
 
-import "time"
+import (
+	"time"
+
+	"github.com/limitdb/limitdb/persistence"
+)
 
 // waiter is one WAIT: done is called once, with the replicas that
 // acknowledged target, when n of them have or when the timeout passes.
@@ -29,7 +33,7 @@ func (m *Manager) Wait(n int, timeout time.Duration, done func(acked int)) (int,
 	getack := len(m.replicas) > 0 && m.link == nil
 	m.mu.Unlock()
 	if getack {
-		m.stream.Append(AppendCommand(nil, verbReplconf, "GETACK", "*"))
+		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbReplconf, "GETACK", "*"))
 		m.hurry()
 	}
 	if timeout > 0 {
