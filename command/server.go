@@ -91,7 +91,7 @@ type Server struct {
 	refuseWrites atomic.Bool              // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
 	sections     persistence.Sections     // a snapshot's sections beside the keyspace
 	persist      persistState             // snapshots: cmd_persist.go
-	aof          aofState                 // the append-only file: aof.go
+	aof          appendOnly               // the append-only file (replication.AOF), nil without a keyspace: aof.go
 	scripts      *scripting.Cache         // EVAL's scripts by SHA1: scripting.go
 	functions    *scripting.Functions     // FUNCTION's libraries, kept in snapshots
 	natives      map[string]*nativeScript // library scripts run without Lua, by SHA1: native.go
@@ -128,7 +128,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		done:       make(chan struct{}),
 	}
 	s.policies = policy.NewStore(nil)
-	s.aof.clk = clock.Real()
 	s.scripts = scripting.NewCache()
 	s.functions = scripting.NewFunctions()
 	s.natives = nativeScripts()
@@ -142,6 +141,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
+		s.aof = s.repl.NewAOF(clk, s.aofConfig, s.updateRefuseWrites)
 	}
 	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)
