@@ -48,7 +48,8 @@ type clusterState struct {
 	id       string // 40 hex digits, CLUSTER MYID
 	shardID  string // 40 hex digits, CLUSTER MYSHARDID
 
-	cons atomic.Pointer[cluster.Consensus] // cluster-enabled yes, once started
+	member atomic.Pointer[cluster.Member]    // cluster-enabled yes, once started (cluster_member.go)
+	cons   atomic.Pointer[cluster.Consensus] // the member's, read by every routed command
 
 	// Slots this node is moving out or in (CLUSTER SETSLOT MIGRATING and
 	// IMPORTING): its own state, as in Redis, not the cluster's.
@@ -69,15 +70,12 @@ type clusterState struct {
 	holds   map[int]int
 	frozen  map[int]bool
 	settled *sync.Cond // on mu: a hold ended
-
-	changed chan struct{} // a new topology to act on (cluster_admin.go)
 }
 
 // newClusterState reads the node's identity from --dir, or makes one and
 // writes it there. Without a usable --dir the identity lasts one run.
 func newClusterState(cfg config.Config, logger *log.Logger) *clusterState {
-	st := &clusterState{migrating: map[int]string{}, importing: map[int]string{}, claimed: map[int]bool{}, holds: map[int]int{}, frozen: map[int]bool{},
-		changed: make(chan struct{}, 1)}
+	st := &clusterState{migrating: map[int]string{}, importing: map[int]string{}, claimed: map[int]bool{}, holds: map[int]int{}, frozen: map[int]bool{}}
 	st.settled = sync.NewCond(&st.mu)
 	switch cfg.ClusterEnabled {
 	case "yes":

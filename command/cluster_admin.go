@@ -127,7 +127,7 @@ func clusterReply(c *Client, err error) {
 // words, anything else as ERR.
 func clusterError(c *Client, err error) {
 	var te cluster.Error
-	var pe peerError
+	var pe cluster.PeerError
 	switch {
 	case errors.As(err, &te):
 		c.Err(string(te))
@@ -145,7 +145,7 @@ func (c *Client) propose(cons *cluster.Consensus, ch cluster.Change) { c.propose
 // proposeWait is propose that, without wait, answers as soon as the
 // leader has applied the change.
 func (c *Client) proposeWait(cons *cluster.Consensus, ch cluster.Change, wait bool) {
-	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) }, wait,
+	err := c.srv.onLeader(func() (uint64, error) { return cons.Propose(ch) }, wait,
 		"CLUSTER", "RAFT-PROPOSE", string(ch.Encode()))
 	clusterReply(c, err)
 }
@@ -319,7 +319,7 @@ func cmdClusterBumpEpoch(c *Client, _ [][]byte) {
 		}
 	}
 	ch := cluster.Change{Op: cluster.OpBumpEpoch, ID: id}
-	if err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Propose(ch) }, true, "CLUSTER", "RAFT-PROPOSE", string(ch.Encode())); err != nil {
+	if err := c.srv.onLeader(func() (uint64, error) { return cons.Propose(ch) }, true, "CLUSTER", "RAFT-PROPOSE", string(ch.Encode())); err != nil {
 		clusterError(c, err)
 		return
 	}
@@ -412,7 +412,7 @@ func cmdClusterForget(c *Client, args [][]byte) {
 		c.Errf("Unknown node %s", id)
 		return
 	}
-	err := c.srv.onLeader(cons, func() (uint64, error) { return cons.Forget(id) }, true, "CLUSTER", "FORGET", id)
+	err := c.srv.onLeader(func() (uint64, error) { return cons.Forget(id) }, true, "CLUSTER", "FORGET", id)
 	clusterReply(c, err)
 }
 
@@ -438,7 +438,7 @@ func cmdClusterReset(c *Client, args [][]byte) {
 			if n.ID == id {
 				continue
 			}
-			r, err := c.srv.peerCall(n.Addr(), "CLUSTER", "FORGET", id)
+			r, err := c.srv.cluster.member.Load().Call(n.Addr(), "CLUSTER", "FORGET", id)
 			if err == nil && !r.IsError() {
 				break
 			}

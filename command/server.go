@@ -173,8 +173,8 @@ func (s *Server) Close() error {
 		if s.repl != nil {
 			s.repl.Close()
 		}
-		if cons := s.cluster.cons.Load(); cons != nil {
-			cons.Close()
+		if m := s.cluster.member.Load(); m != nil {
+			m.Close()
 		}
 	})
 	return nil
