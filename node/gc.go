@@ -142,5 +142,5 @@ func (n *Node) paceGC() {
 	}
 	p := newGCPacer()
 	p.last = p.read() // the rates count from here
-	n.every(time.Second, func() { p.pace(n.Server.Config().GCHeadroom) })
+	n.every(time.Second, func() { p.pace(n.Config().GCHeadroom) })
 }

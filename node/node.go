@@ -1,7 +1,8 @@
 // Package node assembles a limitdb server: the engine, the command layer
 // (table, policies, snapshots), the transport, the listeners and the
 // background loops (active expiry, automatic snapshots), and the order in
-// which they start and stop. cmd/limitdb and the end-to-end tests use it.
+// which they start and stop (Run). cmd/limitdb and the end-to-end tests use
+// it.
 //
 // It is the one package that imports both the transport (server/) and the
 // command layer (command/); neither imports the other, and nothing imports
@@ -30,10 +31,10 @@ import (
 // commands before closing the remaining connections.
 const ShutdownGrace = 5 * time.Second
 
-// Node is one limitdb server. The command layer's methods (Engine,
-// Config, SetConfig, Save, Policies, ...) are its own.
+// Node is one limitdb server: its command layer (Commands), its
+// transport and its listeners.
 type Node struct {
-	*command.Server
+	cmds   *command.Server
 	net    *server.Server
 	logger *log.Logger
 
@@ -41,6 +42,11 @@ type Node struct {
 	// (save is false for SHUTDOWN NOSAVE): where the final snapshot is
 	// written. When nil, Shutdown just closes.
 	OnShutdown func(save bool) error
+
+	// BeforeServe, when set, is called by Run once every listener is
+	// open, just before it serves: cmd/limitdb starts its metrics
+	// listener there. An error stops start-up.
+	BeforeServe func() error
 
 	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
 	ln        net.Listener
@@ -50,6 +56,8 @@ type Node struct {
 	rlsOnce   sync.Once      // StartRLS
 	rlsErr    error
 	done      chan struct{}
+	serving   chan struct{} // closed once Serve serves
+	servOnce  sync.Once
 	closeOnce sync.Once
 	startOnce sync.Once
 	shutting  atomic.Bool
@@ -63,7 +71,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 		logger = log.Default()
 	}
 	cmds := command.New(cfg, eng, logger)
-	n := &Node{Server: cmds, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
+	n := &Node{cmds: cmds, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -73,6 +81,19 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	cmds.EnvoyRLS = rlsCommands{n.rls}
 	return n
 }
+
+// Commands is the node's command layer.
+func (n *Node) Commands() *command.Server { return n.cmds }
+
+// Engine is the keyspace the node serves.
+func (n *Node) Engine() *engine.Engine { return n.cmds.Engine() }
+
+// Config returns a copy of the current configuration.
+func (n *Node) Config() config.Config { return n.cmds.Config() }
+
+// Prepare loads the ACL users and the limits from the configuration, once
+// (command.Server.Prepare); Run and Serve call it.
+func (n *Node) Prepare() error { return n.cmds.Prepare() }
 
 // transportLimits are the limits the transport enforces.
 func transportLimits(l config.Limits) server.Limits {
@@ -154,14 +175,15 @@ func (n *Node) Serve(ln net.Listener) error {
 	}
 	port := n.Config().Port
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
-		n.SetListenPort(a.Port)
+		n.cmds.SetListenPort(a.Port)
 		port = a.Port
 	}
-	if err := n.StartCluster(port); err != nil {
+	if err := n.cmds.StartCluster(port); err != nil {
 		ln.Close()
 		return err
 	}
 	n.Start()
+	n.servOnce.Do(func() { close(n.serving) })
 	err := n.net.Serve(ln)
 	if n.net.Draining() { // Shutdown: wait for the final snapshot
 		<-n.done
@@ -217,7 +239,7 @@ func (n *Node) Close() error {
 		for _, h := range n.rlsHTTP {
 			h.Close()
 		}
-		n.Server.Close()
+		n.cmds.Close()
 		err = n.net.Close()
 	})
 	return err
@@ -225,6 +247,10 @@ func (n *Node) Close() error {
 
 // Done is closed when the server closes.
 func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Serving is closed once the node serves: Run or Serve has started every
+// listener and background loop and accepts connections.
+func (n *Node) Serving() <-chan struct{} { return n.serving }
 
 // Shutdown stops the server gracefully: it stops accepting, lets every
 // connection finish the commands it has already received and flush their
@@ -269,18 +295,18 @@ func (n *Node) Start() {
 		per := (eng.Shards() + slices - 1) / slices
 		// A replica leaves expiry to its primary, whose deletions reach
 		// it in the stream, as Redis's replicas do.
-		repl := n.Replication()
+		repl := n.cmds.Replication()
 		go n.every(100*time.Millisecond/slices, func() {
 			if !repl.IsReplica() {
 				eng.ExpireShards(eng.Now(), 20, per)
 			}
 		})
-		go n.every(time.Second, n.SaveIfDue)
-		go n.every(time.Second, n.ReplicationCron)
-		go n.WatchScripts()
+		go n.every(time.Second, n.cmds.SaveIfDue)
+		go n.every(time.Second, n.cmds.ReplicationCron)
+		go n.cmds.WatchScripts()
 		go n.paceGC()
-		n.StartReplication()
-		if err := n.StartAOF(); err != nil {
+		n.cmds.StartReplication()
+		if err := n.cmds.StartAOF(); err != nil {
 			n.logger.Printf("append-only file: %v", err)
 		}
 	})

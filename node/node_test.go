@@ -65,7 +65,7 @@ func FuzzServerInput(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	s, addr, logs := serveTest(f)
-	s.RequestShutdown = func(bool) {} // SHUTDOWN in the input must not end the run
+	s.Commands().RequestShutdown = func(bool) {} // SHUTDOWN in the input must not end the run
 	by, err := net.Dial("tcp", addr)
 	if err != nil {
 		f.Fatal(err)
@@ -92,7 +92,7 @@ func FuzzServerInput(f *testing.F) {
 			t.Fatalf("panic on %q:\n%s", b, logs.String())
 		}
 		if s.Config().RequirePass != "" {
-			s.SetConfig([2]string{"requirepass", ""}) // CONFIG SET requirepass in the input locks the bystander out
+			s.Commands().SetConfig([2]string{"requirepass", ""}) // CONFIG SET requirepass in the input locks the bystander out
 		}
 	})
 }
@@ -132,7 +132,7 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 	if !clk.WaitForWaiters(2, 5*time.Second) {
 		t.Fatal("the background loops are not waiting on the clock")
 	}
-	c := n.NewLocalClient()
+	c := n.Commands().NewLocalClient()
 	for i := 0; i < 200; i++ {
 		if got := string(c.DoString("SET", fmt.Sprint("k", i), "v", "PX", "50")); got != "+OK\r\n" {
 			t.Fatalf("SET: %q", got)
@@ -152,7 +152,7 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 	if got := n.Engine().Len(); got != 0 {
 		t.Fatalf("%d keys left after %d steps of active expiry", got, steps)
 	}
-	if !n.LastSave().IsZero() {
+	if !n.Commands().LastSave().IsZero() {
 		t.Fatal("a snapshot before any was due")
 	}
 	// A change, then a minute: the automatic snapshot falls due.
@@ -160,7 +160,7 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 	for i := 0; i < 61; i++ {
 		clk.Advance(time.Second)
 	}
-	if !eventually(func() bool { return !n.LastSave().IsZero() }) {
+	if !eventually(func() bool { return !n.Commands().LastSave().IsZero() }) {
 		t.Fatal("no automatic snapshot a minute after a change")
 	}
 }

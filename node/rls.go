@@ -36,7 +36,7 @@ func (n *Node) configureRLS(cfg config.Config) {
 	s.SetQuotaMode(cfg.RLSQuotaMode)
 	s.SetNearLimitRatio(float32(cfg.RLSNearLimitRatio))
 	s.SetMergeDomains(cfg.RLSMergeDomainConfig)
-	s.SetReadOnly(n.Server.ReadOnly)
+	s.SetReadOnly(n.cmds.ReadOnly)
 }
 
 // StartRLS loads the rules of rls-config-dir into the node's rate limit

@@ -43,8 +43,7 @@ func startWith(t testing.TB, mod func(*config.Config), ln net.Listener) (*testSe
 			t.Fatal(err)
 		}
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	runNode(t, srv, ln)
 	return &testServer{srv: srv, clk: clk, addr: ln.Addr().String()}, logs
 }
 

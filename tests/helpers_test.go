@@ -44,9 +44,27 @@ func serve(t testing.TB, srv *node.Node, clk *clock.Fake) *testServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	runNode(t, srv, ln)
 	return &testServer{srv: srv, clk: clk, addr: ln.Addr().String()}
+}
+
+// runNode starts srv on ln as cmd/limitdb starts it (node.Run: its data
+// loaded, its rules and listeners started) and returns once it serves;
+// the node closes when the test ends.
+func runNode(t testing.TB, srv *node.Node, ln net.Listener) {
+	t.Helper()
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(context.Background(), ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-ran
+	})
+	select {
+	case <-srv.Serving():
+	case err := <-ran:
+		ran <- err
+		t.Fatalf("start-up: %v", err)
+	}
 }
 
 // client opens a go-redis client; protocol 2 or 3.

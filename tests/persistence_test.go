@@ -80,16 +80,12 @@ var roundTrip = map[engine.Kind]struct {
 }
 
 // serverFromDir starts an in-process server whose snapshots live in dir,
-// loading the snapshot there first.
+// loading the snapshot there first (node.Run).
 func serverFromDir(t *testing.T, clk *clock.Fake, dir string) *testServer {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Port, cfg.Dir, cfg.Save = 0, dir, 0
-	srv := node.New(cfg, engine.New(clk, 0), nil)
-	if _, err := srv.LoadSnapshot(); err != nil {
-		t.Fatalf("load: %v", err)
-	}
-	return serve(t, srv, clk)
+	return serve(t, node.New(cfg, engine.New(clk, 0), nil), clk)
 }
 
 func TestEveryKindRoundTripsAcrossSaveLoad(t *testing.T) {

@@ -31,8 +31,7 @@ func startRulesServer(t *testing.T, path string) (*testServer, *testlog.Buffer) 
 	cfg.Port, cfg.Dir, cfg.Rules, cfg.RulesPoll = 0, t.TempDir(), path, 10*time.Millisecond
 	logs := &testlog.Buffer{}
 	srv := node.New(cfg, engine.New(clk, 0), log.New(logs, "", 0))
-	require.NoError(t, srv.StartRules())
-	return serve(t, srv, clk), logs
+	return serve(t, srv, clk), logs // loads the rules file (node.Run)
 }
 
 func writeRules(t *testing.T, path, src string) {
@@ -375,14 +374,14 @@ func TestRulesFileBrokenAtStart(t *testing.T) {
 	cfg.Rules = path
 	srv := node.New(cfg, engine.New(clock.NewFake(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv.Close()
-	err := srv.StartRules()
+	err := srv.Commands().StartRules()
 	if err == nil || !strings.Contains(err.Error(), "limits.yaml:4: policies[0] (a): field limit: must be at least 1, got 0") {
 		t.Fatalf("StartRules = %v, want the line and field", err)
 	}
 	cfg.Rules = filepath.Join(t.TempDir(), "missing.yaml")
 	srv2 := node.New(cfg, engine.New(clock.NewFake(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv2.Close()
-	if err := srv2.StartRules(); err == nil {
+	if err := srv2.Commands().StartRules(); err == nil {
 		t.Fatal("StartRules with a missing file succeeded")
 	}
 }

@@ -88,9 +88,7 @@ func startRLSIn(t *testing.T, clk *clock.Fake, dataDir, rulesDir string) *rlsSer
 	cfg.Save, cfg.Port, cfg.Dir = 0, 0, dataDir
 	cfg.RLSConfigDir = rulesDir
 	srv := node.New(cfg, engine.New(clk, 0), nil)
-	_, err := srv.LoadSnapshot()
-	require.NoError(t, err)
-	ts := serve(t, srv, clk)
+	ts := serve(t, srv, clk) // loads the snapshot (node.Run)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go srv.ServeGRPC(ln)
@@ -295,7 +293,7 @@ func TestRLSSurvivesRestart(t *testing.T) {
 	a := startRLSIn(t, clk, data, rules)
 	a.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 2, 12 * 3600, 5, day})
 	a.expect(t, 1, logReq, rlsOK, rlsWant{rlsOK, 1, 24 * 3600, 3, day})
-	require.NoError(t, a.srv.Save())
+	require.NoError(t, a.srv.Commands().Save())
 	require.NoError(t, a.srv.Close())
 
 	clk.Advance(time.Hour)

@@ -1,11 +1,12 @@
 // Command limitdb runs the limitdb server: a Redis-protocol datastore that
 // runs rate-limiting algorithms next to their state.
 //
-// It owns flags and configuration, start-up, signals and the final snapshot
-// on shutdown; everything else lives in resp/, engine/ and persistence/.
+// It owns flags, configuration and signals; the start-up and shutdown
+// sequence, final snapshot included, is node.Run's.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,9 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
@@ -104,68 +103,24 @@ func run(args []string, stderr io.Writer) int {
 	adjustOpenFiles(&cfg, logger)
 	eng := engine.New(clock.Real(), cfg.Shards)
 	srv := node.New(cfg, eng, logger)
-	if err := srv.Prepare(); err != nil {
-		logger.Printf("limitdb: %v", err)
-		return 1
-	}
-	for _, w := range srv.SecurityWarnings() {
-		logger.Print(w)
-	}
-	if err := loadData(srv, cfg, logger); err != nil {
-		logger.Printf("limitdb: %v", err)
-		return 1
-	}
-	if err := srv.StartAOF(); err != nil { // before serving: a file that cannot be written stops start-up
-		logger.Printf("limitdb: %v", err)
-		return 1
-	}
-	if err := srv.StartRules(); err != nil {
-		logger.Printf("limitdb: %v", err)
-		return 1
-	}
-	if err := srv.StartRLS(); err != nil {
-		logger.Printf("limitdb: Envoy rate limit service: %v", err)
-		return 1
-	}
-	ln, err := srv.Listen()
-	if err != nil {
-		logger.Printf("limitdb: cannot listen: %v", err)
-		return 1
-	}
-	logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", command.Version, ln.Addr(), os.Getpid(), eng.Shards())
-	if _, err := srv.StartGRPC(); err != nil {
-		ln.Close()
-		logger.Printf("limitdb: Envoy rate limit service: %v", err)
-		return 1
-	}
-	if _, err := srv.StartRLSHTTP(); err != nil {
-		ln.Close()
-		logger.Printf("limitdb: Envoy rate limit service (HTTP): %v", err)
-		return 1
-	}
 	if cfg.MetricsAddr != "" {
-		addr, err := metrics.Serve(srv.Server, cfg.MetricsAddr, logger)
-		if err != nil {
-			logger.Printf("limitdb: cannot serve metrics: %v", err)
-			return 1
-		}
-		logger.Printf("metrics at http://%s/metrics", addr)
-	}
-
-	// A final snapshot is written once, after serving stops: by SHUTDOWN
-	// (unless NOSAVE) before it closes the server, or here after a signal.
-	var finalDone atomic.Bool
-	srv.OnShutdown = func(save bool) error {
-		if save {
-			if err := srv.Save(); err != nil {
-				return err
+		srv.BeforeServe = func() error {
+			addr, err := metrics.Serve(srv.Commands(), cfg.MetricsAddr, logger)
+			if err != nil {
+				return fmt.Errorf("cannot serve metrics: %w", err)
 			}
+			logger.Printf("metrics at http://%s/metrics", addr)
+			return nil
 		}
-		finalDone.Store(true)
-		srv.Close()
-		return nil
 	}
 	go func() {
+		// A signal is acted on once the node serves; one that came sooner
+		// waits in sigs.
+		select {
+		case <-srv.Serving():
+		case <-srv.Done():
+			return
+		}
 		for {
 			select {
 			case sig := <-sigs:
@@ -177,15 +132,9 @@ func run(args []string, stderr io.Writer) int {
 			}
 		}
 	}()
-	if err := srv.Serve(ln); err != nil {
+	if err := srv.Run(context.Background(), nil); err != nil {
 		logger.Printf("limitdb: %v", err)
 		return 1
-	}
-	if !finalDone.Load() {
-		if err := srv.Save(); err != nil {
-			logger.Printf("limitdb: final snapshot failed: %v", err)
-			return 1
-		}
 	}
 	logger.Printf("limitdb stopped")
 	return 0
@@ -209,7 +158,7 @@ func shutdownOnSignal(srv *node.Node, sig os.Signal, logger *log.Logger) bool {
 		mode = config.ShutdownMode{Save: true}
 	}
 	if mode.Save {
-		if err := srv.Save(); err != nil {
+		if err := srv.Commands().Save(); err != nil {
 			if !mode.Force {
 				logger.Printf("%v received, but the snapshot cannot be written (%v): not exiting, so that no limit is lost. "+
 					"Fix the cause and signal again, or use SHUTDOWN NOSAVE, or shutdown-on-sigterm force", sig, err)
@@ -222,57 +171,6 @@ func shutdownOnSignal(srv *node.Node, sig os.Signal, logger *log.Logger) bool {
 	logger.Printf("%v received, shutting down", sig)
 	srv.Shutdown(mode.Save, node.ShutdownGrace)
 	return true
-}
-
-// loadData restores the state before serving: the append-only file when
-// appendonly is yes and there is one, as Redis prefers it; the snapshot
-// otherwise. A damaged append-only file stops start-up, naming the file
-// and offset (aof-load-truncated yes accepts a torn last record).
-func loadData(srv *node.Node, cfg config.Config, logger *log.Logger) error {
-	if cfg.AppendOnly.AppendOnly {
-		st, loaded, err := srv.LoadAOF()
-		if err != nil {
-			return fmt.Errorf("refusing to start: %v", err)
-		}
-		if loaded {
-			logger.Printf("append-only file loaded: %d keys from the base, %d records from %d files", st.Base.Keys, st.Records, st.Files)
-			if st.Truncated > 0 {
-				logger.Printf("WARNING: the append-only file ended inside a record (a crash while writing): %d bytes cut off (aof-load-truncated yes)", st.Truncated)
-			}
-			return nil
-		}
-	}
-	return loadSnapshot(srv, cfg, logger)
-}
-
-// loadSnapshot restores the snapshot before serving. A corrupt file stops
-// start-up unless --discard-corrupt-snapshot yes moves it aside; one whose
-// keys do not fit the shards stops it in any case.
-func loadSnapshot(srv *node.Node, cfg config.Config, logger *log.Logger) error {
-	path := srv.SnapshotPath()
-	st, err := srv.LoadSnapshot()
-	if err != nil {
-		if !cfg.DiscardCorrupt || errors.Is(err, engine.ErrShardFull) { // a sound file that needs more shards is never discarded
-			return fmt.Errorf("refusing to start: %s: %v (start with --discard-corrupt-snapshot yes to move it aside and start empty)", path, err)
-		}
-		aside := path + ".corrupt"
-		if rerr := os.Rename(path, aside); rerr != nil {
-			return fmt.Errorf("%s: %v; moving it aside failed: %v", path, err, rerr)
-		}
-		srv.Engine().Flush()
-		logger.Printf("WARNING: %s: %v; moved to %s, starting empty", path, err, aside)
-		return nil
-	}
-	if st.Created.IsZero() {
-		logger.Printf("no snapshot at %s, starting empty", path)
-		return nil
-	}
-	logger.Printf("snapshot %s loaded: %d keys, %d skipped as expired, %d sections in %v",
-		path, st.Keys, st.Expired, st.Sections, st.Duration.Round(time.Microsecond))
-	for _, name := range st.UnknownSections {
-		logger.Printf("WARNING: snapshot section %q is not known to this build; ignored", name)
-	}
-	return nil
 }
 
 // directiveFlag exposes a configuration directive as a --name value flag,
