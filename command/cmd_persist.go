@@ -165,24 +165,6 @@ func (s *Server) LoadSnapshot() (persistence.LoadStats, error) {
 	return st, err
 }
 
-// SaveIfDue starts a background snapshot when anything changed and the
-// last one is at least `save` seconds old; the node calls it every second.
-func (s *Server) SaveIfDue() {
-	every := s.Config().Save
-	if every <= 0 || s.Dirty() == 0 {
-		return
-	}
-	s.persist.statMu.Lock()
-	last := s.persist.lastSave
-	if last.IsZero() {
-		last = s.started
-	}
-	s.persist.statMu.Unlock()
-	if s.since(last) >= time.Duration(every)*time.Second {
-		s.BGSave() // a save already running is fine
-	}
-}
-
 func cmdSave(c *Client, _ [][]byte) {
 	if c.srv.persist.bgRunning.Load() {
 		c.Error(errBGRunning)

@@ -287,7 +287,7 @@ func (n *Node) Shutdown(save bool, grace time.Duration) error {
 // the shards, one every 10 ms: a whole cycle at once held up every request
 // in flight on a server with one core, ten times a second, which showed as
 // the p99 at pipeline 1 (PIPELINE=1 bench/headline.sh). The automatic
-// snapshot is checked every second (SaveIfDue).
+// snapshot is checked every second (saveIfDue).
 func (n *Node) Start() {
 	n.startOnce.Do(func() {
 		eng := n.Engine()
@@ -301,7 +301,7 @@ func (n *Node) Start() {
 				eng.ExpireShards(eng.Now(), 20, per)
 			}
 		})
-		go n.every(time.Second, n.cmds.SaveIfDue)
+		go n.every(time.Second, n.saveIfDue)
 		go n.every(time.Second, n.cmds.ReplicationCron)
 		go n.cmds.WatchScripts()
 		go n.paceGC()
@@ -310,6 +310,22 @@ func (n *Node) Start() {
 			n.logger.Printf("append-only file: %v", err)
 		}
 	})
+}
+
+// saveIfDue starts a background snapshot when anything changed and the
+// last one (before any, the start) is at least save seconds old.
+func (n *Node) saveIfDue() {
+	every := n.Config().Save
+	if every <= 0 || n.cmds.Dirty() == 0 {
+		return
+	}
+	last := n.cmds.LastSave()
+	if last.IsZero() {
+		last = n.cmds.Started()
+	}
+	if time.Duration(n.cmds.Clock().Now()-last.UnixNano()) >= time.Duration(every)*time.Second {
+		n.cmds.BGSave() // a save already running is fine
+	}
 }
 
 // every runs fn every d of the engine's clock until Close.
