@@ -28,13 +28,14 @@ import (
 //     final snapshot OnShutdown writes unless it is set already, or until
 //     Close or the end of ctx, which stop at once and save nothing.
 //
-// It returns why start-up stopped, or OnShutdown's error, or nil. Serving
-// is closed once it serves.
+// It returns why start-up stopped (having closed the node), or
+// OnShutdown's error, or nil. Serving is closed once it serves.
 func (n *Node) Run(ctx context.Context, ln net.Listener) error {
-	fail := func(err error) error {
+	fail := func(err error) error { // stop what started, as Close does
 		if ln != nil {
 			ln.Close()
 		}
+		n.Close()
 		return err
 	}
 	if err := n.Prepare(); err != nil {
@@ -58,7 +59,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	if ln == nil {
 		var err error
 		if ln, err = n.Listen(); err != nil {
-			return fmt.Errorf("cannot listen: %w", err)
+			return fail(fmt.Errorf("cannot listen: %w", err))
 		}
 	}
 	n.logger.Printf("limitdb %s listening on %s (pid %d, %d shards)", command.Version, ln.Addr(), os.Getpid(), n.Engine().Shards())
