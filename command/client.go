@@ -215,7 +215,7 @@ func (c *Client) Limit(r limit.Result, withDelay bool) {
 	if r.Limited {
 		limited = 1
 	}
-	c.countLimit(r.Limited)
+	c.CountLimit(r.Limited)
 	// One WriteRaw of the whole reply instead of six writer calls: the
 	// reply is a third of a pipelined CL.THROTTLE's CPU otherwise.
 	b := append(c.scratch[:0], '*', byte('0'+n), '\r', '\n')

@@ -45,7 +45,7 @@ func registerConn(t *Table) {
 					Complexity: "O(N) where N is the number of clients", Summary: "Closes connections by address (old form, answers OK) or by filters (answers how many).",
 					Syntax: "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no]", Handler: cmdClientKill},
 				{Name: "client|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the CLIENT subcommands.", Handler: helpFor("client")},
+					Complexity: "O(1)", Summary: "Lists the CLIENT subcommands.", Handler: HelpFor("client")},
 			}},
 	)
 }
@@ -308,8 +308,8 @@ func (c *Client) infoLine() string {
 		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, c.pubsubFlags(), multi, omem, totMem, cmd, user, proto, lib, ver)
 }
 
-// helpFor answers PARENT HELP from the subcommand table.
-func helpFor(parent string) func(c *Client, args [][]byte) {
+// HelpFor answers PARENT HELP from the subcommand table.
+func HelpFor(parent string) func(c *Client, args [][]byte) {
 	return func(c *Client, _ [][]byte) {
 		p := c.srv.table.byName[parent]
 		lines := []string{fmt.Sprintf("%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", p.FullName())}

@@ -38,6 +38,20 @@ func (lc *LocalClient) Do(args ...[]byte) []byte {
 	return lc.out.Bytes()
 }
 
+// Pipeline runs cmds as one batch, as the transport runs what one read of
+// a connection delivered (one instant, statistics published once), and
+// returns their replies, in RESP, valid until the next call.
+func (lc *LocalClient) Pipeline(cmds [][][]byte) []byte {
+	lc.out.Reset()
+	for _, args := range cmds {
+		lc.srv.handle(lc.Client, args)
+	}
+	lc.endBatch()
+	lc.srv.EndRound()
+	lc.w.Flush()
+	return lc.out.Bytes()
+}
+
 // DoString is Do with string arguments.
 func (lc *LocalClient) DoString(args ...string) []byte {
 	b := make([][]byte, len(args))

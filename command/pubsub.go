@@ -43,7 +43,7 @@ func registerPubSub(t *Table) {
 				{Name: "pubsub|numpat", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Counts the patterns subscribed to.", Handler: cmdPubsubNumpat},
 				{Name: "pubsub|help", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the PUBSUB subcommands.", Handler: helpFor("pubsub")},
+					Complexity: "O(1)", Summary: "Lists the PUBSUB subcommands.", Handler: HelpFor("pubsub")},
 			}},
 	)
 }

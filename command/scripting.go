@@ -57,7 +57,7 @@ func registerScripting(t *Table) {
 				{Name: "script|kill", Arity: 2, Group: "scripting", Since: "0.1.0", Complexity: "O(1)",
 					Summary: "Terminates a server-side Lua script during execution.", Handler: cmdScriptKill},
 				{Name: "script|help", Arity: 2, Group: "scripting", Since: "0.1.0", Complexity: "O(1)",
-					Summary: "Returns helpful text about the different subcommands.", Handler: helpFor("script")},
+					Summary: "Returns helpful text about the different subcommands.", Handler: HelpFor("script")},
 			}},
 	)
 }
@@ -331,7 +331,7 @@ func registerFunctions(t *Table) {
 				sub("dump", "", "Dumps all libraries into a serialized binary payload.", 2, cmdFunctionDump),
 				sub("restore", "serialized-value [FLUSH|APPEND|REPLACE]", "Restores all libraries from a payload.", -3, cmdFunctionRestore),
 				sub("kill", "", "Terminates a function during execution.", 2, cmdScriptKill),
-				sub("help", "", "Returns helpful text about the different subcommands.", 2, helpFor("function")),
+				sub("help", "", "Returns helpful text about the different subcommands.", 2, HelpFor("function")),
 			}},
 	)
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
-	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/replication"
 	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/scripting"
@@ -83,7 +82,6 @@ type Server struct {
 	// the node sets it. When nil, RL.SHOULD answers an error.
 	EnvoyRLS EnvoyRLS
 
-	policies     *policy.Store            // named policies: cmd_policy.go
 	pubsub       pubsub                   // channels and patterns: pubsub.go
 	monitors     monitors                 // MONITOR connections: monitor.go
 	repl         *replication.Manager     // replicas, the link to a primary, the change stream: replication.go
@@ -108,7 +106,7 @@ type Server struct {
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.
-func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
+func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...Family) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
@@ -127,7 +125,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		runID:      replication.NewID(),
 		done:       make(chan struct{}),
 	}
-	s.policies = policy.NewStore(nil)
 	s.aof.clk = clock.Real()
 	s.scripts = scripting.NewCache()
 	s.functions = scripting.NewFunctions()
@@ -143,10 +140,16 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	}
-	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)
 	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
+	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection}
+	for _, f := range families {
+		f.Register(s.table, env)
+	}
+	for _, sec := range s.table.sections {
+		s.sections.Add(sec.name, sec.save, sec.load)
+	}
 	return s
 }
 
@@ -168,6 +171,9 @@ func (s *Server) Config() config.Config {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
+		for _, stop := range s.table.closers {
+			stop()
+		}
 		s.busy.killAll()
 		s.StopAOF()
 		if s.repl != nil {

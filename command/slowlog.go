@@ -33,7 +33,7 @@ func registerSlowlog(t *Table) {
 			{Name: "slowlog|reset", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of entries", Summary: "Empties the slow log.", Handler: cmdSlowlogReset},
 			{Name: "slowlog|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-				Complexity: "O(1)", Summary: "Lists the SLOWLOG subcommands.", Handler: helpFor("slowlog")},
+				Complexity: "O(1)", Summary: "Lists the SLOWLOG subcommands.", Handler: HelpFor("slowlog")},
 		}})
 	t.registerInfo("latencystats", -1, infoLatencyStats)
 }

@@ -136,16 +136,45 @@ type Table struct {
 	nGates     int
 	info       []infoSection
 	limitsInfo []func(s *Server, eng *engine.Engine, b *strings.Builder)
+	sections   []section // family.go
+	resetStat  []func()
+	closers    []func()
 }
 
 // NewTable returns the table of every built-in family of commands.
 func NewTable() *Table {
 	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
-		registerAuth, registerCommand, registerConn, registerDump, registerExpire, registerGcra, registerKeys,
-		registerLimiters, registerPersist, registerPolicy, registerRLS, registerServer, registerServerInfo,
-		registerStrings, registerHash, registerSet, registerZSet, registerList, registerObject, registerInfoLimits, registerLimits, registerMemory,
-		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerFunctions, registerPubSub, registerMonitor, registerModes, registerCluster,
+		registerAuth,
+		registerCommand,
+		registerConn,
+		registerDump,
+		registerExpire,
+		registerKeys,
+		registerPersist,
+		registerRLS,
+		registerServer,
+		registerServerInfo,
+		registerStrings,
+		registerHash,
+		registerSet,
+		registerZSet,
+		registerList,
+		registerObject,
+		registerInfoLimits,
+		registerLimits,
+		registerMemory,
+		registerMulti,
+		registerSlowlog,
+		registerStats,
+		registerReplication,
+		registerAOF,
+		registerScripting,
+		registerFunctions,
+		registerPubSub,
+		registerMonitor,
+		registerModes,
+		registerCluster,
 	} {
 		family(t)
 	}

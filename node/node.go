@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/ratelimit"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/rls"
 	"github.com/limitdb/limitdb/server"
@@ -42,6 +44,8 @@ type Node struct {
 	// written. When nil, Shutdown just closes.
 	OnShutdown func(save bool) error
 
+	limits *ratelimit.Family // the rate-limit commands and named policies
+
 	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
 	ln        net.Listener
 	grpc      []*rls.Server  // Envoy's rate limit service (rls.go), stopped by Close
@@ -62,8 +66,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	cmds := command.New(cfg, eng, logger)
-	n := &Node{Server: cmds, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits := ratelimit.New()
+	cmds := command.New(cfg, eng, logger, limits)
+	n := &Node{Server: cmds, limits: limits, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -73,6 +78,13 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	cmds.EnvoyRLS = rlsCommands{n.rls}
 	return n
 }
+
+// Policies is the named policies the node applies.
+func (n *Node) Policies() *policy.Store { return n.limits.Policies() }
+
+// StartRules loads the rules file (if configured) and watches it until
+// Close; a file that does not load is an error.
+func (n *Node) StartRules() error { return n.limits.StartRules() }
 
 // transportLimits are the limits the transport enforces.
 func transportLimits(l config.Limits) server.Limits {

@@ -144,7 +144,7 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	if cfg.MetricsAddr != "" {
-		addr, err := metrics.Serve(srv.Server, cfg.MetricsAddr, logger)
+		addr, err := metrics.Serve(srv.Server, srv.Policies(), cfg.MetricsAddr, logger)
 		if err != nil {
 			logger.Printf("limitdb: cannot serve metrics: %v", err)
 			return 1

@@ -28,8 +28,10 @@ var layers = [][]string{
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
 	// The change stream: replicas and the append-only file.
 	{"replication", "scripting", "rls"},
-	// The command layer.
+	// The command layer's core.
 	{"command"},
+	// The families of commands, siblings on the core (TestFamiliesAreSiblings).
+	{"command/ratelimit"},
 	// The assembly, and the exporters of the command layer's figures.
 	{"node", "metrics"},
 	// Programs and end-to-end tests.
@@ -56,6 +58,27 @@ var never = map[string][]string{
 	"metrics":     {"server", "node"},
 	"httplimit":   {"server", "resp", "command", "node"},
 	"rls":         {"server", "resp", "command", "node"},
+}
+
+// family reports whether dir is a family of commands: a package under
+// command/.
+func family(dir string) bool { return strings.HasPrefix(dir, "command/") }
+
+// TestFamiliesAreSiblings: a family of commands imports the core and never
+// another family, nor the transport or the assembly: what it needs of the
+// rest it is handed (command.Env) or asks through a small interface.
+func TestFamiliesAreSiblings(t *testing.T) {
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		if !family(dir) {
+			continue
+		}
+		for _, imp := range projectImports(pkgs[dir]) {
+			if family(imp) || imp == "server" || imp == "node" {
+				t.Errorf("family %s imports %s: families import the core, never each other, the transport or the assembly", dir, imp)
+			}
+		}
+	}
 }
 
 // pkg is one package's non-test files.
