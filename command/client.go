@@ -58,7 +58,8 @@ type Client struct {
 	subCount atomic.Int32  // channels and patterns in subs, read without the lock
 
 	monitoring atomic.Bool   // in MONITOR mode (monitor.go)
-	mode       atomic.Uint32 // modeSubscribed, modeMonitor: what modeGate checks
+	mode       atomic.Uint32 // Mode bits: what modeGate checks
+	slots      []any         // families' per-connection state (Slot)
 	// multiShown is what CLIENT LIST, on another connection's goroutine,
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32

@@ -67,3 +67,33 @@ func (t *Table) OnResetStat(fn func()) { t.resetStat = append(t.resetStat, fn) }
 
 // OnClose adds what the command layer's Close stops.
 func (t *Table) OnClose(fn func()) { t.closers = append(t.closers, fn) }
+
+// Slot is a place in every Client for one family's per-connection state
+// (its subscriptions, its transaction), made by NewSlot.
+type Slot int
+
+// NewSlot makes a place in every client for a family's state.
+func (t *Table) NewSlot() Slot {
+	t.nSlots++
+	return Slot(t.nSlots - 1)
+}
+
+// Slot is c's state in slot s, nil until set. Only the connection's own
+// goroutine may call it, unless the family guards the value itself.
+func (c *Client) Slot(s Slot) any {
+	if int(s) >= len(c.slots) {
+		return nil
+	}
+	return c.slots[s]
+}
+
+// SetSlot sets c's state in slot s.
+func (c *Client) SetSlot(s Slot, v any) {
+	if int(s) >= len(c.slots) {
+		c.slots = append(c.slots, make([]any, int(s)+1-len(c.slots))...)
+	}
+	c.slots[s] = v
+}
+
+// OnClientClosed adds what a family forgets of a connection that has gone.
+func (t *Table) OnClientClosed(fn func(c *Client)) { t.clientClosed = append(t.clientClosed, fn) }

@@ -15,6 +15,7 @@ func registerMonitor(t *Table) {
 	t.Register(&Command{Name: "monitor", Arity: 1, Flags: FlagAdmin | FlagNoMulti | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 		Complexity: "O(1)", Summary: "Streams every command the server runs, administration commands excepted, to this connection.",
 		Handler: cmdMonitor})
+	t.monitorMode = t.AddMode(monitorGate)
 }
 
 // monitors are the connections in MONITOR mode.
@@ -40,7 +41,7 @@ func cmdMonitor(c *Client, _ [][]byte) {
 	}
 	m.mu.Unlock()
 	c.monitoring.Store(true)
-	c.setMode(modeMonitor, true)
+	c.SetMode(c.srv.table.monitorMode, true)
 	c.OK()
 }
 
@@ -57,7 +58,7 @@ func (s *Server) stopMonitoring(c *Client) {
 	}
 	m.mu.Unlock()
 	c.monitoring.Store(false)
-	c.setMode(modeMonitor, false)
+	c.SetMode(c.srv.table.monitorMode, false)
 }
 
 // monitorGate refuses a monitoring client the keyspace, as Redis does

@@ -46,6 +46,7 @@ func registerPubSub(t *Table) {
 					Complexity: "O(1)", Summary: "Lists the PUBSUB subcommands.", Handler: HelpFor("pubsub")},
 			}},
 	)
+	t.subscribedMode = t.AddMode(subscribedGate)
 }
 
 // pubsub is the server's channels and patterns, each with its subscribers.
@@ -321,4 +322,10 @@ func cmdPubsubNumpat(c *Client, _ [][]byte) {
 func (c *Client) pubsubFlags() string {
 	ch, pat := c.subscribed()
 	return "sub=" + strconv.Itoa(ch) + " psub=" + strconv.Itoa(pat)
+}
+
+// setSubCount records how many channels and patterns c listens to.
+func (c *Client) setSubCount(n int) {
+	c.subCount.Store(int32(n))
+	c.SetMode(c.srv.table.subscribedMode, n > 0)
 }

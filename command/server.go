@@ -234,6 +234,9 @@ func (s *Server) Closed(conn Conn, _ error) {
 	}
 	s.unsubscribeAll(c)
 	s.stopMonitoring(c)
+	for _, forget := range s.table.clientClosed {
+		forget(c)
+	}
 	if r := c.repl.Load(); r != nil {
 		if rep := r.replica.Load(); rep != nil {
 			s.repl.Detach(rep)

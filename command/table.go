@@ -139,6 +139,13 @@ type Table struct {
 	sections   []section // family.go
 	resetStat  []func()
 	closers    []func()
+	// connection modes (modes.go) and per-client state (family.go)
+	modeChecks   [maxModes]GateFunc
+	nModes       int
+	nSlots       int
+	clientClosed []func(c *Client)
+	// the modes of the built-in pub/sub and MONITOR
+	subscribedMode, monitorMode Mode
 }
 
 // NewTable returns the table of every built-in family of commands.
