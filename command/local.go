@@ -6,10 +6,9 @@ import (
 	"github.com/limitdb/limitdb/resp"
 )
 
-// LocalClient is a client with no socket: a script's redis.call, a
-// replica applying its primary's stream, a log replayed at start-up, a
-// gRPC request or a test runs commands through it, with the same table,
-// gates, statistics and replies as a connection.
+// LocalClient is a client with no socket: an in-process caller (a test, an
+// embedding program) runs commands through it with the same table, gates,
+// statistics and replies as a connection.
 type LocalClient struct {
 	*Client
 	out bytes.Buffer
