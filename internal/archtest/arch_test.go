@@ -28,6 +28,8 @@ var layers = [][]string{
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
 	// The change stream: replicas and the append-only file.
 	{"replication", "scripting", "rls"},
+	// The native twins of library scripts, which the command layer runs.
+	{"scripting/twins"},
 	// The command layer.
 	{"command"},
 	// The assembly, and the exporters of the command layer's figures.
@@ -56,6 +58,8 @@ var never = map[string][]string{
 	"metrics":     {"server", "node"},
 	"httplimit":   {"server", "resp", "command", "node"},
 	"rls":         {"server", "resp", "command", "node"},
+	// A twin reaches the server only through twins.Host.
+	"scripting/twins": {"command", "server", "node"},
 }
 
 // pkg is one package's non-test files.
