@@ -94,6 +94,11 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 					}
 				}
 			}
+			// Both sides on the interpreter would agree too: the twin must
+			// have answered some of the calls.
+			if !regexp.MustCompile("sha=" + sha + ",runs=[1-9]").Match(c.DoString("INFO", "scripting")) {
+				t.Errorf("%s never ran natively", sc.name)
+			}
 		})
 	}
 }
