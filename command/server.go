@@ -28,6 +28,7 @@ import (
 	"github.com/limitdb/limitdb/replication"
 	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/scripting"
+	"github.com/limitdb/limitdb/scripting/twins"
 )
 
 // Version is limitdb's version, reported by INFO and HELLO.
@@ -82,18 +83,18 @@ type Server struct {
 	// the node sets it. When nil, RL.SHOULD answers an error.
 	EnvoyRLS EnvoyRLS
 
-	pubsub       pubsub                   // channels and patterns: pubsub.go
-	monitors     monitors                 // MONITOR connections: monitor.go
-	repl         *replication.Manager     // replicas, the link to a primary, the change stream: replication.go
-	readOnly     atomic.Bool              // a read-only replica refuses writes (readOnlyGate)
-	refuseWrites atomic.Bool              // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
-	sections     persistence.Sections     // a snapshot's sections beside the keyspace
-	persist      persistState             // snapshots: cmd_persist.go
-	aof          aofState                 // the append-only file: aof.go
-	scripts      *scripting.Cache         // EVAL's scripts by SHA1: scripting.go
-	functions    *scripting.Functions     // FUNCTION's libraries, kept in snapshots
-	natives      map[string]*nativeScript // library scripts run without Lua, by SHA1: native.go
-	busy         busyScripts              // scripts under way, -BUSY past busy-reply-threshold
+	pubsub       pubsub               // channels and patterns: pubsub.go
+	monitors     monitors             // MONITOR connections: monitor.go
+	repl         *replication.Manager // replicas, the link to a primary, the change stream: replication.go
+	readOnly     atomic.Bool          // a read-only replica refuses writes (readOnlyGate)
+	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
+	sections     persistence.Sections // a snapshot's sections beside the keyspace
+	persist      persistState         // snapshots: cmd_persist.go
+	aof          aofState             // the append-only file: aof.go
+	scripts      *scripting.Cache     // EVAL's scripts by SHA1: scripting.go
+	functions    *scripting.Functions // FUNCTION's libraries, kept in snapshots
+	natives      *twins.Registry      // library scripts run without Lua, by SHA1: scripting/twins
+	busy         busyScripts          // scripts under way, -BUSY past busy-reply-threshold
 	runner       *scripting.Runner
 	slow         slowLog  // SLOWLOG: slowlog.go
 	mem          memState // maxmemory: memory.go
@@ -128,7 +129,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	s.aof.clk = clock.Real()
 	s.scripts = scripting.NewCache()
 	s.functions = scripting.NewFunctions()
-	s.natives = nativeScripts()
+	s.natives = twins.New()
 	s.busy = busyScripts{clk: clock.Real(), runs: map[*scriptRun]struct{}{}}
 	s.sections.Add("functions", s.functions.Save, s.functions.LoadSection)
 	s.runner = scripting.NewRunner(scripting.Options{RedisVersion: redisVersion, Log: func(level int, msg string) {

@@ -28,6 +28,8 @@ var layers = [][]string{
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
 	// The change stream: replicas and the append-only file.
 	{"replication", "scripting", "rls"},
+	// The native twins of library scripts, which the command layer runs.
+	{"scripting/twins"},
 	// The command layer's core.
 	{"command"},
 	// The families of commands, siblings on the core (TestFamiliesAreSiblings).
@@ -58,6 +60,8 @@ var never = map[string][]string{
 	"metrics":     {"server", "node"},
 	"httplimit":   {"server", "resp", "command", "node"},
 	"rls":         {"server", "resp", "command", "node"},
+	// A twin reaches the server only through twins.Host.
+	"scripting/twins": {"command", "server", "node"},
 }
 
 // family reports whether dir is a family of commands: a package under
