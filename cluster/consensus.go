@@ -97,7 +97,7 @@ func Open(cfg Config) (*Consensus, error) {
 		cfg.NodeTimeout = 15 * time.Second
 	}
 	if cfg.Clock == nil {
-		return nil, errors.New("cluster: no clock")
+		return nil, errors.New("cluster: Config.Clock is required")
 	}
 	c := &Consensus{cfg: cfg, clk: cfg.Clock, failing: map[string]time.Duration{}, stop: make(chan struct{})}
 	c.topo.Store(Empty())
