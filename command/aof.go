@@ -60,7 +60,7 @@ func fsyncPolicy(s string) int32 {
 
 // aofState is the append-only file of a server, when appendonly is yes.
 type aofState struct {
-	clk clock.Clock            // real time: fsync timers and rewrite durations
+	clk clock.Clock            // the engine's: fsync timers and rewrite durations
 	mu  sync.Mutex             // orders starts and stops
 	run atomic.Pointer[aofRun] // nil when appendonly is no; read by every batch
 

@@ -48,6 +48,7 @@ func (s *Server) StartCluster(port int) error {
 		Dir:         dir,
 		NodeTimeout: time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond,
 		Logger:      s.logger,
+		Clock:       s.clk,
 		Offsets:     s.replicaOffsets,
 		OnChange: func(*cluster.Topology) {
 			select {

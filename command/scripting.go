@@ -485,8 +485,9 @@ func cmdFunctionRestore(c *Client, args [][]byte) {
 // in Redis: other clients get -BUSY, except for the commands that end it
 // (SCRIPT KILL, FUNCTION KILL, SHUTDOWN) and a few connection commands,
 // until it ends or SCRIPT KILL stops it (only a script that wrote
-// nothing). A watchdog, ten times a second on real time, marks the runs
-// past the threshold; the gate costs one atomic load while none is.
+// nothing). A watchdog, ten times a second of the engine's clock, marks
+// the runs past the threshold; the gate costs one atomic load while none
+// is.
 
 // scriptRun is one script or function running.
 type scriptRun struct {

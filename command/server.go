@@ -111,7 +111,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	if logger == nil {
 		logger = log.Default()
 	}
-	clk := clock.Real()
+	var clk clock.Clock // no engine (a configuration check only): nothing to time
 	if eng != nil {
 		clk = eng.Clock()
 	}
@@ -122,15 +122,17 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 		table:      NewTable(),
 		directives: config.Builtin(),
 		logger:     logger,
-		started:    clock.Time(clk),
 		runID:      replication.NewID(),
 		done:       make(chan struct{}),
 	}
-	s.aof.clk = clock.Real()
+	if clk != nil {
+		s.started = clock.Time(clk)
+	}
+	s.aof.clk = clk
 	s.scripts = scripting.NewCache()
 	s.functions = scripting.NewFunctions()
 	s.natives = twins.New()
-	s.busy = busyScripts{clk: clock.Real(), runs: map[*scriptRun]struct{}{}}
+	s.busy = busyScripts{clk: clk, runs: map[*scriptRun]struct{}{}}
 	s.sections.Add("functions", s.functions.Save, s.functions.LoadSection)
 	s.runner = scripting.NewRunner(scripting.Options{RedisVersion: redisVersion, Log: func(level int, msg string) {
 		if level >= scripting.LogNotice {

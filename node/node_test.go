@@ -142,12 +142,11 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 		t.Fatalf("%d keys stored, want 200", got)
 	}
 	// Steps of 10 ms: each is an expiry slice, a tenth of the shards, and
-	// the keys go without any command touching them. (A step the loop
-	// has not taken yet is dropped, as a real ticker drops ticks.)
+	// the keys go without any command touching them. Each step waits for
+	// the loops to take its tick, so that none is dropped.
 	steps := 0
-	for ; n.Engine().Len() > 0 && steps < 10_000; steps++ {
-		clk.Advance(10 * time.Millisecond)
-		time.Sleep(100 * time.Microsecond)
+	for ; n.Engine().Len() > 0 && steps < 1000; steps++ {
+		step(t, clk, 10*time.Millisecond)
 	}
 	if got := n.Engine().Len(); got != 0 {
 		t.Fatalf("%d keys left after %d steps of active expiry", got, steps)
@@ -158,10 +157,20 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 	// A change, then a minute: the automatic snapshot falls due.
 	c.DoString("SET", "kept", "1")
 	for i := 0; i < 61; i++ {
-		clk.Advance(time.Second)
+		step(t, clk, time.Second)
 	}
 	if !eventually(func() bool { return !n.LastSave().IsZero() }) {
 		t.Fatal("no automatic snapshot a minute after a change")
+	}
+}
+
+// step advances clk by d and waits until the background loops have
+// taken the ticks it fired.
+func step(t *testing.T, clk *clock.Fake, d time.Duration) {
+	t.Helper()
+	clk.Advance(d)
+	if !clk.WaitForTicksTaken(10 * time.Second) {
+		t.Fatal("a background loop did not take its tick")
 	}
 }
 

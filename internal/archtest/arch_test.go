@@ -359,6 +359,38 @@ func TestOnlyTheClockReadsTheTime(t *testing.T) {
 	}
 }
 
+// TestOnlyProgramsChooseTheRealClock: clock.Real is referenced only by
+// programs (package main: cmd/limitdb, and the load generators and
+// examples beside it); every other package takes the clock it is given,
+// so that a test can hand the whole server a fake one.
+func TestOnlyProgramsChooseTheRealClock(t *testing.T) {
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		if dir == "clock" {
+			continue
+		}
+		p := pkgs[dir]
+		for _, name := range sorted(p.files) {
+			f := p.files[name]
+			clk := importName(f, module+"clock")
+			if clk == "" || f.Name.Name == "main" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Real" {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == clk && id.Obj == nil {
+					t.Errorf("%s/%s:%d: clock.Real outside a program: take the clock you are given; only cmd/ (and the other main packages) choose the real one",
+						dir, name, p.fset.Position(sel.Pos()).Line)
+				}
+				return true
+			})
+		}
+	}
+}
+
 // importName is the name file f uses for the package at path, "" if it
 // does not import it.
 func importName(f *ast.File, path string) string {
