@@ -102,6 +102,19 @@ func (c *Client) Close() {
 	}
 }
 
+// HasConn reports whether c has a connection: a LocalClient has none, so
+// nothing can be pushed to it later (a message, a MONITOR line).
+func (c *Client) HasConn() bool { return c.conn != nil }
+
+// Deliver queues whole RESP values (a message, a MONITOR line) on c's
+// connection, outside any reply; any goroutine may call it. A client with
+// no connection drops them.
+func (c *Client) Deliver(b []byte) {
+	if c.conn != nil {
+		c.conn.Push(b)
+	}
+}
+
 // setProto switches the client's replies to RESP2 or RESP3.
 func (c *Client) setProto(p int) {
 	c.proto = p
@@ -151,6 +164,10 @@ func (c *Client) Array(n int) { c.w.Array(n) }
 
 // Null writes the null bulk string (RESP3 null).
 func (c *Client) Null() { c.w.Null() }
+
+// Push writes the header of an out-of-band reply of n values: a RESP3
+// push, an array in RESP2 (pub/sub's replies and messages).
+func (c *Client) Push(n int) { c.w.Push(n) }
 
 // NullArray writes the null array (RESP3 null).
 func (c *Client) NullArray() { c.w.NullArray() }

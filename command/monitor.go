@@ -89,7 +89,7 @@ func (s *Server) feedMonitors(c *Client, cmd *Command, args [][]byte) {
 	b = append(b, " [0 "...)
 	b = append(b, c.Addr...)
 	b = append(b, ']')
-	secret := secretArgs(cmd, args)
+	secret := SecretArgs(cmd, args)
 	for i, a := range args {
 		b = append(b, ' ')
 		if secret != nil && secret[i] {
@@ -138,42 +138,4 @@ func appendRepr(b, a []byte) []byte {
 		}
 	}
 	return append(b, '"')
-}
-
-// secretArgs marks the arguments MONITOR and SLOWLOG show as "(redacted)",
-// as Redis does: AUTH's, HELLO's after AUTH, MIGRATE's after AUTH and
-// AUTH2; nil for a command without any.
-func secretArgs(cmd *Command, args [][]byte) []bool {
-	var secret []bool
-	mark := func(from, n int) {
-		if secret == nil {
-			secret = make([]bool, len(args))
-		}
-		for i := from; i < from+n && i < len(args); i++ {
-			secret[i] = true
-		}
-	}
-	switch cmd.Name {
-	case "auth":
-		mark(1, len(args))
-	case "hello": // HELLO 3 AUTH user pass
-		for i, a := range args {
-			if i > 0 && EqualFold(a, "auth") {
-				mark(i+1, len(args))
-				break
-			}
-		}
-	case "migrate":
-		for i := 6; i < len(args) && !EqualFold(args[i], "keys"); i++ {
-			switch {
-			case EqualFold(args[i], "auth"):
-				mark(i+1, 1)
-				i++
-			case EqualFold(args[i], "auth2"):
-				mark(i+1, 2)
-				i += 2
-			}
-		}
-	}
-	return secret
 }
