@@ -57,6 +57,8 @@ type Client struct {
 	subs     subscriptions // pub/sub (pubsub.go); guarded by the server's pubsub.mu
 	subCount atomic.Int32  // channels and patterns in subs, read without the lock
 
+	class atomic.Int32 // the config.Class* SetClass set: CLIENT KILL TYPE and PING read it
+
 	monitoring atomic.Bool   // in MONITOR mode (monitor.go)
 	mode       atomic.Uint32 // Mode bits: what modeGate checks
 	slots      []any         // families' per-connection state (Slot)
@@ -112,6 +114,17 @@ func (c *Client) HasConn() bool { return c.conn != nil }
 func (c *Client) Deliver(b []byte) {
 	if c.conn != nil {
 		c.conn.Push(b)
+	}
+}
+
+// SetClass sets which client-output-buffer-limit class (config.ClassNormal,
+// ClassPubSub...) applies to c's connection. As Redis's client type, it is
+// also what CLIENT KILL TYPE matches and what makes PING answer a
+// subscribed RESP2 client with an array.
+func (c *Client) SetClass(class int) {
+	c.class.Store(int32(class))
+	if c.conn != nil {
+		c.conn.SetClass(class)
 	}
 }
 

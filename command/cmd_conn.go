@@ -51,7 +51,7 @@ func registerConn(t *Table) {
 }
 
 func cmdPing(c *Client, args [][]byte) {
-	if c.proto < 3 && c.subCount.Load() > 0 { // as Redis answers a subscribed RESP2 client
+	if c.proto < 3 && c.class.Load() == config.ClassPubSub { // as Redis answers a subscribed RESP2 client
 		c.Array(2)
 		c.BulkString("pong")
 		if len(args) > 1 {
@@ -84,9 +84,7 @@ func cmdReset(c *Client, _ [][]byte) {
 	c.endMulti()
 	c.srv.unsubscribeAll(c)
 	c.srv.stopMonitoring(c)
-	if c.conn != nil {
-		c.conn.SetClass(config.ClassNormal)
-	}
+	c.SetClass(config.ClassNormal)
 	c.mu.Lock() // CLIENT LIST reads these from other connections
 	c.name, c.user = "", ""
 	c.setProto(2)

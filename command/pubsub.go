@@ -130,7 +130,7 @@ func cmdSubscribe(pattern bool) func(c *Client, args [][]byte) {
 			c.BulkString(name)
 			c.Int(int64(n))
 		}
-		c.conn.SetClass(config.ClassPubSub)
+		c.SetClass(config.ClassPubSub)
 	}
 }
 
@@ -172,7 +172,7 @@ func cmdUnsubscribe(pattern bool) func(c *Client, args [][]byte) {
 			c.Int(int64(n))
 		}
 		if c.subCount.Load() == 0 && c.conn != nil {
-			c.conn.SetClass(config.ClassNormal)
+			c.SetClass(config.ClassNormal)
 		}
 	}
 }
