@@ -54,14 +54,9 @@ type Client struct {
 	multi *multiState    // MULTI and WATCH (multi.go); nil until first used
 	tx    *engine.Engine // the transaction's handle while EXEC runs; nil otherwise
 
-	subs     subscriptions // pub/sub (pubsub.go); guarded by the server's pubsub.mu
-	subCount atomic.Int32  // channels and patterns in subs, read without the lock
-
-	class atomic.Int32 // the config.Class* SetClass set: CLIENT KILL TYPE and PING read it
-
-	monitoring atomic.Bool   // in MONITOR mode (monitor.go)
-	mode       atomic.Uint32 // Mode bits: what modeGate checks
-	slots      []any         // families' per-connection state (Slot)
+	class atomic.Int32  // the config.Class* SetClass set: CLIENT KILL TYPE and PING read it
+	mode  atomic.Uint32 // Mode bits: what modeGate checks
+	slots []any         // families' per-connection state (Slot), one place per slot from the start
 	// multiShown is what CLIENT LIST, on another connection's goroutine,
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32
