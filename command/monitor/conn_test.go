@@ -16,7 +16,7 @@ import (
 )
 
 // newServer is a command layer with the MONITOR family, on a fake clock.
-func newServer(t *testing.T) *command.Server {
+func newServer(t testing.TB) *command.Server {
 	t.Helper()
 	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), monitor.New())
 	if err := s.Prepare(); err != nil {
@@ -41,7 +41,7 @@ type conn struct {
 }
 
 // dial opens a connection from addr on s.
-func dial(t *testing.T, s *command.Server, addr string) *conn {
+func dial(t testing.TB, s *command.Server, addr string) *conn {
 	t.Helper()
 	c := &conn{s: s, addr: addr}
 	c.w = resp.NewWriter(&c.out)
