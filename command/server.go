@@ -391,7 +391,7 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 		}
 	}()
 	cmd.Handler(c, args)
-	if o := s.table.observer.Load(); o != nil { // MONITOR
+	if o := s.table.observer.Load(); o != nil { // someone monitors (ObserveCommands)
 		o.fn(c, cmd, args)
 	}
 }
