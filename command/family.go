@@ -79,7 +79,8 @@ func (t *Table) NewSlot() Slot {
 }
 
 // Slot is c's state in slot s, nil until set. Only the connection's own
-// goroutine may call it, unless the family guards the value itself.
+// goroutine may call it, unless the family guards the value itself: sets
+// it and reads it under its own lock.
 func (c *Client) Slot(s Slot) any {
 	if int(s) >= len(c.slots) {
 		return nil
@@ -97,3 +98,14 @@ func (c *Client) SetSlot(s Slot, v any) {
 
 // OnClientClosed adds what a family forgets of a connection that has gone.
 func (t *Table) OnClientClosed(fn func(c *Client)) { t.clientClosed = append(t.clientClosed, fn) }
+
+// OnClientReset adds what a family forgets of a connection that RESET
+// makes new again (its subscriptions, MONITOR), in the order added.
+func (t *Table) OnClientReset(fn func(c *Client)) { t.clientReset = append(t.clientReset, fn) }
+
+// AddClientInfo adds fields to c's CLIENT LIST and CLIENT INFO line, after
+// db=: fn appends them to b, each as " name=value", and may run on any
+// goroutine.
+func (t *Table) AddClientInfo(fn func(c *Client, b []byte) []byte) {
+	t.clientInfo = append(t.clientInfo, fn)
+}

@@ -83,8 +83,6 @@ type Server struct {
 	// the node sets it. When nil, RL.SHOULD answers an error.
 	EnvoyRLS EnvoyRLS
 
-	pubsub       pubsub               // channels and patterns: pubsub.go
-	monitors     monitors             // MONITOR connections: monitor.go
 	repl         *replication.Manager // replicas, the link to a primary, the change stream: replication.go
 	readOnly     atomic.Bool          // a read-only replica refuses writes (readOnlyGate)
 	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
@@ -203,6 +201,9 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 func (s *Server) newClient(conn Conn) *Client {
 	now := clock.Time(s.clk)
 	c := &Client{srv: s, conn: conn, ID: s.nextID.Add(1), Created: now, proto: 2}
+	if n := s.table.nSlots; n > 0 { // sized once, so that a family may read its slot from another goroutine
+		c.slots = make([]any, n)
+	}
 	if conn != nil {
 		c.w = conn.Writer()
 		c.Addr, c.LAddr = conn.RemoteAddr(), conn.LocalAddr()
@@ -235,8 +236,6 @@ func (s *Server) Closed(conn Conn, _ error) {
 	if c == nil {
 		return
 	}
-	s.unsubscribeAll(c)
-	s.stopMonitoring(c)
 	for _, forget := range s.table.clientClosed {
 		forget(c)
 	}
@@ -395,8 +394,8 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 		}
 	}()
 	cmd.Handler(c, args)
-	if s.monitors.n.Load() > 0 {
-		s.feedMonitors(c, cmd, args)
+	if o := s.table.observer.Load(); o != nil { // someone monitors (ObserveCommands)
+		o.fn(c, cmd, args)
 	}
 }
 

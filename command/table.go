@@ -3,6 +3,7 @@ package command
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/limitdb/limitdb/engine"
 )
@@ -144,8 +145,11 @@ type Table struct {
 	nModes       int
 	nSlots       int
 	clientClosed []func(c *Client)
-	// the modes of the built-in pub/sub and MONITOR
-	subscribedMode, monitorMode Mode
+	clientReset  []func(c *Client)
+	clientInfo   []func(c *Client, b []byte) []byte
+	// what families offer the core and each other (observe.go)
+	observer  atomic.Pointer[observer]
+	publisher Publisher
 }
 
 // NewTable returns the table of every built-in family of commands.
@@ -178,8 +182,6 @@ func NewTable() *Table {
 		registerAOF,
 		registerScripting,
 		registerFunctions,
-		registerPubSub,
-		registerMonitor,
 		registerModes,
 		registerCluster,
 	} {
