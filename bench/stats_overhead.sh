@@ -21,21 +21,22 @@ def cut(path, old, new=""):
     if old not in s:
         raise SystemExit(f"stats_overhead.sh: {path} no longer has the hunk to remove: {old!r}")
     open(path, "w").write(s.replace(old, new))
-cut("command/client.go", "\tc.countLimit(r.Limited)\n")                    # INFO limits
+cut("command/client.go", "\tc.CountLimit(r.Limited)\n")                    # INFO limits
 cut("command/batch.go", "\tc.srv.logIfSlow(c, cmd, args, d)\n")             # SLOWLOG
-cut("command/multi.go", '\tt.registerGate(90, "multi", multiGate)\n')      # MULTI queueing
+cut("command/multi.go", '\tt.SetGate(GateMulti, multiGate)\n')      # MULTI queueing
 cut("engine/engine.go", "\tif e.lockShard(i) {\n\t\tdefer s.Unlock()\n\t}\n\tvar ent Entry",
     "\ts.Lock()\n\tdefer s.Unlock()\n\tvar ent Entry")                       # the transaction check
 PY
 )
-(cd "$tmp/before" && go test -c -o "$tmp/before-command.test" ./command && go test -c -o "$tmp/before-node.test" ./node)
-go test -c -o "$tmp/after-command.test" ./command
+(cd "$tmp/before" && go test -c -o "$tmp/before-ratelimit.test" ./command/ratelimit && go test -c -o "$tmp/before-node.test" ./node)
+go test -c -o "$tmp/after-ratelimit.test" ./command/ratelimit
 go test -c -o "$tmp/after-node.test" ./node
 
 for ((r = 0; r < ROUNDS; r++)); do
   for v in before after; do
-    for p in command:DispatchThrottle node:Pipeline/CL.THROTTLE/P16/hot; do
-      (cd "${p%%:*}" && "$tmp/$v-${p%%:*}.test" -test.run '^$' -test.bench "${p#*:}" \
+    for p in command/ratelimit:DispatchThrottle node:Pipeline/CL.THROTTLE/P16/hot; do
+      d=${p%%:*}
+      (cd "$d" && "$tmp/$v-${d##*/}.test" -test.run '^$' -test.bench "${p#*:}" \
         -test.benchtime 300000x -test.cpu 1)
     done | awk -v v=$v '/^Benchmark/ { for (i = 1; i <= NF; i++) if ($i == "cpu-ns/op") print v, $1, $(i-1) }'
   done

@@ -10,6 +10,7 @@
 package clock
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,6 +216,34 @@ func (f *Fake) WaitForWaiters(n int, limit time.Duration) bool {
 			return false
 		}
 	}
+}
+
+// WaitForTicksTaken blocks until every live ticker's last tick has been
+// received, so that a test stepping a background loop knows the loop has
+// woken for the steps so far and the next step's tick will not be dropped;
+// it reports false if that has not happened within limit (real time).
+// It yields the processor while it waits: the receivers run meanwhile.
+func (f *Fake) WaitForTicksTaken(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for f.ticksPending() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}
+
+// ticksPending reports whether a live ticker holds a tick not yet received.
+func (f *Fake) ticksPending() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.tickers {
+		if !t.stopped && len(t.c) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // notify wakes WaitForWaiters; f.mu is held.

@@ -104,6 +104,28 @@ func TestFakeSleep(t *testing.T) {
 	}
 }
 
+func TestWaitForTicksTaken(t *testing.T) {
+	t.Parallel()
+	f := NewFake(t0)
+	tk := f.NewTicker(time.Second)
+	defer tk.Stop()
+	if !f.WaitForTicksTaken(time.Millisecond) {
+		t.Fatal("no tick is due, yet one is waiting")
+	}
+	f.Advance(time.Second)
+	if f.WaitForTicksTaken(10 * time.Millisecond) {
+		t.Fatal("reported taken a tick nobody received")
+	}
+	got := make(chan int64)
+	go func() { got <- (<-tk.C()).UnixNano() }()
+	if !f.WaitForTicksTaken(5 * time.Second) {
+		t.Fatal("the tick was received, yet still reported waiting")
+	}
+	if at := <-got; at != t0+1e9 {
+		t.Errorf("tick at %d, want %d", at, t0+1e9)
+	}
+}
+
 func TestWaitForWaitersTimesOut(t *testing.T) {
 	t.Parallel()
 	if NewFake(t0).WaitForWaiters(1, 10*time.Millisecond) {

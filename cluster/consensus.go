@@ -47,7 +47,11 @@ type Config struct {
 	Dir         string        // where the log and snapshots live; "" keeps them in memory
 	NodeTimeout time.Duration // cluster-node-timeout
 	Logger      *log.Logger
-	Clock       clock.Clock // what its waits and failure times read; real time when nil
+	// Clock is what its waits and failure times read (required): the
+	// engine's. Raft keeps its own timers on the system clock, so the
+	// waits for it (a leader, an applied index) move only as fast as
+	// this clock is stepped.
+	Clock clock.Clock
 	// OnChange is called with each new topology, in log order, from one
 	// goroutine at a time. It must not block for long.
 	OnChange func(*Topology)
@@ -93,7 +97,7 @@ func Open(cfg Config) (*Consensus, error) {
 		cfg.NodeTimeout = 15 * time.Second
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = clock.Real()
+		return nil, errors.New("cluster: Config.Clock is required")
 	}
 	c := &Consensus{cfg: cfg, clk: cfg.Clock, failing: map[string]time.Duration{}, stop: make(chan struct{})}
 	c.topo.Store(Empty())

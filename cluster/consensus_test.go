@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/clock"
 )
 
 // freePort is a loopback port nothing listens on now.
@@ -33,6 +35,7 @@ func openMember(t *testing.T, id byte, dir string, offsets ...func([]Node) map[s
 		Dir:         dir,
 		NodeTimeout: 500 * time.Millisecond,
 		Logger:      log.New(io.Discard, "", 0),
+		Clock:       clock.Real(), // raft runs on the system clock: its members' waits must too
 	})
 	if err != nil {
 		t.Fatal(err)

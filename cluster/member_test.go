@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/limitdb/limitdb/clock"
 )
 
 // TestMemberCallLogsInThenSends: a call to another member's client port
@@ -59,6 +61,7 @@ func TestMemberFollowsItsTopology(t *testing.T) {
 			Self:        Node{ID: nodeID('a'), Shard: nodeID('a'), IP: "127.0.0.1", Port: bus - 10000, BusPort: bus},
 			NodeTimeout: 500 * time.Millisecond,
 			Logger:      log.New(io.Discard, "", 0),
+			Clock:       clock.Real(), // raft runs on the system clock: its members' waits must too
 		},
 		Follow: func(t *Topology) {
 			mu.Lock()

@@ -30,7 +30,7 @@ func registerAuth(t *Table) {
 				{Name: "acl|load", Arity: 2, Flags: FlagAdmin | FlagDangerous | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 					Complexity: "O(N) where N is the number of users", Summary: "Reloads the users from the aclfile, all or nothing.", Handler: cmdACLLoad},
 				{Name: "acl|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the ACL subcommands.", Handler: helpFor("acl")},
+					Complexity: "O(1)", Summary: "Lists the ACL subcommands.", Handler: HelpFor("acl")},
 			}},
 	)
 	t.SetGate(GateAuth, authGate)

@@ -41,7 +41,7 @@ type batch struct {
 	calls  int64
 	ns     int64
 	failed int64
-	// limiter decisions of the run (countLimit, info_limits.go)
+	// limiter decisions of the run (CountLimit, info_limits.go)
 	admitted, denied int64
 	hist             [latencyBuckets]int32
 	used             uint32 // bit i set: hist[i] > 0

@@ -54,11 +54,9 @@ type Client struct {
 	multi *multiState    // MULTI and WATCH (multi.go); nil until first used
 	tx    *engine.Engine // the transaction's handle while EXEC runs; nil otherwise
 
-	subs     subscriptions // pub/sub (pubsub.go); guarded by the server's pubsub.mu
-	subCount atomic.Int32  // channels and patterns in subs, read without the lock
-
-	monitoring atomic.Bool   // in MONITOR mode (monitor.go)
-	mode       atomic.Uint32 // modeSubscribed, modeMonitor: what modeGate checks
+	class atomic.Int32  // the config.Class* SetClass set: CLIENT KILL TYPE and PING read it
+	mode  atomic.Uint32 // Mode bits: what modeGate checks
+	slots []any         // families' per-connection state (Slot), one place per slot from the start
 	// multiShown is what CLIENT LIST, on another connection's goroutine,
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32
@@ -98,6 +96,30 @@ func (c *Client) Close() {
 	c.closing = true
 	if c.conn != nil {
 		c.conn.Close()
+	}
+}
+
+// HasConn reports whether c has a connection: a LocalClient has none, so
+// nothing can be pushed to it later (a message, a MONITOR line).
+func (c *Client) HasConn() bool { return c.conn != nil }
+
+// Deliver queues whole RESP values (a message, a MONITOR line) on c's
+// connection, outside any reply; any goroutine may call it. A client with
+// no connection drops them.
+func (c *Client) Deliver(b []byte) {
+	if c.conn != nil {
+		c.conn.Push(b)
+	}
+}
+
+// SetClass sets which client-output-buffer-limit class (config.ClassNormal,
+// ClassPubSub...) applies to c's connection. As Redis's client type, it is
+// also what CLIENT KILL TYPE matches and what makes PING answer a
+// subscribed RESP2 client with an array.
+func (c *Client) SetClass(class int) {
+	c.class.Store(int32(class))
+	if c.conn != nil {
+		c.conn.SetClass(class)
 	}
 }
 
@@ -150,6 +172,10 @@ func (c *Client) Array(n int) { c.w.Array(n) }
 
 // Null writes the null bulk string (RESP3 null).
 func (c *Client) Null() { c.w.Null() }
+
+// Push writes the header of an out-of-band reply of n values: a RESP3
+// push, an array in RESP2 (pub/sub's replies and messages).
+func (c *Client) Push(n int) { c.w.Push(n) }
 
 // NullArray writes the null array (RESP3 null).
 func (c *Client) NullArray() { c.w.NullArray() }
@@ -215,7 +241,7 @@ func (c *Client) Limit(r limit.Result, withDelay bool) {
 	if r.Limited {
 		limited = 1
 	}
-	c.countLimit(r.Limited)
+	c.CountLimit(r.Limited)
 	// One WriteRaw of the whole reply instead of six writer calls: the
 	// reply is a third of a pipelined CL.THROTTLE's CPU otherwise.
 	b := append(c.scratch[:0], '*', byte('0'+n), '\r', '\n')

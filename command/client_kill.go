@@ -1,6 +1,10 @@
 package command
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/limitdb/limitdb/config"
+)
 
 // cmdClientKill is CLIENT KILL in both of Redis's forms: the old one,
 // CLIENT KILL ip:port, answers OK or "No such client"; the filter form
@@ -108,7 +112,7 @@ func (c *Client) clientType() string {
 	if r := c.repl.Load(); r != nil && r.replica.Load() != nil {
 		return "replica"
 	}
-	if c.subCount.Load() > 0 {
+	if c.class.Load() == config.ClassPubSub {
 		return "pubsub"
 	}
 	return "normal"

@@ -66,7 +66,7 @@ func registerCluster(t *Table) {
 				admin("raft-join", 4, "node slots", "Internal: a node asks the consensus leader to add it.", cmdClusterRaftJoin),
 				admin("raft-meet", 4, "ip port", "Internal: join the cluster of the node at ip:port if alone.", cmdClusterRaftMeet),
 				{Name: "cluster|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "cluster", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the CLUSTER subcommands.", Handler: helpFor("cluster")},
+					Complexity: "O(1)", Summary: "Lists the CLUSTER subcommands.", Handler: HelpFor("cluster")},
 			}},
 		mode("readonly", "Lets this connection read from a replica of the slot's primary.", cmdClusterReadOnly),
 		mode("readwrite", "Ends READONLY.", cmdClusterReadWrite),

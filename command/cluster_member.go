@@ -45,6 +45,7 @@ func (s *Server) StartCluster(port int) error {
 			Dir:         dir,
 			NodeTimeout: time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond,
 			Logger:      s.logger,
+			Clock:       s.clk,
 		},
 		Auth: func() (string, string) {
 			cfg := s.Config()

@@ -1,8 +1,7 @@
-package command
+package command_test
 
 import (
-	"io"
-	"log"
+	"github.com/limitdb/limitdb/command"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,12 +11,12 @@ import (
 	"github.com/limitdb/limitdb/engine"
 )
 
-func newClusterLocal(t *testing.T, dir string) *LocalClient {
+func newClusterLocal(t *testing.T, dir string) *command.LocalClient {
 	t.Helper()
 	cfg := config.Default()
 	cfg.ClusterEnabled = "emulated"
 	cfg.Dir = dir
-	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	s := newServer(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0))
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func registerCommand(t *Table) {
 				Complexity: "O(N) where N is the number of arguments to the command", Summary: "Extracts the key names from an arbitrary command.",
 				Syntax: "command [arg [arg ...]]", Handler: cmdCommandGetKeys},
 			{Name: "command|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-				Complexity: "O(1)", Summary: "Lists the COMMAND subcommands.", Handler: helpFor("command")},
+				Complexity: "O(1)", Summary: "Lists the COMMAND subcommands.", Handler: HelpFor("command")},
 		}})
 }
 

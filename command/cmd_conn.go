@@ -45,13 +45,13 @@ func registerConn(t *Table) {
 					Complexity: "O(N) where N is the number of clients", Summary: "Closes connections by address (old form, answers OK) or by filters (answers how many).",
 					Syntax: "ip:port | [ID client-id] [ADDR ip:port] [LADDR ip:port] [USER username] [SKIPME yes|no]", Handler: cmdClientKill},
 				{Name: "client|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "connection", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the CLIENT subcommands.", Handler: helpFor("client")},
+					Complexity: "O(1)", Summary: "Lists the CLIENT subcommands.", Handler: HelpFor("client")},
 			}},
 	)
 }
 
 func cmdPing(c *Client, args [][]byte) {
-	if c.proto < 3 && c.subCount.Load() > 0 { // as Redis answers a subscribed RESP2 client
+	if c.proto < 3 && c.class.Load() == config.ClassPubSub { // as Redis answers a subscribed RESP2 client
 		c.Array(2)
 		c.BulkString("pong")
 		if len(args) > 1 {
@@ -82,11 +82,10 @@ func cmdQuit(c *Client, _ [][]byte) {
 // runs at once rather than being queued.
 func cmdReset(c *Client, _ [][]byte) {
 	c.endMulti()
-	c.srv.unsubscribeAll(c)
-	c.srv.stopMonitoring(c)
-	if c.conn != nil {
-		c.conn.SetClass(config.ClassNormal)
+	for _, forget := range c.srv.table.clientReset {
+		forget(c)
 	}
+	c.SetClass(config.ClassNormal)
 	c.mu.Lock() // CLIENT LIST reads these from other connections
 	c.name, c.user = "", ""
 	c.setProto(2)
@@ -304,12 +303,16 @@ func (c *Client) infoLine() string {
 	if multi >= 0 {
 		flags = "x"
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 %s ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
-		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, c.pubsubFlags(), multi, omem, totMem, cmd, user, proto, lib, ver)
+	var fields []byte // the families' (AddClientInfo): pub/sub's sub= and psub=
+	for _, add := range c.srv.table.clientInfo {
+		fields = add(c, fields)
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0%s ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, fields, multi, omem, totMem, cmd, user, proto, lib, ver)
 }
 
-// helpFor answers PARENT HELP from the subcommand table.
-func helpFor(parent string) func(c *Client, args [][]byte) {
+// HelpFor answers PARENT HELP from the subcommand table.
+func HelpFor(parent string) func(c *Client, args [][]byte) {
 	return func(c *Client, _ [][]byte) {
 		p := c.srv.table.byName[parent]
 		lines := []string{fmt.Sprintf("%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", p.FullName())}

@@ -1,17 +1,15 @@
-package command
+package command_test
 
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
+	"github.com/limitdb/limitdb/command"
 	"hash/crc64"
-	"io"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/limitdb/limitdb/persistence"
-	"github.com/limitdb/limitdb/resp"
 )
 
 // bulkOf is a copy of the bytes of a bulk string reply.
@@ -43,7 +41,7 @@ func intOf(t *testing.T, reply []byte) int64 {
 
 // do runs a command of mixed string and []byte arguments and returns a
 // copy of its reply.
-func do(c *LocalClient, args ...any) string {
+func do(c *command.LocalClient, args ...any) string {
 	b := make([][]byte, len(args))
 	for i, a := range args {
 		switch a := a.(type) {
@@ -90,7 +88,7 @@ func TestRestoreKeepsEveryKind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src, srcClk := newLocal(t)
 			dst, dstClk := newLocal(t)
-			for _, c := range []*LocalClient{src, dst} {
+			for _, c := range []*command.LocalClient{src, dst} {
 				if got := do(c, "RL.POLICY", "SET", "p", "sliding_window", "3", "10s"); got != "+OK\r\n" {
 					t.Fatalf("RL.POLICY SET: %q", got)
 				}
@@ -148,8 +146,8 @@ func TestRestoreReplies(t *testing.T) {
 		{[]any{"RESTORE", "k", "0", p}, "+OK\r\n"},
 		{[]any{"GET", "k"}, "$5\r\nvalue\r\n"},
 		{[]any{"PTTL", "k"}, ":-1\r\n"},
-		{[]any{"RESTORE", "k", "0", p}, "-" + errBusyKey + "\r\n"},
-		{[]any{"RESTORE", "k", "-1", "junk"}, "-" + errBusyKey + "\r\n"}, // BUSYKEY comes first
+		{[]any{"RESTORE", "k", "0", p}, "-BUSYKEY Target key name already exists.\r\n"},
+		{[]any{"RESTORE", "k", "-1", "junk"}, "-BUSYKEY Target key name already exists.\r\n"}, // BUSYKEY comes first
 		{[]any{"RESTORE", "k", "5000", p, "REPLACE"}, "+OK\r\n"},
 		{[]any{"PTTL", "k"}, ":5000\r\n"},
 		{[]any{"RESTORE", "k", "-1", p, "REPLACE"}, "-ERR Invalid TTL value, must be >= 0\r\n"},
@@ -229,42 +227,5 @@ func TestMigratePasswordsRedacted(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(got), []byte("$4\r\nauth\r\n$1\r\nk\r\n")) {
 		t.Errorf("SLOWLOG lost the keys: %q", got)
-	}
-}
-
-// TestReadRestoreReplies: which keys the target took and what MIGRATE
-// answers, for each mix of replies.
-func TestReadRestoreReplies(t *testing.T) {
-	t.Parallel()
-	ok, busy := resp.Reply{Type: '+', Line: "OK"}, resp.Reply{Type: '-', Line: "BUSYKEY Target key name already exists."}
-	noauth := resp.Reply{Type: '-', Line: "WRONGPASS invalid username-password pair or user is disabled."}
-	for _, tc := range []struct {
-		name    string
-		auth    bool
-		replies []resp.Reply // then the connection fails
-		n       int
-		taken   []bool
-		want    string
-	}{
-		{"all taken", false, []resp.Reply{ok, ok}, 2, []bool{true, true}, ""},
-		{"auth then all", true, []resp.Reply{ok, ok}, 1, []bool{true}, ""},
-		{"one busy", false, []resp.Reply{busy, ok, busy}, 3, []bool{false, true, false}, "ERR Target instance replied with error: " + busy.Line},
-		{"auth refused", true, []resp.Reply{noauth, ok}, 1, []bool{false}, "ERR Target instance replied with error: " + noauth.Line},
-		{"cut short", false, []resp.Reply{ok}, 2, []bool{true, false}, "IOERR error or timeout reading to target instance"},
-		{"no auth reply", true, nil, 1, nil, "IOERR error or timeout reading to target instance"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			next := 0
-			taken, got := readRestoreReplies(tc.auth, tc.n, func() (resp.Reply, error) {
-				if next == len(tc.replies) {
-					return resp.Reply{}, io.ErrUnexpectedEOF
-				}
-				next++
-				return tc.replies[next-1], nil
-			})
-			if got != tc.want || fmt.Sprint(taken) != fmt.Sprint(tc.taken) {
-				t.Fatalf("taken %v, reply %q; want %v, %q", taken, got, tc.taken, tc.want)
-			}
-		})
 	}
 }

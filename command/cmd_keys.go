@@ -31,7 +31,7 @@ func registerKeys(t *Table) {
 					Complexity: "O(1)", Summary: "Estimates the bytes a key takes: its entry, its share of the index and its state beyond the entry (a sliding log's stamps, a string's bytes); nil when absent. SAMPLES is accepted and ignored.",
 					Syntax: "key [SAMPLES count]", Handler: cmdMemoryUsage},
 				{Name: "memory|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the MEMORY subcommands.", Handler: helpFor("memory")},
+					Complexity: "O(1)", Summary: "Lists the MEMORY subcommands.", Handler: HelpFor("memory")},
 			}},
 		&Command{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Group: "server", Since: "0.1.0",
 			Complexity: "O(shards)", Summary: "Counts the keys.", Handler: cmdDBSize},

@@ -14,7 +14,7 @@ func registerObject(t *Table) {
 				Complexity: "O(1)", Summary: "Names the encoding Redis 7.0 would use for the key's value; nil when absent.",
 				Syntax: "key", Handler: cmdObjectEncoding},
 			{Name: "object|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "generic", Since: "0.2.0",
-				Complexity: "O(1)", Summary: "Lists the OBJECT subcommands.", Handler: helpFor("object")},
+				Complexity: "O(1)", Summary: "Lists the OBJECT subcommands.", Handler: HelpFor("object")},
 		}})
 }
 

@@ -37,7 +37,7 @@ func registerServer(t *Table) {
 				{Name: "config|resetstat", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Resets the command statistics.", Handler: cmdConfigResetStat},
 				{Name: "config|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the CONFIG subcommands.", Handler: helpFor("config")},
+					Complexity: "O(1)", Summary: "Lists the CONFIG subcommands.", Handler: HelpFor("config")},
 			}},
 	)
 }
@@ -358,7 +358,9 @@ func cmdConfigResetStat(c *Client, _ [][]byte) {
 	}
 	each(c.srv.table.Sorted())
 	c.srv.totalCmds.Store(0)
-	c.srv.policies.ResetCounters()
+	for _, reset := range c.srv.table.resetStat {
+		reset()
+	}
 	c.OK()
 }
 

@@ -3,9 +3,10 @@ package command
 // Gate names one check that every command passes after lookup and arity,
 // before its handler; a gate may answer the command instead (returning
 // false). This list is the one place the order lives, as Redis's
-// processCommand keeps it in one function. Every path into the keyspace
-// walks it: connections, LocalClients (replicas' streams, log replay,
-// Envoy's rate limit service, tests) and each redis.call of a script.
+// processCommand keeps it in one function. Every command a client sends
+// walks it: a connection's, a LocalClient's and each redis.call of a
+// script. A replica's stream and the append-only file's replay apply
+// effects a primary already admitted, as Redis's master client does.
 type Gate int
 
 const (

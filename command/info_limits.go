@@ -34,11 +34,11 @@ func (t *Table) registerLimitsInfo(render func(s *Server, eng *engine.Engine, b 
 
 func registerInfoLimits(t *Table) { t.registerInfo("limits", 60, infoLimits) }
 
-// countLimit records a limiter decision against the running command. It
+// CountLimit records a limiter decision against the running command. It
 // counts in the connection's batch, which adds to the command's shared
 // counters when the run of that command ends (batch.go's publish), so
 // connections on different cores do not write one cache line per request.
-func (c *Client) countLimit(limited bool) {
+func (c *Client) CountLimit(limited bool) {
 	if limited {
 		c.bt.denied++
 	} else {

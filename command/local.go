@@ -6,10 +6,9 @@ import (
 	"github.com/limitdb/limitdb/resp"
 )
 
-// LocalClient is a client with no socket: a script's redis.call, a
-// replica applying its primary's stream, a log replayed at start-up, a
-// gRPC request or a test runs commands through it, with the same table,
-// gates, statistics and replies as a connection.
+// LocalClient is a client with no socket: an in-process caller (a test, an
+// embedding program) runs commands through it with the same table, gates,
+// statistics and replies as a connection.
 type LocalClient struct {
 	*Client
 	out bytes.Buffer
@@ -32,6 +31,20 @@ func (s *Server) NewLocalClient() *LocalClient {
 func (lc *LocalClient) Do(args ...[]byte) []byte {
 	lc.out.Reset()
 	lc.srv.handle(lc.Client, args)
+	lc.endBatch()
+	lc.srv.EndRound()
+	lc.w.Flush()
+	return lc.out.Bytes()
+}
+
+// Pipeline runs cmds as one batch, as the transport runs what one read of
+// a connection delivered (one instant, statistics published once), and
+// returns their replies, in RESP, valid until the next call.
+func (lc *LocalClient) Pipeline(cmds [][][]byte) []byte {
+	lc.out.Reset()
+	for _, args := range cmds {
+		lc.srv.handle(lc.Client, args)
+	}
 	lc.endBatch()
 	lc.srv.EndRound()
 	lc.w.Flush()

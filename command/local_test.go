@@ -1,9 +1,8 @@
-package command
+package command_test
 
 import (
 	"fmt"
-	"io"
-	"log"
+	"github.com/limitdb/limitdb/command"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +16,10 @@ import (
 
 // newLocal returns a client with no socket on a new server whose engine
 // reads a fake clock.
-func newLocal(t *testing.T) (*LocalClient, *clock.Fake) {
+func newLocal(t *testing.T) (*command.LocalClient, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clk, 0))
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func TestServersShareNothing(t *testing.T) {
 	if got := string(b.DoString("GET", "k")); got != "$-1\r\n" {
 		t.Fatalf("GET on the other server: %q", got)
 	}
-	a.srv.Commands().Register(&Command{Name: "only.a", Arity: 1, Handler: func(c *Client, _ [][]byte) { c.OK() }})
+	a.Server().Commands().Register(&command.Command{Name: "only.a", Arity: 1, Handler: func(c *command.Client, _ [][]byte) { c.OK() }})
 	if got := string(b.DoString("ONLY.A")); got[0] != '-' {
 		t.Fatalf("a command added to one server's table answered on the other: %q", got)
 	}
@@ -111,7 +110,7 @@ func TestStopWritesOnSnapshotError(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
 	cfg.Dir = t.TempDir()
-	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	s := newServer(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0))
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +157,7 @@ func TestMaxmemoryCountsClients(t *testing.T) {
 	t.Parallel()
 	cfg := config.Default()
 	cfg.MaxMemory = 1 << 20
-	s := New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	s := newServer(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0))
 	held := int64(0)
 	s.ClientMemory = func() int64 { return held }
 	if err := s.Prepare(); err != nil {

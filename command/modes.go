@@ -2,16 +2,29 @@ package command
 
 // A connection in a mode (subscribed, monitoring) and a server that
 // refuses writes (a failed snapshot with stop-writes-on-bgsave-error, a
-// read-only replica) each
-// restrict what a command may do. One gate checks them all, so that the
-// common case, none of them, costs two atomic loads and one call per
-// command.
+// read-only replica) each restrict what a command may do. One gate checks
+// them all, so that the common case, none of them, costs two atomic loads
+// and one call per command.
 
-// The modes of Client.mode.
-const (
-	modeSubscribed uint32 = 1 << iota // listens to a channel or pattern
-	modeMonitor                       // in MONITOR mode
-)
+// Mode is one bit of a connection's mode, owned by the family that added
+// it (AddMode): while it is on, the family's check runs before each of the
+// connection's commands, in the GateModes slot of the gate order.
+type Mode uint32
+
+// maxModes bounds the modes the families may add.
+const maxModes = 8
+
+// AddMode adds a connection mode whose check runs, while the mode is on,
+// before every command of the connection; checks run in the order the
+// modes were added.
+func (t *Table) AddMode(check GateFunc) Mode {
+	if t.nModes == maxModes {
+		panic("command: too many connection modes")
+	}
+	t.modeChecks[t.nModes] = check
+	t.nModes++
+	return Mode(1) << (t.nModes - 1)
+}
 
 func registerModes(t *Table) { t.SetGate(GateModes, modeGate) }
 
@@ -20,18 +33,24 @@ func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	if m == 0 && !c.srv.refuseWrites.Load() && !c.srv.readOnly.Load() && c.srv.busy.count.Load() == 0 {
 		return true
 	}
-	return busyGate(c, cmd) && (m&modeSubscribed == 0 || subscribedGate(c, cmd, args)) &&
-		(m&modeMonitor == 0 || monitorGate(c, cmd, args)) &&
-		misconfGate(c, cmd, args) && readOnlyGate(c, cmd, args)
+	if !busyGate(c, cmd) {
+		return false
+	}
+	for i := 0; m != 0; i, m = i+1, m>>1 {
+		if m&1 != 0 && !c.srv.table.modeChecks[i](c, cmd, args) {
+			return false
+		}
+	}
+	return misconfGate(c, cmd, args) && readOnlyGate(c, cmd, args)
 }
 
-// setMode turns one mode of c on or off.
-func (c *Client) setMode(m uint32, on bool) {
+// SetMode turns one mode of c on or off; any goroutine may call it.
+func (c *Client) SetMode(m Mode, on bool) {
 	for {
 		old := c.mode.Load()
-		next := old &^ m
+		next := old &^ uint32(m)
 		if on {
-			next |= m
+			next |= uint32(m)
 		}
 		if c.mode.CompareAndSwap(old, next) {
 			return
@@ -39,8 +58,5 @@ func (c *Client) setMode(m uint32, on bool) {
 	}
 }
 
-// setSubCount records how many channels and patterns c listens to.
-func (c *Client) setSubCount(n int) {
-	c.subCount.Store(int32(n))
-	c.setMode(modeSubscribed, n > 0)
-}
+// InMode reports whether mode m of c is on.
+func (c *Client) InMode(m Mode) bool { return c.mode.Load()&uint32(m) != 0 }

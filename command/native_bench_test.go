@@ -38,7 +38,7 @@ func BenchmarkNativeScripts(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if s.natives[script.SHA] == nil {
+				if s.natives.Get(script.SHA) == nil {
 					b.Fatalf("%s is not recognised", load.Name)
 				}
 				args = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), key}
@@ -71,7 +71,7 @@ func BenchmarkNativeScripts(b *testing.B) {
 			}
 			run(300_000) // every key present, as after a round of scripts.sh
 			if load.Body != nil {
-				if n := s.natives[string(args[1])].runs.Load(); n != 300_000 {
+				if n := s.natives.Get(string(args[1])).Runs(); n != 300_000 {
 					b.Fatalf("%s ran natively %d times of 300000", load.Name, n)
 				}
 			}

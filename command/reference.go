@@ -12,7 +12,7 @@ func (t *Table) Reference() string {
 	var b strings.Builder
 	b.WriteString("# limitdb command reference\n\n")
 	b.WriteString("Generated from the command table (`command/`); regenerate with\n")
-	b.WriteString("`go test ./command -run TestCommandReference -update`. `COMMAND DOCS` serves the same text.\n\n")
+	b.WriteString("`go test ./node -run TestCommandReference -update`. `COMMAND DOCS` serves the same text.\n\n")
 	groups := map[string][]*Command{}
 	var order []string
 	for _, c := range t.Sorted() {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/scripting"
+	"github.com/limitdb/limitdb/scripting/twins"
 )
 
 // Scripts (EVAL, EVALSHA and their _RO forms, SCRIPT) run on the
@@ -57,7 +57,7 @@ func registerScripting(t *Table) {
 				{Name: "script|kill", Arity: 2, Group: "scripting", Since: "0.1.0", Complexity: "O(1)",
 					Summary: "Terminates a server-side Lua script during execution.", Handler: cmdScriptKill},
 				{Name: "script|help", Arity: 2, Group: "scripting", Since: "0.1.0", Complexity: "O(1)",
-					Summary: "Returns helpful text about the different subcommands.", Handler: helpFor("script")},
+					Summary: "Returns helpful text about the different subcommands.", Handler: HelpFor("script")},
 			}},
 	)
 }
@@ -96,7 +96,7 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 		return
 	}
 	var script *scripting.Script
-	var native *nativeScript
+	var native *twins.Twin
 	if bySHA {
 		if script, native = c.scriptBySHA(args[1]); script == nil {
 			c.Err("NOSCRIPT No matching script. Please use EVAL.")
@@ -106,7 +106,7 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 		c.Err("ERR " + err.Error())
 		return
 	} else {
-		native = s.natives[script.SHA]
+		native = s.natives.Get(script.SHA)
 	}
 	keys, argv := args[3:3+n], args[3+n:]
 	s.runScript(c, script, native, keys, argv, ro)
@@ -116,7 +116,7 @@ func cmdEval(c *Client, args [][]byte, bySHA, ro bool) {
 // twin, and the script cache's Flushes count before the lookup.
 type lastEval struct {
 	script  *scripting.Script
-	native  *nativeScript // nil: none
+	native  *twins.Twin // nil: none
 	flushes uint64
 }
 
@@ -124,7 +124,7 @@ type lastEval struct {
 // none), or nil. A pipeline names the same script again and again: the
 // client keeps the last one it found, and uses it again for the same name
 // until the cache is flushed, without the cache's lock and two lookups.
-func (c *Client) scriptBySHA(sha []byte) (*scripting.Script, *nativeScript) {
+func (c *Client) scriptBySHA(sha []byte) (*scripting.Script, *twins.Twin) {
 	last := &c.lastEval
 	flushes := c.srv.scripts.Flushes()
 	if last.script != nil && last.flushes == flushes && string(sha) == last.script.SHA {
@@ -134,18 +134,17 @@ func (c *Client) scriptBySHA(sha []byte) (*scripting.Script, *nativeScript) {
 	if script == nil {
 		return nil, nil
 	}
-	*last = lastEval{script: script, native: c.srv.natives[script.SHA], flushes: flushes}
+	*last = lastEval{script: script, native: c.srv.natives.Get(script.SHA), flushes: flushes}
 	return script, last.native
 }
 
 // runScript runs script for c: natively when it is one of the library
-// scripts limitdb knows (n, from native.go), else on the interpreter.
-func (s *Server) runScript(c *Client, script *scripting.Script, n *nativeScript, keys, argv [][]byte, ro bool) {
-	if n != nil && !ro && s.nativeAdmits(c) && n.run(c, keys, argv) {
-		n.runs.Add(1)
+// scripts limitdb knows (n, its twin), else on the interpreter.
+func (s *Server) runScript(c *Client, script *scripting.Script, n *twins.Twin, keys, argv [][]byte, ro bool) {
+	if n != nil && !ro && s.nativeAdmits(c) && n.Run((*twinHost)(c), c.w, keys, argv) {
 		script.Runs.Add(1)
 		c.failed = false
-		c.bt.ranFast = !n.loops // constant time: the batch's instant still holds
+		c.bt.ranFast = !n.Loops // constant time: the batch's instant still holds
 		return
 	}
 	s.runScriptWith(c, keys, ro, func(sc *scriptCaller) error {
@@ -292,15 +291,9 @@ func infoScripting(s *Server, _ *engine.Engine, b *strings.Builder) {
 	infoLine(b, "number_of_cached_scripts", s.scripts.Len())
 	infoLine(b, "number_of_libraries", len(s.functions.Libraries()))
 	infoLine(b, "busy_scripts", s.busy.count.Load())
-	shas := make([]string, 0, len(s.natives))
-	for sha := range s.natives {
-		shas = append(shas, sha)
-	}
-	sort.Strings(shas)
-	for _, sha := range shas {
-		n := s.natives[sha]
-		infoLine(b, "native_"+n.Name, fmt.Sprintf("sha=%s,runs=%d", sha, n.runs.Load()))
-	}
+	s.natives.Each(func(sha string, n *twins.Twin) {
+		infoLine(b, "native_"+n.Name, fmt.Sprintf("sha=%s,runs=%d", sha, n.Runs()))
+	})
 }
 
 func registerFunctions(t *Table) {
@@ -331,7 +324,7 @@ func registerFunctions(t *Table) {
 				sub("dump", "", "Dumps all libraries into a serialized binary payload.", 2, cmdFunctionDump),
 				sub("restore", "serialized-value [FLUSH|APPEND|REPLACE]", "Restores all libraries from a payload.", -3, cmdFunctionRestore),
 				sub("kill", "", "Terminates a function during execution.", 2, cmdScriptKill),
-				sub("help", "", "Returns helpful text about the different subcommands.", 2, helpFor("function")),
+				sub("help", "", "Returns helpful text about the different subcommands.", 2, HelpFor("function")),
 			}},
 	)
 }
@@ -492,8 +485,9 @@ func cmdFunctionRestore(c *Client, args [][]byte) {
 // in Redis: other clients get -BUSY, except for the commands that end it
 // (SCRIPT KILL, FUNCTION KILL, SHUTDOWN) and a few connection commands,
 // until it ends or SCRIPT KILL stops it (only a script that wrote
-// nothing). A watchdog, ten times a second on real time, marks the runs
-// past the threshold; the gate costs one atomic load while none is.
+// nothing). A watchdog, ten times a second of the engine's clock, marks
+// the runs past the threshold; the gate costs one atomic load while none
+// is.
 
 // scriptRun is one script or function running.
 type scriptRun struct {

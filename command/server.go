@@ -25,10 +25,10 @@ import (
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
-	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/replication"
 	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/scripting"
+	"github.com/limitdb/limitdb/scripting/twins"
 )
 
 // Version is limitdb's version, reported by INFO and HELLO.
@@ -83,19 +83,16 @@ type Server struct {
 	// the node sets it. When nil, RL.SHOULD answers an error.
 	EnvoyRLS EnvoyRLS
 
-	policies     *policy.Store            // named policies: cmd_policy.go
-	pubsub       pubsub                   // channels and patterns: pubsub.go
-	monitors     monitors                 // MONITOR connections: monitor.go
-	repl         *replication.Manager     // replicas, the link to a primary, the change stream: replication.go
-	readOnly     atomic.Bool              // a read-only replica refuses writes (readOnlyGate)
-	refuseWrites atomic.Bool              // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
-	sections     persistence.Sections     // a snapshot's sections beside the keyspace
-	persist      persistState             // snapshots: cmd_persist.go
-	aof          appendOnly               // the append-only file (replication.AOF), nil without a keyspace: aof.go
-	scripts      *scripting.Cache         // EVAL's scripts by SHA1: scripting.go
-	functions    *scripting.Functions     // FUNCTION's libraries, kept in snapshots
-	natives      map[string]*nativeScript // library scripts run without Lua, by SHA1: native.go
-	busy         busyScripts              // scripts under way, -BUSY past busy-reply-threshold
+	repl         *replication.Manager // replicas, the link to a primary, the change stream: replication.go
+	readOnly     atomic.Bool          // a read-only replica refuses writes (readOnlyGate)
+	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
+	sections     persistence.Sections // a snapshot's sections beside the keyspace
+	persist      persistState         // snapshots: cmd_persist.go
+	aof          appendOnly           // the append-only file (replication.AOF), nil without a keyspace: aof.go
+	scripts      *scripting.Cache     // EVAL's scripts by SHA1: scripting.go
+	functions    *scripting.Functions // FUNCTION's libraries, kept in snapshots
+	natives      *twins.Registry      // library scripts run without Lua, by SHA1: scripting/twins
+	busy         busyScripts          // scripts under way, -BUSY past busy-reply-threshold
 	runner       *scripting.Runner
 	slow         slowLog  // SLOWLOG: slowlog.go
 	mem          memState // maxmemory: memory.go
@@ -108,11 +105,11 @@ type Server struct {
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.
-func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
+func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...Family) *Server {
 	if logger == nil {
 		logger = log.Default()
 	}
-	clk := clock.Real()
+	var clk clock.Clock // no engine (a configuration check only): nothing to time
 	if eng != nil {
 		clk = eng.Clock()
 	}
@@ -123,15 +120,16 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		table:      NewTable(),
 		directives: config.Builtin(),
 		logger:     logger,
-		started:    clock.Time(clk),
 		runID:      replication.NewID(),
 		done:       make(chan struct{}),
 	}
-	s.policies = policy.NewStore(nil)
+	if clk != nil {
+		s.started = clock.Time(clk)
+	}
 	s.scripts = scripting.NewCache()
 	s.functions = scripting.NewFunctions()
-	s.natives = nativeScripts()
-	s.busy = busyScripts{clk: clock.Real(), runs: map[*scriptRun]struct{}{}}
+	s.natives = twins.New()
+	s.busy = busyScripts{clk: clk, runs: map[*scriptRun]struct{}{}}
 	s.sections.Add("functions", s.functions.Save, s.functions.LoadSection)
 	s.runner = scripting.NewRunner(scripting.Options{RedisVersion: redisVersion, Log: func(level int, msg string) {
 		if level >= scripting.LogNotice {
@@ -143,10 +141,16 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Server {
 		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 		s.aof = s.repl.NewAOF(clk, s.aofConfig, s.updateRefuseWrites)
 	}
-	s.sections.Add("policies", s.policies.MarshalRuntime, s.policies.UnmarshalRuntime)
 	s.slow.configure(cfg)
 	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
+	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection}
+	for _, f := range families {
+		f.Register(s.table, env)
+	}
+	for _, sec := range s.table.sections {
+		s.sections.Add(sec.name, sec.save, sec.load)
+	}
 	return s
 }
 
@@ -168,6 +172,9 @@ func (s *Server) Config() config.Config {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
+		for _, stop := range s.table.closers {
+			stop()
+		}
 		s.busy.killAll()
 		s.StopAOF()
 		if s.repl != nil {
@@ -194,6 +201,9 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 func (s *Server) newClient(conn Conn) *Client {
 	now := clock.Time(s.clk)
 	c := &Client{srv: s, conn: conn, ID: s.nextID.Add(1), Created: now, proto: 2}
+	if n := s.table.nSlots; n > 0 { // sized once, so that a family may read its slot from another goroutine
+		c.slots = make([]any, n)
+	}
 	if conn != nil {
 		c.w = conn.Writer()
 		c.Addr, c.LAddr = conn.RemoteAddr(), conn.LocalAddr()
@@ -226,8 +236,9 @@ func (s *Server) Closed(conn Conn, _ error) {
 	if c == nil {
 		return
 	}
-	s.unsubscribeAll(c)
-	s.stopMonitoring(c)
+	for _, forget := range s.table.clientClosed {
+		forget(c)
+	}
 	if r := c.repl.Load(); r != nil {
 		if rep := r.replica.Load(); rep != nil {
 			s.repl.Detach(rep)
@@ -383,8 +394,8 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 		}
 	}()
 	cmd.Handler(c, args)
-	if s.monitors.n.Load() > 0 {
-		s.feedMonitors(c, cmd, args)
+	if o := s.table.observer.Load(); o != nil { // someone monitors (ObserveCommands)
+		o.fn(c, cmd, args)
 	}
 }
 

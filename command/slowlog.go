@@ -33,7 +33,7 @@ func registerSlowlog(t *Table) {
 			{Name: "slowlog|reset", Arity: 2, Flags: FlagAdmin | FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of entries", Summary: "Empties the slow log.", Handler: cmdSlowlogReset},
 			{Name: "slowlog|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-				Complexity: "O(1)", Summary: "Lists the SLOWLOG subcommands.", Handler: helpFor("slowlog")},
+				Complexity: "O(1)", Summary: "Lists the SLOWLOG subcommands.", Handler: HelpFor("slowlog")},
 		}})
 	t.registerInfo("latencystats", -1, infoLatencyStats)
 }
@@ -112,7 +112,7 @@ func infoLatencyStats(s *Server, eng *engine.Engine, b *strings.Builder) {
 // threshold; commands read from a connection call it directly (batch.go).
 func (s *Server) logIfSlow(c *Client, cmd *Command, args [][]byte, d time.Duration) {
 	if t := s.slow.threshold.Load(); t >= 0 && d.Microseconds() >= t && cmd.Name != "exec" {
-		s.slow.add(c, args, secretArgs(cmd, args), clock.Time(s.clk).Add(-d), d)
+		s.slow.add(c, args, SecretArgs(cmd, args), clock.Time(s.clk).Add(-d), d)
 	}
 }
 
@@ -226,4 +226,42 @@ func cmdSlowlogReset(c *Client, _ [][]byte) {
 	l.entries = nil
 	l.mu.Unlock()
 	c.OK()
+}
+
+// SecretArgs marks the arguments MONITOR and SLOWLOG show as "(redacted)",
+// as Redis does: AUTH's, HELLO's after AUTH, MIGRATE's after AUTH and
+// AUTH2; nil for a command without any.
+func SecretArgs(cmd *Command, args [][]byte) []bool {
+	var secret []bool
+	mark := func(from, n int) {
+		if secret == nil {
+			secret = make([]bool, len(args))
+		}
+		for i := from; i < from+n && i < len(args); i++ {
+			secret[i] = true
+		}
+	}
+	switch cmd.Name {
+	case "auth":
+		mark(1, len(args))
+	case "hello": // HELLO 3 AUTH user pass
+		for i, a := range args {
+			if i > 0 && EqualFold(a, "auth") {
+				mark(i+1, len(args))
+				break
+			}
+		}
+	case "migrate":
+		for i := 6; i < len(args) && !EqualFold(args[i], "keys"); i++ {
+			switch {
+			case EqualFold(args[i], "auth"):
+				mark(i+1, 1)
+				i++
+			case EqualFold(args[i], "auth2"):
+				mark(i+1, 2)
+				i += 2
+			}
+		}
+	}
+	return secret
 }

@@ -3,6 +3,7 @@ package command
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/limitdb/limitdb/engine"
 )
@@ -136,16 +137,53 @@ type Table struct {
 	nGates     int
 	info       []infoSection
 	limitsInfo []func(s *Server, eng *engine.Engine, b *strings.Builder)
+	sections   []section // family.go
+	resetStat  []func()
+	closers    []func()
+	// connection modes (modes.go) and per-client state (family.go)
+	modeChecks   [maxModes]GateFunc
+	nModes       int
+	nSlots       int
+	clientClosed []func(c *Client)
+	clientReset  []func(c *Client)
+	clientInfo   []func(c *Client, b []byte) []byte
+	// what families offer the core and each other (observe.go)
+	observer  atomic.Pointer[observer]
+	publisher Publisher
 }
 
 // NewTable returns the table of every built-in family of commands.
 func NewTable() *Table {
 	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
-		registerAuth, registerCommand, registerConn, registerDump, registerExpire, registerGcra, registerKeys,
-		registerLimiters, registerPersist, registerPolicy, registerRLS, registerServer, registerServerInfo,
-		registerStrings, registerHash, registerSet, registerZSet, registerList, registerObject, registerInfoLimits, registerLimits, registerMemory,
-		registerMulti, registerSlowlog, registerStats, registerReplication, registerAOF, registerScripting, registerFunctions, registerPubSub, registerMonitor, registerModes, registerCluster,
+		registerAuth,
+		registerCommand,
+		registerConn,
+		registerDump,
+		registerExpire,
+		registerKeys,
+		registerPersist,
+		registerRLS,
+		registerServer,
+		registerServerInfo,
+		registerStrings,
+		registerHash,
+		registerSet,
+		registerZSet,
+		registerList,
+		registerObject,
+		registerInfoLimits,
+		registerLimits,
+		registerMemory,
+		registerMulti,
+		registerSlowlog,
+		registerStats,
+		registerReplication,
+		registerAOF,
+		registerScripting,
+		registerFunctions,
+		registerModes,
+		registerCluster,
 	} {
 		family(t)
 	}

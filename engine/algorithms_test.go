@@ -76,7 +76,7 @@ func BenchmarkLimit(b *testing.B) {
 	}
 	bench := func(name string, run func(e *Engine, key []byte, now int64) error) {
 		b.Run(name, func(b *testing.B) {
-			e := New(nil, 0)
+			e := New(testClock(), 0)
 			now := t0
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
@@ -107,7 +107,7 @@ func BenchmarkLimit(b *testing.B) {
 		now := t0
 		b.Run(name, func(b *testing.B) {
 			if e == nil {
-				e = New(nil, 0)
+				e = New(testClock(), 0)
 				for range warm {
 					for _, i := range order {
 						now += step
@@ -170,7 +170,7 @@ func benchmarkLimitPaired(b *testing.B, window int64) {
 		cks[i], sks[i] = fmt.Appendf(nil, "k:%d", i), fmt.Appendf(nil, "s:%d", i)
 	}
 	order := rand.New(rand.NewPCG(1, 2)).Perm(keys)
-	e := New(nil, 0)
+	e := New(testClock(), 0)
 	now, next := t0, 0
 	step := func(n int, ks [][]byte, apply func(k []byte) error) time.Duration {
 		start := time.Now()

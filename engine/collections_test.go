@@ -313,7 +313,7 @@ func TestCollectionsInTheKeyspace(t *testing.T) {
 // the keys while collections grow, convert, shrink and go.
 func TestCollectionMemoryIsAccounted(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	keys := []string{"h", "s", "z", "l"}
 	check := func(step string) {
 		t.Helper()
@@ -358,7 +358,7 @@ func TestCollectionMemoryIsAccounted(t *testing.T) {
 
 func TestIncrByFloatAddsInLongDouble(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	key := []byte("f")
 	// What Redis 7.0 answers on x86-64 for the same sequence.
 	steps := []struct{ incr, want string }{

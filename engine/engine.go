@@ -169,13 +169,14 @@ type shardStats struct {
 }
 
 // New returns an empty keyspace of n shards (shard.DefaultShards if n <= 0)
-// reading clk (the system clock if nil).
+// reading clk, which must not be nil: the program's main chooses the real
+// clock, a test a fake.
 func New(clk clock.Clock, n int) *Engine {
 	if n <= 0 {
 		n = shard.DefaultShards
 	}
 	if clk == nil {
-		clk = clock.Real()
+		panic("engine: New with a nil clock")
 	}
 	t := shard.New[stored](n)
 	return &Engine{keyspace: &keyspace{clock: clk, tab: t, stats: make([]shardStats, t.Count()), side: make([]sideState, t.Count())}}

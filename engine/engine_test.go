@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine/gcra"
 	"github.com/limitdb/limitdb/internal/benchcpu"
 )
@@ -17,7 +18,7 @@ const t0 = int64(1_700_000_000) * int64(time.Second)
 
 func TestThrottleExpiresExactlyWhenFresh(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	l, _ := gcra.CellLimit(1, 1, 10) // one per 10 s, burst 1
 	key := []byte("k")
 	if _, err := Limit(e, key, t0, CellLimiter{l}, 1); err != nil {
@@ -40,7 +41,7 @@ func TestThrottleExpiresExactlyWhenFresh(t *testing.T) {
 
 func TestPeekAndDenialWriteNothing(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	l, _ := gcra.CellLimit(0, 1, 60)
 	key := []byte("k")
 	if _, err := Limit(e, key, t0, CellLimiter{l}, 0); err != nil {
@@ -60,7 +61,7 @@ func TestPeekAndDenialWriteNothing(t *testing.T) {
 
 func TestWrongType(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	key := []byte("s")
 	e.Do(key, t0, func(Entry) (Entry, bool) { return Entry{Kind: KindString, Ext: []byte("x")}, true })
 	l, _ := gcra.CellLimit(1, 1, 1)
@@ -71,7 +72,7 @@ func TestWrongType(t *testing.T) {
 
 func TestExpireCycleReapsOnlyExpired(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 8)
+	e := New(testClock(), 8)
 	for i := 0; i < 2000; i++ {
 		exp := t0 + int64(time.Second)
 		if i%2 == 0 {
@@ -104,7 +105,7 @@ func TestExpireCycleReapsOnlyExpired(t *testing.T) {
 // reap from every shard, and a slice reaps only from its own shards.
 func TestExpireShardsSpreadsACycle(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 8)
+	e := New(testClock(), 8)
 	for i := 0; i < 800; i++ {
 		exp := t0 + int64(time.Second)
 		e.Do([]byte(fmt.Sprint("k", i)), t0, func(Entry) (Entry, bool) {
@@ -138,7 +139,7 @@ func TestExpireShardsSpreadsACycle(t *testing.T) {
 
 func TestDoMultiIsAtomicAndDeduplicates(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a")}
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -169,7 +170,7 @@ func TestDoMultiIsAtomicAndDeduplicates(t *testing.T) {
 
 func TestConcurrentThrottleAdmitsExactlyTheLimit(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 16)
+	e := New(testClock(), 16)
 	l, _ := gcra.CellLimit(99, 1, 3600) // limit 100 within an hour
 	var admitted sync.WaitGroup
 	var mu sync.Mutex
@@ -195,7 +196,7 @@ func TestConcurrentThrottleAdmitsExactlyTheLimit(t *testing.T) {
 }
 
 func BenchmarkThrottle(b *testing.B) {
-	e := New(nil, 0)
+	e := New(testClock(), 0)
 	l, _ := gcra.CellLimit(99, 1000, 60)
 	keys := make([][]byte, 100000)
 	for i := range keys {
@@ -215,7 +216,7 @@ func BenchmarkThrottle(b *testing.B) {
 // Its ns/op against BenchmarkThrottle's, at -cpu 1,2,..., is how the
 // keyspace scales with cores.
 func BenchmarkThrottleParallel(b *testing.B) {
-	e := New(nil, 0)
+	e := New(testClock(), 0)
 	l, _ := gcra.CellLimit(99, 1000, 60)
 	keys := make([][]byte, 100000)
 	for i := range keys {
@@ -242,7 +243,7 @@ func BenchmarkThrottleParallel(b *testing.B) {
 // the keyspace's churn (delete, insert, compaction) rather than the GCRA
 // step.
 func BenchmarkThrottleChurn(b *testing.B) {
-	e := New(nil, 0)
+	e := New(testClock(), 0)
 	l, _ := gcra.CellLimit(99, 1000, 60)
 	keys := make([][]byte, 100000)
 	for i := range keys {
@@ -270,7 +271,7 @@ func BenchmarkThrottleChurn(b *testing.B) {
 // expired, accounted once); an expired key that is only read is reaped.
 func TestExpiredKeyComesBackInPlace(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	l, _ := gcra.CellLimit(0, 1, 1) // burst 1, one a second: the key lives 1 s
 	k := []byte("user:1")
 	if _, err := Limit(e, k, t0, CellLimiter{l}, 1); err != nil {
@@ -309,7 +310,7 @@ func TestDoMultiAllOrNothingWhenFull(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 256 MiB")
 	}
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	big := make([]byte, 1<<20)
 	n := 0
 	for ; n < 1000; n++ {
@@ -359,7 +360,7 @@ func TestDoMultiRoomPerShard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills 256 MiB")
 	}
-	e := New(nil, 2)
+	e := New(testClock(), 2)
 	// bigKey returns the next 1 MiB key, counting from *n, of shard i.
 	bigKey := func(n *uint32, i int) []byte {
 		for ; ; *n++ {
@@ -440,3 +441,7 @@ func refusedFull(fn func()) (full bool) {
 	fn()
 	return false
 }
+
+// testClock is a fake clock at t0, for engines whose tests pass every
+// instant themselves.
+func testClock() clock.Clock { return clock.NewFake(t0) }

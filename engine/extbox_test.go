@@ -84,7 +84,7 @@ func TestDroppedWritesLeaveExtStateAlone(t *testing.T) {
 	for _, c := range extLimiters(t) {
 		for n := 1; n <= 3; n++ {
 			t.Run(fmt.Sprintf("%s/%d charges", c.name, n), func(t *testing.T) {
-				e := New(nil, 1)
+				e := New(testClock(), 1)
 				key := []byte("k")
 				build(t, e, key, c.l, c.at)
 				before := stateOf(t, e, key, t0+c.next)
@@ -93,7 +93,7 @@ func TestDroppedWritesLeaveExtStateAlone(t *testing.T) {
 					t.Fatalf("%d charges dropped: state %x, want %x", n, after, before)
 				}
 				// And the key goes on as if nothing had been tried.
-				want := New(nil, 1)
+				want := New(testClock(), 1)
 				build(t, want, key, c.l, append(c.at, c.next))
 				build(t, e, key, c.l, []int64{c.next})
 				if got, w := stateOf(t, e, key, t0+c.next), stateOf(t, want, key, t0+c.next); !bytes.Equal(got, w) {
@@ -110,7 +110,7 @@ func TestChainedWritesCommit(t *testing.T) {
 	t.Parallel()
 	for _, c := range extLimiters(t) {
 		t.Run(c.name, func(t *testing.T) {
-			e, want := New(nil, 1), New(nil, 1)
+			e, want := New(testClock(), 1), New(testClock(), 1)
 			key := []byte("k")
 			build(t, e, key, c.l, c.at)
 			chain(t, e, key, c.l, t0+c.next, 2, true)
@@ -128,7 +128,7 @@ func TestGetIsNotChangedByLaterWrites(t *testing.T) {
 	t.Parallel()
 	for _, c := range extLimiters(t) {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(nil, 1)
+			e := New(testClock(), 1)
 			key := []byte("k")
 			build(t, e, key, c.l, c.at)
 			got, ok := e.Get(key, t0+c.next)
@@ -160,7 +160,7 @@ func TestExtWritesAllocateNothing(t *testing.T) {
 	}
 	for _, c := range extLimiters(t) {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(nil, 1)
+			e := New(testClock(), 1)
 			key := []byte("k")
 			now := t0
 			step := func() {

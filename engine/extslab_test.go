@@ -217,7 +217,7 @@ func TestExtSlotFollowsKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(nil, 1)
+			e := New(testClock(), 1)
 			c.steps(t, e)
 			if got := checkSlabs(t, e); got != c.want {
 				t.Fatalf("%d keys with Ext state, want %d", got, c.want)
@@ -263,7 +263,7 @@ func TestExtSlabSnapshotRoundTrip(t *testing.T) {
 	sec := int64(time.Second)
 	sl, _ := NewSlidingLog(5, sec)
 	sw, _ := NewSlidingWindow(10, sec, 10)
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	for k := 0; k < 40; k++ {
 		key := []byte(fmt.Sprint("k", k))
 		now := t0 + int64(k)*int64(time.Millisecond)
@@ -296,7 +296,7 @@ func TestExtSlabSnapshotRoundTrip(t *testing.T) {
 	if wantExt != 24 { // 8 logs, 8 windows, 8 strings
 		t.Fatalf("%d live keys with Ext state in the snapshot, want 24", wantExt)
 	}
-	fresh := New(nil, 4)
+	fresh := New(testClock(), 4)
 	restore(t, fresh, snap, now)
 	if got := snapshot(t, fresh, now); !maps.EqualFunc(got, snap, bytes.Equal) {
 		t.Fatal("restored keyspace differs from the saved one")
@@ -334,7 +334,7 @@ func TestExtSlabRandomMix(t *testing.T) {
 				seed = 2
 			}
 			rng := rand.New(rand.NewPCG(seed, 5))
-			a, b := New(nil, 1), New(nil, 8)
+			a, b := New(testClock(), 1), New(testClock(), 8)
 			now := t0
 			for n := 0; n < ops; n++ {
 				op, name := randomOp(t, rng, evict)
@@ -473,7 +473,7 @@ func randomOp(t *testing.T, rng *rand.Rand, evict bool) (mixOp, string) {
 // it shrinks to the keys left, each of which keeps its own state.
 func TestExtSlabCompacts(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	set := func(key string, n int) { // strings of 1 to 3 words, in the slab
 		e.SetString([]byte(key), t0, []byte(strings.Repeat("v", 8*n)), SetOptions{}, nil)
 	}

@@ -181,7 +181,7 @@ func TestJournalReplaysToAnEqualKeyspace(t *testing.T) {
 
 func TestJournalOffRecordsNothing(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	j := &replayJournal{}
 	e.SetJournal(j)
 	e.IncrBy([]byte("a"), t0, 1)
@@ -211,7 +211,7 @@ func (j *stepJournal) Expired(keys [][]byte) {
 
 func TestExpiryTellsTheJournalAStepAtATime(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	for i := 0; i < 10; i++ {
 		e.SetString([]byte(fmt.Sprint("k", i)), t0, []byte("v"), SetOptions{Expire: t0 + 1}, nil)
 	}
@@ -271,7 +271,7 @@ func TestDoTellsTheJournalWhatItStored(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(nil, 2)
+			e := New(testClock(), 2)
 			j := &lastJournal{}
 			e.SetJournal(j)
 			key := []byte("k")

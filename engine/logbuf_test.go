@@ -95,7 +95,7 @@ func TestSlidingLogOldForm(t *testing.T) {
 func TestSlidingLogStateGivenToAnotherKey(t *testing.T) {
 	t.Parallel()
 	sl, _ := NewSlidingLog(5, 100)
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	a, b := []byte("a"), []byte("b")
 	build(t, e, a, sl, []int64{0, 10})
 	e.DoMulti([][]byte{a, b}, t0+20, func(ents []Entry) bool {
@@ -135,7 +135,7 @@ func TestSlidingLogThroughEngine(t *testing.T) {
 	for round := range 50 {
 		win, limit := rng.Int64N(200)+1, rng.Int64N(40)+1
 		sl, _ := NewSlidingLog(limit, win)
-		e := New(nil, 1)
+		e := New(testClock(), 1)
 		keys := [][]byte{[]byte("a"), []byte("b")}
 		whole := make([]window.Ring, len(keys))
 		now := t0
@@ -201,7 +201,7 @@ func TestSlidingLogEntryAndSlot(t *testing.T) {
 	t.Parallel()
 	sec := int64(time.Second)
 	sl, _ := NewSlidingLog(1000, sec)
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	key := []byte("k")
 	var whole window.Ring
 	hit := func(now int64) {
@@ -242,7 +242,7 @@ func TestSlidingLogEntryAndSlot(t *testing.T) {
 func TestDoMultiWordsAcrossArenaMove(t *testing.T) {
 	t.Parallel()
 	sl, _ := NewSlidingLog(5, 100)
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	for i := range 200 { // an arena of some pages, outside the Go heap
 		build(t, e, fmt.Appendf(nil, "old%d", i), sl, []int64{0})
 	}
@@ -285,7 +285,7 @@ func TestDoMultiWordsAcrossArenaMove(t *testing.T) {
 func TestSlidingLogRewrittenAsLoaded(t *testing.T) {
 	t.Parallel()
 	sl, _ := NewSlidingLog(5, 100)
-	e := New(nil, 1)
+	e := New(testClock(), 1)
 	key := []byte("k")
 	build(t, e, key, sl, []int64{0, 1, 2})
 	before := remaining(t, e, "k", t0+3, sl)

@@ -10,7 +10,7 @@ import (
 
 func TestUsedBytesFollowsKeys(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	put := func(key string, exp int64) {
 		e.Do([]byte(key), t0, func(Entry) (Entry, bool) { return Entry{Kind: KindGCRA, A: exp, Expire: exp}, true })
 	}
@@ -41,7 +41,7 @@ func TestUsedBytesFollowsKeys(t *testing.T) {
 
 func TestEvictSoonestTakesEarliestExpiry(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 1) // one shard; 256 random index slots over 11 keys miss none
+	e := New(testClock(), 1) // one shard; 256 random index slots over 11 keys miss none
 	for i := 1; i <= 10; i++ {
 		exp := t0 + int64(i)*int64(time.Minute)
 		e.Do([]byte(fmt.Sprint("k", i)), t0, func(Entry) (Entry, bool) { return Entry{Kind: KindGCRA, A: exp, Expire: exp}, true })
@@ -67,7 +67,7 @@ func TestEvictSoonestTakesEarliestExpiry(t *testing.T) {
 // log's buffer as it grows, a string's bytes, a sliding window's counts.
 func TestKeyBytes(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	sec := int64(time.Second)
 	bytesOf := func(key string, now int64) int64 {
 		t.Helper()

@@ -15,7 +15,7 @@ import (
 // kind changes, deletes and expiry, and 0 once every key is gone.
 func TestUsedBytesCountsPayloads(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	r := rand.New(rand.NewPCG(1, 2))
 	bigLog, _ := NewSlidingLog(1000, int64(time.Hour))
 	smallLog, _ := NewSlidingLog(20, int64(time.Second))

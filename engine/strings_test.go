@@ -33,7 +33,7 @@ func TestStringValuesReadBackExactly(t *testing.T) {
 
 func TestIncrBy(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	key := []byte("n")
 	steps := []struct {
 		delta, want int64
@@ -56,7 +56,7 @@ func TestIncrBy(t *testing.T) {
 
 func TestSetStringsLastValueWins(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 4)
+	e := New(testClock(), 4)
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("a")}
 	vals := [][]byte{[]byte("1"), []byte("2"), []byte("3")}
 	if !e.SetStrings(keys, vals, t0, false) {

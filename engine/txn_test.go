@@ -9,7 +9,7 @@ import (
 
 func TestExclusiveIsolatesItsKeys(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 8)
+	e := New(testClock(), 8)
 	a, b := []byte("a"), []byte("b")
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -49,7 +49,7 @@ func TestExclusiveIsolatesItsKeys(t *testing.T) {
 
 func TestExclusiveAllShardsReentersEveryLock(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 8)
+	e := New(testClock(), 8)
 	for _, k := range []string{"x", "y", "z"} {
 		e.IncrBy([]byte(k), t0, 1)
 	}
@@ -84,7 +84,7 @@ func TestExclusiveAllShardsReentersEveryLock(t *testing.T) {
 // ones: another goroutine's call on a held key waits until fn returns.
 func TestHandleLocksWhatItDoesNotHold(t *testing.T) {
 	t.Parallel()
-	e := New(nil, 8)
+	e := New(testClock(), 8)
 	a := []byte("a")
 	var other []byte // a key in another shard than a's
 	for i := 0; other == nil; i++ {

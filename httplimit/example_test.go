@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/httplimit"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,6 +19,7 @@ func Example() {
 		Key:     httplimit.ByHeader("X-Api-Key"),
 		Policy:  httplimit.FailOpen, // limitdb down: serve unlimited, and say so in the logs
 		OnError: func(r *http.Request, err error) { log.Printf("rate limiter: %v", err) },
+		Clock:   clock.Real(),
 	})
 	if err != nil {
 		log.Fatal(err)

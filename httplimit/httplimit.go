@@ -53,8 +53,8 @@ const (
 	DefaultCooldown = time.Second
 )
 
-// Options configure the middleware. Limiter and Key are required, and
-// Fallback when Policy is Fallback.
+// Options configure the middleware. Limiter, Key and Clock are required,
+// and Fallback when Policy is Fallback.
 type Options struct {
 	Limiter Limiter
 	// Key names the client a request is charged to (see ByIP, ByHeader).
@@ -75,8 +75,9 @@ type Options struct {
 	Cooldown time.Duration
 	// OnError, if set, sees every failure to reach limitdb (log it, count it).
 	OnError func(r *http.Request, err error)
-	// Now is the clock for Cooldown and X-RateLimit-Reset; the system clock when nil.
-	Now func() time.Time
+	// Clock times Cooldown, X-RateLimit-Reset and LB.QUEUE's wait: an
+	// application passes clock.Real(), a test a clock.Fake it steps.
+	Clock clock.Clock
 }
 
 // Middleware rate-limits the handlers it wraps.
@@ -96,6 +97,8 @@ func New(o Options) (*Middleware, error) {
 		return nil, errors.Join(ErrOptions, errors.New("Limiter is required"))
 	case o.Key == nil:
 		return nil, errors.Join(ErrOptions, errors.New("Key is required"))
+	case o.Clock == nil:
+		return nil, errors.Join(ErrOptions, errors.New("Clock is required"))
 	case o.Policy == Fallback && o.Fallback == nil:
 		return nil, errors.Join(ErrOptions, errors.New("the Fallback policy needs a Fallback limiter"))
 	case o.Policy < FailOpen || o.Policy > Fallback:
@@ -107,11 +110,7 @@ func New(o Options) (*Middleware, error) {
 	if o.Cooldown == 0 {
 		o.Cooldown = DefaultCooldown
 	}
-	clk := clock.Real()
-	if o.Now == nil {
-		o.Now = func() time.Time { return clock.Time(clk) }
-	}
-	return &Middleware{o: o, wait: func(ctx context.Context, d time.Duration) error { return sleep(ctx, clk, d) }}, nil
+	return &Middleware{o: o, wait: func(ctx context.Context, d time.Duration) error { return sleep(ctx, o.Clock, d) }}, nil
 }
 
 // Wrap returns next behind the limiter.
@@ -162,7 +161,7 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
 // decide asks limitdb, or the fallback while limitdb is failing. ok is
 // false when there is no decision and FailOpen/FailClosed applies.
 func (m *Middleware) decide(r *http.Request, key string) (client.Result, bool) {
-	now := m.o.Now().UnixNano()
+	now := m.o.Clock.Now()
 	if now >= m.downUntil.Load() {
 		ctx, cancel := context.WithTimeout(r.Context(), m.o.Timeout)
 		res, err := m.o.Limiter.Take(ctx, key)
@@ -202,7 +201,7 @@ func (m *Middleware) setHeaders(h http.Header, res client.Result) {
 	h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
 	h.Set("X-RateLimit-Limit", limit)
 	h.Set("X-RateLimit-Remaining", remaining)
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(m.o.Now().Unix()+reset, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(clock.Time(m.o.Clock).Unix()+reset, 10))
 }
 
 // ceilSeconds rounds d up to whole seconds, so a client that waits that long

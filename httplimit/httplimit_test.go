@@ -65,8 +65,8 @@ func newHandler(t *testing.T, o httplimit.Options) http.Handler {
 	if o.Key == nil {
 		o.Key = httplimit.ByHeader("X-Api-Key")
 	}
-	if o.Now == nil {
-		o.Now = func() time.Time { return t0 }
+	if o.Clock == nil {
+		o.Clock = clock.NewFake(t0.UnixNano())
 	}
 	// Tests about decisions must not depend on the machine's speed: a cold
 	// connection under the race detector can outlast the 50 ms default.
@@ -130,7 +130,7 @@ func TestHeadersAnd429(t *testing.T) {
 
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
-	local, err := httplimit.NewLocal(client.Rate{Burst: 0, Interval: time.Minute})
+	local, err := httplimit.NewLocal(client.Rate{Burst: 0, Interval: time.Minute}, clock.NewFake(t0.UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,9 +207,9 @@ func TestTimeoutIsApplied(t *testing.T) {
 func TestCooldownSkipsLimitdb(t *testing.T) {
 	t.Parallel()
 	sp := &spy{}
-	now := t0
+	clk := clock.NewFake(t0.UnixNano())
 	h := newHandler(t, httplimit.Options{Limiter: sp, Cooldown: time.Second, Policy: httplimit.FailClosed,
-		Now: func() time.Time { return now }, OnError: func(*http.Request, error) {}})
+		Clock: clk, OnError: func(*http.Request, error) {}})
 	steps := []struct {
 		advance time.Duration
 		calls   int
@@ -220,7 +220,7 @@ func TestCooldownSkipsLimitdb(t *testing.T) {
 		{time.Millisecond, 2}, // cooldown over: asked again
 	}
 	for i, s := range steps {
-		now = now.Add(s.advance)
+		clk.Advance(s.advance)
 		if w := get(h, "erin"); w.Code != 503 {
 			t.Errorf("step %d: %d, want 503", i, w.Code)
 		}
@@ -280,12 +280,11 @@ func TestHungLimitdb(t *testing.T) {
 
 func TestLocal(t *testing.T) {
 	t.Parallel()
-	l, err := httplimit.NewLocal(client.Rate{Burst: 1, Interval: time.Second})
+	clk := clock.NewFake(t0.UnixNano())
+	l, err := httplimit.NewLocal(client.Rate{Burst: 1, Interval: time.Second}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := t0
-	httplimit.SetLocalClock(l, func() time.Time { return now })
 	s := time.Second
 	steps := []struct {
 		advance time.Duration
@@ -298,7 +297,7 @@ func TestLocal(t *testing.T) {
 		{5 * s, client.Result{Limit: 2, Remaining: 1, ResetAfter: s}},
 	}
 	for i, st := range steps {
-		now = now.Add(st.advance)
+		clk.Advance(st.advance)
 		got, err := l.Take(context.Background(), "k")
 		if err != nil || got != st.want {
 			t.Errorf("step %d: %+v, %v; want %+v", i, got, err, st.want)
@@ -328,6 +327,7 @@ func TestLeakyQueueDelaysTheHandler(t *testing.T) {
 	m, err := httplimit.New(httplimit.Options{
 		Limiter: remote(t, serve(t), client.LeakyQueue{Capacity: 3, Rate: 10, Period: time.Second}),
 		Key:     httplimit.ByHeader("X-Api-Key"), Timeout: 10 * time.Second,
+		Clock: clock.NewFake(t0.UnixNano()),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -366,9 +366,10 @@ func TestLeakyQueueDelaysTheHandler(t *testing.T) {
 func TestNewRefusesIncompleteOptions(t *testing.T) {
 	t.Parallel()
 	for _, o := range []httplimit.Options{
-		{Key: httplimit.ByIP},
-		{Limiter: &spy{}},
-		{Limiter: &spy{}, Key: httplimit.ByIP, Policy: httplimit.Fallback},
+		{Key: httplimit.ByIP, Clock: clock.NewFake(0)},
+		{Limiter: &spy{}, Clock: clock.NewFake(0)},
+		{Limiter: &spy{}, Key: httplimit.ByIP},
+		{Limiter: &spy{}, Key: httplimit.ByIP, Clock: clock.NewFake(0), Policy: httplimit.Fallback},
 	} {
 		if _, err := httplimit.New(o); !errors.Is(err, httplimit.ErrOptions) {
 			t.Errorf("%+v: err = %v, want ErrOptions", o, err)
@@ -397,11 +398,10 @@ func TestKeys(t *testing.T) {
 func TestConcurrentRequests(t *testing.T) {
 	t.Parallel()
 	limit := client.Throttle{MaxBurst: 9, Count: 1, Period: time.Minute}
-	local, err := httplimit.NewLocal(limit.Approx())
+	local, err := httplimit.NewLocal(limit.Approx(), clock.NewFake(t0.UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	httplimit.SetLocalClock(local, func() time.Time { return t0 })
 	for name, l := range map[string]httplimit.Limiter{"limitdb": remote(t, serve(t), limit), "local": local} {
 		h := newHandler(t, httplimit.Options{Limiter: l})
 		var wg sync.WaitGroup
@@ -427,20 +427,19 @@ func TestConcurrentRequests(t *testing.T) {
 
 func TestLocalForgetsFreshKeys(t *testing.T) {
 	t.Parallel()
-	l, err := httplimit.NewLocal(client.Rate{Burst: 0, Interval: time.Second})
+	clk := clock.NewFake(t0.UnixNano())
+	l, err := httplimit.NewLocal(client.Rate{Burst: 0, Interval: time.Second}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := t0
-	httplimit.SetLocalClock(l, func() time.Time { return now })
 	for i := 0; i < 1000; i++ {
 		l.Take(context.Background(), fmt.Sprint("k", i))
 	}
 	if l.Len() != 1000 {
 		t.Fatalf("%d keys held, want 1000", l.Len())
 	}
-	now = now.Add(time.Second) // every key is fresh again
-	for i := 0; i < 24; i++ {  // the 1024th call sweeps
+	clk.Advance(time.Second)  // every key is fresh again
+	for i := 0; i < 24; i++ { // the 1024th call sweeps
 		l.Take(context.Background(), "live")
 	}
 	if l.Len() != 1 {

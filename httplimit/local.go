@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 type Local struct {
 	rate  gcra.Limit
 	burst int64
-	now   func() time.Time
+	clk   clock.Clock
 
 	mu    sync.Mutex
 	tat   map[string]int64 // theoretical arrival time, Unix ns
@@ -29,19 +30,22 @@ type Local struct {
 // memory holds only keys still being limited.
 const sweepEvery = 1024
 
-// NewLocal returns a local limiter enforcing r (see client.Limit's Approx).
-func NewLocal(r client.Rate) (*Local, error) {
+// NewLocal returns a local limiter enforcing r (see client.Limit's Approx)
+// at the time clk reads: the middleware's clock.
+func NewLocal(r client.Rate, clk clock.Clock) (*Local, error) {
+	if clk == nil {
+		return nil, errors.Join(ErrOptions, errors.New("a clock is required"))
+	}
 	l, err := gcra.NewLimit(int64(r.Interval), r.Burst)
 	if err != nil {
 		return nil, err
 	}
-	clk := clock.Real()
-	return &Local{rate: l, burst: r.Burst, now: func() time.Time { return clock.Time(clk) }, tat: map[string]int64{}}, nil
+	return &Local{rate: l, burst: r.Burst, clk: clk, tat: map[string]int64{}}, nil
 }
 
 // Take charges one unit to key.
 func (l *Local) Take(_ context.Context, key string) (client.Result, error) {
-	now := l.now().UnixNano()
+	now := l.clk.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.calls++; l.calls%sweepEvery == 0 {

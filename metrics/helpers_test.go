@@ -30,7 +30,7 @@ func startWithMetrics(t *testing.T) (*node.Node, *redis.Client, net.Addr) {
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	addr, err := Serve(srv.Commands(), "127.0.0.1:0", nil)
+	addr, err := Serve(srv.CommandServer(), srv.Policies(), "127.0.0.1:0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

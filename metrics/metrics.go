@@ -20,6 +20,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/policy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -115,24 +116,24 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSnapFailing, prometheus.GaugeValue, failing)
 }
 
-// Handler serves srv's metrics, with the Go runtime's and the process's, in
-// Prometheus's text format.
-func Handler(srv *command.Server) http.Handler {
+// Handler serves srv's metrics and its named policies' counters, with the
+// Go runtime's and the process's, in Prometheus's text format.
+func Handler(srv *command.Server, policies *policy.Store) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(srv), policyCollector{srv}, rlsCollector{srv}, collectors.NewGoCollector(),
+	reg.MustRegister(NewCollector(srv), policyCollector{policies}, rlsCollector{srv}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: log.Default()})
 }
 
 // Serve listens on addr and serves /metrics until srv closes. It returns
 // once listening, so that a bad address stops start-up.
-func Serve(srv *command.Server, addr string, logger *log.Logger) (net.Addr, error) {
+func Serve(srv *command.Server, policies *policy.Store, addr string, logger *log.Logger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", Handler(srv))
+	mux.Handle("/metrics", Handler(srv, policies))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && logger != nil {

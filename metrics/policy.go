@@ -1,7 +1,7 @@
 package metrics
 
 import (
-	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/policy"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,7 +16,7 @@ var (
 )
 
 // policyCollector reads the named policies' counters at scrape time.
-type policyCollector struct{ srv *command.Server }
+type policyCollector struct{ policies *policy.Store }
 
 // Describe implements prometheus.Collector.
 func (policyCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -27,7 +27,7 @@ func (policyCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c policyCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, p := range c.srv.Policies().List() {
+	for _, p := range c.policies.List() {
 		ch <- prometheus.MustNewConstMetric(descPolicyAdmitted, prometheus.CounterValue, float64(p.Admitted), p.Name)
 		ch <- prometheus.MustNewConstMetric(descPolicyDenied, prometheus.CounterValue, float64(p.Denied), p.Name)
 		ch <- prometheus.MustNewConstMetric(descPolicyShadow, prometheus.CounterValue, float64(p.ShadowDenied), p.Name)

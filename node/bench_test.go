@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/benchcpu"
@@ -75,7 +76,7 @@ var benchLoads = []struct {
 // encoding, and nothing of the kernel. It returns the error that ended the
 // stream (io.EOF at its end).
 func serveStream(rd io.Reader, out io.Writer) error {
-	return streamTo(New(config.Default(), engine.New(nil, 0), nil), rd, out)
+	return streamTo(New(config.Default(), engine.New(clock.Real(), 0), nil), rd, out)
 }
 
 // streamTo is serveStream on an existing server.
@@ -132,7 +133,7 @@ func checkReplies(b *testing.B, batch []byte) {
 // keys each: what is shared between connections (shards, command
 // statistics) shows up here as cpu-ns/op growing with -cpu.
 func BenchmarkPipelineParallel(b *testing.B) {
-	s := New(config.Default(), engine.New(nil, 0), nil)
+	s := New(config.Default(), engine.New(clock.Real(), 0), nil)
 	var seed atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -20,8 +20,12 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/monitor"
+	"github.com/limitdb/limitdb/command/pubsub"
+	"github.com/limitdb/limitdb/command/ratelimit"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/rls"
 	"github.com/limitdb/limitdb/server"
@@ -31,10 +35,11 @@ import (
 // commands before closing the remaining connections.
 const ShutdownGrace = 5 * time.Second
 
-// Node is one limitdb server: its command layer (Commands), its
+// Node is one limitdb server: its command layer (CommandServer), its
 // transport and its listeners.
 type Node struct {
 	cmds   *command.Server
+	limits *ratelimit.Family // the rate-limit commands and named policies
 	net    *server.Server
 	logger *log.Logger
 
@@ -70,8 +75,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	cmds := command.New(cfg, eng, logger)
-	n := &Node{cmds: cmds, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits := ratelimit.New()
+	cmds := command.New(cfg, eng, logger, limits, pubsub.New(), monitor.New())
+	n := &Node{cmds: cmds, limits: limits, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -82,8 +88,8 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	return n
 }
 
-// Commands is the node's command layer.
-func (n *Node) Commands() *command.Server { return n.cmds }
+// CommandServer is the node's command layer.
+func (n *Node) CommandServer() *command.Server { return n.cmds }
 
 // Engine is the keyspace the node serves.
 func (n *Node) Engine() *engine.Engine { return n.cmds.Engine() }
@@ -94,6 +100,13 @@ func (n *Node) Config() config.Config { return n.cmds.Config() }
 // Prepare loads the ACL users and the limits from the configuration, once
 // (command.Server.Prepare); Run and Serve call it.
 func (n *Node) Prepare() error { return n.cmds.Prepare() }
+
+// Policies is the named policies the node applies.
+func (n *Node) Policies() *policy.Store { return n.limits.Policies() }
+
+// StartRules loads the rules file (if configured) and watches it until
+// Close; a file that does not load is an error.
+func (n *Node) StartRules() error { return n.limits.StartRules() }
 
 // transportLimits are the limits the transport enforces.
 func transportLimits(l config.Limits) server.Limits {

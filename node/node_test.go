@@ -65,7 +65,7 @@ func FuzzServerInput(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	s, addr, logs := serveTest(f)
-	s.Commands().RequestShutdown = func(bool) {} // SHUTDOWN in the input must not end the run
+	s.CommandServer().RequestShutdown = func(bool) {} // SHUTDOWN in the input must not end the run
 	by, err := net.Dial("tcp", addr)
 	if err != nil {
 		f.Fatal(err)
@@ -92,7 +92,7 @@ func FuzzServerInput(f *testing.F) {
 			t.Fatalf("panic on %q:\n%s", b, logs.String())
 		}
 		if s.Config().RequirePass != "" {
-			s.Commands().SetConfig([2]string{"requirepass", ""}) // CONFIG SET requirepass in the input locks the bystander out
+			s.CommandServer().SetConfig([2]string{"requirepass", ""}) // CONFIG SET requirepass in the input locks the bystander out
 		}
 	})
 }
@@ -132,7 +132,7 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 	if !clk.WaitForWaiters(2, 5*time.Second) {
 		t.Fatal("the background loops are not waiting on the clock")
 	}
-	c := n.Commands().NewLocalClient()
+	c := n.CommandServer().NewLocalClient()
 	for i := 0; i < 200; i++ {
 		if got := string(c.DoString("SET", fmt.Sprint("k", i), "v", "PX", "50")); got != "+OK\r\n" {
 			t.Fatalf("SET: %q", got)
@@ -142,26 +142,35 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 		t.Fatalf("%d keys stored, want 200", got)
 	}
 	// Steps of 10 ms: each is an expiry slice, a tenth of the shards, and
-	// the keys go without any command touching them. (A step the loop
-	// has not taken yet is dropped, as a real ticker drops ticks.)
+	// the keys go without any command touching them. Each step waits for
+	// the loops to take its tick, so that none is dropped.
 	steps := 0
-	for ; n.Engine().Len() > 0 && steps < 10_000; steps++ {
-		clk.Advance(10 * time.Millisecond)
-		time.Sleep(100 * time.Microsecond)
+	for ; n.Engine().Len() > 0 && steps < 1000; steps++ {
+		step(t, clk, 10*time.Millisecond)
 	}
 	if got := n.Engine().Len(); got != 0 {
 		t.Fatalf("%d keys left after %d steps of active expiry", got, steps)
 	}
-	if !n.Commands().LastSave().IsZero() {
+	if !n.CommandServer().LastSave().IsZero() {
 		t.Fatal("a snapshot before any was due")
 	}
 	// A change, then a minute: the automatic snapshot falls due.
 	c.DoString("SET", "kept", "1")
 	for i := 0; i < 61; i++ {
-		clk.Advance(time.Second)
+		step(t, clk, time.Second)
 	}
-	if !eventually(func() bool { return !n.Commands().LastSave().IsZero() }) {
+	if !eventually(func() bool { return !n.CommandServer().LastSave().IsZero() }) {
 		t.Fatal("no automatic snapshot a minute after a change")
+	}
+}
+
+// step advances clk by d and waits until the background loops have
+// taken the ticks it fired.
+func step(t *testing.T, clk *clock.Fake, d time.Duration) {
+	t.Helper()
+	clk.Advance(d)
+	if !clk.WaitForTicksTaken(10 * time.Second) {
+		t.Fatal("a background loop did not take its tick")
 	}
 }
 

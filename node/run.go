@@ -50,7 +50,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	if err := n.cmds.StartAOF(); err != nil {
 		return fail(err)
 	}
-	if err := n.cmds.StartRules(); err != nil {
+	if err := n.StartRules(); err != nil {
 		return fail(err)
 	}
 	if err := n.StartRLS(); err != nil {

@@ -57,7 +57,7 @@ func TestRunEndsWithItsContext(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	n, ran := runTest(t, ctx, dir)
-	n.Commands().NewLocalClient().DoString("SET", "k", "v")
+	n.CommandServer().NewLocalClient().DoString("SET", "k", "v")
 	cancel()
 	if err := result(t, ran); err != nil {
 		t.Fatalf("Run = %v", err)
@@ -74,7 +74,7 @@ func TestRunShutdownSavesAndTheNextRunLoads(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	n, ran := runTest(t, context.Background(), dir)
-	n.Commands().NewLocalClient().DoString("SET", "k", "v")
+	n.CommandServer().NewLocalClient().DoString("SET", "k", "v")
 	if err := n.Shutdown(true, time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestRunShutdownSavesAndTheNextRunLoads(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 	n2, _ := runTest(t, context.Background(), dir)
-	if got := string(n2.Commands().NewLocalClient().DoString("GET", "k")); got != "$1\r\nv\r\n" {
+	if got := string(n2.CommandServer().NewLocalClient().DoString("GET", "k")); got != "$1\r\nv\r\n" {
 		t.Fatalf("GET k after a restart = %q", got)
 	}
 }

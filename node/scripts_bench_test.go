@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/benchcpu"
@@ -29,7 +30,7 @@ import (
 func BenchmarkPipelineScripts(b *testing.B) {
 	for _, load := range libscripts.NativeLoads() {
 		b.Run(load.Name, func(b *testing.B) {
-			n := New(config.Default(), engine.New(nil, 0), nil)
+			n := New(config.Default(), engine.New(clock.Real(), 0), nil)
 			cmd := func(key string) []string { return append([]string{"CL.THROTTLE", key}, load.Args...) }
 			if load.Body != nil {
 				body := load.Body(b)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -43,7 +44,7 @@ func openAOF(t *testing.T, dir string) *AOF {
 func load(t *testing.T, a *AOF, truncatedOK bool) ([]string, AOFLoadStats, error) {
 	t.Helper()
 	var got []string
-	st, err := a.Load(engine.New(nil, 2), &Sections{}, collect(&got), truncatedOK)
+	st, err := a.Load(engine.New(clock.NewFake(t0), 2), &Sections{}, collect(&got), truncatedOK)
 	return got, st, err
 }
 
@@ -143,7 +144,7 @@ func TestAOFCorruptRecordRefused(t *testing.T) {
 	a.Reopen()
 	a.Append([]byte(first + rec("FROB")))
 	a.Close()
-	_, err := openAOF(t, dir).Load(engine.New(nil, 2), &Sections{}, func(args [][]byte) error {
+	_, err := openAOF(t, dir).Load(engine.New(clock.NewFake(t0), 2), &Sections{}, func(args [][]byte) error {
 		if string(args[0]) == "FROB" {
 			return fmt.Errorf("unknown verb")
 		}
@@ -166,7 +167,7 @@ func TestAOFRewrite(t *testing.T) {
 		t.Fatalf("rotate: %d, %v", seq, err)
 	}
 	a.Append([]byte(rec("APPLY", "new", "2")))
-	eng := engine.New(nil, 2)
+	eng := engine.New(clock.NewFake(t0), 2)
 	fill(eng, 10)
 	if err := a.Rewrite(seq, func(path string) error { _, err := Save(path, eng, &Sections{}); return err }); err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestAOFRewrite(t *testing.T) {
 		t.Errorf("the replaced incr file is still there: %v", err)
 	}
 	b := openAOF(t, dir)
-	dst := engine.New(nil, 2)
+	dst := engine.New(clock.NewFake(t0), 2)
 	var got []string
 	st, err := b.Load(dst, &Sections{}, collect(&got), false)
 	if err != nil {

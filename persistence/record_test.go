@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -92,7 +93,7 @@ func TestBadRecordsAreErrors(t *testing.T) {
 	} {
 		args, _, err := ReadRecord(bufioReader([]byte(bad)), nil, nil)
 		if err == nil {
-			err = (&Applier{Eng: engine.New(nil, 2), Sections: &Sections{}}).Apply(0, args)
+			err = (&Applier{Eng: engine.New(clock.NewFake(0), 2), Sections: &Sections{}}).Apply(0, args)
 		}
 		if err == nil {
 			t.Errorf("%q: no error", bad)
@@ -101,7 +102,7 @@ func TestBadRecordsAreErrors(t *testing.T) {
 }
 
 func TestApplyRefusesWhatItCannotDecode(t *testing.T) {
-	eng := engine.New(nil, 2)
+	eng := engine.New(clock.NewFake(0), 2)
 	ap := Applier{Eng: eng, Sections: &Sections{}}
 	for _, args := range [][]string{
 		{"APPLY", "k", "\xff\x00garbage"},
@@ -132,7 +133,7 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte("*1\r\n$5\r\nRESET\r\n"))
 	f.Add([]byte("*3\r\n$4\r\nDROP\r\n$1\r\nk\r\n$1\r\nj\r\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ap := Applier{Eng: engine.New(nil, 2), Sections: &Sections{}}
+		ap := Applier{Eng: engine.New(clock.NewFake(0), 2), Sections: &Sections{}}
 		br := bufioReader(data)
 		for br.Buffered() > 0 {
 			args, _, err := ReadRecord(br, nil, nil)
@@ -180,7 +181,7 @@ func TestAOFOfEitherDeletionFormLoads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng := engine.New(nil, 4)
+			eng := engine.New(clock.NewFake(0), 4)
 			ap := Applier{Eng: eng, Sections: &Sections{}}
 			st, err := b.Load(eng, ap.Sections, func(args [][]byte) error { return ap.Apply(now, args) }, false)
 			if err != nil {

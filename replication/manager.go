@@ -37,7 +37,7 @@ type Self struct {
 // way.
 type Manager struct {
 	eng    *engine.Engine
-	clk    clock.Clock // the network's timers: acknowledgements, retries, lags, WAIT (real time even when the engine's clock is not)
+	clk    clock.Clock // the engine's: acknowledgements, retries, pacing, lags, WAIT
 	logger *log.Logger
 	host   Host
 	stream *Stream
@@ -58,7 +58,7 @@ func New(eng *engine.Engine, logger *log.Logger, host Host, backlog int64) *Mana
 	if logger == nil {
 		logger = log.Default()
 	}
-	return &Manager{eng: eng, clk: clock.Real(), logger: logger, host: host, stream: NewStream(backlog)}
+	return &Manager{eng: eng, clk: eng.Clock(), logger: logger, host: host, stream: NewStream(backlog)}
 }
 
 func (m *Manager) logf(format string, args ...any) { m.logger.Printf(format, args...) }

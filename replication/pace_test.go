@@ -14,80 +14,110 @@ import (
 )
 
 // pushLog is a replica's connection that keeps every push apart, with the
-// time it came.
+// time it came on clk.
 type pushLog struct {
+	clk    clock.Clock
 	mu     sync.Mutex
 	pushes [][]byte
-	at     []time.Time
+	at     []time.Duration // on clk's Mono
+	pushed chan struct{}   // signalled after each push
+}
+
+func newPushLog(clk clock.Clock) *pushLog {
+	return &pushLog{clk: clk, pushed: make(chan struct{}, 1)}
 }
 
 func (p *pushLog) Push(b []byte) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.pushes = append(p.pushes, bytes.Clone(b))
-	p.at = append(p.at, time.Now())
+	p.at = append(p.at, p.clk.Mono())
+	p.mu.Unlock()
+	select {
+	case p.pushed <- struct{}{}:
+	default:
+	}
 }
 
 func (p *pushLog) Kill() {}
 
-// waitFor returns the index of the first push from index from on that
-// holds rec, and when it came; it fails the test after limit.
-func (p *pushLog) waitFor(t *testing.T, from int, rec []byte, limit time.Duration) (int, time.Time) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		p.mu.Lock()
-		for i := from; i < len(p.pushes); i++ {
-			if bytes.Contains(p.pushes[i], rec) {
-				at := p.at[i]
-				p.mu.Unlock()
-				return i, at
-			}
+// find returns the index of the first push from index from on that holds
+// rec, and when it came, or -1.
+func (p *pushLog) find(from int, rec []byte) (int, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := from; i < len(p.pushes); i++ {
+		if bytes.Contains(p.pushes[i], rec) {
+			return i, p.at[i]
 		}
-		p.mu.Unlock()
-		time.Sleep(time.Millisecond)
 	}
-	t.Fatalf("%q was not sent within %v", rec, limit)
-	return 0, time.Time{}
+	return -1, 0
+}
+
+// waitFor returns the index of the first push from index from on that
+// holds rec, and when it came; it fails the test if none comes within 10
+// s of real time, a bound for a broken build.
+func (p *pushLog) waitFor(t *testing.T, from int, rec []byte) (int, time.Duration) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		if i, at := p.find(from, rec); i >= 0 {
+			return i, at
+		}
+		select {
+		case <-p.pushed:
+		case <-deadline:
+			t.Fatalf("%q was not sent", rec)
+		}
+	}
 }
 
 // TestSendIntervalPacesTheStream: with repl-send-interval set, a quiet
 // link sends a record at once, records that follow within the interval go
-// in one write no sooner than the interval after the last, and a WAIT
-// sends what is pending without waiting for the interval.
+// in one write exactly the interval after the last, and a WAIT sends what
+// is pending without waiting for the interval.
 func TestSendIntervalPacesTheStream(t *testing.T) {
-	eng := engine.New(clock.NewFake(int64(1_800_000_000)*int64(time.Second)), 0)
-	m := New(eng, log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
+	t.Parallel()
+	clk := clock.NewFake(int64(1_800_000_000) * int64(time.Second))
+	m := New(engine.New(clk, 0), log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
 	defer m.Close()
 	const interval = time.Second
 	m.SetSendInterval(interval)
-	sink := &pushLog{}
+	sink := newPushLog(clk)
 	r := m.Attach(sink, "127.0.0.1", 6380, "?", 0)
-	for r.State() != StateOnline {
-		time.Sleep(time.Millisecond)
+	if !clk.WaitForWaiters(1, 10*time.Second) || r.State() != StateOnline {
+		t.Fatal("the replica's sender never started")
 	}
-	time.Sleep(interval + 100*time.Millisecond) // the link has been quiet for an interval
+	clk.Advance(interval) // the link has been quiet for an interval
 
 	rec := func(s string) []byte { return persistence.AppendCommand(nil, "PING", s) }
-	start := time.Now()
 	m.stream.Append(rec("first"))
-	i, first := sink.waitFor(t, 0, rec("first"), interval/2)
-	t.Logf("after a quiet interval: sent in %v", first.Sub(start))
+	i, first := sink.waitFor(t, 0, rec("first"))
+	if first != interval {
+		t.Errorf("after a quiet interval the first record went at %v, want at once (%v)", first, interval)
+	}
 
 	m.stream.Append(rec("second"))
 	m.stream.Append(rec("third"))
-	j, second := sink.waitFor(t, i+1, rec("second"), 5*interval)
-	if k, _ := sink.waitFor(t, i+1, rec("third"), time.Second); k != j {
+	if !clk.WaitForWaiters(2, 10*time.Second) { // the sender's look-out and its pace
+		t.Fatal("the sender never paced")
+	}
+	clk.Advance(interval - time.Millisecond)
+	if k, _ := sink.find(i+1, rec("second")); k >= 0 {
+		t.Fatal("the second record went before the interval had passed")
+	}
+	clk.Advance(time.Millisecond)
+	j, second := sink.waitFor(t, i+1, rec("second"))
+	if k, _ := sink.waitFor(t, i+1, rec("third")); k != j {
 		t.Errorf("second and third went in writes %d and %d, want one", j, k)
 	}
-	if gap := second.Sub(first); gap < interval-10*time.Millisecond {
-		t.Errorf("second write %v after the first, want at least the interval %v", gap, interval)
+	if gap := second - first; gap != interval {
+		t.Errorf("second write %v after the first, want the interval %v", gap, interval)
 	}
 
 	m.SetSendInterval(time.Hour)
 	m.stream.Append(rec("fourth"))
-	start = time.Now()
 	m.Wait(1, 0, func(int) {})
-	_, fourth := sink.waitFor(t, j+1, rec("fourth"), 10*time.Second)
-	t.Logf("under WAIT, with an interval of an hour: sent in %v", fourth.Sub(start))
+	if _, fourth := sink.waitFor(t, j+1, rec("fourth")); fourth != second {
+		t.Errorf("under WAIT, with an interval of an hour, sent at %v, want at once (%v)", fourth, second)
+	}
 }

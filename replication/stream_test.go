@@ -91,7 +91,7 @@ func TestReaderFarBehindIsDropped(t *testing.T) {
 // TestRecordsRoundTrip: what Record encodes, readRecord parses and the
 // Applier stores, entry for entry, flushes and deletions included.
 func TestRecordsRoundTrip(t *testing.T) {
-	src, dst := engine.New(nil, 4), engine.New(nil, 4)
+	src, dst := engine.New(clock.NewFake(0), 4), engine.New(clock.NewFake(0), 4)
 	s := NewStream(1 << 20)
 	r, _ := s.Tail(false)
 	src.SetJournal(s)
@@ -247,7 +247,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // keyspace and the stream's bytes, at its offsets.
 func TestLinkAppliesRecordsAcrossReads(t *testing.T) {
 	const now = int64(1_700_000_000e9)
-	src := engine.New(nil, 4)
+	src := engine.New(clock.NewFake(0), 4)
 	s := NewStream(1 << 20)
 	r, _ := s.Tail(true)
 	src.SetJournal(s)

@@ -67,6 +67,28 @@ func runNode(t testing.TB, srv *node.Node, ln net.Listener) {
 	}
 }
 
+// stepping advances ts's fake clock by step at every millisecond of real
+// time until the returned stop is called, so that the loops on that clock
+// (the script watchdog, replication's timers) run while the test waits for
+// a command that needs them.
+func (ts *testServer) stepping(step time.Duration) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				ts.clk.Advance(step)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
 // client opens a go-redis client; protocol 2 or 3.
 func (ts *testServer) client(t testing.TB, protocol int) *redis.Client {
 	t.Helper()

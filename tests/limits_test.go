@@ -213,11 +213,11 @@ func TestClientLimits(t *testing.T) {
 		}()
 		// The server gives up on the client while it is still connected.
 		start := time.Now()
-		for len(ts.srv.Commands().Clients()) == 0 && time.Since(start) < 5*time.Second {
+		for len(ts.srv.CommandServer().Clients()) == 0 && time.Since(start) < 5*time.Second {
 			time.Sleep(5 * time.Millisecond) // until the server has accepted it
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for len(ts.srv.Commands().Clients()) != 0 {
+		for len(ts.srv.CommandServer().Clients()) != 0 {
 			if time.Now().After(deadline) {
 				t.Fatal("the server still holds a client that has not read for 10 s")
 			}

@@ -129,7 +129,7 @@ func TestLatencyStats(t *testing.T) {
 	if !ok || !strings.HasPrefix(v, "p50=") || !strings.Contains(v, ",p99.9=") {
 		t.Errorf("latencystats = %q", info)
 	}
-	for _, st := range ts.srv.Commands().LatencyStats() {
+	for _, st := range ts.srv.CommandServer().LatencyStats() {
 		if st.Command != "cl.throttle" {
 			continue
 		}

@@ -374,14 +374,14 @@ func TestRulesFileBrokenAtStart(t *testing.T) {
 	cfg.Rules = path
 	srv := node.New(cfg, engine.New(clock.NewFake(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv.Close()
-	err := srv.Commands().StartRules()
+	err := srv.StartRules()
 	if err == nil || !strings.Contains(err.Error(), "limits.yaml:4: policies[0] (a): field limit: must be at least 1, got 0") {
 		t.Fatalf("StartRules = %v, want the line and field", err)
 	}
 	cfg.Rules = filepath.Join(t.TempDir(), "missing.yaml")
 	srv2 := node.New(cfg, engine.New(clock.NewFake(t0), 0), log.New(&bytes.Buffer{}, "", 0))
 	defer srv2.Close()
-	if err := srv2.Commands().StartRules(); err == nil {
+	if err := srv2.StartRules(); err == nil {
 		t.Fatal("StartRules with a missing file succeeded")
 	}
 }

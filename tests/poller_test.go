@@ -127,9 +127,9 @@ func testKillClientWaitingToWrite(t *testing.T, ts *testServer) {
 		t.Fatalf("CLIENT KILL ID %s: %d, %v", id, n, err)
 	}
 	deadline := time.Now().Add(3 * time.Second)
-	for len(ts.srv.Commands().Clients()) > 1 {
+	for len(ts.srv.CommandServer().Clients()) > 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("killed client still connected after 3 s (%d clients)", len(ts.srv.Commands().Clients()))
+			t.Fatalf("killed client still connected after 3 s (%d clients)", len(ts.srv.CommandServer().Clients()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -318,12 +318,17 @@ func TestBusyScript(t *testing.T) {
 	cfg.Save, cfg.Port, cfg.Dir, cfg.EventLoop = 0, 0, t.TempDir(), false
 	ts := serve(t, node.New(cfg, engine.New(clk, 0), nil), clk)
 	c := ts.client(t, 2)
-	require.NoError(t, c.ConfigSet(ctx, "busy-reply-threshold", "100").Err())
+	// A minute: only the server's clock, stepped here, gets that far
+	// while the test runs.
+	require.NoError(t, c.ConfigSet(ctx, "busy-reply-threshold", "60000").Err())
 	require.Equal(t, "NOTBUSY No scripts in execution right now.", c.Do(ctx, "SCRIPT", "KILL").Err().Error())
 	loop := ts.client(t, 2)
 	done := make(chan error, 1)
 	go func() { done <- loop.Eval(ctx, "local n = 0 while true do n = n + 1 end", nil).Err() }()
+	// Each poll steps the watchdog's clock past the threshold: the script
+	// is busy once the watchdog has seen it run for that long.
 	require.Eventually(t, func() bool {
+		clk.Advance(time.Minute)
 		err := c.Ping(ctx).Err()
 		return err != nil && err.Error() == "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	}, 5*time.Second, 20*time.Millisecond)
@@ -337,7 +342,10 @@ func TestBusyScript(t *testing.T) {
 	go func() {
 		done <- writer.Eval(ctx, "redis.call('set', KEYS[1], 'v') while true do end", []string{"w"}).Err()
 	}()
-	require.Eventually(t, func() bool { return c.Ping(ctx).Err() != nil }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		clk.Advance(time.Minute)
+		return c.Ping(ctx).Err() != nil
+	}, 5*time.Second, 20*time.Millisecond)
 	err = c.Do(ctx, "SCRIPT", "KILL").Err()
 	require.ErrorContains(t, err, "UNKILLABLE Sorry the script already executed write commands")
 	ts.srv.Close() // what SHUTDOWN NOSAVE is for: closing stops it
@@ -376,7 +384,9 @@ func TestScriptMemoryLimit(t *testing.T) {
 		"a filled table":             "local t = {} for i = 1, 1e9 do t[i] = i end return #t",
 	} {
 		t.Run(name, func(t *testing.T) {
+			stop := ts.stepping(100 * time.Millisecond) // the watchdog stops a filled table
 			err := c.Eval(ctx, script, nil).Err()
+			stop()
 			require.Error(t, err)
 			require.True(t, strings.HasPrefix(err.Error(), stopped), err.Error())
 		})

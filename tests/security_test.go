@@ -330,7 +330,7 @@ func TestProtectedMode(t *testing.T) {
 		mod(&cfg)
 		s := node.New(cfg, nil, nil)
 		require.NoError(t, s.Prepare())
-		return strings.Join(s.Commands().SecurityWarnings(), "\n")
+		return strings.Join(s.CommandServer().SecurityWarnings(), "\n")
 	}
 	if w := warn(func(c *config.Config) {}); w != "" {
 		t.Errorf("loopback default warns: %q", w)

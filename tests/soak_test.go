@@ -334,9 +334,9 @@ func heap() uint64 {
 func waitServerClients(t *testing.T, ts *testServer, n int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
-	for len(ts.srv.Commands().Clients()) != n {
+	for len(ts.srv.CommandServer().Clients()) != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d clients still connected, want %d", len(ts.srv.Commands().Clients()), n)
+			t.Fatalf("%d clients still connected, want %d", len(ts.srv.CommandServer().Clients()), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -230,7 +230,7 @@ func entryHeap() float64 {
 // Go heap grew by per key.
 func storeMany(next func() engine.Entry, now int64) (table int, heap float64) {
 	const n = 50000
-	e := engine.New(nil, 0)
+	e := engine.New(clock.NewFake(now), 0) // every entry is stored at now
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/limit"
 )
@@ -146,7 +147,7 @@ func walk(t *testing.T, a Algorithm, l engine.Limiter, limit int64, seed uint64,
 func freshExact(t *testing.T, a Algorithm) {
 	for _, lim := range []int64{1, 3, 10, 100} {
 		l := mustNew(t, a, lim)
-		e := engine.New(nil, 1)
+		e := engine.New(clock.NewFake(t0), 1)
 		key := []byte("k")
 		for i := int64(0); i < lim; i++ {
 			r, err := engine.Limit(e, key, t0, l, 1)
@@ -172,7 +173,7 @@ func freshExact(t *testing.T, a Algorithm) {
 
 func peekWritesNothing(t *testing.T, a Algorithm) {
 	l := mustNew(t, a, 5)
-	e := engine.New(nil, 1)
+	e := engine.New(clock.NewFake(t0), 1)
 	key := []byte("k")
 	r, err := engine.Limit(e, key, t0, l, 0)
 	if err != nil || r.Limited || r.Remaining != 5 || r.RetryAfter != -1 || r.ResetAfter != 0 {
@@ -276,7 +277,7 @@ func expiresWhenFresh(t *testing.T, a Algorithm) {
 		}
 	})
 	// Through the engine, the key disappears at that instant.
-	e := engine.New(nil, 1)
+	e := engine.New(clock.NewFake(t0), 1)
 	key := []byte("k")
 	if _, err := engine.Limit(e, key, t0, l, 2); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/httplimit"
 	"github.com/redis/go-redis/v9"
 )
@@ -28,7 +29,8 @@ func main() {
 	limit := client.Throttle{MaxBurst: 9, Count: 1, Period: time.Second}
 	rdb := redis.NewClient(client.Options(*addr))
 	defer rdb.Close()
-	local, err := httplimit.NewLocal(limit.Approx())
+	clk := clock.Real()
+	local, err := httplimit.NewLocal(limit.Approx(), clk)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -40,6 +42,7 @@ func main() {
 		Policy:   httplimit.Fallback,
 		Fallback: local,
 		OnError:  func(r *http.Request, err error) { log.Printf("limitdb unavailable, limiting locally: %v", err) },
+		Clock:    clk,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -28,8 +28,12 @@ var layers = [][]string{
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
 	// The change stream: replicas and the append-only file.
 	{"replication", "scripting", "rls"},
-	// The command layer.
+	// The native twins of library scripts, which the command layer runs.
+	{"scripting/twins"},
+	// The command layer's core.
 	{"command"},
+	// The families of commands, siblings on the core (TestFamiliesAreSiblings).
+	{"command/ratelimit", "command/pubsub", "command/monitor"},
 	// The assembly, and the exporters of the command layer's figures.
 	{"node", "metrics"},
 	// Programs and end-to-end tests.
@@ -56,6 +60,29 @@ var never = map[string][]string{
 	"metrics":     {"server", "node"},
 	"httplimit":   {"server", "resp", "command", "node"},
 	"rls":         {"server", "resp", "command", "node"},
+	// A twin reaches the server only through twins.Host.
+	"scripting/twins": {"command", "server", "node"},
+}
+
+// family reports whether dir is a family of commands: a package under
+// command/.
+func family(dir string) bool { return strings.HasPrefix(dir, "command/") }
+
+// TestFamiliesAreSiblings: a family of commands imports the core and never
+// another family, nor the transport or the assembly: what it needs of the
+// rest it is handed (command.Env) or asks through a small interface.
+func TestFamiliesAreSiblings(t *testing.T) {
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		if !family(dir) {
+			continue
+		}
+		for _, imp := range projectImports(pkgs[dir]) {
+			if family(imp) || imp == "server" || imp == "node" {
+				t.Errorf("family %s imports %s: families import the core, never each other, the transport or the assembly", dir, imp)
+			}
+		}
+	}
 }
 
 // pkg is one package's non-test files.
@@ -325,6 +352,38 @@ func TestOnlyTheClockReadsTheTime(t *testing.T) {
 					if fn, ok := isTime(n); ok && !called[n] {
 						t.Errorf("%s/%s:%d: time.%s as a value: take a clock.Clock instead", dir, name, p.fset.Position(n.Pos()).Line, fn)
 					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// TestOnlyProgramsChooseTheRealClock: clock.Real is referenced only by
+// programs (package main: cmd/limitdb, and the load generators and
+// examples beside it); every other package takes the clock it is given,
+// so that a test can hand the whole server a fake one.
+func TestOnlyProgramsChooseTheRealClock(t *testing.T) {
+	pkgs := load(t)
+	for _, dir := range sorted(pkgs) {
+		if dir == "clock" {
+			continue
+		}
+		p := pkgs[dir]
+		for _, name := range sorted(p.files) {
+			f := p.files[name]
+			clk := importName(f, module+"clock")
+			if clk == "" || f.Name.Name == "main" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Real" {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == clk && id.Obj == nil {
+					t.Errorf("%s/%s:%d: clock.Real outside a program: take the clock you are given; only cmd/ (and the other main packages) choose the real one",
+						dir, name, p.fset.Position(sel.Pos()).Line)
 				}
 				return true
 			})

@@ -138,7 +138,8 @@ type Load struct {
 
 // NativeLoads are the library scripts limitdb runs natively that the
 // in-process benchmarks run (command's BenchmarkNativeScripts, node's
-// BenchmarkPipelineScripts), and CL.THROTTLE.
+// BenchmarkPipelineScripts, scripting/twins' BenchmarkTwins), and
+// CL.THROTTLE.
 func NativeLoads() []Load {
 	return []Load{
 		{"redis_rate.allowN", func(t testing.TB) string { return RedisRate(t, "allowN") }, []string{"1000", "1000", "60", "1"}},

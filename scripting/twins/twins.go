@@ -1,46 +1,73 @@
-package command
+package twins
 
 import (
-	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/scripting"
 )
 
-// Native scripts: limitdb recognises the exact scripts of the limiter
-// libraries it was tested with, by the SHA1 of their text, and runs a Go
-// implementation that gives what Redis's Lua gives: the same reply (down
-// to Lua's "%.14g" in tostring), the same value left at the key (as
-// redis.call's "%.17g" writes it) and the same expiry. Each works on one
-// key with one engine call, so it is atomic without a transaction. Where
-// the input is anything but the plain numbers the library sends (a value
-// that is not a number, the wrong kind of key, hexadecimal arguments) the
-// native code declines before changing anything and the script runs on
-// the interpreter, errors and all.
-//
-// TestNativeScriptsMatchLua (tests/) runs each against its Lua text on the
-// same states and compares replies, values and expiries;
-// TestNativeEdgesMatchLua does the same for arguments and values other than
-// plain numbers.
-
-// nativeScript is one recognised script.
-type nativeScript struct {
-	Name string // library.function, as INFO scripting shows it
-	run  func(c *Client, keys, argv [][]byte) bool
-	runs atomic.Int64
-	// loops: its run is not one engine call in constant time (bottleneck's
-	// walk expired jobs and clients), so the batch's instant is read anew
-	// after it, as after any command that is not fast.
-	loops bool
+// Host is what a twin needs of the server that runs it: what its script
+// reaches through redis.call, and no more. The command layer implements it
+// for the client whose EVAL or EVALSHA names the script.
+type Host interface {
+	// Now is the instant of the batch the script runs in, in Unix
+	// nanoseconds: the keys' liveness and the base of every expiry.
+	Now() int64
+	// Engine is the keyspace as the script reaches it: the handle of the
+	// transaction it runs in (a script queued in MULTI), else the keyspace
+	// itself, where one engine call on one key is atomic alone.
+	Engine() *engine.Engine
+	// Exclusive runs fn in a transaction that holds the shards of keys:
+	// the script's, when it runs inside one, else one of its own. Writes
+	// through tx reach replicas and the append-only file as one unit, as
+	// an interpreted script's do.
+	Exclusive(keys [][]byte, fn func(tx *engine.Engine))
+	// Publish is redis.call("PUBLISH", channel, message).
+	Publish(channel string, message []byte)
 }
 
-// nativeScripts returns the recognised scripts by SHA1.
-func nativeScripts() map[string]*nativeScript {
-	scripts := map[string]*nativeScript{
+// Twin is a Go implementation of one library script, recognised by the
+// SHA1 of its text.
+type Twin struct {
+	Name string // library.function, as INFO scripting shows it
+	// Loops: its run is not one engine call in constant time (bottleneck's
+	// walk expired jobs and clients), so the batch's instant is read anew
+	// after it, as after any command that is not fast.
+	Loops bool
+	run   func(h Host, w *resp.Writer, keys, argv [][]byte) bool
+	runs  atomic.Int64
+}
+
+// Run runs the twin for the script's KEYS and ARGV on h, writing its reply
+// to w, and reports whether it answered. When it did not, it changed
+// nothing and wrote nothing, and the script runs on the interpreter.
+func (t *Twin) Run(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	if !t.run(h, w, keys, argv) {
+		return false
+	}
+	t.runs.Add(1)
+	return true
+}
+
+// Runs is how many times the twin answered.
+func (t *Twin) Runs() int64 { return t.runs.Load() }
+
+// Registry is the twins by the SHA1 of their scripts' text. Each server
+// builds its own with New: the twins count their runs.
+type Registry struct {
+	bySHA map[string]*Twin
+	shas  []string // bySHA's keys, sorted
+}
+
+// New returns the twins of the seven libraries' scripts.
+func New() *Registry {
+	r := &Registry{bySHA: map[string]*Twin{
 		// go-redis/redis_rate v10.0.1, lua.go: allowN and allowAtMost.
 		"f52a5b566060d79fd321d695df55bc918339c4aa": {Name: "redis_rate.allowN", run: redisRateAllowN},
 		"054143318f521948424aa25df61d7f7ba835a9d7": {Name: "redis_rate.allowAtMost", run: redisRateAllowAtMost},
@@ -63,27 +90,24 @@ func nativeScripts() map[string]*nativeScript {
 		// throttled v2.15.0, store/goredisstore.v9: the compare-and-swap
 		// its GCRA store sends with EVAL.
 		"ebd682e30de074a6919bde872b507734c7c3ebe5": {Name: "throttled.cas", run: throttledCAS},
+	}}
+	// bottleneck 2.19.5's datastore: bottleneck.go.
+	addBottleneck(r.bySHA)
+	for sha := range r.bySHA {
+		r.shas = append(r.shas, sha)
 	}
-	// bottleneck 2.19.5's datastore: native_bottleneck.go.
-	maps.Copy(scripts, bottleneckScripts())
-	return scripts
+	slices.Sort(r.shas)
+	return r
 }
 
-// nativeAdmits reports whether a twin may run for c. A twin makes its
-// script's writes without the gates each redis.call passes
-// (scriptCaller.Call), so where one of them could refuse a write (a
-// read-only replica, writes stopped by a failed save, a user whose
-// commands are limited, a keyspace at maxmemory) the script runs on the
-// interpreter, which answers as Redis does.
-func (s *Server) nativeAdmits(c *Client) bool {
-	if s.readOnly.Load() || s.refuseWrites.Load() {
-		return false
+// Get is the twin of the script whose SHA1 is sha (lowercase hex), or nil.
+func (r *Registry) Get(sha string) *Twin { return r.bySHA[sha] }
+
+// Each calls fn on every twin, in the order of their SHA1s.
+func (r *Registry) Each(fn func(sha string, t *Twin)) {
+	for _, sha := range r.shas {
+		fn(sha, r.bySHA[sha])
 	}
-	if !unrestricted(s.guard.acl.Load(), c) {
-		return false
-	}
-	max, limited := s.memoryLimit()
-	return !limited || s.eng.UsedBytes() <= max
 }
 
 // luaNumber converts an argument as Lua's arithmetic coerces a string
@@ -122,9 +146,9 @@ func stringNumber(ent engine.Entry) (float64, bool) {
 }
 
 // luaBulk writes f as a bulk string in Lua's tostring text.
-func luaBulk(c *Client, f float64) {
+func luaBulk(w *resp.Writer, f float64) {
 	var buf [32]byte
-	c.Bulk(scripting.AppendLuaNumber(buf[:0], f))
+	w.Bulk(scripting.AppendLuaNumber(buf[:0], f))
 }
 
 // redisRateNow is redis_rate's clock: TIME's seconds since 2017-01-01
@@ -175,8 +199,8 @@ func redisRateStore(now int64, newTAT, resetAfter float64) (engine.Entry, bool) 
 	if !(ex < 1e17) {
 		return engine.Entry{}, false
 	}
-	at, err := setExpiry(now, int64(ex), 1e9, false, "set")
-	if err != nil {
+	at, ok := expireAt(now, int64(ex), 1e9)
+	if !ok {
 		return engine.Entry{}, false
 	}
 	return engine.StringOfFloat(newTAT, at), true
@@ -195,18 +219,18 @@ type redisRateAnswer struct {
 // redisRate runs one of redis_rate's scripts: its arguments, its clock,
 // its GET, then decide's arithmetic on (tat, now, emission interval,
 // burst offset, cost) in one engine call, then its SET and its reply.
-func redisRate(c *Client, keys, argv [][]byte, decide func(tat, now, emission, burstOffset, cost float64) redisRateAnswer) bool {
+func redisRate(h Host, w *resp.Writer, keys, argv [][]byte, decide func(tat, now, emission, burstOffset, cost float64) redisRateAnswer) bool {
 	burst, rate, period, cost, ok := redisRateArgs(keys, argv)
 	if !ok {
 		return false
 	}
 	emission := period / rate
 	burstOffset := emission * burst
-	nowNs := c.Now()
+	nowNs := h.Now()
 	now := redisRateNow(nowNs)
 	handled := false
 	var a redisRateAnswer
-	c.Engine().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
+	h.Engine().Do(keys[0], nowNs, func(ent engine.Entry) (engine.Entry, bool) {
 		tat, ok := redisRateTAT(ent, now)
 		if !ok {
 			return ent, false
@@ -223,11 +247,11 @@ func redisRate(c *Client, keys, argv [][]byte, decide func(tat, now, emission, b
 		return next, true
 	})
 	if handled {
-		c.Array(4)
-		c.Int(toLuaInteger(a.allowed))
-		c.Int(toLuaInteger(a.remaining))
-		luaBulk(c, a.retry)
-		luaBulk(c, a.reset)
+		w.Array(4)
+		w.Int(toLuaInteger(a.allowed))
+		w.Int(toLuaInteger(a.remaining))
+		luaBulk(w, a.retry)
+		luaBulk(w, a.reset)
 	}
 	return handled
 }
@@ -240,8 +264,8 @@ func toLuaInteger(f float64) int64 {
 	return int64(f)
 }
 
-func redisRateAllowN(c *Client, keys, argv [][]byte) bool {
-	return redisRate(c, keys, argv, func(tat, now, emission, burstOffset, cost float64) redisRateAnswer {
+func redisRateAllowN(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return redisRate(h, w, keys, argv, func(tat, now, emission, burstOffset, cost float64) redisRateAnswer {
 		newTAT := tat + emission*cost
 		allowAt := newTAT - burstOffset
 		diff := now - allowAt
@@ -255,8 +279,8 @@ func redisRateAllowN(c *Client, keys, argv [][]byte) bool {
 	})
 }
 
-func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
-	return redisRate(c, keys, argv, func(tat, now, emission, burstOffset, cost float64) redisRateAnswer {
+func redisRateAllowAtMost(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return redisRate(h, w, keys, argv, func(tat, now, emission, burstOffset, cost float64) redisRateAnswer {
 		diff := now - (tat - burstOffset)
 		remaining := diff / emission
 		if remaining < 1 {
@@ -278,18 +302,18 @@ func redisRateAllowAtMost(c *Client, keys, argv [][]byte) bool {
 // ululeIncr is ulule/limiter's increment: INCRBY key count; a key that
 // count started (ret == count) gets PEXPIRE ttl when ttl > 0 and the reply
 // {ret, ttl}; any other gets {ret, PTTL}.
-func ululeIncr(c *Client, keys, argv [][]byte) bool {
+func ululeIncr(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) != 2 {
 		return false
 	}
-	delta, err := ParseInt(argv[0]) // INCRBY's own parse
+	delta, err := parseInt(argv[0]) // INCRBY's own parse
 	if err != nil {
 		return false
 	}
 	count := float64(delta) // tonumber(ARGV[1]) of an integer's text
 	// PEXPIRE reads ARGV[2] itself when ttl > 0: an integer, or the script
 	// fails.
-	ttlMs, err := ParseInt(argv[1])
+	ttlMs, err := parseInt(argv[1])
 	ttl := float64(ttlMs)
 	if err != nil {
 		var ok bool
@@ -302,13 +326,13 @@ func ululeIncr(c *Client, keys, argv [][]byte) bool {
 	} else if ttlMs > math.MaxInt64/1_000_000 {
 		return false
 	}
-	now := c.Now()
+	now := h.Now()
 	if ttlMs*1_000_000 > math.MaxInt64-now { // PEXPIRE refuses it
 		return false
 	}
 	handled := false
 	var ret, left int64
-	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	h.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var err error
 		if ret, err = engine.AddInt(ent, delta); err != nil {
 			return ent, false // INCRBY's error: the interpreter says so
@@ -329,37 +353,37 @@ func ululeIncr(c *Client, keys, argv [][]byte) bool {
 		return next, true
 	})
 	if handled {
-		c.Array(2)
-		c.Int(ret)
-		c.Int(left)
+		w.Array(2)
+		w.Int(ret)
+		w.Int(left)
 	}
 	return handled
 }
 
 // ululePeek is ulule/limiter's peek: {0, 0} for no key, else
 // {tonumber(value), PTTL}.
-func ululePeek(c *Client, keys, argv [][]byte) bool {
+func ululePeek(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 {
 		return false
 	}
-	now := c.Now()
-	ent, ok := c.Engine().Get(keys[0], now)
+	now := h.Now()
+	ent, ok := h.Engine().Get(keys[0], now)
 	if !ok {
-		c.Array(2)
-		c.Int(0)
-		c.Int(0)
+		w.Array(2)
+		w.Int(0)
+		w.Int(0)
 		return true
 	}
 	v, ok := stringNumber(ent)
 	if !ok {
 		return false
 	}
-	c.Array(2)
-	c.Int(toLuaInteger(v))
+	w.Array(2)
+	w.Int(toLuaInteger(v))
 	if ent.Expire == 0 {
-		c.Int(-1)
+		w.Int(-1)
 	} else {
-		c.Int(pttl(ent.Expire, now))
+		w.Int(pttl(ent.Expire, now))
 	}
 	return true
 }
@@ -367,24 +391,24 @@ func ululePeek(c *Client, keys, argv [][]byte) bool {
 // flexibleIncrTTL is rate-limiter-flexible's script: SET key 0 EX secs NX,
 // INCRBY key points, PTTL key, and where the key has no expiry EXPIRE key
 // secs with ttl = 1000 * secs; the reply is {consumed, ttl}.
-func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
+func flexibleIncrTTL(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) < 2 {
 		return false
 	}
-	points, err1 := ParseInt(argv[0]) // INCRBY's parse
-	secs, err2 := ParseInt(argv[1])   // SET EX's and EXPIRE's
+	points, err1 := parseInt(argv[0]) // INCRBY's parse
+	secs, err2 := parseInt(argv[1])   // SET EX's and EXPIRE's
 	if err1 != nil || err2 != nil || secs <= 0 {
 		return false // SET EX and EXPIRE refuse or delete: the interpreter says so
 	}
 	secsNum := float64(secs) // 1000 * ARGV[2]'s coercion of an integer's text
-	now := c.Now()
-	at, err := setExpiry(now, secs, 1e9, false, "set")
-	if err != nil {
+	now := h.Now()
+	at, ok := expireAt(now, secs, 1e9)
+	if !ok {
 		return false
 	}
 	handled := false
 	var consumed, ttl int64
-	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	h.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var err error
 		if consumed, err = engine.AddInt(ent, points); err != nil {
 			return ent, false // INCRBY's error
@@ -402,9 +426,9 @@ func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
 		return engine.StringOfInt(consumed, expire), true
 	})
 	if handled {
-		c.Array(2)
-		c.Int(consumed)
-		c.Int(ttl)
+		w.Array(2)
+		w.Int(consumed)
+		w.Int(ttl)
 	}
 	return handled
 }

@@ -1,19 +1,20 @@
-package command
+package twins
 
 import (
 	"math"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
 	"github.com/limitdb/limitdb/scripting"
 )
 
 // Twins of the fixed-window counters of express-rate-limit's Redis store
-// and of python-limits (see native.go for what a twin promises).
+// and of python-limits (see doc.go for what a twin promises).
 
 // rateLimitRedisIncrement is rate-limit-redis's increment: where the key
 // has no expiry or no value (PTTL <= 0), SET key 1 PX windowMs and the
 // reply {1, windowMs}; else INCR key and {hits, PTTL}.
-func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
+func rateLimitRedisIncrement(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) < 1 {
 		return false
 	}
@@ -21,14 +22,14 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 	if !ok || !luaInteger(window) || window < 1 {
 		return false // SET PX refuses it: the interpreter says so
 	}
-	now := c.Now()
-	at, err := setExpiry(now, int64(window), 1e6, false, "set")
-	if err != nil {
+	now := h.Now()
+	at, ok := expireAt(now, int64(window), 1e6)
+	if !ok {
 		return false
 	}
 	handled := false
 	var hits, ttl int64
-	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	h.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		switch {
 		case ent.Kind == engine.KindNone || (ent.Kind == engine.KindString && ent.Expire == 0):
 			hits, ttl, handled = 1, int64(window), true
@@ -44,9 +45,9 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 		return engine.StringOfInt(hits, ent.Expire), true
 	})
 	if handled {
-		c.Array(2)
-		c.Int(hits)
-		c.Int(ttl)
+		w.Array(2)
+		w.Int(hits)
+		w.Int(ttl)
 	}
 	return handled
 }
@@ -54,7 +55,7 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 // limitsIncrExpire is python-limits' incr_expire: INCRBY key amount, and
 // where that made the value amount (a new window), EXPIRE key expiry; the
 // reply is the new value.
-func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
+func limitsIncrExpire(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) < 2 {
 		return false
 	}
@@ -62,19 +63,19 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 	if !ok || !luaInteger(amount) {
 		return false // INCRBY refuses it
 	}
-	secs, err := ParseInt(argv[0]) // EXPIRE's own parse of ARGV[1]
+	secs, err := parseInt(argv[0]) // EXPIRE's own parse of ARGV[1]
 	if err != nil || secs <= 0 {
 		return false
 	}
-	now := c.Now()
-	at, err := setExpiry(now, secs, 1e9, false, "expire")
-	if err != nil {
+	now := h.Now()
+	at, ok := expireAt(now, secs, 1e9)
+	if !ok {
 		return false
 	}
 	delta := int64(amount)
 	handled := false
 	var current int64
-	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	h.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var err error
 		if current, err = engine.AddInt(ent, delta); err != nil {
 			return ent, false // INCRBY's error
@@ -87,7 +88,7 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 		return engine.StringOfInt(current, expire), true
 	})
 	if handled {
-		c.Int(current)
+		w.Int(current)
 	}
 	return handled
 }
@@ -98,7 +99,7 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 // is full: the reply is false (nil). Else it pushes amount copies of
 // timestamp (as redis.call writes a number, "%.17g"), trims the list to
 // limit entries, sets its expiry to expiry seconds and replies true (1).
-func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
+func limitsAcquireMovingWindow(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) < 4 {
 		return false
 	}
@@ -113,14 +114,14 @@ func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
 	if !luaInteger(limit) || !luaInteger(amount) || !luaInteger(expiry) || amount < 1 || amount > 1<<16 || expiry < 1 {
 		return false // LINDEX, LPUSH, LTRIM or EXPIRE refuses, or EXPIRE deletes: the interpreter says so
 	}
-	now := c.Now()
-	at, err := setExpiry(now, int64(expiry), 1e9, false, "expire")
-	if err != nil {
+	now := h.Now()
+	at, ok := expireAt(now, int64(expiry), 1e9)
+	if !ok {
 		return false
 	}
 	value := scripting.AppendCallNumber(nil, timestamp)
 	handled, full := false, false
-	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	h.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		var l *engine.List
 		switch ent.Kind {
 		case engine.KindList:
@@ -159,9 +160,9 @@ func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
 	case !handled:
 		return false
 	case full:
-		c.Null()
+		w.Null()
 	default:
-		c.Int(1)
+		w.Int(1)
 	}
 	return true
 }
@@ -171,7 +172,7 @@ func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
 // ARGV[1], counted until the first older one; the reply is {the newest,
 // how many}, or an empty array when none is (a Lua table that starts with
 // nil).
-func limitsMovingWindow(c *Client, keys, argv [][]byte) bool {
+func limitsMovingWindow(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) < 2 {
 		return false
 	}
@@ -183,7 +184,7 @@ func limitsMovingWindow(c *Client, keys, argv [][]byte) bool {
 	var newest float64
 	count := 0
 	declined := false
-	_, err := c.Engine().DoList(keys[0], c.Now(), false, func(l *engine.List) bool {
+	_, err := h.Engine().DoList(keys[0], h.Now(), false, func(l *engine.List) bool {
 		from, to, ok := rankRange(0, int64(limit), l.Len())
 		for i := from; ok && i <= to; i++ {
 			v, isNum := luaNumber(l.Index(i))
@@ -205,12 +206,12 @@ func limitsMovingWindow(c *Client, keys, argv [][]byte) bool {
 		return false
 	}
 	if count == 0 {
-		c.Array(0)
+		w.Array(0)
 		return true
 	}
-	c.Array(2)
-	c.Int(toLuaInteger(newest))
-	c.Int(int64(count))
+	w.Array(2)
+	w.Int(toLuaInteger(newest))
+	w.Int(int64(count))
 	return true
 }
 
@@ -222,21 +223,21 @@ func luaInteger(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1e1
 // no value: the error reply "key does not exist"; a value other than
 // ARGV[1]: 0; else SETEX key ARGV[3] ARGV[2] and 1. A key of another type
 // (GET's WRONGTYPE) or an expiry SETEX refuses declines.
-func throttledCAS(c *Client, keys, argv [][]byte) bool {
+func throttledCAS(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	if len(keys) != 1 || len(argv) < 3 {
 		return false
 	}
-	secs, err := ParseInt(argv[2])
+	secs, err := parseInt(argv[2])
 	if err != nil {
 		return false
 	}
-	now := c.Now()
-	at, err := setExpiry(now, secs, 1e9, false, "setex")
-	if err != nil {
+	now := h.Now()
+	at, ok := expireAt(now, secs, 1e9)
+	if !ok {
 		return false
 	}
 	handled, missing, swapped := false, false, false
-	c.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
+	h.Engine().Do(keys[0], now, func(ent engine.Entry) (engine.Entry, bool) {
 		switch ent.Kind {
 		case engine.KindNone:
 			handled, missing = true, true
@@ -256,9 +257,9 @@ func throttledCAS(c *Client, keys, argv [][]byte) bool {
 	switch {
 	case !handled:
 	case missing:
-		c.w.Error("key does not exist") // a reply the script returns, written as the interpreter writes it
+		w.Error("key does not exist") // a reply the script returns, written as the interpreter writes it
 	default:
-		c.Int(b2i(swapped))
+		w.Int(b2i(swapped))
 	}
 	return handled
 }

@@ -1,6 +1,8 @@
-package command
+package ratelimit
 
 import (
+	"github.com/limitdb/limitdb/command"
+
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -8,26 +10,26 @@ import (
 // its arguments, building the engine's Limiter (which validates the
 // combination) and writing the uniform reply in milliseconds.
 
-func registerLimiters(t *Table) {
-	const flags = FlagWrite | FlagDenyOOM | FlagFast
+func registerLimiters(t *command.Table) {
+	const flags = command.FlagWrite | command.FlagDenyOOM | command.FlagFast
 	t.Register(
-		&Command{Name: "tb.take", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
+		&command.Command{Name: "tb.take", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Token bucket: take tokens (default 1) from a bucket of capacity refilled at refill per period. Reply in ms.",
 			Syntax:  "key capacity refill period [tokens]", Handler: cmdTBTake},
-		&Command{Name: "lb.queue", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
+		&command.Command{Name: "lb.queue", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Leaky bucket as a queue: admit into a queue of capacity served at rate per period; the sixth field is the delay in ms.",
 			Syntax:  "key capacity rate period [cost]", Handler: cmdLBQueue},
-		&Command{Name: "fw.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
+		&command.Command{Name: "fw.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Fixed window aligned to the Unix epoch: count cost (default 1) against limit per window. Reply in ms.",
 			Syntax:  "key limit window [cost]", Handler: cmdFWIncr},
-		&Command{Name: "sw.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
+		&command.Command{Name: "sw.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) with precision 1, O(precision) otherwise",
 			Summary: "Sliding-window counter: the previous (sub-)window weighted by its share still inside the window. Reply in ms.",
 			Syntax:  "key limit window [cost] [PRECISION n]", Handler: cmdSWIncr},
-		&Command{Name: "sl.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
+		&command.Command{Name: "sl.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) amortized; memory O(limit) per key",
 			Summary: "Sliding log, exact: admit when the cost logged in the last window plus cost fits the limit. Reply in ms.",
 			Syntax:  "key limit window [cost]", Handler: cmdSLIncr},
@@ -42,16 +44,16 @@ type limiterArgs struct {
 }
 
 // parseRateArgs reads "capacity rate period [cost]" (TB.TAKE, LB.QUEUE).
-func parseRateArgs(c *Client, args [][]byte, capName, rateName, costName string) (a limiterArgs, ok bool) {
+func parseRateArgs(c *command.Client, args [][]byte, capName, rateName, costName string) (a limiterArgs, ok bool) {
 	var err error
-	if a.count, err = ParseAtLeast(args[2], 1, capName); err == nil {
-		if a.rate, err = ParseAtLeast(args[3], 1, rateName); err == nil {
-			a.period, err = ParseDuration(args[4], "period")
+	if a.count, err = command.ParseAtLeast(args[2], 1, capName); err == nil {
+		if a.rate, err = command.ParseAtLeast(args[3], 1, rateName); err == nil {
+			a.period, err = command.ParseDuration(args[4], "period")
 		}
 	}
 	a.cost = 1
 	if err == nil && len(args) == 6 {
-		a.cost, err = ParseAtLeast(args[5], 0, costName)
+		a.cost, err = command.ParseAtLeast(args[5], 0, costName)
 	}
 	if err != nil {
 		c.Error(err)
@@ -61,10 +63,10 @@ func parseRateArgs(c *Client, args [][]byte, capName, rateName, costName string)
 }
 
 // parseWindowArgs reads "limit window" (FW.INCR, SW.INCR, SL.INCR).
-func parseWindowArgs(c *Client, args [][]byte) (a limiterArgs, ok bool) {
+func parseWindowArgs(c *command.Client, args [][]byte) (a limiterArgs, ok bool) {
 	var err error
-	if a.count, err = ParseAtLeast(args[2], 1, "limit"); err == nil {
-		a.period, err = ParseDuration(args[3], "window")
+	if a.count, err = command.ParseAtLeast(args[2], 1, "limit"); err == nil {
+		a.period, err = command.ParseDuration(args[3], "window")
 	}
 	a.cost = 1
 	if err != nil {
@@ -75,7 +77,7 @@ func parseWindowArgs(c *Client, args [][]byte) (a limiterArgs, ok bool) {
 }
 
 // limitReply runs l on the command's key and writes the reply.
-func limitReply[L engine.Limiter](c *Client, args [][]byte, l L, err error, cost int64, withDelay bool) {
+func limitReply[L engine.Limiter](c *command.Client, args [][]byte, l L, err error, cost int64, withDelay bool) {
 	if err != nil {
 		c.Error(err)
 		return
@@ -89,7 +91,7 @@ func limitReply[L engine.Limiter](c *Client, args [][]byte, l L, err error, cost
 }
 
 // cmdTBTake answers TB.TAKE key capacity refill period [tokens].
-func cmdTBTake(c *Client, args [][]byte) {
+func cmdTBTake(c *command.Client, args [][]byte) {
 	a, ok := parseRateArgs(c, args, "capacity", "refill", "tokens")
 	if !ok {
 		return
@@ -100,7 +102,7 @@ func cmdTBTake(c *Client, args [][]byte) {
 
 // cmdLBQueue answers LB.QUEUE key capacity rate period [cost] with the
 // sixth field, the delay.
-func cmdLBQueue(c *Client, args [][]byte) {
+func cmdLBQueue(c *command.Client, args [][]byte) {
 	a, ok := parseRateArgs(c, args, "capacity", "rate", "cost")
 	if !ok {
 		return
@@ -110,10 +112,10 @@ func cmdLBQueue(c *Client, args [][]byte) {
 }
 
 // parseCost reads the optional cost of FW.INCR and SL.INCR.
-func parseCost(c *Client, args [][]byte, a *limiterArgs) bool {
+func parseCost(c *command.Client, args [][]byte, a *limiterArgs) bool {
 	if len(args) == 5 {
 		var err error
-		if a.cost, err = ParseAtLeast(args[4], 0, "cost"); err != nil {
+		if a.cost, err = command.ParseAtLeast(args[4], 0, "cost"); err != nil {
 			c.Error(err)
 			return false
 		}
@@ -122,7 +124,7 @@ func parseCost(c *Client, args [][]byte, a *limiterArgs) bool {
 }
 
 // cmdFWIncr answers FW.INCR key limit window [cost].
-func cmdFWIncr(c *Client, args [][]byte) {
+func cmdFWIncr(c *command.Client, args [][]byte) {
 	a, ok := parseWindowArgs(c, args)
 	if !ok || !parseCost(c, args, &a) {
 		return
@@ -132,7 +134,7 @@ func cmdFWIncr(c *Client, args [][]byte) {
 }
 
 // cmdSLIncr answers SL.INCR key limit window [cost].
-func cmdSLIncr(c *Client, args [][]byte) {
+func cmdSLIncr(c *command.Client, args [][]byte) {
 	a, ok := parseWindowArgs(c, args)
 	if !ok || !parseCost(c, args, &a) {
 		return
@@ -143,7 +145,7 @@ func cmdSLIncr(c *Client, args [][]byte) {
 
 // cmdSWIncr answers SW.INCR key limit window [cost] [PRECISION n]; the
 // cost and the PRECISION option may come in either order.
-func cmdSWIncr(c *Client, args [][]byte) {
+func cmdSWIncr(c *command.Client, args [][]byte) {
 	a, ok := parseWindowArgs(c, args)
 	if !ok {
 		return
@@ -152,18 +154,18 @@ func cmdSWIncr(c *Client, args [][]byte) {
 	for i := 4; i < len(args); i++ {
 		var err error
 		switch {
-		case EqualFold(args[i], "precision"):
+		case command.EqualFold(args[i], "precision"):
 			if i+1 == len(args) {
-				c.Error(ErrSyntax)
+				c.Error(command.ErrSyntax)
 				return
 			}
 			i++
-			precision, err = ParseAtLeast(args[i], 1, "precision")
+			precision, err = command.ParseAtLeast(args[i], 1, "precision")
 		case !haveCost:
 			haveCost = true
-			a.cost, err = ParseAtLeast(args[i], 0, "cost")
+			a.cost, err = command.ParseAtLeast(args[i], 0, "cost")
 		default:
-			err = ErrSyntax
+			err = command.ErrSyntax
 		}
 		if err != nil {
 			c.Error(err)

@@ -1,9 +1,10 @@
-package command
+package twins
 
 import (
 	"math"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/resp"
 )
 
 // Twins of bottleneck 2.19.5's scripts (lib/Scripts.js): each is refs.lua,
@@ -12,13 +13,13 @@ import (
 // own file. A limiter lives in eight keys, two hashes of settings and
 // queued counts, two of jobs, four sorted sets; a script runs over all of
 // them in one transaction, as the interpreter would, and publishes on
-// b_<id> what the script publishes. native_bottleneck_tick.go has the
-// shared state and process_tick; tests/native_bottleneck_test.go walks
-// every script against its text on the interpreter.
+// b_<id> what the script publishes. bottleneck_tick.go has the shared
+// state and process_tick; tests/native_bottleneck_test.go walks every
+// script against its text on the interpreter.
 
-// bottleneckScripts are the twins by SHA1 of the text bottleneck sends.
-func bottleneckScripts() map[string]*nativeScript {
-	scripts := map[string]*nativeScript{
+// addBottleneck adds to twins bottleneck's, by SHA1 of the text it sends.
+func addBottleneck(twins map[string]*Twin) {
+	scripts := map[string]*Twin{
 		"9681e2eb0f886df26fa948812dbd55b6263256c4": {Name: "bottleneck.init", run: bottleneckInit},
 		"26d5cd859734aea4f86e797b89b5a69b6205af43": {Name: "bottleneck.group_check", run: bottleneckGroupCheck},
 		"bf0099497e081e19f6e6f1a4e90d6d502e2230a7": {Name: "bottleneck.register_client", run: bottleneckRegisterClient},
@@ -35,10 +36,10 @@ func bottleneckScripts() map[string]*nativeScript {
 		"e8553397e5a377190dec59912c76c7986551aa06": {Name: "bottleneck.current_reservoir", run: bottleneckAfterTick(bnReservoir)},
 		"a7cb1e67d8103dd9df7128caf9aae9f234f3fad7": {Name: "bottleneck.increment_reservoir", run: bottleneckIncrementReservoir},
 	}
-	for _, n := range scripts {
-		n.loops = true
+	for sha, t := range scripts {
+		t.Loops = true
+		twins[sha] = t
 	}
-	return scripts
 }
 
 // bnHeaders are the checks a script starts with.
@@ -55,7 +56,7 @@ const (
 // least args more), after the checks its headers make. body reports
 // whether it answered; it declines only before its first write that is
 // not idempotent.
-func bottleneckRun(c *Client, keys, argv [][]byte, args int, headers bnHeaders, body func(r *bnRun) bool) bool {
+func bottleneckRun(h Host, w *resp.Writer, keys, argv [][]byte, args int, headers bnHeaders, body func(r *bnRun) bool) bool {
 	if len(keys) != bnKeys || len(argv) < 2+args || aliased(keys) {
 		return false
 	}
@@ -63,7 +64,7 @@ func bottleneckRun(c *Client, keys, argv [][]byte, args int, headers bnHeaders, 
 	if !ok || !now.set || math.Abs(now.v) >= 1e14 { // '('..now writes it as "%.14g"
 		return false
 	}
-	r := bnRun{c: c, keys: keys, at: c.Now(), now: now.v, client: argv[1]}
+	r := bnRun{h: h, keys: keys, at: h.Now(), now: now.v, client: argv[1]}
 	handled := false
 	run := func(tx *engine.Engine) {
 		r.tx = tx
@@ -78,14 +79,14 @@ func bottleneckRun(c *Client, keys, argv [][]byte, args int, headers bnHeaders, 
 		}
 		if headers >= bnValidateKeys {
 			if !r.hasSettings {
-				c.w.Error("SETTINGS_KEY_NOT_FOUND")
+				w.Error("SETTINGS_KEY_NOT_FOUND")
 				handled = true
 				return
 			}
 		}
 		if headers >= bnValidateBoth {
 			if _, ok := r.zscore(bnClientLastSeen, r.client); !ok {
-				c.w.Error("UNKNOWN_CLIENT")
+				w.Error("UNKNOWN_CLIENT")
 				handled = true
 				return
 			}
@@ -93,11 +94,7 @@ func bottleneckRun(c *Client, keys, argv [][]byte, args int, headers bnHeaders, 
 		}
 		handled = body(&r)
 	}
-	if c.tx != nil {
-		run(c.tx)
-	} else {
-		c.srv.eng.Exclusive(keys, false, run)
-	}
+	h.Exclusive(keys, run)
 	return handled
 }
 
@@ -127,20 +124,20 @@ func bnTick(r *bnRun, alwaysPublish bool) (s bnConfig, p tickPlan, ok bool) {
 }
 
 // bnBool writes a Lua boolean: true is 1, false is nil.
-func bnBool(c *Client, b bool) {
+func bnBool(w *resp.Writer, b bool) {
 	if b {
-		c.Int(1)
+		w.Int(1)
 	} else {
-		c.Null()
+		w.Null()
 	}
 }
 
 // bnNumberReply writes a Lua number or nil.
-func bnNumberReply(c *Client, n luaNum) {
+func bnNumberReply(w *resp.Writer, n luaNum) {
 	if n.set {
-		c.Int(toLuaInteger(n.v))
+		w.Int(toLuaInteger(n.v))
 	} else {
-		c.Null()
+		w.Null()
 	}
 }
 
@@ -151,8 +148,8 @@ func bnPairs(argv [][]byte) bool { return len(argv) > 0 && len(argv)%2 == 0 }
 // settings gets ARGV's pairs and its counters; one with settings of this
 // version gets process_tick (another version's migrations decline). Then
 // refresh_expiration by groupTimeout.
-func bottleneckInit(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 2, bnNoChecks, func(r *bnRun) bool {
+func bottleneckInit(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 2, bnNoChecks, func(r *bnRun) bool {
 		clear, ok := bnNumber(argv[2])
 		if !ok {
 			return false
@@ -183,7 +180,7 @@ func bottleneckInit(c *Client, keys, argv [][]byte) bool {
 				r.hsetNumber(bnSettings, f, 0)
 			}
 			r.refreshExpiration(0, 0, groupTimeout)
-			c.Array(0)
+			w.Array(0)
 			return true
 		}
 		s, ok := r.settings()
@@ -197,16 +194,16 @@ func bottleneckInit(c *Client, keys, argv [][]byte) bool {
 		}
 		r.tick(&p)
 		r.refreshExpiration(0, 0, s.groupTimeout)
-		c.Array(0)
+		w.Array(0)
 		return true
 	})
 }
 
 // bottleneckGroupCheck is group_check.lua: whether the limiter has no
 // settings.
-func bottleneckGroupCheck(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 0, bnNoChecks, func(r *bnRun) bool {
-		bnBool(c, !r.hasSettings)
+func bottleneckGroupCheck(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 0, bnNoChecks, func(r *bnRun) bool {
+		bnBool(w, !r.hasSettings)
 		return true
 	})
 }
@@ -214,8 +211,8 @@ func bottleneckGroupCheck(c *Client, keys, argv [][]byte) bool {
 // bottleneckRegisterClient is register_client.lua: a client not seen
 // before gets no running weight, ARGV[3] queued jobs and no registration;
 // every client is seen now.
-func bottleneckRegisterClient(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 1, bnValidateKeys, func(r *bnRun) bool {
+func bottleneckRegisterClient(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 1, bnValidateKeys, func(r *bnRun) bool {
 		queued, ok := bnNumber(argv[2])
 		if !ok || !queued.set {
 			return false
@@ -226,31 +223,31 @@ func bottleneckRegisterClient(c *Client, keys, argv [][]byte) bool {
 			r.zadd(bnClientLastRegistered, 0, r.client)
 		}
 		r.zadd(bnClientLastSeen, r.now, r.client)
-		c.Array(0)
+		w.Array(0)
 		return true
 	})
 }
 
 // bottleneckBlacklistClient is blacklist_client.lua: a known client
 // ARGV[3] is last seen at 0, so the next tick drops it.
-func bottleneckBlacklistClient(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckBlacklistClient(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
 		if _, seen := r.zscore(bnClientLastSeen, argv[2]); seen {
 			r.zadd(bnClientLastSeen, 0, argv[2])
 		}
-		c.Array(0)
+		w.Array(0)
 		return true
 	})
 }
 
 // bottleneckHeartbeat is heartbeat.lua: process_tick, publishing the
 // capacity; it returns nothing (nil).
-func bottleneckHeartbeat(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckHeartbeat(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
 		if _, _, ok := bnTick(r, true); !ok {
 			return false
 		}
-		c.Null()
+		w.Null()
 		return true
 	})
 }
@@ -258,8 +255,8 @@ func bottleneckHeartbeat(c *Client, keys, argv [][]byte) bool {
 // bottleneckUpdateSettings is update_settings.lua: HMSET of ARGV's pairs,
 // process_tick publishing the capacity, refresh_expiration by
 // groupTimeout.
-func bottleneckUpdateSettings(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckUpdateSettings(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
 		pairs := argv[2:]
 		if !bnPairs(pairs) {
 			return false
@@ -275,7 +272,7 @@ func bottleneckUpdateSettings(c *Client, keys, argv [][]byte) bool {
 		}
 		r.tick(&p)
 		r.refreshExpiration(0, 0, s.groupTimeout)
-		c.Array(0)
+		w.Array(0)
 		return true
 	})
 }
@@ -283,12 +280,12 @@ func bottleneckUpdateSettings(c *Client, keys, argv [][]byte) bool {
 // bottleneckAfterTick runs one of the scripts that reply with what
 // process_tick leaves (pick): running.lua, current_reservoir.lua,
 // done.lua.
-func bottleneckAfterTick(pick func(s *bnConfig, p *tickPlan) luaNum) func(c *Client, keys, argv [][]byte) bool {
-	return func(c *Client, keys, argv [][]byte) bool {
-		return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckAfterTick(pick func(s *bnConfig, p *tickPlan) luaNum) func(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return func(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+		return bottleneckRun(h, w, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
 			s, p, ok := bnTick(r, false)
 			if ok {
-				bnNumberReply(c, pick(&s, &p))
+				bnNumberReply(w, pick(&s, &p))
 			}
 			return ok
 		})
@@ -312,8 +309,8 @@ func bnDone(s *bnConfig, p *tickPlan) luaNum {
 
 // bottleneckQueued is queued.lua: the queued jobs of the clients seen
 // within clientTimeout.
-func bottleneckQueued(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckQueued(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 0, bnValidateBoth, func(r *bnRun) bool {
 		s, ok := r.settings()
 		if !ok || !s.clientTimeout.set {
 			return false
@@ -331,15 +328,15 @@ func bottleneckQueued(c *Client, keys, argv [][]byte) bool {
 			}
 			sum += n.v
 		}
-		c.Int(toLuaInteger(sum))
+		w.Int(toLuaInteger(sum))
 		return true
 	})
 }
 
 // bottleneckCheck is check.lua: whether a job of weight ARGV[3] could run
 // now, after process_tick.
-func bottleneckCheck(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckCheck(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
 		weight, ok := bnNumber(argv[2])
 		if !ok || !weight.set {
 			return false
@@ -353,7 +350,7 @@ func bottleneckCheck(c *Client, keys, argv [][]byte) bool {
 			return false
 		}
 		r.tick(&p)
-		bnBool(c, conditionsCheck(p.final, weight) && s.nextRequest.v-r.now <= 0)
+		bnBool(w, conditionsCheck(p.final, weight) && s.nextRequest.v-r.now <= 0)
 		return true
 	})
 }
@@ -367,8 +364,8 @@ func conditionsCheck(capacity, weight luaNum) bool { return !capacity.set || wei
 // the BLOCK strategy blocks (then the penalty, every client's queue
 // emptied, "blocked:" published); count the job as queued where neither.
 // The reply is {reachedHWM, blocked, strategy}.
-func bottleneckSubmit(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 2, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckSubmit(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 2, bnValidateBoth, func(r *bnRun) bool {
 		queueLength, ok1 := bnNumber(argv[2])
 		weight, ok2 := bnNumber(argv[3])
 		s, ok3 := r.settings()
@@ -412,8 +409,8 @@ func bottleneckSubmit(c *Client, keys, argv [][]byte) bool {
 			if math.Abs(nextRequest) >= bnLimit || !r.refreshable(now, nextRequest, s.groupTimeout) {
 				return false
 			}
-			r.tx.DoHash(keys[bnClientNumQueued], r.at, false, func(h *engine.Hash) bool {
-				h.Range(func(f, _ []byte) bool {
+			r.tx.DoHash(keys[bnClientNumQueued], r.at, false, func(hash *engine.Hash) bool {
+				hash.Range(func(f, _ []byte) bool {
 					queued = append(queued, append([]byte(nil), f...))
 					return true
 				})
@@ -431,16 +428,16 @@ func bottleneckSubmit(c *Client, keys, argv [][]byte) bool {
 		if overweight {
 			msg := append([]byte("OVERWEIGHT:"), r.luaText(weight.v)...)
 			msg = append(append(msg, ':'), r.luaText(s.maxConcurrent.v)...)
-			c.w.Error(string(msg))
+			w.Error(string(msg))
 			return true
 		}
 		switch {
 		case blocked:
 			r.hsetNumber(bnSettings, "unblockTime", now+penalty)
 			r.hsetNumber(bnSettings, "nextRequest", nextRequest)
-			r.tx.DoHash(keys[bnClientNumQueued], r.at, false, func(h *engine.Hash) bool {
+			r.tx.DoHash(keys[bnClientNumQueued], r.at, false, func(hash *engine.Hash) bool {
 				for _, f := range queued {
-					h.Set(f, []byte("0"))
+					hash.Set(f, []byte("0"))
 				}
 				return true
 			})
@@ -449,11 +446,11 @@ func bottleneckSubmit(c *Client, keys, argv [][]byte) bool {
 		case !reachedHWM:
 			r.hincr(bnClientNumQueued, r.client, 1)
 		}
-		c.Array(2 + int(b2i(s.strategy.set)))
-		bnBool(c, reachedHWM)
-		bnBool(c, blocked)
+		w.Array(2 + int(b2i(s.strategy.set)))
+		bnBool(w, reachedHWM)
+		bnBool(w, blocked)
 		if s.strategy.set {
-			c.Int(toLuaInteger(s.strategy.v))
+			w.Int(toLuaInteger(s.strategy.v))
 		}
 		return true
 	})
@@ -464,8 +461,8 @@ func bottleneckSubmit(c *Client, keys, argv [][]byte) bool {
 // client's running weight, one fewer queued job, its registration), the
 // next request moved on by minTime, the reservoir drawn down, the keys'
 // expiry refreshed; the reply is {true, wait, reservoir} or {false}.
-func bottleneckRegister(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 3, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckRegister(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 3, bnValidateBoth, func(r *bnRun) bool {
 		index := argv[2]
 		weight, ok1 := bnNumber(argv[3])
 		expiration, ok2 := bnNumber(argv[4])
@@ -494,8 +491,8 @@ func bottleneckRegister(c *Client, keys, argv [][]byte) bool {
 		}
 		r.tick(&p)
 		if !fits {
-			c.Array(1)
-			c.Null()
+			w.Array(1)
+			w.Null()
 			return true
 		}
 		r.hincr(bnSettings, []byte("running"), int64(weight.v))
@@ -512,11 +509,11 @@ func bottleneckRegister(c *Client, keys, argv [][]byte) bool {
 		}
 		r.hsetNumber(bnSettings, "nextRequest", nextRequest)
 		r.refreshExpiration(now, nextRequest, s.groupTimeout)
-		c.Array(2 + int(b2i(reservoir.set)))
-		c.Int(1)
-		c.Int(toLuaInteger(wait))
+		w.Array(2 + int(b2i(reservoir.set)))
+		w.Int(1)
+		w.Int(toLuaInteger(wait))
 		if reservoir.set {
-			c.Int(toLuaInteger(reservoir.v))
+			w.Int(toLuaInteger(reservoir.v))
 		}
 		return true
 	})
@@ -524,12 +521,12 @@ func bottleneckRegister(c *Client, keys, argv [][]byte) bool {
 
 // bottleneckFree is free.lua: the job ARGV[3] expires at 0, so
 // process_tick gives its weight back; the reply is the running weight.
-func bottleneckFree(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckFree(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
 		r.zadd(bnJobExpirations, 0, argv[2]) // the interpreter repeats it to the same effect
 		_, p, ok := bnTick(r, false)
 		if ok {
-			bnNumberReply(c, p.running)
+			bnNumberReply(w, p.running)
 		}
 		return ok
 	})
@@ -538,8 +535,8 @@ func bottleneckFree(c *Client, keys, argv [][]byte) bool {
 // bottleneckIncrementReservoir is increment_reservoir.lua: HINCRBY of the
 // reservoir by ARGV[3], process_tick publishing the capacity,
 // refresh_expiration by groupTimeout; the reply is the reservoir.
-func bottleneckIncrementReservoir(c *Client, keys, argv [][]byte) bool {
-	return bottleneckRun(c, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
+func bottleneckIncrementReservoir(h Host, w *resp.Writer, keys, argv [][]byte) bool {
+	return bottleneckRun(h, w, keys, argv, 1, bnValidateBoth, func(r *bnRun) bool {
 		incr, ok1 := bnNumber(argv[2])
 		s, ok2 := r.settings()
 		if !ok1 || !ok2 || !incr.set || !s.reservoirCounts || !r.refreshable(0, 0, s.groupTimeout) {
@@ -556,7 +553,7 @@ func bottleneckIncrementReservoir(c *Client, keys, argv [][]byte) bool {
 		r.hincr(bnSettings, []byte("reservoir"), int64(incr.v))
 		r.tick(&p)
 		r.refreshExpiration(0, 0, s.groupTimeout)
-		bnNumberReply(c, p.reservoir)
+		bnNumberReply(w, p.reservoir)
 		return true
 	})
 }

@@ -1,12 +1,11 @@
-package command
+package ratelimit
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
+	"github.com/limitdb/limitdb/command"
 
-	"github.com/limitdb/limitdb/engine"
+	"errors"
+	"strconv"
+
 	"github.com/limitdb/limitdb/engine/limit"
 	"github.com/limitdb/limitdb/policy"
 )
@@ -15,81 +14,57 @@ import (
 // (model, rules file, watcher, counters, all-or-nothing application) live
 // in package policy; this file parses arguments and writes replies.
 
-func registerPolicy(t *Table) {
+func (f *Family) registerPolicy(t *command.Table) {
 	t.Register(
 		// The keys RL.HIT and RL.HITALL touch are derived, rl:<policy>:<key>:
 		// Keys names them, so that MULTI and scripts lock their shards.
 		// The key positions (COMMAND, COMMAND GETKEYS) are the key
 		// arguments, which decide a cluster client's slot.
-		&Command{Name: "rl.hit", Arity: -3, MaxArgs: 4, Flags: FlagWrite | FlagDenyOOM | FlagFast, Keys: hitKeys,
+		&command.Command{Name: "rl.hit", Arity: -3, MaxArgs: 4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagFast, Keys: hitKeys,
 			FirstKey: 2, LastKey: 2, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1); sliding_log: O(1) amortized, memory O(limit) per key",
 			Summary: "Applies a named policy to a key: [limited, limit, remaining, retry_after, reset_after] in milliseconds.",
-			Syntax:  "policy key [cost]", Handler: cmdRLHit},
-		&Command{Name: "rl.hitall", Arity: -4, Flags: FlagWrite | FlagDenyOOM, Keys: hitAllKeys, KeyArgs: hitAllKeyArgs,
+			Syntax:  "policy key [cost]", Handler: f.cmdRLHit},
+		&command.Command{Name: "rl.hitall", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM, Keys: hitAllKeys, KeyArgs: hitAllKeyArgs,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of pairs",
 			Summary: "Applies several policies to keys, all or nothing: [limited, reply1, reply2, ...]; a denial charges none.",
-			Syntax:  "numpairs policy key [policy key ...] [COST cost]", Handler: cmdRLHitAll},
-		&Command{Name: "rl.policy", Arity: -2, Group: "rate_limit", Since: "0.1.0",
+			Syntax:  "numpairs policy key [policy key ...] [COST cost]", Handler: f.cmdRLHitAll},
+		&command.Command{Name: "rl.policy", Arity: -2, Group: "rate_limit", Since: "0.1.0",
 			Complexity: "Depends on subcommand.", Summary: "Defines, inspects and reloads named policies.", Syntax: "subcommand",
-			Subs: []*Command{
-				{Name: "rl.policy|set", Arity: -6, Flags: FlagWrite | FlagAdmin, Group: "rate_limit", Since: "0.1.0",
+			Subs: []*command.Command{
+				{Name: "rl.policy|set", Arity: -6, Flags: command.FlagWrite | command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies",
 					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused.",
 					Syntax:     "name algorithm limit period [BURST burst] [SHADOW]",
-					Handler:    cmdPolicySet},
-				{Name: "rl.policy|get", Arity: 3, Flags: FlagReadonly | FlagFast, Group: "rate_limit", Since: "0.1.0",
+					Handler:    f.cmdPolicySet},
+				{Name: "rl.policy|get", Arity: 3, Flags: command.FlagReadonly | command.FlagFast, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Describes a policy in effect and its counters, or null.",
-					Syntax: "name", Handler: cmdPolicyGet},
-				{Name: "rl.policy|del", Arity: 3, Flags: FlagWrite | FlagAdmin, Group: "rate_limit", Since: "0.1.0",
+					Syntax: "name", Handler: f.cmdPolicyGet},
+				{Name: "rl.policy|del", Arity: 3, Flags: command.FlagWrite | command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies", Summary: "Deletes a runtime policy: 1 if it existed, else 0.",
-					Syntax: "name", Handler: cmdPolicyDel},
-				{Name: "rl.policy|list", Arity: 2, Flags: FlagReadonly, Group: "rate_limit", Since: "0.1.0",
-					Complexity: "O(P log P)", Summary: "Lists the names of the policies in effect.", Handler: cmdPolicyList},
-				{Name: "rl.policy|reload", Arity: 2, Flags: FlagAdmin, Group: "rate_limit", Since: "0.1.0",
+					Syntax: "name", Handler: f.cmdPolicyDel},
+				{Name: "rl.policy|list", Arity: 2, Flags: command.FlagReadonly, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(P log P)", Summary: "Lists the names of the policies in effect.", Handler: f.cmdPolicyList},
+				{Name: "rl.policy|reload", Arity: 2, Flags: command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(size of the rules file)", Summary: "Re-reads the rules file now; a broken file keeps the last good rules and answers why.",
-					Handler: cmdPolicyReload},
-				{Name: "rl.policy|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "rate_limit", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the RL.POLICY subcommands.", Handler: helpFor("rl.policy")},
+					Handler: f.cmdPolicyReload},
+				{Name: "rl.policy|help", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "rate_limit", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Lists the RL.POLICY subcommands.", Handler: command.HelpFor("rl.policy")},
 			}},
 	)
-	t.registerLimitsInfo(func(s *Server, eng *engine.Engine, b *strings.Builder) { s.policies.AppendInfo(b) })
-}
-
-// Policies is the named policies the server applies.
-func (s *Server) Policies() *policy.Store { return s.policies }
-
-// StartRules loads the configured rules file (if any) and watches it until
-// the server closes. A missing or broken file at start-up is an error: the
-// server should refuse to start rather than run without its limits.
-func (s *Server) StartRules() error {
-	cfg := s.Config()
-	if cfg.Rules == "" {
-		return nil
-	}
-	ps := s.Policies()
-	ps.SetLogger(s.logger)
-	if err := ps.LoadRules(cfg.Rules); err != nil {
-		return fmt.Errorf("rules file not loaded: %w", err)
-	}
-	go func() {
-		ps.Watch(s.done, cfg.RulesPollOrDefault(), s.clk)
-		ps.StopRules(cfg.Rules)
-	}()
-	return nil
 }
 
 // cmdRLHit answers RL.HIT policy key [cost].
-func cmdRLHit(c *Client, args [][]byte) {
+func (f *Family) cmdRLHit(c *command.Client, args [][]byte) {
 	cost := int64(1)
 	if len(args) == 4 {
 		var err error
-		if cost, err = ParseAtLeast(args[3], 0, "cost"); err != nil {
+		if cost, err = command.ParseAtLeast(args[3], 0, "cost"); err != nil {
 			c.Error(err)
 			return
 		}
 	}
-	r, err := c.srv.Policies().Hit(c.Engine(), args[1], args[2], c.Now(), cost)
+	r, err := f.policies.Hit(c.Engine(), args[1], args[2], c.Now(), cost)
 	if err != nil {
 		c.Error(policyError(err))
 		return
@@ -98,8 +73,8 @@ func cmdRLHit(c *Client, args [][]byte) {
 }
 
 // cmdRLHitAll answers RL.HITALL numpairs policy key [policy key ...] [COST n].
-func cmdRLHitAll(c *Client, args [][]byte) {
-	n, err := ParseAtLeast(args[1], 1, "numpairs")
+func (f *Family) cmdRLHitAll(c *command.Client, args [][]byte) {
+	n, err := command.ParseAtLeast(args[1], 1, "numpairs")
 	if err != nil {
 		c.Error(err)
 		return
@@ -112,25 +87,25 @@ func cmdRLHitAll(c *Client, args [][]byte) {
 	cost := int64(1)
 	switch extra := rest[2*n:]; {
 	case len(extra) == 0:
-	case len(extra) == 2 && EqualFold(extra[0], "cost"):
-		if cost, err = ParseAtLeast(extra[1], 0, "cost"); err != nil {
+	case len(extra) == 2 && command.EqualFold(extra[0], "cost"):
+		if cost, err = command.ParseAtLeast(extra[1], 0, "cost"); err != nil {
 			c.Error(err)
 			return
 		}
 	default:
-		c.Error(ErrSyntax)
+		c.Error(command.ErrSyntax)
 		return
 	}
 	pairs := make([]policy.Pair, n)
 	for i := range pairs {
 		pairs[i] = policy.Pair{Policy: rest[2*i], Key: rest[2*i+1]}
 	}
-	limited, replies, err := c.srv.Policies().HitAll(c.Engine(), pairs, c.Now(), cost)
+	limited, replies, err := f.policies.HitAll(c.Engine(), pairs, c.Now(), cost)
 	if err != nil {
 		c.Error(policyError(err))
 		return
 	}
-	c.countLimit(limited) // INFO limits: one decision per call, not per pair
+	c.CountLimit(limited) // INFO limits: one decision per call, not per pair
 	c.Array(1 + len(replies))
 	c.Int(int64(boolInt(limited)))
 	for _, r := range replies {
@@ -139,9 +114,9 @@ func cmdRLHitAll(c *Client, args [][]byte) {
 }
 
 // writeLimit writes one uniform reply inside RL.HITALL's array. It is not
-// Client.Limit so that each pair is not counted as a decision of its own:
+// command.Client.Limit so that each pair is not counted as a decision of its own:
 // the call as a whole is admitted or denied.
-func writeLimit(c *Client, r limit.Result, withDelay bool) {
+func writeLimit(c *command.Client, r limit.Result, withDelay bool) {
 	n := 5
 	if withDelay {
 		n = 6
@@ -158,52 +133,52 @@ func writeLimit(c *Client, r limit.Result, withDelay bool) {
 }
 
 // cmdPolicySet answers RL.POLICY SET name algorithm limit period [BURST n] [SHADOW].
-func cmdPolicySet(c *Client, args [][]byte) {
+func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 	p := policy.Policy{Name: string(args[2])}
 	alg, ok := policy.ParseAlgorithm(string(args[3]))
 	if !ok {
-		c.Errf("unknown algorithm '%s' (use gcra, token_bucket, leaky_queue, fixed_window, sliding_window or sliding_log)", Clip(args[3]))
+		c.Errf("unknown algorithm '%s' (use gcra, token_bucket, leaky_queue, fixed_window, sliding_window or sliding_log)", command.Clip(args[3]))
 		return
 	}
 	p.Algorithm = alg
 	var err error
-	if p.Limit, err = ParseAtLeast(args[4], 1, "limit"); err != nil {
+	if p.Limit, err = command.ParseAtLeast(args[4], 1, "limit"); err != nil {
 		c.Error(err)
 		return
 	}
 	d, err := limit.ParseDuration(string(args[5]))
 	if err != nil {
-		c.Errf("invalid period '%s': %v", Clip(args[5]), err)
+		c.Errf("invalid period '%s': %v", command.Clip(args[5]), err)
 		return
 	}
 	p.Period = d
 	for i := 6; i < len(args); i++ {
 		switch {
-		case EqualFold(args[i], "burst") && i+1 < len(args) && p.Burst == 0:
-			if p.Burst, err = ParseAtLeast(args[i+1], 1, "burst"); err != nil {
+		case command.EqualFold(args[i], "burst") && i+1 < len(args) && p.Burst == 0:
+			if p.Burst, err = command.ParseAtLeast(args[i+1], 1, "burst"); err != nil {
 				c.Error(err)
 				return
 			}
 			i++
-		case EqualFold(args[i], "shadow") && !p.Shadow:
+		case command.EqualFold(args[i], "shadow") && !p.Shadow:
 			p.Shadow = true
 		default:
-			c.Error(ErrSyntax)
+			c.Error(command.ErrSyntax)
 			return
 		}
 	}
-	if err := c.srv.Policies().Set(p); err != nil {
+	if err := f.policies.Set(p); err != nil {
 		c.Error(policyError(err))
 		return
 	}
-	c.srv.replicateSection("policies", c.srv.policies.MarshalRuntime)
+	f.replicate("policies", f.policies.MarshalRuntime)
 	c.OK()
 }
 
 // cmdPolicyGet answers RL.POLICY GET name: a map of the policy's fields and
 // counters, or null.
-func cmdPolicyGet(c *Client, args [][]byte) {
-	in, ok := c.srv.Policies().Get(string(args[2]))
+func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
+	in, ok := f.policies.Get(string(args[2]))
 	if !ok {
 		c.Null()
 		return
@@ -231,28 +206,28 @@ func cmdPolicyGet(c *Client, args [][]byte) {
 	c.Int(in.ShadowDenied)
 }
 
-func cmdPolicyDel(c *Client, args [][]byte) {
-	ok, err := c.srv.Policies().Del(string(args[2]))
+func (f *Family) cmdPolicyDel(c *command.Client, args [][]byte) {
+	ok, err := f.policies.Del(string(args[2]))
 	if err != nil {
 		c.Error(policyError(err))
 		return
 	}
 	if ok {
-		c.srv.replicateSection("policies", c.srv.policies.MarshalRuntime)
+		f.replicate("policies", f.policies.MarshalRuntime)
 	}
 	c.Int(int64(boolInt(ok)))
 }
 
-func cmdPolicyList(c *Client, _ [][]byte) {
-	list := c.srv.Policies().List()
+func (f *Family) cmdPolicyList(c *command.Client, _ [][]byte) {
+	list := f.policies.List()
 	c.Array(len(list))
 	for _, in := range list {
 		c.BulkString(in.Name)
 	}
 }
 
-func cmdPolicyReload(c *Client, _ [][]byte) {
-	if err := c.srv.Policies().Reload(); err != nil {
+func (f *Family) cmdPolicyReload(c *command.Client, _ [][]byte) {
+	if err := f.policies.Reload(); err != nil {
 		if errors.Is(err, policy.ErrNoRulesFile) {
 			c.Error(policyError(err))
 			return
@@ -268,11 +243,11 @@ func policyError(err error) error {
 	var fe *policy.FieldError
 	switch {
 	case errors.Is(err, policy.ErrUnknown), errors.Is(err, policy.ErrFileOwned):
-		return WireError("ERR " + err.Error())
+		return command.WireError("ERR " + err.Error())
 	case errors.Is(err, policy.ErrNoRulesFile):
-		return WireError("ERR no rules file configured (start limitdb with --rules FILE)")
+		return command.WireError("ERR no rules file configured (start limitdb with --rules FILE)")
 	case errors.As(err, &fe):
-		return WireError("ERR invalid " + fe.Field + ": " + fe.Msg)
+		return command.WireError("ERR invalid " + fe.Field + ": " + fe.Msg)
 	}
 	return limitError(err)
 }

@@ -1,19 +1,21 @@
-package command
+package ratelimit
 
 import (
+	"github.com/limitdb/limitdb/command"
+
 	"errors"
 
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/gcra"
 )
 
-func registerGcra(t *Table) {
+func registerGcra(t *command.Table) {
 	t.Register(
-		&Command{Name: "cl.throttle", Arity: -5, MaxArgs: 6, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
+		&command.Command{Name: "cl.throttle", Arity: -5, MaxArgs: 6, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "GCRA exactly as redis-cell: [limited, limit, remaining, retry_after, reset_after] in seconds.",
 			Syntax:  "key max_burst count period [quantity]", Handler: cmdClThrottle},
-		&Command{Name: "gcra", Arity: -5, MaxArgs: 7, Flags: FlagWrite | FlagDenyOOM | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+		&command.Command{Name: "gcra", Arity: -5, MaxArgs: 7, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "GCRA as Redis proposed it (redis/redis PR #15191, in no release): fractional period in seconds, replies rounded up to seconds.",
 			Syntax:  "key max_burst tokens_per_period period [TOKENS count]", Handler: cmdGCRA},
@@ -22,25 +24,25 @@ func registerGcra(t *Table) {
 
 // cmdClThrottle answers CL.THROTTLE key max_burst count period [quantity]:
 // integers only, period in seconds, quantity 0 peeks.
-func cmdClThrottle(c *Client, args [][]byte) {
-	maxBurst, err := ParseAtLeast(args[2], 0, "max_burst")
+func cmdClThrottle(c *command.Client, args [][]byte) {
+	maxBurst, err := command.ParseAtLeast(args[2], 0, "max_burst")
 	if err != nil {
 		c.Error(err)
 		return
 	}
-	count, err := ParseAtLeast(args[3], 1, "count")
+	count, err := command.ParseAtLeast(args[3], 1, "count")
 	if err != nil {
 		c.Error(err)
 		return
 	}
-	period, err := ParseAtLeast(args[4], 1, "period")
+	period, err := command.ParseAtLeast(args[4], 1, "period")
 	if err != nil {
 		c.Error(err)
 		return
 	}
 	quantity := int64(1)
 	if len(args) == 6 {
-		if quantity, err = ParseAtLeast(args[5], 0, "quantity"); err != nil {
+		if quantity, err = command.ParseAtLeast(args[5], 0, "quantity"); err != nil {
 			c.Error(err)
 			return
 		}
@@ -61,8 +63,8 @@ func cmdClThrottle(c *Client, args [][]byte) {
 // cmdGCRA answers GCRA key max_burst tokens_per_period period [TOKENS n]
 // with the argument rules and error texts of the GCRA command Redis
 // proposed (redis/redis PR #15191; in no released Redis or Valkey).
-func cmdGCRA(c *Client, args [][]byte) {
-	maxBurst, err := ParseInt(args[2])
+func cmdGCRA(c *command.Client, args [][]byte) {
+	maxBurst, err := command.ParseInt(args[2])
 	if err != nil {
 		c.Error(err)
 		return
@@ -71,12 +73,12 @@ func cmdGCRA(c *Client, args [][]byte) {
 		c.Err("ERR value is out of range, must be positive")
 		return
 	}
-	perPeriod, err := ParseInt(args[3])
+	perPeriod, err := command.ParseInt(args[3])
 	if err != nil || perPeriod < 1 {
 		c.Err("ERR value is out of range")
 		return
 	}
-	period, err := ParseFloat(args[4])
+	period, err := command.ParseFloat(args[4])
 	if err != nil {
 		c.Error(err)
 		return
@@ -87,15 +89,15 @@ func cmdGCRA(c *Client, args [][]byte) {
 	}
 	tokens := int64(1)
 	if len(args) >= 6 {
-		if !EqualFold(args[5], "tokens") {
-			c.Error(ErrSyntax)
+		if !command.EqualFold(args[5], "tokens") {
+			c.Error(command.ErrSyntax)
 			return
 		}
 		if len(args) == 6 {
 			c.Err("ERR Missing TOKENS value")
 			return
 		}
-		if tokens, err = ParseInt(args[6]); err != nil || tokens < 1 {
+		if tokens, err = command.ParseInt(args[6]); err != nil || tokens < 1 {
 			c.Err("ERR value is out of range")
 			return
 		}
@@ -121,9 +123,9 @@ func cmdGCRA(c *Client, args [][]byte) {
 func limitError(err error) error {
 	switch {
 	case errors.Is(err, gcra.ErrZeroRate):
-		return WireError("ERR zero rates are not supported: count and period must be positive")
+		return command.WireError("ERR zero rates are not supported: count and period must be positive")
 	case errors.Is(err, gcra.ErrOverflow):
-		return WireError("ERR parameters too large: max_burst, period and quantity overflow the nanosecond time range")
+		return command.WireError("ERR parameters too large: max_burst, period and quantity overflow the nanosecond time range")
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package command
+package twins
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"github.com/limitdb/limitdb/scripting"
 )
 
-// The state the twins of bottleneck's scripts share (native_bottleneck.go
+// The state the twins of bottleneck's scripts share (bottleneck.go
 // has the scripts): refs.lua's eight keys and arguments, the limiter's
 // settings hash, and process_tick.lua.
 //
@@ -79,7 +79,7 @@ func bnNumber(b []byte) (n luaNum, ok bool) {
 // bnCounter reports whether HINCRBY can add to b: an integer's text as
 // Redis reads one, below bnLimit.
 func bnCounter(b []byte) bool {
-	n, err := ParseInt(b)
+	n, err := parseInt(b)
 	return err == nil && n > -bnLimit && n < bnLimit
 }
 
@@ -177,7 +177,7 @@ func (s *bnConfig) set(name, value []byte) bool {
 // bnRun is one run of one of bottleneck's scripts, in a transaction that
 // holds its keys.
 type bnRun struct {
-	c      *Client
+	h      Host
 	tx     *engine.Engine
 	keys   [][]byte
 	at     int64   // the server's instant: the keys' liveness and expiries
@@ -249,7 +249,7 @@ func (r *bnRun) hincr(k int, field []byte, by int64) int64 {
 	var n int64
 	r.tx.DoHash(r.keys[k], r.at, true, func(h *engine.Hash) bool {
 		if v, ok := h.Get(field); ok {
-			n, _ = ParseInt(v)
+			n, _ = parseInt(v)
 		}
 		n += by
 		var buf [20]byte
@@ -328,7 +328,7 @@ func (r *bnRun) refreshExpiration(now, nextRequest float64, groupTimeout luaNum)
 		return
 	}
 	ttl := int64(nextRequest + groupTimeout.v - now)
-	at, _ := expireAtSigned(r.at, ttl, 1e6, false)
+	at, _ := expireAtSigned(r.at, ttl, 1e6)
 	for _, k := range r.keys {
 		_, _ = r.tx.SetExpire(k, r.at, at, engine.ExpireAlways)
 	}
@@ -341,14 +341,14 @@ func (r *bnRun) refreshable(now, nextRequest float64, groupTimeout luaNum) bool 
 		return true
 	}
 	ttl := nextRequest + groupTimeout.v - now
-	_, ok := expireAtSigned(r.at, int64(ttl), 1e6, false)
+	_, ok := expireAtSigned(r.at, int64(ttl), 1e6)
 	return ok && math.Abs(ttl) < bnLimit
 }
 
 // publish is PUBLISH b_<id> msg.
 func (r *bnRun) publish(msg []byte) {
 	id, _ := r.hget(bnSettings, []byte("id"))
-	r.c.srv.Publish("b_"+string(id), msg)
+	r.h.Publish("b_"+string(id), msg)
 }
 
 // capacity is process_tick's compute_capacity.

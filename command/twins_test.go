@@ -3,8 +3,6 @@ package command
 import (
 	"io"
 	"log"
-	"math"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -14,106 +12,6 @@ import (
 	"github.com/limitdb/limitdb/internal/libscripts"
 	"github.com/limitdb/limitdb/scripting"
 )
-
-// TestNativeEdgesMatchLua: on arguments and values other than the plain
-// numbers the libraries send (signs, leading zeros, spaces, fractions,
-// hexadecimal, integers past a float's exact range, words), each twin
-// answers as its text does on the interpreter, which runs the text with a
-// newline added since limitdb does not recognise that: the same reply or
-// error, the same value and expiry left behind. A twin either computes
-// what the script computes or declines before changing anything.
-// (tests/native_test.go walks the plain arguments through time.)
-//
-// Left out: "-0", exponents ("1e3") and integers past int64, which the
-// interpreter (gopher-lua) reads otherwise than Lua 5.1's strtod, and so
-// Redis, does ("-0" as 0, the others as nil in tonumber); the twins read
-// them as Redis does.
-func TestNativeEdgesMatchLua(t *testing.T) {
-	t.Parallel()
-	edges := []string{"+1", "007", "0", "-5", " 1", "1 ", "1.5", "0x10", "", "abc",
-		"999999999999999", "1234567890123456", "-1234567890123456"}
-	states := [][]string{nil, {"SET", "k", "5"}, {"SET", "k", "2.5", "PX", "90000"}, {"SET", "k", "311234567.12345601"},
-		{"SET", "k", "word"}, {"HSET", "k", "f", "v"}}
-	for _, sc := range []struct {
-		name string
-		body func(t testing.TB) string
-		args []string
-	}{
-		{"redis_rate.allowN", func(t testing.TB) string { return libscripts.RedisRate(t, "allowN") }, []string{"10", "5", "60", "1"}},
-		{"redis_rate.allowAtMost", func(t testing.TB) string { return libscripts.RedisRate(t, "allowAtMost") }, []string{"10", "5", "60", "3"}},
-		{"ulule.incr", func(t testing.TB) string { return libscripts.Ulule(t, "luaIncrScript") }, []string{"1", "60000"}},
-		{"ulule.peek", func(t testing.TB) string { return libscripts.Ulule(t, "luaPeekScript") }, nil},
-		{"flexible.incrTtl", libscripts.RateLimiterFlexible, []string{"1", "60", "100", "60"}},
-		{"throttled.cas", func(t testing.TB) string { return libscripts.Throttled(t, "redisCASScript") }, []string{"5", "7", "60"}},
-	} {
-		t.Run(sc.name, func(t *testing.T) {
-			t.Parallel()
-			body := sc.body(t)
-			clk := clock.NewFake(1_700_000_000e9)
-			s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
-			defer s.Close()
-			c := s.NewLocalClient()
-			sha := strings.TrimSuffix(strings.TrimPrefix(string(c.DoString("SCRIPT", "LOAD", body)), "$40\r\n"), "\r\n")
-			if s.natives[sha] == nil {
-				t.Fatalf("%s is not recognised", sc.name)
-			}
-			shaRE := regexp.MustCompile("[0-9a-f]{40}")
-			run := func(args []string, state []string) {
-				t.Helper()
-				var got [2]string
-				for i, key := range []string{"n", "l"} {
-					c.DoString("DEL", key)
-					if state != nil {
-						c.DoString(append([]string{state[0], key}, state[2:]...)...)
-					}
-					cmd := append([]string{"EVALSHA", sha, "1", key}, args...)
-					if key == "l" {
-						cmd[0], cmd[1] = "EVAL", body+"\n"
-					}
-					reply := shaRE.ReplaceAllString(string(c.DoString(cmd...)), "SHA")
-					value := string(c.DoString("GET", key))
-					got[i] = reply + " value " + value + " pttl " + string(c.DoString("PTTL", key))
-				}
-				if got[0] != got[1] {
-					t.Errorf("%q on %q:\nnative %q\nlua    %q", args, state, got[0], got[1])
-				}
-			}
-			for _, state := range states {
-				run(sc.args, state)
-				for i := range sc.args {
-					for _, e := range edges {
-						args := append([]string(nil), sc.args...)
-						args[i] = e
-						run(args, state)
-					}
-				}
-			}
-		})
-	}
-}
-
-// TestLuaNumber: an argument reads as Lua 5.1's coercion of a string
-// (strtod) reads it, or declines.
-func TestLuaNumber(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want float64
-		ok   bool
-	}{
-		{"0", 0, true}, {"-0", math.Copysign(0, -1), true}, {"60000", 60000, true}, {"-5", -5, true},
-		{"007", 7, true}, {"+1", 1, true}, {" 1 ", 1, true}, {"1.5", 1.5, true}, {"1e3", 1000, true},
-		{"999999999999999", 999999999999999, true}, {"-999999999999999", -999999999999999, true},
-		{"1234567890123456789", 1234567890123456789, true}, {"9223372036854775808", 9223372036854775808, true},
-		{"", 0, false}, {"-", 0, false}, {"abc", 0, false}, {"0x10", 0, false}, {"inf", 0, false},
-		{"nan", 0, false}, {"1_000", 0, false}, {"1-", 0, false},
-	} {
-		got, ok := luaNumber([]byte(tc.in))
-		if ok != tc.ok || got != tc.want || math.Signbit(got) != math.Signbit(tc.want) {
-			t.Errorf("luaNumber(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
 
 // TestNativeRunKeepsTheBatchInstant: a script its native twin runs is one
 // engine call, so the commands after it in a batch keep the batch's
@@ -222,8 +120,8 @@ func TestBottleneckTwinEdges(t *testing.T) {
 			t.Fatalf("%s: %q", step[0], got)
 		}
 	}
-	check := s.natives[sha["check"]]
-	runs := check.runs.Load()
+	check := s.natives.Get(sha["check"])
+	runs := check.Runs()
 	aliased := append([]string(nil), keys...)
 	aliased[4] = aliased[2] // job_clients is job_weights
 	native := call("check", aliased, now, "c1", "1")
@@ -231,12 +129,12 @@ func TestBottleneckTwinEdges(t *testing.T) {
 	if native != lua || native != ":1\r\n" {
 		t.Errorf("aliased keys: native %q, interpreter %q, want :1", native, lua)
 	}
-	if check.runs.Load() != runs {
+	if check.Runs() != runs {
 		t.Error("the twin ran on aliased keys")
 	}
 	c.Now()
-	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" || check.runs.Load() != runs+1 {
-		t.Fatalf("check: %q, runs %d", got, check.runs.Load()-runs)
+	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" || check.Runs() != runs+1 {
+		t.Fatalf("check: %q, runs %d", got, check.Runs()-runs)
 	}
 	if c.bt.haveNow {
 		t.Error("the batch keeps its instant after a bottleneck twin")

@@ -1,0 +1,19 @@
+package command_test
+
+import (
+	"io"
+	"log"
+
+	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/monitor"
+	"github.com/limitdb/limitdb/command/pubsub"
+	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+)
+
+// newServer is a command layer with the families the core's tests drive
+// beside the built-in ones: the rate-limit commands, pub/sub and MONITOR.
+func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
+	return command.New(cfg, eng, log.New(io.Discard, "", 0), ratelimit.New(), pubsub.New(), monitor.New())
+}

@@ -1,0 +1,111 @@
+package command
+
+import (
+	"log"
+	"strings"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
+)
+
+// A Family is a group of commands together with the state only they use,
+// as Dragonfly's *_family files are: it registers its commands, and the
+// gates, INFO lines, snapshot sections and hooks it provides, on the table
+// it is handed at start-up. A family never imports another family and never
+// reaches into a server object: what it needs of the rest comes in Env.
+type Family interface {
+	Register(t *Table, env Env)
+}
+
+// Env is what the core hands every family: the values each may read or
+// call, none of them a server.
+type Env struct {
+	Engine *engine.Engine // the keyspace (inside EXEC, commands reach it through Client.Engine)
+	Clock  clock.Clock    // the engine's: every time a family reads or waits on
+	Logger *log.Logger
+	Done   <-chan struct{}      // closed when the command layer closes
+	Config func() config.Config // the running configuration
+	// ReplicateSection sends a snapshot section's new state down the
+	// change stream (replicas, the append-only file) when one is kept.
+	ReplicateSection func(name string, save func() ([]byte, error))
+}
+
+// section is a snapshot section a family keeps beside the keyspace.
+type section struct {
+	name string
+	save func() ([]byte, error)
+	load func([]byte) error
+}
+
+// AddSection keeps a family's state in snapshots, the append-only file's
+// preamble and a replica's first sync, under name.
+func (t *Table) AddSection(name string, save func() ([]byte, error), load func([]byte) error) {
+	t.sections = append(t.sections, section{name, save, load})
+}
+
+// AddInfo adds an INFO section; order places it among the default ones,
+// and order < 0 shows it only when asked for by name or with "all".
+// render reads the keyspace through eng: inside EXEC, the transaction's.
+func (t *Table) AddInfo(name string, order int, render func(eng *engine.Engine, b *strings.Builder)) {
+	t.registerInfo(name, order, func(_ *Server, eng *engine.Engine, b *strings.Builder) { render(eng, b) })
+}
+
+// AddLimitsInfo adds lines after the per-command ones of INFO limits, for
+// example one per named policy:
+//
+//	policy_api:admitted=5,denied=1,shadow_denied=0
+//
+// Lines are "name:value" or "name:k=v,k=v" ending in "\r\n".
+func (t *Table) AddLimitsInfo(render func(b *strings.Builder)) {
+	t.registerLimitsInfo(func(_ *Server, _ *engine.Engine, b *strings.Builder) { render(b) })
+}
+
+// OnResetStat adds what CONFIG RESETSTAT clears beside the command
+// statistics.
+func (t *Table) OnResetStat(fn func()) { t.resetStat = append(t.resetStat, fn) }
+
+// OnClose adds what the command layer's Close stops.
+func (t *Table) OnClose(fn func()) { t.closers = append(t.closers, fn) }
+
+// Slot is a place in every Client for one family's per-connection state
+// (its subscriptions, its transaction), made by NewSlot.
+type Slot int
+
+// NewSlot makes a place in every client for a family's state.
+func (t *Table) NewSlot() Slot {
+	t.nSlots++
+	return Slot(t.nSlots - 1)
+}
+
+// Slot is c's state in slot s, nil until set. Only the connection's own
+// goroutine may call it, unless the family guards the value itself: sets
+// it and reads it under its own lock.
+func (c *Client) Slot(s Slot) any {
+	if int(s) >= len(c.slots) {
+		return nil
+	}
+	return c.slots[s]
+}
+
+// SetSlot sets c's state in slot s.
+func (c *Client) SetSlot(s Slot, v any) {
+	if int(s) >= len(c.slots) {
+		c.slots = append(c.slots, make([]any, int(s)+1-len(c.slots))...)
+	}
+	c.slots[s] = v
+}
+
+// OnClientClosed adds what a family forgets of a connection that has gone.
+func (t *Table) OnClientClosed(fn func(c *Client)) { t.clientClosed = append(t.clientClosed, fn) }
+
+// OnClientReset adds what a family forgets of a connection that RESET
+// makes new again (its subscriptions, MONITOR), in the order added.
+func (t *Table) OnClientReset(fn func(c *Client)) { t.clientReset = append(t.clientReset, fn) }
+
+// AddClientInfo adds fields to c's CLIENT LIST and CLIENT INFO line, after
+// db=: fn appends them to b, each as " name=value", and may run on any
+// goroutine.
+func (t *Table) AddClientInfo(fn func(c *Client, b []byte) []byte) {
+	t.clientInfo = append(t.clientInfo, fn)
+}
