@@ -146,7 +146,7 @@ func infoAOF(s *Server, b *strings.Builder) {
 	}
 	infoLine(b, "aof_enabled", boolInt(st.Enabled))
 	infoLine(b, "aof_rewrite_in_progress", boolInt(st.Rewriting))
-	infoLine(b, "aof_rewrite_scheduled", 0)
+	infoLine(b, "aof_rewrite_scheduled", boolInt(st.Scheduled))
 	infoLine(b, "aof_last_rewrite_time_sec", secondsOrMinus(st.Rewrites, st.LastDuration))
 	cur := int64(-1)
 	if st.Rewriting {

@@ -77,6 +77,7 @@ type AOF struct {
 
 	// rewrites
 	rewriting     atomic.Bool
+	scheduled     atomic.Bool  // the writer asked for one while one ran: it starts when that one ends
 	rewriteStart  atomic.Int64 // Unix ns
 	statMu        sync.Mutex
 	lastStatus    string // "ok" or "err"
@@ -323,8 +324,12 @@ func (a *AOF) writeFailed(r *aofRun, err error) {
 
 // rotateAndRewrite starts a new incr file and then, in the background,
 // a new base. The caller holds r.ioMu and has written everything read.
+// While a rewrite runs it schedules one for when that one ends, as Redis
+// does (aof_rewrite_scheduled): a replica's full copy that arrives during
+// the first rewrite must still become a base.
 func (a *AOF) rotateAndRewrite(r *aofRun) {
 	if !a.beginRewrite() {
+		a.scheduled.Store(true)
 		return
 	}
 	seq, err := r.file.Rotate()
@@ -374,6 +379,14 @@ func (a *AOF) rewriteDone(err error, d time.Duration) {
 	}
 	a.statMu.Unlock()
 	a.rewriting.Store(false)
+	if a.scheduled.CompareAndSwap(true, false) {
+		if r := a.run.Load(); r != nil {
+			select {
+			case r.rewrite <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // Rewrite starts a rewrite (BGREWRITEAOF): through the writer when the
@@ -439,6 +452,7 @@ func (a *AOF) WriteError() error {
 type AOFStatus struct {
 	Enabled       bool
 	Rewriting     bool
+	Scheduled     bool          // a rewrite waits for the running one to end
 	RewriteFor    time.Duration // how long the running rewrite has run
 	Rewrites      int64         // successful rewrites
 	LastDuration  time.Duration // of the last successful rewrite
@@ -455,7 +469,7 @@ type AOFStatus struct {
 func (a *AOF) Status() AOFStatus {
 	r := a.run.Load()
 	a.statMu.Lock()
-	st := AOFStatus{Enabled: r != nil, Rewriting: a.rewriting.Load(), Rewrites: a.rewrites, LastDuration: a.lastDuration,
+	st := AOFStatus{Enabled: r != nil, Rewriting: a.rewriting.Load(), Scheduled: a.scheduled.Load(), Rewrites: a.rewrites, LastDuration: a.lastDuration,
 		LastStatus: a.lastStatus, LastErr: a.lastErr, FailuresInRow: a.failuresInRow, WriteOK: true, Loaded: a.loaded}
 	a.statMu.Unlock()
 	if st.LastStatus == "" {

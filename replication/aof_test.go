@@ -96,3 +96,36 @@ func TestAOFRewriteWhileOneRuns(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestAOFRewriteAskedDuringOneRunsAfterIt: a rewrite the writer needs
+// while one runs (a replica's full copy arriving during the first
+// rewrite) is scheduled, and starts when the running one ends.
+func TestAOFRewriteAskedDuringOneRunsAfterIt(t *testing.T) {
+	clk := clock.NewFake(1_700_000_000e9)
+	m := New(engine.New(clk, 4), log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
+	defer m.Close()
+	cfg := AOFConfig{On: true, Dir: t.TempDir(), Name: "appendonly.aof", Fsync: "everysec"}
+	a := m.NewAOF(clk, func() AOFConfig { return cfg }, nil)
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	until := func(what string, ok func(AOFStatus) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok(a.Status()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s: %+v", what, a.Status())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	until("the first rewrite", func(st AOFStatus) bool { return st.Rewrites == 1 && !st.Rewriting })
+	if !a.beginRewrite() { // one runs
+		t.Fatal("no rewrite could begin")
+	}
+	a.run.Load().rewrite <- struct{}{} // the writer needs one
+	until("the rewrite scheduled", func(st AOFStatus) bool { return st.Scheduled })
+	a.rewriteDone(nil, 0) // the running one ends
+	until("the scheduled rewrite", func(st AOFStatus) bool { return st.Rewrites == 3 && !st.Rewriting && !st.Scheduled })
+}
