@@ -13,5 +13,10 @@ import (
 // newServer is a command layer with the families the core's tests drive
 // beside the built-in ones: the rate-limit commands.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
-	return command.New(cfg, eng, log.New(io.Discard, "", 0), ratelimit.New())
+	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
+}
+
+// families returns new instances of the families newServer adds.
+func families() []command.Family {
+	return []command.Family{ratelimit.New()}
 }

@@ -1,14 +1,12 @@
-package command
+package command_test
 
 import (
-	"io"
-	"log"
-	"math"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/libscripts"
@@ -50,11 +48,11 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 			t.Parallel()
 			body := sc.body(t)
 			clk := clock.NewFake(1_700_000_000e9)
-			s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+			s := newServer(config.Default(), engine.New(clk, 0))
 			defer s.Close()
 			c := s.NewLocalClient()
 			sha := strings.TrimSuffix(strings.TrimPrefix(string(c.DoString("SCRIPT", "LOAD", body)), "$40\r\n"), "\r\n")
-			if s.natives[sha] == nil {
+			if _, ok := s.NativeRuns(sha); !ok {
 				t.Fatalf("%s is not recognised", sc.name)
 			}
 			shaRE := regexp.MustCompile("[0-9a-f]{40}")
@@ -92,29 +90,6 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 	}
 }
 
-// TestLuaNumber: an argument reads as Lua 5.1's coercion of a string
-// (strtod) reads it, or declines.
-func TestLuaNumber(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want float64
-		ok   bool
-	}{
-		{"0", 0, true}, {"-0", math.Copysign(0, -1), true}, {"60000", 60000, true}, {"-5", -5, true},
-		{"007", 7, true}, {"+1", 1, true}, {" 1 ", 1, true}, {"1.5", 1.5, true}, {"1e3", 1000, true},
-		{"999999999999999", 999999999999999, true}, {"-999999999999999", -999999999999999, true},
-		{"1234567890123456789", 1234567890123456789, true}, {"9223372036854775808", 9223372036854775808, true},
-		{"", 0, false}, {"-", 0, false}, {"abc", 0, false}, {"0x10", 0, false}, {"inf", 0, false},
-		{"nan", 0, false}, {"1_000", 0, false}, {"1-", 0, false},
-	} {
-		got, ok := luaNumber([]byte(tc.in))
-		if ok != tc.ok || got != tc.want || math.Signbit(got) != math.Signbit(tc.want) {
-			t.Errorf("luaNumber(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 // TestNativeRunKeepsTheBatchInstant: a script its native twin runs is one
 // engine call, so the commands after it in a batch keep the batch's
 // instant, as after a fast command; after a script on the interpreter the
@@ -123,10 +98,10 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 	t.Parallel()
 	body := libscripts.Ulule(t, "luaIncrScript")
 	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clk, 0))
 	defer s.Close()
 	c := s.NewLocalClient()
-	script, err := s.scripts.Load([]byte(body))
+	sha, err := s.LoadScript([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +110,7 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 		args    []string
 		keepNow bool
 	}{
-		{"native", []string{"EVALSHA", script.SHA, "1", "k", "1", "60000"}, true},
+		{"native", []string{"EVALSHA", sha, "1", "k", "1", "60000"}, true},
 		{"interpreter", []string{"EVAL", body + "\n", "1", "k", "1", "60000"}, false},
 		{"fast command", []string{"INCR", "k"}, true},
 	} {
@@ -144,15 +119,14 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 			args[i] = []byte(a)
 		}
 		c.Now()
-		s.handle(c.Client, args)
-		if c.failed {
-			t.Fatalf("%s: %q", tc.name, c.w.Bytes())
+		if c.Run(args) {
+			t.Fatalf("%s: %q", tc.name, c.Replies())
 		}
-		if c.bt.haveNow != tc.keepNow {
-			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, c.bt.haveNow, tc.keepNow)
+		if got := c.KeepsInstant(); got != tc.keepNow {
+			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, got, tc.keepNow)
 		}
 	}
-	c.endBatch()
+	c.EndBatch()
 }
 
 // TestEvalSHAAfterFlush: a client that keeps the script of its last
@@ -160,12 +134,12 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 // script loaded again after that.
 func TestEvalSHAAfterFlush(t *testing.T) {
 	t.Parallel()
-	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0))
 	defer s.Close()
 	c, other := s.NewLocalClient(), s.NewLocalClient()
 	sha := scripting.SHA1([]byte("return 7"))
 	steps := []struct {
-		by   *LocalClient
+		by   *command.LocalClient
 		args []string
 		want string
 	}{
@@ -193,7 +167,7 @@ func TestEvalSHAAfterFlush(t *testing.T) {
 func TestBottleneckTwinEdges(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clk, 0))
 	defer s.Close()
 	c := s.NewLocalClient()
 	sha := map[string]string{}
@@ -222,8 +196,7 @@ func TestBottleneckTwinEdges(t *testing.T) {
 			t.Fatalf("%s: %q", step[0], got)
 		}
 	}
-	check := s.natives[sha["check"]]
-	runs := check.runs.Load()
+	runs, _ := s.NativeRuns(sha["check"])
 	aliased := append([]string(nil), keys...)
 	aliased[4] = aliased[2] // job_clients is job_weights
 	native := call("check", aliased, now, "c1", "1")
@@ -231,15 +204,17 @@ func TestBottleneckTwinEdges(t *testing.T) {
 	if native != lua || native != ":1\r\n" {
 		t.Errorf("aliased keys: native %q, interpreter %q, want :1", native, lua)
 	}
-	if check.runs.Load() != runs {
+	if n, _ := s.NativeRuns(sha["check"]); n != runs {
 		t.Error("the twin ran on aliased keys")
 	}
 	c.Now()
-	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" || check.runs.Load() != runs+1 {
-		t.Fatalf("check: %q, runs %d", got, check.runs.Load()-runs)
+	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" {
+		t.Fatalf("check: %q", got)
+	} else if n, _ := s.NativeRuns(sha["check"]); n != runs+1 {
+		t.Fatalf("check: %q, runs %d", got, n-runs)
 	}
-	if c.bt.haveNow {
+	if c.KeepsInstant() {
 		t.Error("the batch keeps its instant after a bottleneck twin")
 	}
-	c.endBatch()
+	c.EndBatch()
 }
