@@ -1,10 +1,6 @@
 package command
 
-import (
-	"math"
-
-	"github.com/limitdb/limitdb/engine"
-)
+import "github.com/limitdb/limitdb/engine"
 
 // Expiry commands. On a key of a Redis type (string, hash, set, sorted
 // set) they behave as in Redis 7. A limiter's key expires by itself at the
@@ -68,7 +64,7 @@ func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte)
 			return
 		}
 		now := c.Now()
-		at, ok := expireAtSigned(now, n, unit, abs)
+		at, ok := ExpireAtSigned(now, n, unit, abs)
 		if !ok {
 			c.Err("ERR invalid expire time in '" + name + "' command")
 			return
@@ -80,22 +76,6 @@ func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte)
 		}
 		c.Int(b2i(set))
 	}
-}
-
-// expireAtSigned is expireAt for EXPIRE, where zero and negative times are
-// allowed (they delete the key).
-func expireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
-	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
-		return 0, false
-	}
-	at := n * unit
-	if abs {
-		return at, true
-	}
-	if (at > 0 && now > math.MaxInt64-at) || (at < 0 && now < math.MinInt64-at) {
-		return 0, false
-	}
-	return now + at, true
 }
 
 func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {

@@ -100,7 +100,7 @@ func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 		case expire == 0:
 			c.Int(-1)
 		default:
-			ms := pttl(expire, now)
+			ms := PTTL(expire, now)
 			if millis {
 				c.Int(ms)
 			} else {
@@ -176,7 +176,7 @@ func cmdScan(c *Client, args [][]byte) {
 	shard := int(cursor)
 	for ; shard < eng.Shards() && int64(len(keys)) < count; shard++ {
 		eng.RangeShard(shard, now, func(k string, ent *engine.Entry) bool {
-			if (!typed || ent.Kind == kind) && globMatch(pattern, k) {
+			if (!typed || ent.Kind == kind) && GlobMatch(pattern, k) {
 				keys = append(keys, k)
 			}
 			return true
@@ -198,7 +198,7 @@ func cmdKeys(c *Client, args [][]byte) {
 	var keys []string
 	for i := 0; i < eng.Shards(); i++ {
 		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
-			if globMatch(pattern, k) {
+			if GlobMatch(pattern, k) {
 				keys = append(keys, k)
 			}
 			return true
@@ -218,7 +218,3 @@ func cmdFlush(c *Client, args [][]byte) {
 	c.Engine().Flush()
 	c.OK()
 }
-
-// pttl is PTTL's answer for a key expiring at expire: a live key has at
-// least 1 ms.
-func pttl(expire, now int64) int64 { return (expire - now + 999_999) / 1_000_000 }

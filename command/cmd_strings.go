@@ -62,24 +62,6 @@ func cmdStrlen(c *Client, args [][]byte) {
 	c.scratch = val[:0]
 }
 
-// expireAt turns an expiry argument into absolute Unix ns: n units after
-// now, or at n units since the epoch when abs. It fails where Redis says
-// "invalid expire time": n <= 0, or past the int64 nanosecond range (the
-// year 2262, sooner than Redis's millisecond range).
-func expireAt(now, n, unit int64, abs bool) (int64, bool) {
-	if n <= 0 || n > math.MaxInt64/unit {
-		return 0, false
-	}
-	at := n * unit
-	if !abs {
-		if at > math.MaxInt64-now {
-			return 0, false
-		}
-		at += now
-	}
-	return at, true
-}
-
 func cmdSet(c *Client, args [][]byte) {
 	var o engine.SetOptions
 	var unit int64 // of the expiry argument; 0 when none
@@ -116,7 +98,7 @@ func cmdSet(c *Client, args [][]byte) {
 			c.Error(err)
 			return
 		}
-		if o.Expire, err = setExpiry(now, n, unit, abs, "set"); err != nil {
+		if o.Expire, err = ExpireAt(now, n, unit, abs, "set"); err != nil {
 			c.Error(err)
 			return
 		}
@@ -133,14 +115,6 @@ func cmdSet(c *Client, args [][]byte) {
 	default:
 		c.OK()
 	}
-}
-
-func setExpiry(now, n, unit int64, abs bool, cmd string) (int64, error) {
-	at, ok := expireAt(now, n, unit, abs)
-	if !ok {
-		return 0, WireError("ERR invalid expire time in '" + cmd + "' command")
-	}
-	return at, nil
 }
 
 func cmdSetNX(c *Client, args [][]byte) {
@@ -160,7 +134,7 @@ func cmdSetEx(unit int64, name string) func(c *Client, args [][]byte) {
 			return
 		}
 		now := c.Now()
-		at, err := setExpiry(now, n, unit, false, name)
+		at, err := ExpireAt(now, n, unit, false, name)
 		if err != nil {
 			c.Error(err)
 			return
@@ -330,7 +304,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 		if err != nil {
 			return 0, false, err
 		}
-		at, err := setExpiry(now, n, unit, abs, "getex")
+		at, err := ExpireAt(now, n, unit, abs, "getex")
 		return at, err == nil, err
 	})
 	c.stringReply(val, ok, err)

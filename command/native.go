@@ -175,7 +175,7 @@ func redisRateStore(now int64, newTAT, resetAfter float64) (engine.Entry, bool) 
 	if !(ex < 1e17) {
 		return engine.Entry{}, false
 	}
-	at, err := setExpiry(now, int64(ex), 1e9, false, "set")
+	at, err := ExpireAt(now, int64(ex), 1e9, false, "set")
 	if err != nil {
 		return engine.Entry{}, false
 	}
@@ -324,7 +324,7 @@ func ululeIncr(c *Client, keys, argv [][]byte) bool {
 		case next.Expire == 0:
 			left = -1
 		default:
-			left = pttl(next.Expire, now)
+			left = PTTL(next.Expire, now)
 		}
 		return next, true
 	})
@@ -359,7 +359,7 @@ func ululePeek(c *Client, keys, argv [][]byte) bool {
 	if ent.Expire == 0 {
 		c.Int(-1)
 	} else {
-		c.Int(pttl(ent.Expire, now))
+		c.Int(PTTL(ent.Expire, now))
 	}
 	return true
 }
@@ -378,7 +378,7 @@ func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
 	}
 	secsNum := float64(secs) // 1000 * ARGV[2]'s coercion of an integer's text
 	now := c.Now()
-	at, err := setExpiry(now, secs, 1e9, false, "set")
+	at, err := ExpireAt(now, secs, 1e9, false, "set")
 	if err != nil {
 		return false
 	}
@@ -396,7 +396,7 @@ func flexibleIncrTTL(c *Client, keys, argv [][]byte) bool {
 		if expire == 0 { // EXPIRE key secs
 			expire, ttl = at, toLuaInteger(1000*secsNum)
 		} else {
-			ttl = pttl(expire, now)
+			ttl = PTTL(expire, now)
 		}
 		handled = true
 		return engine.StringOfInt(consumed, expire), true

@@ -328,7 +328,7 @@ func (r *bnRun) refreshExpiration(now, nextRequest float64, groupTimeout luaNum)
 		return
 	}
 	ttl := int64(nextRequest + groupTimeout.v - now)
-	at, _ := expireAtSigned(r.at, ttl, 1e6, false)
+	at, _ := ExpireAtSigned(r.at, ttl, 1e6, false)
 	for _, k := range r.keys {
 		_, _ = r.tx.SetExpire(k, r.at, at, engine.ExpireAlways)
 	}
@@ -341,7 +341,7 @@ func (r *bnRun) refreshable(now, nextRequest float64, groupTimeout luaNum) bool 
 		return true
 	}
 	ttl := nextRequest + groupTimeout.v - now
-	_, ok := expireAtSigned(r.at, int64(ttl), 1e6, false)
+	_, ok := ExpireAtSigned(r.at, int64(ttl), 1e6, false)
 	return ok && math.Abs(ttl) < bnLimit
 }
 

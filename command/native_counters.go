@@ -22,7 +22,7 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 		return false // SET PX refuses it: the interpreter says so
 	}
 	now := c.Now()
-	at, err := setExpiry(now, int64(window), 1e6, false, "set")
+	at, err := ExpireAt(now, int64(window), 1e6, false, "set")
 	if err != nil {
 		return false
 	}
@@ -40,7 +40,7 @@ func rateLimitRedisIncrement(c *Client, keys, argv [][]byte) bool {
 		if hits, err = engine.AddInt(ent, 1); err != nil {
 			return ent, false // INCR's error
 		}
-		ttl, handled = pttl(ent.Expire, now), true
+		ttl, handled = PTTL(ent.Expire, now), true
 		return engine.StringOfInt(hits, ent.Expire), true
 	})
 	if handled {
@@ -67,7 +67,7 @@ func limitsIncrExpire(c *Client, keys, argv [][]byte) bool {
 		return false
 	}
 	now := c.Now()
-	at, err := setExpiry(now, secs, 1e9, false, "expire")
+	at, err := ExpireAt(now, secs, 1e9, false, "expire")
 	if err != nil {
 		return false
 	}
@@ -114,7 +114,7 @@ func limitsAcquireMovingWindow(c *Client, keys, argv [][]byte) bool {
 		return false // LINDEX, LPUSH, LTRIM or EXPIRE refuses, or EXPIRE deletes: the interpreter says so
 	}
 	now := c.Now()
-	at, err := setExpiry(now, int64(expiry), 1e9, false, "expire")
+	at, err := ExpireAt(now, int64(expiry), 1e9, false, "expire")
 	if err != nil {
 		return false
 	}
@@ -231,7 +231,7 @@ func throttledCAS(c *Client, keys, argv [][]byte) bool {
 		return false
 	}
 	now := c.Now()
-	at, err := setExpiry(now, secs, 1e9, false, "setex")
+	at, err := ExpireAt(now, secs, 1e9, false, "setex")
 	if err != nil {
 		return false
 	}

@@ -239,7 +239,7 @@ func (s *Server) Publish(channel string, message []byte) int {
 		to = append(to, delivery{c: c})
 	}
 	for pat, subs := range ps.patterns {
-		if globMatch(pat, channel) {
+		if GlobMatch(pat, channel) {
 			for c := range subs {
 				to = append(to, delivery{c: c, pattern: pat})
 			}
@@ -283,7 +283,7 @@ func cmdPubsubChannels(c *Client, args [][]byte) {
 	ps.mu.Lock()
 	var names []string
 	for name := range ps.channels {
-		if len(args) < 3 || globMatch(string(args[2]), name) {
+		if len(args) < 3 || GlobMatch(string(args[2]), name) {
 			names = append(names, name)
 		}
 	}
