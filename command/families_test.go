@@ -5,18 +5,20 @@ import (
 	"log"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/ratelimit"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
 // newServer is a command layer with the families the core's tests drive
-// beside the built-in ones: the rate-limit commands.
+// beside the built-in ones: the keyspace and data types, and the
+// rate-limit commands.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
 }
 
 // families returns new instances of the families newServer adds.
 func families() []command.Family {
-	return []command.Family{ratelimit.New()}
+	return []command.Family{keyspace.New(), ratelimit.New()}
 }

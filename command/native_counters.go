@@ -262,3 +262,44 @@ func throttledCAS(c *Client, keys, argv [][]byte) bool {
 	}
 	return handled
 }
+
+// b2i is 1 for true.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// listIndex is index of a list of n elements counted from the head (a
+// negative index counts from the tail); false when out of range, as
+// LINDEX reads it.
+func listIndex(index int64, n int) (int, bool) {
+	if index < 0 {
+		index += int64(n)
+	}
+	return int(index), index >= 0 && index < int64(n)
+}
+
+// rankRange turns Redis's start and stop (negative counts from the end)
+// into ranks within n elements, as LRANGE and ZRANGE read them; ok is
+// false when the range is empty.
+func rankRange(start, stop int64, n int) (int, int, bool) {
+	l := int64(n)
+	if start < 0 {
+		start += l
+	}
+	if stop < 0 {
+		stop += l
+	}
+	if start < 0 {
+		start = 0
+	}
+	if start > stop || start >= l {
+		return 0, 0, false
+	}
+	if stop >= l {
+		stop = l - 1
+	}
+	return int(start), int(stop), true
+}
