@@ -1,8 +1,8 @@
 package command
 
 // GlobMatch reports whether s matches a Redis glob pattern: * any run,
-// ? one byte, [abc] [^a-z] classes, and \ escapes, as KEYS, SCAN,
-// PSUBSCRIBE, CONFIG GET and COMMAND LIST read patterns.
+// ? one byte, [abc] [^a-z] classes, and \ escapes: the patterns of KEYS,
+// SCAN and PSUBSCRIBE, and of every command that filters names by one.
 //
 // It takes time proportional to len(pattern) * len(s) at worst: on a
 // mismatch it goes back only to the last * seen, since a later * can match
