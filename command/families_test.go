@@ -5,6 +5,7 @@ import (
 	"log"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
@@ -13,7 +14,13 @@ import (
 )
 
 // newServer is a command layer with the families the core's tests drive
-// beside the built-in ones: the rate-limit commands, pub/sub and MONITOR.
+// beside the built-in ones: the keyspace and data types, the rate-limit
+// commands, pub/sub and MONITOR.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
-	return command.New(cfg, eng, log.New(io.Discard, "", 0), ratelimit.New(), pubsub.New(), monitor.New())
+	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
+}
+
+// families returns new instances of the families newServer adds.
+func families() []command.Family {
+	return []command.Family{keyspace.New(), ratelimit.New(), pubsub.New(), monitor.New()}
 }

@@ -1,8 +1,6 @@
-package command
+package command_test
 
 import (
-	"io"
-	"log"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
@@ -26,7 +24,7 @@ func BenchmarkNativeScripts(b *testing.B) {
 	for _, load := range libscripts.NativeLoads() {
 		b.Run(load.Name, func(b *testing.B) {
 			clk := clock.NewFake(1_700_000_000e9)
-			s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+			s := newServer(config.Default(), engine.New(clk, 0))
 			defer s.Close()
 			c := s.NewLocalClient()
 			// key is redis-benchmark's __rand_int__: twelve digits, written
@@ -34,14 +32,14 @@ func BenchmarkNativeScripts(b *testing.B) {
 			key := []byte(load.Name + ":000000000000")
 			args := [][]byte{[]byte("CL.THROTTLE"), key}
 			if load.Body != nil {
-				script, err := s.scripts.Load([]byte(load.Body(b)))
+				sha, err := s.LoadScript([]byte(load.Body(b)))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if s.natives.Get(script.SHA) == nil {
+				if _, ok := s.NativeRuns(sha); !ok {
 					b.Fatalf("%s is not recognised", load.Name)
 				}
-				args = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), key}
+				args = [][]byte{[]byte("EVALSHA"), []byte(sha), []byte("1"), key}
 			}
 			for _, a := range load.Args {
 				args = append(args, []byte(a))
@@ -58,20 +56,19 @@ func BenchmarkNativeScripts(b *testing.B) {
 						digits[j] = byte('0' + k%10)
 						k /= 10
 					}
-					s.handle(c.Client, args)
+					failed := c.Run(args)
 					if i%16 == 15 {
-						if c.failed {
-							b.Fatalf("%s refused: %q", load.Name, c.w.Bytes())
+						if failed {
+							b.Fatalf("%s refused: %q", load.Name, c.Replies())
 						}
-						c.endBatch()
-						c.w.Reset()
+						c.EndBatch()
 						clk.Advance(64_000) // 4 µs a command, as at 250k a second
 					}
 				}
 			}
 			run(300_000) // every key present, as after a round of scripts.sh
 			if load.Body != nil {
-				if n := s.natives.Get(string(args[1])).Runs(); n != 300_000 {
+				if n, _ := s.NativeRuns(string(args[1])); n != 300_000 {
 					b.Fatalf("%s ran natively %d times of 300000", load.Name, n)
 				}
 			}

@@ -419,7 +419,7 @@ func cmdFunctionList(c *Client, args [][]byte) {
 	}
 	var libs []*scripting.Library
 	for _, l := range c.srv.functions.Libraries() {
-		if pattern == "" || globMatch(pattern, l.Name) {
+		if pattern == "" || GlobMatch(pattern, l.Name) {
 			libs = append(libs, l)
 		}
 	}

@@ -1,9 +1,7 @@
-package command
+package command_test
 
 import (
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"testing"
 
@@ -28,15 +26,15 @@ func benchmarkEvalSHA(b *testing.B, file string, args ...string) {
 		b.Fatal(err)
 	}
 	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clk, 0))
 	c := s.NewLocalClient()
-	script, err := s.scripts.Load(body)
+	sha, err := s.LoadScript(body)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmds := make([][][]byte, 1000)
 	for i := range cmds {
-		cmds[i] = [][]byte{[]byte("EVALSHA"), []byte(script.SHA), []byte("1"), []byte(fmt.Sprint("user:", i))}
+		cmds[i] = [][]byte{[]byte("EVALSHA"), []byte(sha), []byte("1"), []byte(fmt.Sprint("user:", i))}
 		for _, a := range args {
 			cmds[i] = append(cmds[i], []byte(a))
 		}
@@ -45,10 +43,9 @@ func benchmarkEvalSHA(b *testing.B, file string, args ...string) {
 	b.ResetTimer()
 	defer benchcpu.Report(b)()
 	for i := 0; i < b.N; i++ {
-		s.handle(c.Client, cmds[i%len(cmds)])
+		c.Run(cmds[i%len(cmds)])
 		if i%16 == 15 {
-			c.endBatch()
-			c.w.Reset()
+			c.EndBatch()
 		}
 		if i%len(cmds) == len(cmds)-1 {
 			clk.Advance(1e9)

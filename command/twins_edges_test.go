@@ -1,14 +1,11 @@
 package command_test
 
 import (
-	"io"
-	"log"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
-	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/libscripts"
@@ -56,7 +53,7 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 			t.Parallel()
 			body := sc.body(t)
 			clk := clock.NewFake(1_700_000_000e9)
-			s := command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+			s := newServer(config.Default(), engine.New(clk, 0))
 			defer s.Close()
 			c := s.NewLocalClient()
 			sha := strings.TrimSuffix(strings.TrimPrefix(string(c.DoString("SCRIPT", "LOAD", body)), "$40\r\n"), "\r\n")

@@ -1,12 +1,11 @@
-package command
+package command_test
 
 import (
-	"io"
-	"log"
 	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/libscripts"
@@ -21,10 +20,10 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 	t.Parallel()
 	body := libscripts.Ulule(t, "luaIncrScript")
 	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clk, 0))
 	defer s.Close()
 	c := s.NewLocalClient()
-	script, err := s.scripts.Load([]byte(body))
+	sha, err := s.LoadScript([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +32,7 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 		args    []string
 		keepNow bool
 	}{
-		{"native", []string{"EVALSHA", script.SHA, "1", "k", "1", "60000"}, true},
+		{"native", []string{"EVALSHA", sha, "1", "k", "1", "60000"}, true},
 		{"interpreter", []string{"EVAL", body + "\n", "1", "k", "1", "60000"}, false},
 		{"fast command", []string{"INCR", "k"}, true},
 	} {
@@ -42,15 +41,14 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 			args[i] = []byte(a)
 		}
 		c.Now()
-		s.handle(c.Client, args)
-		if c.failed {
-			t.Fatalf("%s: %q", tc.name, c.w.Bytes())
+		if c.Run(args) {
+			t.Fatalf("%s: %q", tc.name, c.Replies())
 		}
-		if c.bt.haveNow != tc.keepNow {
-			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, c.bt.haveNow, tc.keepNow)
+		if got := c.KeepsInstant(); got != tc.keepNow {
+			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, got, tc.keepNow)
 		}
 	}
-	c.endBatch()
+	c.EndBatch()
 }
 
 // TestEvalSHAAfterFlush: a client that keeps the script of its last
@@ -58,12 +56,12 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 // script loaded again after that.
 func TestEvalSHAAfterFlush(t *testing.T) {
 	t.Parallel()
-	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0))
 	defer s.Close()
 	c, other := s.NewLocalClient(), s.NewLocalClient()
 	sha := scripting.SHA1([]byte("return 7"))
 	steps := []struct {
-		by   *LocalClient
+		by   *command.LocalClient
 		args []string
 		want string
 	}{
@@ -91,7 +89,7 @@ func TestEvalSHAAfterFlush(t *testing.T) {
 func TestBottleneckTwinEdges(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s := newServer(config.Default(), engine.New(clk, 0))
 	defer s.Close()
 	c := s.NewLocalClient()
 	sha := map[string]string{}
@@ -120,8 +118,7 @@ func TestBottleneckTwinEdges(t *testing.T) {
 			t.Fatalf("%s: %q", step[0], got)
 		}
 	}
-	check := s.natives.Get(sha["check"])
-	runs := check.Runs()
+	runs, _ := s.NativeRuns(sha["check"])
 	aliased := append([]string(nil), keys...)
 	aliased[4] = aliased[2] // job_clients is job_weights
 	native := call("check", aliased, now, "c1", "1")
@@ -129,15 +126,17 @@ func TestBottleneckTwinEdges(t *testing.T) {
 	if native != lua || native != ":1\r\n" {
 		t.Errorf("aliased keys: native %q, interpreter %q, want :1", native, lua)
 	}
-	if check.Runs() != runs {
+	if n, _ := s.NativeRuns(sha["check"]); n != runs {
 		t.Error("the twin ran on aliased keys")
 	}
 	c.Now()
-	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" || check.Runs() != runs+1 {
-		t.Fatalf("check: %q, runs %d", got, check.Runs()-runs)
+	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" {
+		t.Fatalf("check: %q", got)
+	} else if n, _ := s.NativeRuns(sha["check"]); n != runs+1 {
+		t.Fatalf("check: %q, runs %d", got, n-runs)
 	}
-	if c.bt.haveNow {
+	if c.KeepsInstant() {
 		t.Error("the batch keeps its instant after a bottleneck twin")
 	}
-	c.endBatch()
+	c.EndBatch()
 }

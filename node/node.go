@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
@@ -69,7 +70,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 		logger = log.Default()
 	}
 	limits := ratelimit.New()
-	cmds := command.New(cfg, eng, logger, limits, pubsub.New(), monitor.New())
+	cmds := command.New(cfg, eng, logger, keyspace.New(), limits, pubsub.New(), monitor.New())
 	n := &Node{Server: cmds, limits: limits, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
