@@ -1,5 +1,9 @@
 package command
 
+// GlobMatch reports whether s matches a Redis glob pattern, as KEYS and
+// SCAN match keys (globMatch).
+func GlobMatch(pattern, s string) bool { return globMatch(pattern, s) }
+
 // globMatch reports whether s matches a Redis glob pattern: * any run,
 // ? one byte, [abc] [^a-z] classes, and \ escapes, as KEYS and SCAN use.
 //

@@ -38,6 +38,10 @@ const Version = "0.1.0"
 // gate features on it.
 const redisVersion = "7.2.0"
 
+// RedisVersion is the Redis version limitdb answers as (INFO, HELLO, a
+// script's redis.REDIS_VERSION).
+const RedisVersion = redisVersion
+
 // Server serves the command table over RESP.
 type Server struct {
 	cfg        config.Config
@@ -146,7 +150,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	s.slow.configure(cfg)
 	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
-	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection}
+	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish}
 	for _, f := range families {
 		f.Register(s.table, env)
 	}

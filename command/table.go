@@ -3,6 +3,7 @@ package command
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/limitdb/limitdb/engine"
 )
@@ -144,6 +145,9 @@ type Table struct {
 	nModes       int
 	nSlots       int
 	clientClosed []func(c *Client)
+	// a busy server (calls.go: SetBusyCheck)
+	busy      *atomic.Int32
+	busyCheck GateFunc
 	// the modes of the built-in pub/sub and MONITOR
 	subscribedMode, monitorMode Mode
 }
