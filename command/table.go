@@ -180,8 +180,6 @@ func NewTable() *Table {
 		registerStats,
 		registerReplication,
 		registerAOF,
-		registerScripting,
-		registerFunctions,
 		registerPubSub,
 		registerMonitor,
 		registerModes,

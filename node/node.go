@@ -20,6 +20,7 @@ import (
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/policy"
@@ -44,7 +45,8 @@ type Node struct {
 	// written. When nil, Shutdown just closes.
 	OnShutdown func(save bool) error
 
-	limits *ratelimit.Family // the rate-limit commands and named policies
+	limits  *ratelimit.Family // the rate-limit commands and named policies
+	scripts *scripts.Family   // EVAL, FUNCTION and the scripts they keep
 
 	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
 	ln        net.Listener
@@ -66,9 +68,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits := ratelimit.New()
-	cmds := command.New(cfg, eng, logger, limits)
-	n := &Node{Server: cmds, limits: limits, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits, scripts := ratelimit.New(), scripts.New()
+	cmds := command.New(cfg, eng, logger, scripts, limits)
+	n := &Node{Server: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -289,7 +291,7 @@ func (n *Node) Start() {
 		})
 		go n.every(time.Second, n.SaveIfDue)
 		go n.every(time.Second, n.ReplicationCron)
-		go n.WatchScripts()
+		go n.scripts.Watch()
 		go n.paceGC()
 		n.StartReplication()
 		if err := n.StartAOF(); err != nil {
