@@ -32,9 +32,7 @@ type Client struct {
 	closing bool
 	killed  atomic.Bool // by CLIENT KILL: run no more commands
 
-	inScript bool          // running a script: its redis.call commands pass -BUSY
-	script   *scriptCaller // the client's scripts' caller, made at its first script
-	lastEval lastEval      // the script of the last EVALSHA (scriptBySHA)
+	calling bool // a command called from inside another (Admit, Call): calls.go
 
 	mu      sync.Mutex
 	name    string

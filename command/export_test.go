@@ -4,26 +4,6 @@ package command
 // internals. They are external because they build servers with families
 // of commands (newServer), which import this package.
 
-// NativeRuns reports whether the script sha has a native twin on s, and how
-// many times the twin has run.
-func (s *Server) NativeRuns(sha string) (runs int64, ok bool) {
-	twin := s.natives.Get(sha)
-	if twin == nil {
-		return 0, false
-	}
-	return twin.Runs(), true
-}
-
-// LoadScript adds body to s's script cache, as SCRIPT LOAD does, and
-// returns its SHA1.
-func (s *Server) LoadScript(body []byte) (string, error) {
-	script, err := s.scripts.Load(body)
-	if err != nil {
-		return "", err
-	}
-	return script.SHA, nil
-}
-
 // AuthRequired reports whether s asks clients for a password.
 func (s *Server) AuthRequired() bool { return s.authRequired() }
 

@@ -9,18 +9,20 @@ import (
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
 // newServer is a command layer with the families the core's tests drive
-// beside the built-in ones: the keyspace and data types, the rate-limit
-// commands, pub/sub and MONITOR.
+// beside the built-in ones: the keyspace and data types, scripts, the
+// rate-limit commands, pub/sub and MONITOR, in the order the node
+// registers them.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
 }
 
 // families returns new instances of the families newServer adds.
 func families() []command.Family {
-	return []command.Family{keyspace.New(), ratelimit.New(), pubsub.New(), monitor.New()}
+	return []command.Family{keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New()}
 }

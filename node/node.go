@@ -23,6 +23,7 @@ import (
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/policy"
@@ -47,7 +48,8 @@ type Node struct {
 	// written. When nil, Shutdown just closes.
 	OnShutdown func(save bool) error
 
-	limits *ratelimit.Family // the rate-limit commands and named policies
+	limits  *ratelimit.Family // the rate-limit commands and named policies
+	scripts *scripts.Family   // EVAL, FUNCTION and the scripts they keep
 
 	serveMu   sync.Mutex // orders Serve's start against Close and Shutdown
 	ln        net.Listener
@@ -69,9 +71,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits := ratelimit.New()
-	cmds := command.New(cfg, eng, logger, keyspace.New(), limits, pubsub.New(), monitor.New())
-	n := &Node{Server: cmds, limits: limits, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits, scripts := ratelimit.New(), scripts.New()
+	cmds := command.New(cfg, eng, logger, keyspace.New(), scripts, limits, pubsub.New(), monitor.New())
+	n := &Node{Server: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -292,7 +294,7 @@ func (n *Node) Start() {
 		})
 		go n.every(time.Second, n.SaveIfDue)
 		go n.every(time.Second, n.ReplicationCron)
-		go n.WatchScripts()
+		go n.scripts.Watch()
 		go n.paceGC()
 		n.StartReplication()
 		if err := n.StartAOF(); err != nil {

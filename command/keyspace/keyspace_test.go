@@ -10,6 +10,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/keyspace"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
@@ -19,7 +20,7 @@ import (
 func newClient(t *testing.T) (*command.LocalClient, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(1_700_000_000e9)
-	s := command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New())
+	s := command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New(), scripts.New())
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}
