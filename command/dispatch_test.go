@@ -13,6 +13,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	connection "github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/testlog"
@@ -24,7 +25,7 @@ import (
 func TestPanicRecovered(t *testing.T) {
 	t.Parallel()
 	logs := &testlog.Buffer{}
-	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0))
+	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0), connection.New())
 	s.Commands().Register(&command.Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
 		Handler: func(c *command.Client, _ [][]byte) {
 			var m map[string]int

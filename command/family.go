@@ -33,6 +33,9 @@ type Env struct {
 	// without running the command (no statistics, no MONITOR line), and
 	// returns how many received it.
 	Publish func(channel string, message []byte) int
+	// Clients lists the connected clients and LocalClients, ordered by ID
+	// (CLIENT LIST, CLIENT KILL); any goroutine may call it.
+	Clients func() []*Client
 }
 
 // section is a snapshot section a family keeps beside the keyspace.

@@ -131,7 +131,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	s.slow.configure(cfg)
 	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
-	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish}
+	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish, Clients: s.Clients}
 	for _, f := range families {
 		f.Register(s.table, env)
 	}

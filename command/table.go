@@ -161,7 +161,6 @@ func NewTable() *Table {
 	for _, family := range []func(*Table){
 		registerAuth,
 		registerCommand,
-		registerConn,
 		registerDump,
 		registerPersist,
 		registerRLS,

@@ -78,7 +78,7 @@ func TestScorePairsFollowTheReply(t *testing.T) {
 	t.Parallel()
 	c, _ := newClient(t)
 	c.DoString("ZADD", "z", "2.5", "b")
-	c.DoString("HELLO", "3")
+	c.SetProto(3) // as HELLO 3 does
 	const call = "return redis.call('zrange', KEYS[1], 0, -1, 'withscores')"
 	for _, tc := range []struct {
 		name string
