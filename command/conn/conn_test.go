@@ -3,6 +3,7 @@ package conn_test
 import (
 	"io"
 	"log"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,18 +26,7 @@ func newServer(t *testing.T, cfg config.Config) *command.Server {
 	return s
 }
 
-func bulk(s string) string { return "$" + itoa(len(s)) + "\r\n" + s + "\r\n" }
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
-}
+func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
 
 // step is one command of a client and the reply it must get.
 type step struct {
@@ -165,7 +155,7 @@ func TestClientKill(t *testing.T) {
 		{"k", []string{"CLIENT", "KILL", "USER", "nobody"}, ":0\r\n"},
 		{"k", []string{"CLIENT", "KILL", "ID", "2"}, ":1\r\n"}, // a
 		{"a", []string{"PING"}, ""},
-		{"k", []string{"CLIENT", "KILL", "ID", "2"}, ":0\r\n"}, // killed already
+		{"k", []string{"CLIENT", "KILL", "ID", "2"}, ":0\r\n"},                           // killed already
 		{"k", []string{"CLIENT", "KILL", "TYPE", "normal", "USER", "default"}, ":1\r\n"}, // b, not k
 		{"b", []string{"PING"}, ""},
 		{"k", []string{"PING"}, "+PONG\r\n"},
