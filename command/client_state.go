@@ -62,7 +62,8 @@ func (c *Client) Authenticated() bool { return c.authed }
 // success.
 func (c *Client) Authenticate(user, pass []byte) bool { return c.authenticate(user, pass) }
 
-// authenticate is Authenticate.
+// authenticate is Authenticate, under the name AUTH's handler (auth.go)
+// calls it by.
 func (c *Client) authenticate(user, pass []byte) bool {
 	name, ok := "", false
 	if c.srv.Authenticate != nil {
