@@ -70,8 +70,8 @@ func TestGlobMatch(t *testing.T) {
 		{"a\\*b", "axb", false}, {"**x", "abx", true},
 	}
 	for _, c := range cases {
-		if got := globMatch(c.pat, c.s); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v", c.pat, c.s, got)
+		if got := GlobMatch(c.pat, c.s); got != c.want {
+			t.Errorf("GlobMatch(%q, %q) = %v", c.pat, c.s, got)
 		}
 	}
 }

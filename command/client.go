@@ -32,9 +32,7 @@ type Client struct {
 	closing bool
 	killed  atomic.Bool // by CLIENT KILL: run no more commands
 
-	inScript bool          // running a script: its redis.call commands pass -BUSY
-	script   *scriptCaller // the client's scripts' caller, made at its first script
-	lastEval lastEval      // the script of the last EVALSHA (scriptBySHA)
+	calling bool // a command called from inside another (Admit, Call): calls.go
 
 	mu      sync.Mutex
 	name    string
@@ -87,6 +85,19 @@ func (c *Client) Name() string {
 
 // Proto is the RESP version the client chose with HELLO (2 by default).
 func (c *Client) Proto() int { return c.proto }
+
+// ReplyProto is the RESP version of the reply being written: the
+// client's, or inside a script's redis.call the script's (2 unless it chose
+// 3 with redis.setresp), whatever its client speaks.
+func (c *Client) ReplyProto() int { return c.w.Proto }
+
+// Scratch is an empty buffer with the capacity c keeps between commands:
+// a handler may read a value into it and reply from it without allocating.
+// SetScratch hands the buffer back, grown, for the next command.
+func (c *Client) Scratch() []byte { return c.scratch[:0] }
+
+// SetScratch keeps b's storage as c's scratch buffer (see Scratch).
+func (c *Client) SetScratch(b []byte) { c.scratch = b[:0] }
 
 // Server is the server the client is connected to.
 func (c *Client) Server() *Server { return c.srv }

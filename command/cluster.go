@@ -158,7 +158,7 @@ func clusterGate(c *Client, cmd *Command, args [][]byte) bool {
 		c.Err(errCrossSlot)
 		return false
 	}
-	if slot < 0 || cs.emulated || c.inScript {
+	if slot < 0 || cs.emulated || c.calling {
 		return true
 	}
 	return c.route(cmd, args, slot, asking)

@@ -207,7 +207,7 @@ func cmdCommandList(c *Client, args [][]byte) {
 		val := strings.ToLower(string(args[4]))
 		switch {
 		case EqualFold(args[3], "pattern"):
-			filter = func(cmd *Command) bool { return globMatch(val, cmd.Name) }
+			filter = func(cmd *Command) bool { return GlobMatch(val, cmd.Name) }
 		case EqualFold(args[3], "aclcat"):
 			filter = func(cmd *Command) bool {
 				for _, cat := range cmd.Categories() {

@@ -166,7 +166,7 @@ func restoreExpiry(arg []byte, abs bool, now int64) (int64, error) {
 	case ttl == 0:
 		return 0, nil
 	}
-	at, ok := expireAtSigned(now, ttl, 1e6, abs)
+	at, ok := ExpireAtSigned(now, ttl, 1e6, abs)
 	if !ok {
 		return 0, WireError("ERR invalid expire time in 'restore' command")
 	}

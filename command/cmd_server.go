@@ -283,7 +283,7 @@ func cmdConfigGet(c *Client, args [][]byte) {
 	for _, a := range args[2:] {
 		pat := strings.ToLower(string(a))
 		for _, d := range c.srv.directives.All() {
-			if !seen[d.Name] && globMatch(pat, d.Name) {
+			if !seen[d.Name] && GlobMatch(pat, d.Name) {
 				seen[d.Name] = true
 				out = append(out, d.Name, d.Get(&cfg))
 			}

@@ -1,4 +1,4 @@
-package command
+package command_test
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/command"
+	connection "github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/testlog"
@@ -23,9 +25,9 @@ import (
 func TestPanicRecovered(t *testing.T) {
 	t.Parallel()
 	logs := &testlog.Buffer{}
-	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0))
-	s.Commands().Register(&Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
-		Handler: func(c *Client, _ [][]byte) {
+	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(logs, "", 0), connection.New())
+	s.Commands().Register(&command.Command{Name: "test.panic", Arity: 1, Group: "server", Since: "0.1.0", Complexity: "O(1)", Summary: "test only",
+		Handler: func(c *command.Client, _ [][]byte) {
 			var m map[string]int
 			m["boom"]++ // assignment to a nil map
 		}})
@@ -57,14 +59,6 @@ func TestPanicRecovered(t *testing.T) {
 // panics. The first byte picks the command, the rest is split on NUL into
 // arguments.
 func FuzzCommandArgs(f *testing.F) {
-	var names []string
-	NewTable().eachRunnable(func(c *Command) { names = append(names, strings.ReplaceAll(c.Name, "|", "\x00")) })
-	for i, name := range names {
-		f.Add(append([]byte{byte(i)}, name...))
-	}
-	for _, s := range seedArgs {
-		f.Add([]byte(s))
-	}
 	logs := &testlog.Buffer{}
 	cfg := config.Default()
 	// Not f.TempDir: a SAVE, BGSAVE or SHUTDOWN among the inputs may still
@@ -81,8 +75,8 @@ func FuzzCommandArgs(f *testing.F) {
 	cfg.Dir = dir
 	clk := clock.NewFake(1_700_000_000e9)
 	shut := false // the last input's SHUTDOWN went ahead
-	newServer := func() *Server {
-		s := New(cfg, engine.New(clk, 0), log.New(logs, "", 0))
+	newServer := func() *command.Server {
+		s := command.New(cfg, engine.New(clk, 0), log.New(logs, "", 0), families()...)
 		// A SHUTDOWN among the inputs must not end the run: it is recorded,
 		// and answers nothing, as Redis's does once it goes ahead.
 		s.RequestShutdown = func(bool) { shut = true }
@@ -92,6 +86,14 @@ func FuzzCommandArgs(f *testing.F) {
 		return s
 	}
 	s := newServer()
+	var names []string
+	s.Commands().EachRunnable(func(c *command.Command) { names = append(names, strings.ReplaceAll(c.Name, "|", "\x00")) })
+	for i, name := range names {
+		f.Add(append([]byte{byte(i)}, name...))
+	}
+	for _, s := range seedArgs {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {
 			return
@@ -107,7 +109,7 @@ func FuzzCommandArgs(f *testing.F) {
 		shut = false
 		c := s.NewLocalClient()
 		out := bytes.Clone(c.Do(args...))
-		closed := c.closing
+		closed := c.Closing()
 		c.Close()
 		clk.Advance(time.Millisecond)
 		if strings.Contains(logs.String(), "panic") {
@@ -117,7 +119,7 @@ func FuzzCommandArgs(f *testing.F) {
 		if err != nil || (n != 1 && !(n == 0 && (closed || shut))) {
 			t.Fatalf("%q: %d replies (%v): %q", args, n, err, out)
 		}
-		if s.authRequired() {
+		if s.AuthRequired() {
 			s.SetConfig([2]string{"requirepass", ""})
 		}
 	})
@@ -191,15 +193,16 @@ var seedArgs = []string{
 func TestFirstKeyOfAnyArguments(t *testing.T) {
 	t.Parallel()
 	eng := engine.New(clock.NewFake(1_700_000_000e9), 0)
+	table := newServer(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0)).Commands()
 	words := [][]byte{[]byte("1"), []byte("k"), []byte("-1"), []byte("99999"), []byte("x"), []byte("2")}
 	checked := 0
-	NewTable().eachRunnable(func(cmd *Command) {
+	table.EachRunnable(func(cmd *command.Command) {
 		for n := 1; n <= 7; n++ {
 			args := [][]byte{[]byte(cmd.Name)}
 			for i := 1; i < n; i++ {
 				args = append(args, words[(i+n)%len(words)])
 			}
-			k := firstKey(cmd, args)
+			k := command.FirstKey(cmd, args)
 			if k == nil {
 				continue
 			}

@@ -29,6 +29,13 @@ type Env struct {
 	// ReplicateSection sends a snapshot section's new state down the
 	// change stream (replicas, the append-only file) when one is kept.
 	ReplicateSection func(name string, save func() ([]byte, error))
+	// Publish sends message to channel's subscribers as PUBLISH does,
+	// without running the command (no statistics, no MONITOR line), and
+	// returns how many received it.
+	Publish func(channel string, message []byte) int
+	// Clients lists the connected clients and LocalClients, ordered by ID
+	// (CLIENT LIST, CLIENT KILL); any goroutine may call it.
+	Clients func() []*Client
 }
 
 // section is a snapshot section a family keeps beside the keyspace.

@@ -1,18 +1,15 @@
 package command
 
-// GlobMatch reports whether s matches a Redis glob pattern, as KEYS, SCAN
-// and PSUBSCRIBE match them (globMatch).
-func GlobMatch(pattern, s string) bool { return globMatch(pattern, s) }
-
-// globMatch reports whether s matches a Redis glob pattern: * any run,
-// ? one byte, [abc] [^a-z] classes, and \ escapes, as KEYS and SCAN use.
+// GlobMatch reports whether s matches a Redis glob pattern: * any run,
+// ? one byte, [abc] [^a-z] classes, and \ escapes: the patterns of KEYS,
+// SCAN and PSUBSCRIBE, and of every command that filters names by one.
 //
 // It takes time proportional to len(pattern) * len(s) at worst: on a
 // mismatch it goes back only to the last * seen, since a later * can match
 // anything an earlier one could. (Trying every split of every *, as a
 // naive matcher does, is exponential in the number of *s: Redis bounds it
 // since CVE-2022-36021.)
-func globMatch(pattern, s string) bool {
+func GlobMatch(pattern, s string) bool {
 	px, sx := 0, 0
 	star, starS := -1, 0 // the last * seen, and where its match now ends
 	for sx < len(s) {

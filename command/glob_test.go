@@ -6,7 +6,7 @@ import (
 )
 
 // naiveGlob is the textbook recursive matcher, exponential in the number
-// of *s: the reference globMatch must agree with on short inputs.
+// of *s: the reference GlobMatch must agree with on short inputs.
 func naiveGlob(pattern, s string) bool {
 	for len(pattern) > 0 {
 		switch pattern[0] {
@@ -54,8 +54,8 @@ func FuzzGlobMatchesNaive(f *testing.F) {
 		if len(pattern) > 12 || len(s) > 24 || strings.Count(pattern, "*") > 4 {
 			t.Skip() // the reference is exponential
 		}
-		if got, want := globMatch(pattern, s), naiveGlob(pattern, s); got != want {
-			t.Fatalf("globMatch(%q, %q) = %v, the naive matcher says %v", pattern, s, got, want)
+		if got, want := GlobMatch(pattern, s), naiveGlob(pattern, s); got != want {
+			t.Fatalf("GlobMatch(%q, %q) = %v, the naive matcher says %v", pattern, s, got, want)
 		}
 	})
 }
@@ -78,8 +78,8 @@ func TestGlobPathological(t *testing.T) {
 		{strings.Repeat("*[a-z]", 20) + "[^a]", false},
 	}
 	for _, tc := range cases {
-		if got := globMatch(tc.pattern, key); got != tc.want {
-			t.Errorf("globMatch(%.40q..., 60 a's) = %v, want %v", tc.pattern, got, tc.want)
+		if got := GlobMatch(tc.pattern, key); got != tc.want {
+			t.Errorf("GlobMatch(%.40q..., 60 a's) = %v, want %v", tc.pattern, got, tc.want)
 		}
 	}
 }

@@ -152,7 +152,7 @@ func readMigrating(c *Client, keys [][]byte, now int64) ([]migrating, error) {
 		if ok {
 			ttl := int64(0)
 			if expire != 0 {
-				ttl = pttl(expire, now) // rounded up: a limiter never expires early on the target
+				ttl = PTTL(expire, now) // rounded up: a limiter never expires early on the target
 			}
 			batch = append(batch, migrating{key: k, payload: p, pttl: ttl})
 		}

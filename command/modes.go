@@ -30,14 +30,16 @@ func registerModes(t *Table) { t.SetGate(GateModes, modeGate) }
 
 func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	m := c.mode.Load()
-	if m == 0 && !c.srv.refuseWrites.Load() && !c.srv.readOnly.Load() && c.srv.busy.count.Load() == 0 {
+	t := c.srv.table
+	busy := t.busy != nil && t.busy.Load() != 0
+	if m == 0 && !c.srv.refuseWrites.Load() && !c.srv.readOnly.Load() && !busy {
 		return true
 	}
-	if !busyGate(c, cmd) {
+	if busy && !t.busyCheck(c, cmd, args) {
 		return false
 	}
 	for i := 0; m != 0; i, m = i+1, m>>1 {
-		if m&1 != 0 && !c.srv.table.modeChecks[i](c, cmd, args) {
+		if m&1 != 0 && !t.modeChecks[i](c, cmd, args) {
 			return false
 		}
 	}

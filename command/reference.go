@@ -71,3 +71,19 @@ func sortByRank(names []string, rank map[string]int) {
 		}
 	}
 }
+
+// HelpFor answers PARENT HELP from the subcommand table.
+func HelpFor(parent string) func(c *Client, args [][]byte) {
+	return func(c *Client, _ [][]byte) {
+		p := c.srv.table.byName[parent]
+		lines := []string{fmt.Sprintf("%s <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", p.FullName())}
+		for _, s := range p.Subs {
+			sub := strings.TrimPrefix(s.FullName(), p.FullName()+" ")
+			lines = append(lines, strings.TrimSpace(sub+" "+s.Syntax), "    "+s.Summary)
+		}
+		c.Array(len(lines))
+		for _, l := range lines {
+			c.Simple(l)
+		}
+	}
+}

@@ -27,8 +27,6 @@ import (
 	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/replication"
 	"github.com/limitdb/limitdb/resp"
-	"github.com/limitdb/limitdb/scripting"
-	"github.com/limitdb/limitdb/scripting/twins"
 )
 
 // Version is limitdb's version, reported by INFO and HELLO.
@@ -37,6 +35,10 @@ const Version = "0.1.0"
 // redisVersion is the Redis version limitdb answers as, for clients that
 // gate features on it.
 const redisVersion = "7.2.0"
+
+// RedisVersion is the Redis version limitdb answers as (INFO, HELLO, a
+// script's redis.REDIS_VERSION).
+const RedisVersion = redisVersion
 
 // Server serves the command table over RESP.
 type Server struct {
@@ -89,13 +91,8 @@ type Server struct {
 	sections     persistence.Sections // a snapshot's sections beside the keyspace
 	persist      persistState         // snapshots: cmd_persist.go
 	aof          appendOnly           // the append-only file (replication.AOF), nil without a keyspace: aof.go
-	scripts      *scripting.Cache     // EVAL's scripts by SHA1: scripting.go
-	functions    *scripting.Functions // FUNCTION's libraries, kept in snapshots
-	natives      *twins.Registry      // library scripts run without Lua, by SHA1: scripting/twins
-	busy         busyScripts          // scripts under way, -BUSY past busy-reply-threshold
-	runner       *scripting.Runner
-	slow         slowLog  // SLOWLOG: slowlog.go
-	mem          memState // maxmemory: memory.go
+	slow         slowLog              // SLOWLOG: slowlog.go
+	mem          memState             // maxmemory: memory.go
 
 	closeOnce  sync.Once
 	listenPort atomic.Int64 // INFO's tcp_port, once listening
@@ -126,16 +123,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	if clk != nil {
 		s.started = clock.Time(clk)
 	}
-	s.scripts = scripting.NewCache()
-	s.functions = scripting.NewFunctions()
-	s.natives = twins.New()
-	s.busy = busyScripts{clk: clk, runs: map[*scriptRun]struct{}{}}
-	s.sections.Add("functions", s.functions.Save, s.functions.LoadSection)
-	s.runner = scripting.NewRunner(scripting.Options{RedisVersion: redisVersion, Log: func(level int, msg string) {
-		if level >= scripting.LogNotice {
-			logger.Printf("script: %s", msg)
-		}
-	}, MemoryLimit: func() int64 { return s.Config().ScriptMemoryLimit }})
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
@@ -144,7 +131,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	s.slow.configure(cfg)
 	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
-	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection}
+	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish, Clients: s.Clients}
 	for _, f := range families {
 		f.Register(s.table, env)
 	}
@@ -175,7 +162,6 @@ func (s *Server) Close() error {
 		for _, stop := range s.table.closers {
 			stop()
 		}
-		s.busy.killAll()
 		s.StopAOF()
 		if s.repl != nil {
 			s.repl.Close()

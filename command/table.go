@@ -150,6 +150,9 @@ type Table struct {
 	// what families offer the core and each other (observe.go)
 	observer  atomic.Pointer[observer]
 	publisher Publisher
+	// a busy server (calls.go: SetBusyCheck)
+	busy      *atomic.Int32
+	busyCheck GateFunc
 }
 
 // NewTable returns the table of every built-in family of commands.
@@ -158,20 +161,11 @@ func NewTable() *Table {
 	for _, family := range []func(*Table){
 		registerAuth,
 		registerCommand,
-		registerConn,
 		registerDump,
-		registerExpire,
-		registerKeys,
 		registerPersist,
 		registerRLS,
 		registerServer,
 		registerServerInfo,
-		registerStrings,
-		registerHash,
-		registerSet,
-		registerZSet,
-		registerList,
-		registerObject,
 		registerInfoLimits,
 		registerLimits,
 		registerMemory,
@@ -180,8 +174,6 @@ func NewTable() *Table {
 		registerStats,
 		registerReplication,
 		registerAOF,
-		registerScripting,
-		registerFunctions,
 		registerModes,
 		registerCluster,
 	} {

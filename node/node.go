@@ -20,9 +20,12 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/conn"
+	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/policy"
@@ -38,10 +41,11 @@ const ShutdownGrace = 5 * time.Second
 // Node is one limitdb server: its command layer (CommandServer), its
 // transport and its listeners.
 type Node struct {
-	cmds   *command.Server
-	limits *ratelimit.Family // the rate-limit commands and named policies
-	net    *server.Server
-	logger *log.Logger
+	cmds    *command.Server
+	limits  *ratelimit.Family // the rate-limit commands and named policies
+	scripts *scripts.Family   // EVAL, FUNCTION and the scripts they keep
+	net     *server.Server
+	logger  *log.Logger
 
 	// OnShutdown is called by Shutdown once every connection has finished
 	// (save is false for SHUTDOWN NOSAVE): where the final snapshot is
@@ -75,9 +79,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits := ratelimit.New()
-	cmds := command.New(cfg, eng, logger, limits, pubsub.New(), monitor.New())
-	n := &Node{cmds: cmds, limits: limits, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits, scripts := ratelimit.New(), scripts.New()
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New())
+	n := &Node{cmds: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -316,7 +320,7 @@ func (n *Node) Start() {
 		})
 		go n.every(time.Second, n.saveIfDue)
 		go n.every(time.Second, n.cmds.ReplicationCron)
-		go n.cmds.WatchScripts()
+		go n.scripts.Watch()
 		go n.paceGC()
 		n.cmds.StartReplication()
 		if err := n.cmds.StartAOF(); err != nil {

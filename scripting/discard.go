@@ -9,7 +9,7 @@ import (
 // A statement `redis.call(...)` drops what the command answered. Building
 // it anyway costs: a status reply such as SET's +OK is a table, which
 // gopher-lua keeps in two Go maps, two fifths of the bytes a short script
-// allocates (go test -bench EvalSHA -benchmem ./command/). So such a
+// allocates (go test -bench EvalSHA -benchmem ./command/scripts/). So such a
 // statement is compiled as a call to callVoidName (pcallVoidName for
 // redis.pcall): the same command, the same error raised for an error
 // reply, and no result. Every other call of redis.call or redis.pcall is

@@ -166,7 +166,7 @@ func compileNamed(code, name string, hidden bool) (*lua.FunctionProto, error) {
 	// Redis runs a body as a function of no arguments; gopher-lua compiles
 	// a chunk as a vararg one and, for Lua 5.1's `arg`, builds a table on
 	// every call: three quarters of what a run allocated
-	// (go test -bench EvalSHA -benchmem ./command/).
+	// (go test -bench EvalSHA -benchmem ./command/scripts/).
 	proto.IsVarArg &^= lua.VarArgNeedsArg
 	sizeTables(proto)
 	return proto, nil

@@ -9,7 +9,7 @@ import lua "github.com/yuin/gopher-lua"
 // `return {a, b, math.ceil(x)}` makes a table with a hash part it never
 // uses and an array part one short: three allocations more than the
 // table needs, in the statement most limiter scripts end with (go test
-// -bench EvalSHA -benchmem ./command/). sizeTables corrects the sizes
+// -bench EvalSHA -benchmem ./command/scripts/). sizeTables corrects the sizes
 // of such constructors after compiling: no keyed field, and room in the
 // array part for the call's first value.
 

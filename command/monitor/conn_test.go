@@ -9,16 +9,21 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	connection "github.com/limitdb/limitdb/command/conn"
+	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/resp"
 )
 
-// newServer is a command layer with the MONITOR family, on a fake clock.
+// newServer is a command layer with the MONITOR family, on a fake clock,
+// beside the families whose commands the tests run and watch: the
+// connection commands (ECHO, RESET), the keyspace and scripts.
 func newServer(t testing.TB) *command.Server {
 	t.Helper()
-	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), monitor.New())
+	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), connection.New(), keyspace.New(), scripts.New(), monitor.New())
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}

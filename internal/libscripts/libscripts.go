@@ -137,7 +137,7 @@ type Load struct {
 }
 
 // NativeLoads are the library scripts limitdb runs natively that the
-// in-process benchmarks run (command's BenchmarkNativeScripts, node's
+// in-process benchmarks run (command/scripts' BenchmarkNativeScripts, node's
 // BenchmarkPipelineScripts, scripting/twins' BenchmarkTwins), and
 // CL.THROTTLE.
 func NativeLoads() []Load {

@@ -17,7 +17,7 @@
 //
 // Each twin is proved equal to the interpreter by a differential test, which
 // runs the script's text on the interpreter through the command layer and so
-// lives beside it: TestNativeEdgesMatchLua (command/twins_edges_test.go) for
+// lives beside it: TestNativeEdgesMatchLua (command/scripts/twins_edges_test.go) for
 // arguments and values other than plain numbers, TestNativeScriptsMatchLua
 // and TestBottleneckNativeMatchesLua (tests/) through time.
 package twins

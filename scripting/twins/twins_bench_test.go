@@ -10,7 +10,7 @@ import (
 	"github.com/limitdb/limitdb/scripting"
 )
 
-// BenchmarkTwins is the twins of command's BenchmarkNativeScripts with no
+// BenchmarkTwins is the twins of command/scripts' BenchmarkNativeScripts with no
 // command layer: each twin on a Host that is only a keyspace on a fake
 // clock, on 100k random keys, with the arguments bench/scripts.sh gives.
 // The difference between the two is what the command layer adds (the

@@ -1,49 +1,50 @@
-package command
+package keyspace
 
 import (
 	"math"
 	"math/big"
 	"strconv"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 )
 
 // Hash commands, for the limiter libraries whose Lua scripts keep a
 // bucket's fields in a hash. Replies and error texts are Redis 7.0's.
 
-func registerHash(t *Table) {
-	h := func(name string, arity int, flags Flag, complexity, summary, syntax string, fn func(*Client, [][]byte)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+func registerHash(t *command.Table) {
+	h := func(name string, arity int, flags command.Flag, complexity, summary, syntax string, fn func(*command.Client, [][]byte)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "hash", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
 	t.Register(
-		h("hset", -4, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of fields set",
+		h("hset", -4, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(N) where N is the number of fields set",
 			"Sets fields of a hash, creating it; answers how many fields are new.", "key field value [field value ...]", cmdHSet(false)),
-		h("hmset", -4, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of fields set",
+		h("hmset", -4, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(N) where N is the number of fields set",
 			"Sets fields of a hash, creating it; answers OK (HSET's old form).", "key field value [field value ...]", cmdHSet(true)),
-		h("hsetnx", 4, FlagWrite|FlagDenyOOM|FlagFast, "O(1)",
+		h("hsetnx", 4, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(1)",
 			"Sets a field of a hash only if it is absent; answers 1 if set.", "key field value", cmdHSetNX),
-		h("hget", 3, FlagReadonly|FlagFast, "O(1)", "Returns a field's value; nil when the field or key is absent.", "key field", cmdHGet),
-		h("hmget", -3, FlagReadonly|FlagFast, "O(N) where N is the number of fields",
+		h("hget", 3, command.FlagReadonly|command.FlagFast, "O(1)", "Returns a field's value; nil when the field or key is absent.", "key field", cmdHGet),
+		h("hmget", -3, command.FlagReadonly|command.FlagFast, "O(N) where N is the number of fields",
 			"Returns the values of several fields, nil for absent ones.", "key field [field ...]", cmdHMGet),
-		h("hgetall", 2, FlagReadonly, "O(N) where N is the size of the hash",
+		h("hgetall", 2, command.FlagReadonly, "O(N) where N is the size of the hash",
 			"Returns every field and value: in the order fields were set for a small hash (listpack), unordered for a large one.", "key", cmdHGetAll(true, true)),
-		h("hkeys", 2, FlagReadonly, "O(N) where N is the size of the hash", "Returns every field of a hash.", "key", cmdHGetAll(true, false)),
-		h("hvals", 2, FlagReadonly, "O(N) where N is the size of the hash", "Returns every value of a hash.", "key", cmdHGetAll(false, true)),
-		h("hstrlen", 3, FlagReadonly|FlagFast, "O(1)", "Returns the length of a field's value (0 when absent).", "key field", cmdHStrlen),
-		h("hlen", 2, FlagReadonly|FlagFast, "O(1)", "Counts the fields of a hash (0 when absent).", "key", cmdHLen),
-		h("hexists", 3, FlagReadonly|FlagFast, "O(1)", "Answers 1 if the hash has the field.", "key field", cmdHExists),
-		h("hdel", -3, FlagWrite|FlagFast, "O(N) where N is the number of fields removed",
+		h("hkeys", 2, command.FlagReadonly, "O(N) where N is the size of the hash", "Returns every field of a hash.", "key", cmdHGetAll(true, false)),
+		h("hvals", 2, command.FlagReadonly, "O(N) where N is the size of the hash", "Returns every value of a hash.", "key", cmdHGetAll(false, true)),
+		h("hstrlen", 3, command.FlagReadonly|command.FlagFast, "O(1)", "Returns the length of a field's value (0 when absent).", "key field", cmdHStrlen),
+		h("hlen", 2, command.FlagReadonly|command.FlagFast, "O(1)", "Counts the fields of a hash (0 when absent).", "key", cmdHLen),
+		h("hexists", 3, command.FlagReadonly|command.FlagFast, "O(1)", "Answers 1 if the hash has the field.", "key field", cmdHExists),
+		h("hdel", -3, command.FlagWrite|command.FlagFast, "O(N) where N is the number of fields removed",
 			"Removes fields of a hash, and the key with its last field; answers how many were there.", "key field [field ...]", cmdHDel),
-		h("hincrby", 4, FlagWrite|FlagDenyOOM|FlagFast, "O(1)",
+		h("hincrby", 4, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(1)",
 			"Adds an integer to a field (0 if absent) and returns the sum.", "key field increment", cmdHIncrBy),
-		h("hincrbyfloat", 4, FlagWrite|FlagDenyOOM|FlagFast, "O(1)",
+		h("hincrbyfloat", 4, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(1)",
 			"Adds a float to a field (0 if absent) in long double precision, as Redis does, and returns the sum's text.", "key field increment", cmdHIncrByFloat),
 	)
 }
 
-func cmdHSet(ok bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdHSet(ok bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		if len(args)%2 != 0 {
 			c.Errf("wrong number of arguments for '%s' command", lower(args[0]))
 			return
@@ -68,7 +69,7 @@ func cmdHSet(ok bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdHSetNX(c *Client, args [][]byte) {
+func cmdHSetNX(c *command.Client, args [][]byte) {
 	set := false
 	_, err := c.Engine().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
 		if _, ok := h.Get(args[2]); ok {
@@ -84,7 +85,7 @@ func cmdHSetNX(c *Client, args [][]byte) {
 // lock: the hash's bytes are valid there, and copying them out first
 // would only cost an allocation.
 
-func cmdHGet(c *Client, args [][]byte) {
+func cmdHGet(c *command.Client, args [][]byte) {
 	replied := false
 	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		if v, ok := h.Get(args[2]); ok {
@@ -101,7 +102,7 @@ func cmdHGet(c *Client, args [][]byte) {
 	}
 }
 
-func cmdHMGet(c *Client, args [][]byte) {
+func cmdHMGet(c *command.Client, args [][]byte) {
 	found, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		c.Array(len(args) - 2)
 		for _, f := range args[2:] {
@@ -126,8 +127,8 @@ func cmdHMGet(c *Client, args [][]byte) {
 
 // cmdHGetAll is HGETALL (fields and values: a map in RESP3), HKEYS and
 // HVALS.
-func cmdHGetAll(fields, values bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdHGetAll(fields, values bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		found, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 			if fields && values {
 				c.Map(h.Len())
@@ -156,7 +157,7 @@ func cmdHGetAll(fields, values bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdHLen(c *Client, args [][]byte) {
+func cmdHLen(c *command.Client, args [][]byte) {
 	n := 0
 	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		n = h.Len()
@@ -165,7 +166,7 @@ func cmdHLen(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdHStrlen(c *Client, args [][]byte) {
+func cmdHStrlen(c *command.Client, args [][]byte) {
 	n := 0
 	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		v, _ := h.Get(args[2])
@@ -175,7 +176,7 @@ func cmdHStrlen(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdHExists(c *Client, args [][]byte) {
+func cmdHExists(c *command.Client, args [][]byte) {
 	has := false
 	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		_, has = h.Get(args[2])
@@ -184,7 +185,7 @@ func cmdHExists(c *Client, args [][]byte) {
 	c.IntOrError(b2i(has), err)
 }
 
-func cmdHDel(c *Client, args [][]byte) {
+func cmdHDel(c *command.Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		n = countTrue(args[2:], h.Delete)
@@ -193,8 +194,8 @@ func cmdHDel(c *Client, args [][]byte) {
 	c.IntOrError(n, err)
 }
 
-func cmdHIncrBy(c *Client, args [][]byte) {
-	incr, err := ParseInt(args[3])
+func cmdHIncrBy(c *command.Client, args [][]byte) {
+	incr, err := command.ParseInt(args[3])
 	if err != nil {
 		c.Error(err)
 		return
@@ -203,13 +204,13 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	var opErr error
 	_, err = c.Engine().DoHash(args[1], c.Now(), true, func(h *engine.Hash) bool {
 		if v, ok := h.Get(args[2]); ok {
-			if n, opErr = ParseInt(v); opErr != nil {
-				opErr = WireError("ERR hash value is not an integer")
+			if n, opErr = command.ParseInt(v); opErr != nil {
+				opErr = command.WireError("ERR hash value is not an integer")
 				return false
 			}
 		}
 		if (incr < 0 && n < math.MinInt64-incr) || (incr > 0 && n > math.MaxInt64-incr) {
-			opErr = WireError("ERR increment or decrement would overflow")
+			opErr = command.WireError("ERR increment or decrement would overflow")
 			return false
 		}
 		n += incr
@@ -227,7 +228,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	}
 }
 
-func cmdHIncrByFloat(c *Client, args [][]byte) {
+func cmdHIncrByFloat(c *command.Client, args [][]byte) {
 	incr, ok := engine.ParseLongDouble(args[3])
 	if !ok {
 		c.Error(engine.ErrNotFloat)
@@ -244,7 +245,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 		if v, has := h.Get(args[2]); has {
 			var ok bool
 			if cur, ok = engine.ParseLongDouble(v); !ok {
-				opErr = WireError("ERR hash value is not a float")
+				opErr = command.WireError("ERR hash value is not a float")
 				return false
 			}
 		}
@@ -253,7 +254,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 			opErr = engine.ErrNaNOrInf
 			return false
 		}
-		out = engine.AppendLongDouble(c.scratch[:0], sum)
+		out = engine.AppendLongDouble(c.Scratch(), sum)
 		h.Set(args[2], out)
 		return true
 	})
@@ -264,6 +265,6 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 		c.Error(opErr)
 	default:
 		c.Bulk(out)
-		c.scratch = out[:0]
+		c.SetScratch(out)
 	}
 }

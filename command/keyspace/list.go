@@ -1,8 +1,9 @@
-package command
+package keyspace
 
 import (
 	"strings"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -12,47 +13,47 @@ import (
 // Redis 7.0's. The blocking commands (BLPOP, BRPOP, BLMOVE, ...) are not
 // here.
 
-func registerList(t *Table) {
-	l := func(name string, arity int, flags Flag, complexity, summary, syntax string, fn func(*Client, [][]byte)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+func registerList(t *command.Table) {
+	l := func(name string, arity int, flags command.Flag, complexity, summary, syntax string, fn func(*command.Client, [][]byte)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "list", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
 	t.Register(
-		l("lpush", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+		l("lpush", -3, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(N) where N is the number of elements pushed",
 			"Pushes elements at the head of a list, one after the other, creating it; answers the length.", "key element [element ...]", cmdPush(true, false)),
-		l("rpush", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+		l("rpush", -3, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(N) where N is the number of elements pushed",
 			"Pushes elements at the tail of a list, creating it; answers the length.", "key element [element ...]", cmdPush(false, false)),
-		l("lpushx", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+		l("lpushx", -3, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(N) where N is the number of elements pushed",
 			"LPUSH only if the list exists; answers the length (0 when absent).", "key element [element ...]", cmdPush(true, true)),
-		l("rpushx", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of elements pushed",
+		l("rpushx", -3, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(N) where N is the number of elements pushed",
 			"RPUSH only if the list exists; answers the length (0 when absent).", "key element [element ...]", cmdPush(false, true)),
-		l("lpop", -2, FlagWrite|FlagFast, "O(N) where N is the number of elements popped",
+		l("lpop", -2, command.FlagWrite|command.FlagFast, "O(N) where N is the number of elements popped",
 			"Removes and returns the first element, or with a count up to that many as an array; the key goes with its last element.", "key [count]", cmdPop(true)),
-		l("rpop", -2, FlagWrite|FlagFast, "O(N) where N is the number of elements popped",
+		l("rpop", -2, command.FlagWrite|command.FlagFast, "O(N) where N is the number of elements popped",
 			"Removes and returns the last element, or with a count up to that many as an array.", "key [count]", cmdPop(false)),
-		l("llen", 2, FlagReadonly|FlagFast, "O(1)", "Counts the elements of a list (0 when absent).", "key", cmdLLen),
-		l("lindex", 3, FlagReadonly, "O(1)",
+		l("llen", 2, command.FlagReadonly|command.FlagFast, "O(1)", "Counts the elements of a list (0 when absent).", "key", cmdLLen),
+		l("lindex", 3, command.FlagReadonly, "O(1)",
 			"Returns the element at an index (negative: from the tail); nil when out of range.", "key index", cmdLIndex),
-		l("lrange", 4, FlagReadonly, "O(N) where N is the number of elements returned",
+		l("lrange", 4, command.FlagReadonly, "O(N) where N is the number of elements returned",
 			"Returns the elements from start to stop, both included (negative: from the tail).", "key start stop", cmdLRange),
-		l("ltrim", 4, FlagWrite, "O(N) where N is the number of elements removed",
+		l("ltrim", 4, command.FlagWrite, "O(N) where N is the number of elements removed",
 			"Keeps the elements from start to stop, both included, and removes the rest; the key goes when none is left.", "key start stop", cmdLTrim),
-		l("lset", 4, FlagWrite|FlagDenyOOM, "O(1)",
+		l("lset", 4, command.FlagWrite|command.FlagDenyOOM, "O(1)",
 			"Replaces the element at an index; an error when the key is absent or the index out of range.", "key index element", cmdLSet),
-		l("lrem", 4, FlagWrite, "O(N+M) where N is the length of the list and M the number of elements removed",
+		l("lrem", 4, command.FlagWrite, "O(N+M) where N is the length of the list and M the number of elements removed",
 			"Removes elements equal to element: count from the head, -count from the tail, 0 all; answers how many.", "key count element", cmdLRem),
-		l("linsert", 5, FlagWrite|FlagDenyOOM, "O(N) where N is the length of the list",
+		l("linsert", 5, command.FlagWrite|command.FlagDenyOOM, "O(N) where N is the length of the list",
 			"Inserts an element before or after the first element equal to pivot; answers the length, -1 without the pivot, 0 without the key.",
 			"key BEFORE|AFTER pivot element", cmdLInsert),
-		l("lpos", -3, FlagReadonly, "O(N) where N is the length of the list; O(1) near an end or with MAXLEN",
+		l("lpos", -3, command.FlagReadonly, "O(N) where N is the length of the list; O(1) near an end or with MAXLEN",
 			"Returns the index of the rank-th match of element (negative rank: from the tail), or with COUNT the indexes of up to that many matches (0: all), looking at MAXLEN elements at most.",
 			"key element [RANK rank] [COUNT num-matches] [MAXLEN len]", cmdLPos),
 	)
 }
 
 // cmdPush is LPUSH and RPUSH, and with onlyExisting LPUSHX and RPUSHX.
-func cmdPush(head, onlyExisting bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdPush(head, onlyExisting bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		n := 0
 		_, err := c.Engine().DoList(args[1], c.Now(), !onlyExisting, func(l *engine.List) bool {
 			for _, v := range args[2:] {
@@ -73,8 +74,8 @@ func cmdPush(head, onlyExisting bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdPop(head bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdPop(head bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		if len(args) > 3 {
 			c.Errf("wrong number of arguments for '%s' command", lower(args[0]))
 			return
@@ -82,7 +83,7 @@ func cmdPop(head bool) func(c *Client, args [][]byte) {
 		withCount, count := len(args) == 3, int64(1)
 		if withCount {
 			var err error
-			if count, err = ParseInt(args[2]); err != nil || count < 0 {
+			if count, err = command.ParseInt(args[2]); err != nil || count < 0 {
 				c.Err("ERR value is out of range, must be positive")
 				return
 			}
@@ -118,7 +119,7 @@ func cmdPop(head bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdLLen(c *Client, args [][]byte) {
+func cmdLLen(c *command.Client, args [][]byte) {
 	n := 0
 	_, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		n = l.Len()
@@ -138,12 +139,12 @@ func listIndex(index int64, n int) (int, bool) {
 
 // cmdLIndex looks the key up before it reads the index, as Redis does: an
 // index that is not an integer is an error only on a list.
-func cmdLIndex(c *Client, args [][]byte) {
+func cmdLIndex(c *command.Client, args [][]byte) {
 	var v []byte
 	var perr error
 	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		var index int64
-		if index, perr = ParseInt(args[2]); perr == nil {
+		if index, perr = command.ParseInt(args[2]); perr == nil {
 			if i, ok := listIndex(index, l.Len()); ok {
 				v = l.Index(i)
 			}
@@ -164,14 +165,14 @@ func cmdLIndex(c *Client, args [][]byte) {
 
 // parseStartStop reads LRANGE's and LTRIM's two indexes.
 func parseStartStop(args [][]byte) (start, stop int64, err error) {
-	if start, err = ParseInt(args[2]); err != nil {
+	if start, err = command.ParseInt(args[2]); err != nil {
 		return 0, 0, err
 	}
-	stop, err = ParseInt(args[3])
+	stop, err = command.ParseInt(args[3])
 	return start, stop, err
 }
 
-func cmdLRange(c *Client, args [][]byte) {
+func cmdLRange(c *command.Client, args [][]byte) {
 	start, stop, err := parseStartStop(args)
 	if err != nil {
 		c.Error(err)
@@ -197,7 +198,7 @@ func cmdLRange(c *Client, args [][]byte) {
 	}
 }
 
-func cmdLTrim(c *Client, args [][]byte) {
+func cmdLTrim(c *command.Client, args [][]byte) {
 	start, stop, err := parseStartStop(args)
 	if err != nil {
 		c.Error(err)
@@ -223,12 +224,12 @@ func cmdLTrim(c *Client, args [][]byte) {
 }
 
 // cmdLSet looks the key up first, as LINDEX does.
-func cmdLSet(c *Client, args [][]byte) {
+func cmdLSet(c *command.Client, args [][]byte) {
 	var perr error
 	ok := false
 	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		var index int64
-		if index, perr = ParseInt(args[2]); perr != nil {
+		if index, perr = command.ParseInt(args[2]); perr != nil {
 			return false
 		}
 		var i int
@@ -251,8 +252,8 @@ func cmdLSet(c *Client, args [][]byte) {
 	}
 }
 
-func cmdLRem(c *Client, args [][]byte) {
-	count, err := ParseInt(args[2])
+func cmdLRem(c *command.Client, args [][]byte) {
+	count, err := command.ParseInt(args[2])
 	if err != nil {
 		c.Error(err)
 		return
@@ -273,14 +274,14 @@ func cmdLRem(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdLInsert(c *Client, args [][]byte) {
+func cmdLInsert(c *command.Client, args [][]byte) {
 	var after bool
 	switch strings.ToLower(string(args[2])) {
 	case "after":
 		after = true
 	case "before":
 	default:
-		c.Error(ErrSyntax)
+		c.Error(command.ErrSyntax)
 		return
 	}
 	n := 0
@@ -319,38 +320,38 @@ func parseLPos(args [][]byte) (lposOptions, error) {
 	for i := 3; i < len(args); i++ {
 		opt := strings.ToLower(string(args[i]))
 		if i+1 >= len(args) {
-			return o, ErrSyntax
+			return o, command.ErrSyntax
 		}
 		i++
-		n, err := ParseInt(args[i])
+		n, err := command.ParseInt(args[i])
 		switch opt {
 		case "rank":
 			switch {
 			case err != nil:
 				return o, err
 			case n == 0:
-				return o, WireError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... " +
+				return o, command.WireError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... " +
 					"or use negative to start from the end of the list")
 			}
 			o.rank = n
 		case "count":
 			if err != nil || n < 0 {
-				return o, WireError("ERR COUNT can't be negative")
+				return o, command.WireError("ERR COUNT can't be negative")
 			}
 			o.count = n
 		case "maxlen":
 			if err != nil || n < 0 {
-				return o, WireError("ERR MAXLEN can't be negative")
+				return o, command.WireError("ERR MAXLEN can't be negative")
 			}
 			o.maxlen = n
 		default:
-			return o, ErrSyntax
+			return o, command.ErrSyntax
 		}
 	}
 	return o, nil
 }
 
-func cmdLPos(c *Client, args [][]byte) {
+func cmdLPos(c *command.Client, args [][]byte) {
 	o, err := parseLPos(args)
 	if err != nil {
 		c.Error(err)

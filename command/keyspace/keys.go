@@ -1,53 +1,55 @@
-package command
+package keyspace
 
 import (
 	"errors"
+	"strconv"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 )
 
-func registerKeys(t *Table) {
+func registerKeys(t *command.Table) {
 	t.Register(
-		&Command{Name: "del", Arity: -2, Flags: FlagWrite, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "del", Arity: -2, Flags: command.FlagWrite, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys; answers how many existed.", Syntax: "key [key ...]", Handler: cmdDel},
-		&Command{Name: "unlink", Arity: -2, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "unlink", Arity: -2, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Deletes keys (same as DEL: limitdb's values are small).", Syntax: "key [key ...]", Handler: cmdDel},
-		&Command{Name: "exists", Arity: -2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "exists", Arity: -2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: -1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Counts how many of the keys exist.", Syntax: "key [key ...]", Handler: cmdExists},
-		&Command{Name: "rename", Arity: 3, Flags: FlagWrite, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+		&command.Command{Name: "rename", Arity: 3, Flags: command.FlagWrite, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
 			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name, replacing what it held.", Syntax: "key newkey", Handler: cmdRename(false)},
-		&Command{Name: "renamenx", Arity: 3, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+		&command.Command{Name: "renamenx", Arity: 3, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
 			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name only if that name is free; answers 1 if moved.", Syntax: "key newkey", Handler: cmdRename(true)},
-		&Command{Name: "type", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "type", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, list, none).", Syntax: "key", Handler: cmdType},
-		&Command{Name: "ttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "ttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Seconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(false)},
-		&Command{Name: "pttl", Arity: 2, Flags: FlagReadonly | FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "pttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Milliseconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(true)},
-		&Command{Name: "memory", Arity: -2, Group: "server", Since: "0.1.0",
+		&command.Command{Name: "memory", Arity: -2, Group: "server", Since: "0.1.0",
 			Complexity: "Depends on subcommand.", Summary: "Reports memory use.", Syntax: "subcommand",
-			Subs: []*Command{
-				{Name: "memory|usage", Arity: -3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "server", Since: "0.1.0",
+			Subs: []*command.Command{
+				{Name: "memory|usage", Arity: -3, Flags: command.FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "server", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Estimates the bytes a key takes: its entry, its share of the index and its state beyond the entry (a sliding log's stamps, a string's bytes); nil when absent. SAMPLES is accepted and ignored.",
 					Syntax: "key [SAMPLES count]", Handler: cmdMemoryUsage},
-				{Name: "memory|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Lists the MEMORY subcommands.", Handler: HelpFor("memory")},
+				{Name: "memory|help", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+					Complexity: "O(1)", Summary: "Lists the MEMORY subcommands.", Handler: command.HelpFor("memory")},
 			}},
-		&Command{Name: "dbsize", Arity: 1, Flags: FlagReadonly | FlagFast, Group: "server", Since: "0.1.0",
+		&command.Command{Name: "dbsize", Arity: 1, Flags: command.FlagReadonly | command.FlagFast, Group: "server", Since: "0.1.0",
 			Complexity: "O(shards)", Summary: "Counts the keys.", Handler: cmdDBSize},
-		&Command{Name: "scan", Arity: -2, Flags: FlagReadonly, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "scan", Arity: -2, Flags: command.FlagReadonly, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1) per call, O(N) for a full iteration", Summary: "Iterates over the keys; the cursor is a shard number.",
 			Syntax: "cursor [MATCH pattern] [COUNT count] [TYPE type]", Handler: cmdScan},
-		&Command{Name: "keys", Arity: 2, Flags: FlagReadonly | FlagDangerous, Group: "generic", Since: "0.1.0",
+		&command.Command{Name: "keys", Arity: 2, Flags: command.FlagReadonly | command.FlagDangerous, Group: "generic", Since: "0.1.0",
 			Complexity: "O(N)", Summary: "Lists the keys matching a glob pattern.", Syntax: "pattern", Handler: cmdKeys},
-		&Command{Name: "flushall", Arity: -1, Flags: FlagWrite | FlagDangerous, Group: "server", Since: "0.1.0",
+		&command.Command{Name: "flushall", Arity: -1, Flags: command.FlagWrite | command.FlagDangerous, Group: "server", Since: "0.1.0",
 			Complexity: "O(N)", Summary: "Deletes every key.", Syntax: "[ASYNC|SYNC]", Handler: cmdFlush},
-		&Command{Name: "flushdb", Arity: -1, Flags: FlagWrite | FlagDangerous, Group: "server", Since: "0.1.0",
+		&command.Command{Name: "flushdb", Arity: -1, Flags: command.FlagWrite | command.FlagDangerous, Group: "server", Since: "0.1.0",
 			Complexity: "O(N)", Summary: "Deletes every key (limitdb has one database).", Syntax: "[ASYNC|SYNC]", Handler: cmdFlush},
 	)
 }
 
-func cmdDel(c *Client, args [][]byte) {
+func cmdDel(c *command.Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
@@ -58,7 +60,7 @@ func cmdDel(c *Client, args [][]byte) {
 	c.Int(n)
 }
 
-func cmdExists(c *Client, args [][]byte) {
+func cmdExists(c *command.Client, args [][]byte) {
 	now := c.Now()
 	n := int64(0)
 	for _, k := range args[1:] {
@@ -69,8 +71,8 @@ func cmdExists(c *Client, args [][]byte) {
 	c.Int(n)
 }
 
-func cmdRename(nx bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdRename(nx bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		done, err := c.Engine().Rename(args[1], args[2], c.Now(), nx)
 		switch {
 		case errors.Is(err, engine.ErrNoSuchKey):
@@ -85,13 +87,13 @@ func cmdRename(nx bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdType(c *Client, args [][]byte) {
+func cmdType(c *command.Client, args [][]byte) {
 	kind, _, _ := c.Engine().Peek(args[1], c.Now())
 	c.Simple(kind.String())
 }
 
-func cmdTTL(millis bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdTTL(millis bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		now := c.Now()
 		_, expire, ok := c.Engine().Peek(args[1], now)
 		switch {
@@ -100,7 +102,7 @@ func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 		case expire == 0:
 			c.Int(-1)
 		default:
-			ms := pttl(expire, now)
+			ms := command.PTTL(expire, now)
 			if millis {
 				c.Int(ms)
 			} else {
@@ -110,15 +112,15 @@ func cmdTTL(millis bool) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdDBSize(c *Client, _ [][]byte) { c.Int(int64(c.Engine().Len())) }
+func cmdDBSize(c *command.Client, _ [][]byte) { c.Int(int64(c.Engine().Len())) }
 
 // cmdMemoryUsage answers MEMORY USAGE key [SAMPLES count]. Every key's
 // state is measured whole, so SAMPLES, which bounds Redis's sampling of
 // large collections, is checked and otherwise ignored.
-func cmdMemoryUsage(c *Client, args [][]byte) {
+func cmdMemoryUsage(c *command.Client, args [][]byte) {
 	switch {
-	case len(args) == 5 && EqualFold(args[3], "samples"):
-		if n, err := ParseInt(args[4]); err != nil || n < 0 {
+	case len(args) == 5 && command.EqualFold(args[3], "samples"):
+		if n, err := command.ParseInt(args[4]); err != nil || n < 0 {
 			c.Err("ERR value is not an integer or out of range")
 			return
 		}
@@ -134,8 +136,8 @@ func cmdMemoryUsage(c *Client, args [][]byte) {
 	c.Int(n)
 }
 
-func cmdScan(c *Client, args [][]byte) {
-	cursor, err := ParseInt(args[1])
+func cmdScan(c *command.Client, args [][]byte) {
+	cursor, err := command.ParseInt(args[1])
 	if err != nil || cursor < 0 {
 		c.Err("ERR invalid cursor")
 		return
@@ -144,30 +146,30 @@ func cmdScan(c *Client, args [][]byte) {
 	typed := false
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			c.Error(ErrSyntax)
+			c.Error(command.ErrSyntax)
 			return
 		}
 		switch {
-		case EqualFold(args[i], "match"):
+		case command.EqualFold(args[i], "match"):
 			pattern = string(args[i+1])
-		case EqualFold(args[i], "count"):
-			if count, err = ParseInt(args[i+1]); err != nil {
+		case command.EqualFold(args[i], "count"):
+			if count, err = command.ParseInt(args[i+1]); err != nil {
 				c.Error(err)
 				return
 			}
 			if count < 1 {
-				c.Error(ErrSyntax)
+				c.Error(command.ErrSyntax)
 				return
 			}
-		case EqualFold(args[i], "type"):
+		case command.EqualFold(args[i], "type"):
 			k, ok := engine.KindByName(string(args[i+1]))
 			if !ok {
-				c.Errf("unknown type name '%s'", Clip(args[i+1]))
+				c.Errf("unknown type name '%s'", command.Clip(args[i+1]))
 				return
 			}
 			kind, typed = k, true
 		default:
-			c.Error(ErrSyntax)
+			c.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -176,7 +178,7 @@ func cmdScan(c *Client, args [][]byte) {
 	shard := int(cursor)
 	for ; shard < eng.Shards() && int64(len(keys)) < count; shard++ {
 		eng.RangeShard(shard, now, func(k string, ent *engine.Entry) bool {
-			if (!typed || ent.Kind == kind) && globMatch(pattern, k) {
+			if (!typed || ent.Kind == kind) && command.GlobMatch(pattern, k) {
 				keys = append(keys, k)
 			}
 			return true
@@ -186,19 +188,19 @@ func cmdScan(c *Client, args [][]byte) {
 		shard = 0
 	}
 	c.Array(2)
-	c.BulkString(itoa(int64(shard)))
+	c.BulkString(strconv.Itoa(shard))
 	c.Array(len(keys))
 	for _, k := range keys {
 		c.BulkString(k)
 	}
 }
 
-func cmdKeys(c *Client, args [][]byte) {
+func cmdKeys(c *command.Client, args [][]byte) {
 	eng, now, pattern := c.Engine(), c.Now(), string(args[1])
 	var keys []string
 	for i := 0; i < eng.Shards(); i++ {
 		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
-			if globMatch(pattern, k) {
+			if command.GlobMatch(pattern, k) {
 				keys = append(keys, k)
 			}
 			return true
@@ -210,15 +212,11 @@ func cmdKeys(c *Client, args [][]byte) {
 	}
 }
 
-func cmdFlush(c *Client, args [][]byte) {
-	if len(args) > 2 || (len(args) == 2 && !EqualFold(args[1], "async") && !EqualFold(args[1], "sync")) {
-		c.Error(ErrSyntax)
+func cmdFlush(c *command.Client, args [][]byte) {
+	if len(args) > 2 || (len(args) == 2 && !command.EqualFold(args[1], "async") && !command.EqualFold(args[1], "sync")) {
+		c.Error(command.ErrSyntax)
 		return
 	}
 	c.Engine().Flush()
 	c.OK()
 }
-
-// pttl is PTTL's answer for a key expiring at expire: a live key has at
-// least 1 ms.
-func pttl(expire, now int64) int64 { return (expire - now + 999_999) / 1_000_000 }

@@ -1,17 +1,57 @@
-package command
+package scripts
 
 import (
 	"io"
 	"log"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/libscripts"
 	"github.com/limitdb/limitdb/scripting"
 )
+
+// newServer is a command layer with this family alone, on clk.
+func newServer(clk clock.Clock) (*command.Server, *Family) {
+	f := New()
+	return command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New(), f), f
+}
+
+// tickingClock is a fake clock that moves a millisecond each time the
+// time is read: a command that reads the clock anew sees a later instant.
+type tickingClock struct{ *clock.Fake }
+
+func (c tickingClock) Now() int64 {
+	c.Advance(1e6)
+	return c.Fake.Now()
+}
+
+// timeReply is TIME's reply.
+const timeReply = `\*2\r\n\$\d+\r\n\d+\r\n\$\d+\r\n\d+\r\n`
+
+var betweenTimes = regexp.MustCompile(`(?s)^(` + timeReply + `)(.*)(` + timeReply + `)$`)
+
+// keepsInstant runs args between two TIMEs in one batch, and reports
+// whether the second TIME answered the batch's instant, as the first did,
+// and args' reply.
+func keepsInstant(t *testing.T, c *command.LocalClient, args ...string) (bool, string) {
+	t.Helper()
+	cmds := [][][]byte{{[]byte("TIME")}, nil, {[]byte("TIME")}}
+	for _, a := range args {
+		cmds[1] = append(cmds[1], []byte(a))
+	}
+	out := string(c.Pipeline(cmds))
+	m := betweenTimes.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("%q: %q", args, out)
+	}
+	return m[1] == m[3], m[2]
+}
 
 // TestNativeRunKeepsTheBatchInstant: a script its native twin runs is one
 // engine call, so the commands after it in a batch keep the batch's
@@ -20,11 +60,10 @@ import (
 func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 	t.Parallel()
 	body := libscripts.Ulule(t, "luaIncrScript")
-	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s, f := newServer(tickingClock{clock.NewFake(1_700_000_000e9)})
 	defer s.Close()
 	c := s.NewLocalClient()
-	script, err := s.scripts.Load([]byte(body))
+	script, err := f.scripts.Load([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,20 +76,14 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 		{"interpreter", []string{"EVAL", body + "\n", "1", "k", "1", "60000"}, false},
 		{"fast command", []string{"INCR", "k"}, true},
 	} {
-		args := make([][]byte, len(tc.args))
-		for i, a := range tc.args {
-			args[i] = []byte(a)
+		kept, reply := keepsInstant(t, c, tc.args...)
+		if strings.HasPrefix(reply, "-") {
+			t.Fatalf("%s: %q", tc.name, reply)
 		}
-		c.Now()
-		s.handle(c.Client, args)
-		if c.failed {
-			t.Fatalf("%s: %q", tc.name, c.w.Bytes())
-		}
-		if c.bt.haveNow != tc.keepNow {
-			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, c.bt.haveNow, tc.keepNow)
+		if kept != tc.keepNow {
+			t.Errorf("%s: the batch keeps its instant: %v, want %v", tc.name, kept, tc.keepNow)
 		}
 	}
-	c.endBatch()
 }
 
 // TestEvalSHAAfterFlush: a client that keeps the script of its last
@@ -58,12 +91,12 @@ func TestNativeRunKeepsTheBatchInstant(t *testing.T) {
 // script loaded again after that.
 func TestEvalSHAAfterFlush(t *testing.T) {
 	t.Parallel()
-	s := New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0))
+	s, _ := newServer(clock.NewFake(1_700_000_000e9))
 	defer s.Close()
 	c, other := s.NewLocalClient(), s.NewLocalClient()
 	sha := scripting.SHA1([]byte("return 7"))
 	steps := []struct {
-		by   *LocalClient
+		by   *command.LocalClient
 		args []string
 		want string
 	}{
@@ -90,8 +123,7 @@ func TestEvalSHAAfterFlush(t *testing.T) {
 // read anew.
 func TestBottleneckTwinEdges(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(1_700_000_000e9)
-	s := New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+	s, f := newServer(tickingClock{clock.NewFake(1_700_000_000e9)})
 	defer s.Close()
 	c := s.NewLocalClient()
 	sha := map[string]string{}
@@ -104,12 +136,15 @@ func TestBottleneckTwinEdges(t *testing.T) {
 		"client_num_queued", "client_last_registered", "client_last_seen"} {
 		keys = append(keys, "b_a_"+k)
 	}
-	call := func(script string, keys []string, argv ...string) string {
+	args := func(script string, keys []string, argv ...string) []string {
 		args := append(append([]string{"EVALSHA", sha[script]}, keys...), argv...)
 		if strings.HasSuffix(script, "\n") {
 			args[0], args[1] = "EVAL", script
 		}
-		return string(c.DoString(args...))
+		return args
+	}
+	call := func(script string, keys []string, argv ...string) string {
+		return string(c.DoString(args(script, keys, argv...)...))
 	}
 	now := "1700000000000"
 	for _, step := range [][]string{
@@ -120,7 +155,7 @@ func TestBottleneckTwinEdges(t *testing.T) {
 			t.Fatalf("%s: %q", step[0], got)
 		}
 	}
-	check := s.natives.Get(sha["check"])
+	check := f.natives.Get(sha["check"])
 	runs := check.Runs()
 	aliased := append([]string(nil), keys...)
 	aliased[4] = aliased[2] // job_clients is job_weights
@@ -132,12 +167,11 @@ func TestBottleneckTwinEdges(t *testing.T) {
 	if check.Runs() != runs {
 		t.Error("the twin ran on aliased keys")
 	}
-	c.Now()
-	if got := call("check", keys, now, "c1", "1"); got != ":1\r\n" || check.Runs() != runs+1 {
+	kept, got := keepsInstant(t, c, args("check", keys, now, "c1", "1")...)
+	if got != ":1\r\n" || check.Runs() != runs+1 {
 		t.Fatalf("check: %q, runs %d", got, check.Runs()-runs)
 	}
-	if c.bt.haveNow {
+	if kept {
 		t.Error("the batch keeps its instant after a bottleneck twin")
 	}
-	c.endBatch()
 }

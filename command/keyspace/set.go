@@ -1,29 +1,32 @@
-package command
+package keyspace
 
-import "github.com/limitdb/limitdb/engine"
+import (
+	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/engine"
+)
 
 // Set commands. Replies and error texts are Redis 7.0's.
 
-func registerSet(t *Table) {
-	s := func(name string, arity int, flags Flag, complexity, summary, syntax string, fn func(*Client, [][]byte)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+func registerSet(t *command.Table) {
+	s := func(name string, arity int, flags command.Flag, complexity, summary, syntax string, fn func(*command.Client, [][]byte)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "set", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
 	t.Register(
-		s("sadd", -3, FlagWrite|FlagDenyOOM|FlagFast, "O(N) where N is the number of members added",
+		s("sadd", -3, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(N) where N is the number of members added",
 			"Adds members to a set, creating it; answers how many are new.", "key member [member ...]", cmdSAdd),
-		s("srem", -3, FlagWrite|FlagFast, "O(N) where N is the number of members removed",
+		s("srem", -3, command.FlagWrite|command.FlagFast, "O(N) where N is the number of members removed",
 			"Removes members of a set, and the key with its last member; answers how many were there.", "key member [member ...]", cmdSRem),
-		s("sismember", 3, FlagReadonly|FlagFast, "O(1)", "Answers 1 if the set has the member.", "key member", cmdSIsMember),
-		s("smismember", -3, FlagReadonly|FlagFast, "O(N) where N is the number of members asked for",
+		s("sismember", 3, command.FlagReadonly|command.FlagFast, "O(1)", "Answers 1 if the set has the member.", "key member", cmdSIsMember),
+		s("smismember", -3, command.FlagReadonly|command.FlagFast, "O(N) where N is the number of members asked for",
 			"Answers 1 or 0 for each member: whether the set has it.", "key member [member ...]", cmdSMIsMember),
-		s("scard", 2, FlagReadonly|FlagFast, "O(1)", "Counts the members of a set (0 when absent).", "key", cmdSCard),
-		s("smembers", 2, FlagReadonly, "O(N) where N is the size of the set",
+		s("scard", 2, command.FlagReadonly|command.FlagFast, "O(1)", "Counts the members of a set (0 when absent).", "key", cmdSCard),
+		s("smembers", 2, command.FlagReadonly, "O(N) where N is the size of the set",
 			"Returns every member: in numeric order for a set of integers (intset), unordered otherwise.", "key", cmdSMembers),
 	)
 }
 
-func cmdSAdd(c *Client, args [][]byte) {
+func cmdSAdd(c *command.Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.Engine().DoSet(args[1], c.Now(), true, func(s *engine.Set) bool {
 		n = countTrue(args[2:], s.Add)
@@ -32,7 +35,7 @@ func cmdSAdd(c *Client, args [][]byte) {
 	c.IntOrError(n, err)
 }
 
-func cmdSRem(c *Client, args [][]byte) {
+func cmdSRem(c *command.Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		n = countTrue(args[2:], s.Remove)
@@ -41,7 +44,7 @@ func cmdSRem(c *Client, args [][]byte) {
 	c.IntOrError(n, err)
 }
 
-func cmdSIsMember(c *Client, args [][]byte) {
+func cmdSIsMember(c *command.Client, args [][]byte) {
 	has := false
 	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		has = s.Has(args[2])
@@ -50,7 +53,7 @@ func cmdSIsMember(c *Client, args [][]byte) {
 	c.IntOrError(b2i(has), err)
 }
 
-func cmdSMIsMember(c *Client, args [][]byte) {
+func cmdSMIsMember(c *command.Client, args [][]byte) {
 	has := make([]bool, len(args)-2)
 	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		for i, m := range args[2:] {
@@ -68,7 +71,7 @@ func cmdSMIsMember(c *Client, args [][]byte) {
 	}
 }
 
-func cmdSCard(c *Client, args [][]byte) {
+func cmdSCard(c *command.Client, args [][]byte) {
 	n := 0
 	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		n = s.Len()
@@ -77,7 +80,7 @@ func cmdSCard(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdSMembers(c *Client, args [][]byte) {
+func cmdSMembers(c *command.Client, args [][]byte) {
 	found, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		c.Set(s.Len())
 		s.Range(func(m []byte) bool {

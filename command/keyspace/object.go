@@ -1,4 +1,6 @@
-package command
+package keyspace
+
+import "github.com/limitdb/limitdb/command"
 
 // OBJECT ENCODING, which Redis clients and tests use to see how a value is
 // kept: limitdb answers what Redis 7.0 would for the same value (int,
@@ -6,19 +8,19 @@ package command
 // hashtable for a set; listpack or skiplist for a sorted set), and a
 // limiter's kind for a limiter's key.
 
-func registerObject(t *Table) {
-	t.Register(&Command{Name: "object", Arity: -2, Group: "generic", Since: "0.2.0",
+func registerObject(t *command.Table) {
+	t.Register(&command.Command{Name: "object", Arity: -2, Group: "generic", Since: "0.2.0",
 		Complexity: "Depends on subcommand.", Summary: "Inspects how a key's value is kept.", Syntax: "subcommand",
-		Subs: []*Command{
-			{Name: "object|encoding", Arity: 3, Flags: FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
+		Subs: []*command.Command{
+			{Name: "object|encoding", Arity: 3, Flags: command.FlagReadonly, FirstKey: 2, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
 				Complexity: "O(1)", Summary: "Names the encoding Redis 7.0 would use for the key's value; nil when absent.",
 				Syntax: "key", Handler: cmdObjectEncoding},
-			{Name: "object|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "generic", Since: "0.2.0",
-				Complexity: "O(1)", Summary: "Lists the OBJECT subcommands.", Handler: HelpFor("object")},
+			{Name: "object|help", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "generic", Since: "0.2.0",
+				Complexity: "O(1)", Summary: "Lists the OBJECT subcommands.", Handler: command.HelpFor("object")},
 		}})
 }
 
-func cmdObjectEncoding(c *Client, args [][]byte) {
+func cmdObjectEncoding(c *command.Client, args [][]byte) {
 	enc, ok := c.Engine().Encoding(args[2], c.Now())
 	if !ok {
 		c.Null()

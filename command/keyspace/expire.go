@@ -1,8 +1,7 @@
-package command
+package keyspace
 
 import (
-	"math"
-
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -12,45 +11,45 @@ import (
 // PERSIST refuse limiter keys with an error (DEL resets a limit); TTL, PTTL,
 // EXPIRETIME and PEXPIRETIME read them.
 
-func registerExpire(t *Table) {
-	exp := func(name string, arity int, flags Flag, summary, syntax string, h func(*Client, [][]byte)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+func registerExpire(t *command.Table) {
+	exp := func(name string, arity int, flags command.Flag, summary, syntax string, h func(*command.Client, [][]byte)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "generic", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Syntax: syntax, Handler: h}
 	}
 	const refuse = " Limiter keys refuse it: they expire when their limit is fresh."
 	t.Register(
-		exp("expire", -3, FlagWrite|FlagFast, "Sets a key's time to live in seconds."+refuse,
+		exp("expire", -3, command.FlagWrite|command.FlagFast, "Sets a key's time to live in seconds."+refuse,
 			"key seconds [NX|XX|GT|LT]", cmdExpire(1e9, false, "expire")),
-		exp("pexpire", -3, FlagWrite|FlagFast, "Sets a key's time to live in milliseconds."+refuse,
+		exp("pexpire", -3, command.FlagWrite|command.FlagFast, "Sets a key's time to live in milliseconds."+refuse,
 			"key milliseconds [NX|XX|GT|LT]", cmdExpire(1e6, false, "pexpire")),
-		exp("expireat", -3, FlagWrite|FlagFast, "Sets a key's expiry as a Unix time in seconds."+refuse,
+		exp("expireat", -3, command.FlagWrite|command.FlagFast, "Sets a key's expiry as a Unix time in seconds."+refuse,
 			"key unix-time-seconds [NX|XX|GT|LT]", cmdExpire(1e9, true, "expireat")),
-		exp("pexpireat", -3, FlagWrite|FlagFast, "Sets a key's expiry as a Unix time in milliseconds."+refuse,
+		exp("pexpireat", -3, command.FlagWrite|command.FlagFast, "Sets a key's expiry as a Unix time in milliseconds."+refuse,
 			"key unix-time-milliseconds [NX|XX|GT|LT]", cmdExpire(1e6, true, "pexpireat")),
-		exp("expiretime", 2, FlagReadonly|FlagFast, "Returns a key's expiry as a Unix time in seconds (-1 never, -2 absent).",
+		exp("expiretime", 2, command.FlagReadonly|command.FlagFast, "Returns a key's expiry as a Unix time in seconds (-1 never, -2 absent).",
 			"key", cmdExpireTime(1e9)),
-		exp("pexpiretime", 2, FlagReadonly|FlagFast, "Returns a key's expiry as a Unix time in milliseconds (-1 never, -2 absent).",
+		exp("pexpiretime", 2, command.FlagReadonly|command.FlagFast, "Returns a key's expiry as a Unix time in milliseconds (-1 never, -2 absent).",
 			"key", cmdExpireTime(1e6)),
-		exp("persist", 2, FlagWrite|FlagFast, "Removes a key's expiry; answers 1 if it had one."+refuse, "key", cmdPersist),
+		exp("persist", 2, command.FlagWrite|command.FlagFast, "Removes a key's expiry; answers 1 if it had one."+refuse, "key", cmdPersist),
 	)
 }
 
-func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdExpire(unit int64, abs bool, name string) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		cond := engine.ExpireAlways
 		var nx, xx, gt, lt bool
 		for _, a := range args[3:] {
 			switch {
-			case EqualFold(a, "nx"):
+			case command.EqualFold(a, "nx"):
 				nx, cond = true, engine.ExpireNX
-			case EqualFold(a, "xx"):
+			case command.EqualFold(a, "xx"):
 				xx, cond = true, engine.ExpireXX
-			case EqualFold(a, "gt"):
+			case command.EqualFold(a, "gt"):
 				gt, cond = true, engine.ExpireGT
-			case EqualFold(a, "lt"):
+			case command.EqualFold(a, "lt"):
 				lt, cond = true, engine.ExpireLT
 			default:
-				c.Errf("Unsupported option %s", Clip(a))
+				c.Errf("Unsupported option %s", command.Clip(a))
 				return
 			}
 		}
@@ -62,13 +61,13 @@ func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte)
 			c.Err("ERR GT and LT options at the same time are not compatible")
 			return
 		}
-		n, err := ParseInt(args[2])
+		n, err := command.ParseInt(args[2])
 		if err != nil {
 			c.Error(err)
 			return
 		}
 		now := c.Now()
-		at, ok := expireAtSigned(now, n, unit, abs)
+		at, ok := command.ExpireAtSigned(now, n, unit, abs)
 		if !ok {
 			c.Err("ERR invalid expire time in '" + name + "' command")
 			return
@@ -82,24 +81,8 @@ func cmdExpire(unit int64, abs bool, name string) func(c *Client, args [][]byte)
 	}
 }
 
-// expireAtSigned is expireAt for EXPIRE, where zero and negative times are
-// allowed (they delete the key).
-func expireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
-	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
-		return 0, false
-	}
-	at := n * unit
-	if abs {
-		return at, true
-	}
-	if (at > 0 && now > math.MaxInt64-at) || (at < 0 && now < math.MinInt64-at) {
-		return 0, false
-	}
-	return now + at, true
-}
-
-func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdExpireTime(unit int64) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		_, expire, ok := c.Engine().Peek(args[1], c.Now())
 		switch {
 		case !ok:
@@ -114,7 +97,7 @@ func cmdExpireTime(unit int64) func(c *Client, args [][]byte) {
 	}
 }
 
-func cmdPersist(c *Client, args [][]byte) {
+func cmdPersist(c *command.Client, args [][]byte) {
 	done, err := c.Engine().Persist(args[1], c.Now())
 	if err != nil {
 		c.Error(err)

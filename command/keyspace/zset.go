@@ -1,10 +1,11 @@
-package command
+package keyspace
 
 import (
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -13,52 +14,52 @@ import (
 // are written as it writes them (%.17g: a bulk string in RESP2, a double in
 // RESP3).
 
-func registerZSet(t *Table) {
-	z := func(name string, arity int, flags Flag, complexity, summary, syntax string, fn func(*Client, [][]byte)) *Command {
-		return &Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
+func registerZSet(t *command.Table) {
+	z := func(name string, arity int, flags command.Flag, complexity, summary, syntax string, fn func(*command.Client, [][]byte)) *command.Command {
+		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "sorted_set", Since: "0.2.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
 	const logN = "O(log(N)) where N is the number of members"
 	t.Register(
-		z("zadd", -4, FlagWrite|FlagDenyOOM|FlagFast, "O(log(N)) for each member added or updated",
+		z("zadd", -4, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(log(N)) for each member added or updated",
 			"Adds members with scores or updates their scores, creating the set; answers how many are new (with CH: new or changed), or with INCR the new score.",
 			"key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]", cmdZAdd),
-		z("zrem", -3, FlagWrite|FlagFast, "O(M*log(N)) where M is the number of members removed",
+		z("zrem", -3, command.FlagWrite|command.FlagFast, "O(M*log(N)) where M is the number of members removed",
 			"Removes members, and the key with its last member; answers how many were there.", "key member [member ...]", cmdZRem),
-		z("zcard", 2, FlagReadonly|FlagFast, "O(1)", "Counts the members of a sorted set (0 when absent).", "key", cmdZCard),
-		z("zcount", 4, FlagReadonly|FlagFast, logN, "Counts the members with scores between min and max (\"(\" excludes a bound; -inf and +inf).", "key min max", cmdZCount),
-		z("zscore", 3, FlagReadonly|FlagFast, "O(1)", "Returns a member's score; nil when absent.", "key member", cmdZScore),
-		z("zrank", 3, FlagReadonly|FlagFast, logN, "Returns a member's 0-based rank by ascending score; nil when absent.", "key member", cmdZRank(false)),
-		z("zrange", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+		z("zcard", 2, command.FlagReadonly|command.FlagFast, "O(1)", "Counts the members of a sorted set (0 when absent).", "key", cmdZCard),
+		z("zcount", 4, command.FlagReadonly|command.FlagFast, logN, "Counts the members with scores between min and max (\"(\" excludes a bound; -inf and +inf).", "key min max", cmdZCount),
+		z("zscore", 3, command.FlagReadonly|command.FlagFast, "O(1)", "Returns a member's score; nil when absent.", "key member", cmdZScore),
+		z("zrank", 3, command.FlagReadonly|command.FlagFast, logN, "Returns a member's 0-based rank by ascending score; nil when absent.", "key member", cmdZRank(false)),
+		z("zrange", -4, command.FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns members by rank, by score (BYSCORE) or by member (BYLEX), ascending or REV, with their scores (WITHSCORES).",
 			"key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]", cmdZRange(zrangeForm{})),
-		z("zrangebyscore", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+		z("zrangebyscore", -4, command.FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns the members with scores between min and max, ascending (ZRANGE ... BYSCORE's old form).",
 			"key min max [WITHSCORES] [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byScore})),
-		z("zrevrangebyscore", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+		z("zrevrangebyscore", -4, command.FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns the members with scores between max and min, descending (ZRANGE ... BYSCORE REV's old form).",
 			"key max min [WITHSCORES] [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byScore, rev: true})),
-		z("zrevrange", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+		z("zrevrange", -4, command.FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns members by rank, highest score first (ZRANGE ... REV's old form).",
 			"key start stop [WITHSCORES]", cmdZRange(zrangeForm{fixed: true, by: byRank, rev: true})),
-		z("zrangebylex", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+		z("zrangebylex", -4, command.FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns the members between min and max by member, for members of one score (ZRANGE ... BYLEX's old form).",
 			"key min max [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byLex})),
-		z("zrevrangebylex", -4, FlagReadonly, "O(log(N)+M) where M is the number of members returned",
+		z("zrevrangebylex", -4, command.FlagReadonly, "O(log(N)+M) where M is the number of members returned",
 			"Returns the members between max and min by member, descending (ZRANGE ... BYLEX REV's old form).",
 			"key max min [LIMIT offset count]", cmdZRange(zrangeForm{fixed: true, by: byLex, rev: true})),
-		z("zincrby", 4, FlagWrite|FlagDenyOOM|FlagFast, "O(log(N))",
+		z("zincrby", 4, command.FlagWrite|command.FlagDenyOOM|command.FlagFast, "O(log(N))",
 			"Adds an increment to a member's score (0 if absent) and returns the new score.", "key increment member", cmdZIncrBy),
-		z("zrevrank", 3, FlagReadonly|FlagFast, logN, "Returns a member's 0-based rank by descending score; nil when absent.", "key member", cmdZRank(true)),
-		z("zmscore", -3, FlagReadonly|FlagFast, "O(N) where N is the number of members asked for",
+		z("zrevrank", 3, command.FlagReadonly|command.FlagFast, logN, "Returns a member's 0-based rank by descending score; nil when absent.", "key member", cmdZRank(true)),
+		z("zmscore", -3, command.FlagReadonly|command.FlagFast, "O(N) where N is the number of members asked for",
 			"Returns the scores of several members, nil for absent ones.", "key member [member ...]", cmdZMScore),
-		z("zpopmax", -2, FlagWrite|FlagFast, "O(log(N)*M) where M is the number of members popped",
+		z("zpopmax", -2, command.FlagWrite|command.FlagFast, "O(log(N)*M) where M is the number of members popped",
 			"Removes and returns the members of highest score, one or count.", "key [count]", cmdZPop(true)),
-		z("zremrangebyscore", 4, FlagWrite, "O(log(N)+M) where M is the number of members removed",
+		z("zremrangebyscore", 4, command.FlagWrite, "O(log(N)+M) where M is the number of members removed",
 			"Removes the members with scores between min and max; answers how many.", "key min max", cmdZRemRangeByScore),
-		z("zremrangebyrank", 4, FlagWrite, "O(log(N)+M) where M is the number of members removed",
+		z("zremrangebyrank", 4, command.FlagWrite, "O(log(N)+M) where M is the number of members removed",
 			"Removes the members of ranks start to stop (negative counts from the end); answers how many.", "key start stop", cmdZRemRangeByRank),
-		z("zpopmin", -2, FlagWrite|FlagFast, "O(log(N)*M) where M is the number of members popped",
+		z("zpopmin", -2, command.FlagWrite|command.FlagFast, "O(log(N)*M) where M is the number of members popped",
 			"Removes and returns the members of lowest score, one or count.", "key [count]", cmdZPop(false)),
 	)
 }
@@ -158,22 +159,22 @@ func (l lexBound) atLeast(m string) bool { // m <= l, as a maximum
 	return m < l.text || (!l.ex && m == l.text)
 }
 
-func cmdZAdd(c *Client, args [][]byte) {
+func cmdZAdd(c *command.Client, args [][]byte) {
 	var nx, xx, gt, lt, ch, incr bool
 	i := 2
 	for ; i < len(args); i++ {
 		switch a := args[i]; {
-		case EqualFold(a, "nx"):
+		case command.EqualFold(a, "nx"):
 			nx = true
-		case EqualFold(a, "xx"):
+		case command.EqualFold(a, "xx"):
 			xx = true
-		case EqualFold(a, "gt"):
+		case command.EqualFold(a, "gt"):
 			gt = true
-		case EqualFold(a, "lt"):
+		case command.EqualFold(a, "lt"):
 			lt = true
-		case EqualFold(a, "ch"):
+		case command.EqualFold(a, "ch"):
 			ch = true
-		case EqualFold(a, "incr"):
+		case command.EqualFold(a, "incr"):
 			incr = true
 		default:
 			goto pairs
@@ -183,7 +184,7 @@ pairs:
 	rest := args[i:]
 	switch {
 	case len(rest) == 0 || len(rest)%2 != 0:
-		c.Error(ErrSyntax)
+		c.Error(command.ErrSyntax)
 		return
 	case nx && xx:
 		c.Err("ERR XX and NX options at the same time are not compatible")
@@ -253,7 +254,7 @@ pairs:
 	}
 }
 
-func cmdZRem(c *Client, args [][]byte) {
+func cmdZRem(c *command.Client, args [][]byte) {
 	n := int64(0)
 	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = countTrue(args[2:], z.Remove)
@@ -262,7 +263,7 @@ func cmdZRem(c *Client, args [][]byte) {
 	c.IntOrError(n, err)
 }
 
-func cmdZCard(c *Client, args [][]byte) {
+func cmdZCard(c *command.Client, args [][]byte) {
 	n := 0
 	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = z.Len()
@@ -271,7 +272,7 @@ func cmdZCard(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdZCount(c *Client, args [][]byte) {
+func cmdZCount(c *command.Client, args [][]byte) {
 	r, ok := parseScoreRange(args[2], args[3])
 	if !ok {
 		c.Err("ERR min or max is not a float")
@@ -285,7 +286,7 @@ func cmdZCount(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdZScore(c *Client, args [][]byte) {
+func cmdZScore(c *command.Client, args [][]byte) {
 	var score float64
 	has := false
 	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
@@ -303,13 +304,13 @@ func cmdZScore(c *Client, args [][]byte) {
 }
 
 // cmdZRank is ZRANK, and ZREVRANK with rev.
-func cmdZRank(rev bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) {
+func cmdZRank(rev bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		zrank(c, args, rev)
 	}
 }
 
-func zrank(c *Client, args [][]byte, rev bool) {
+func zrank(c *command.Client, args [][]byte, rev bool) {
 	rank, has := 0, false
 	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		if rank, has = z.Rank(args[2]); rev {
@@ -368,37 +369,37 @@ type zrangeForm struct {
 
 // cmdZRange is ZRANGE and its old forms. Arguments are checked in Redis's
 // order: options, their conflicts, the range, then the key.
-func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
+func cmdZRange(form zrangeForm) func(c *command.Client, args [][]byte) {
 	old := form.fixed
-	return func(c *Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
 		by, rev, withScores := form.by, form.rev, false
 		offset, limit := int64(0), int64(-1)
 		limited := false
 		for i := 4; i < len(args); i++ {
 			a := args[i]
 			switch {
-			case EqualFold(a, "withscores"):
+			case command.EqualFold(a, "withscores"):
 				withScores = true
-			case EqualFold(a, "limit") && len(args)-i-1 >= 2:
+			case command.EqualFold(a, "limit") && len(args)-i-1 >= 2:
 				var err error
-				if offset, err = ParseInt(args[i+1]); err != nil {
+				if offset, err = command.ParseInt(args[i+1]); err != nil {
 					c.Error(err)
 					return
 				}
-				if limit, err = ParseInt(args[i+2]); err != nil {
+				if limit, err = command.ParseInt(args[i+2]); err != nil {
 					c.Error(err)
 					return
 				}
 				limited = true
 				i += 2
-			case !old && !rev && EqualFold(a, "rev"):
+			case !old && !rev && command.EqualFold(a, "rev"):
 				rev = true
-			case !old && by == byRank && EqualFold(a, "bylex"):
+			case !old && by == byRank && command.EqualFold(a, "bylex"):
 				by = byLex
-			case !old && by == byRank && EqualFold(a, "byscore"):
+			case !old && by == byRank && command.EqualFold(a, "byscore"):
 				by = byScore
 			default:
-				c.Error(ErrSyntax)
+				c.Error(command.ErrSyntax)
 				return
 			}
 		}
@@ -420,11 +421,11 @@ func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
 		switch by {
 		case byRank:
 			var err error
-			if start, err = ParseInt(lo); err != nil {
+			if start, err = command.ParseInt(lo); err != nil {
 				c.Error(err)
 				return
 			}
-			if stop, err = ParseInt(hi); err != nil {
+			if stop, err = command.ParseInt(hi); err != nil {
 				c.Error(err)
 				return
 			}
@@ -509,11 +510,11 @@ func cmdZRange(form zrangeForm) func(c *Client, args [][]byte) {
 // with a count), flat otherwise. The protocol is the reply's, not the
 // connection's: a script's redis.call answers in RESP2 unless the script
 // chose RESP3 with redis.setresp, whatever its client speaks.
-func replyItems(c *Client, items []engine.ZItem, withScores, nested bool) {
+func replyItems(c *command.Client, items []engine.ZItem, withScores, nested bool) {
 	switch {
 	case !withScores:
 		c.Array(len(items))
-	case nested && c.w.Proto >= 3:
+	case nested && c.ReplyProto() >= 3:
 		c.Array(len(items))
 	default:
 		nested = false
@@ -530,7 +531,7 @@ func replyItems(c *Client, items []engine.ZItem, withScores, nested bool) {
 	}
 }
 
-func cmdZRemRangeByScore(c *Client, args [][]byte) {
+func cmdZRemRangeByScore(c *command.Client, args [][]byte) {
 	r, ok := parseScoreRange(args[2], args[3])
 	if !ok {
 		c.Err("ERR min or max is not a float")
@@ -544,13 +545,13 @@ func cmdZRemRangeByScore(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdZRemRangeByRank(c *Client, args [][]byte) {
-	start, err := ParseInt(args[2])
+func cmdZRemRangeByRank(c *command.Client, args [][]byte) {
+	start, err := command.ParseInt(args[2])
 	if err != nil {
 		c.Error(err)
 		return
 	}
-	stop, err := ParseInt(args[3])
+	stop, err := command.ParseInt(args[3])
 	if err != nil {
 		c.Error(err)
 		return
@@ -565,19 +566,19 @@ func cmdZRemRangeByRank(c *Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-func cmdZPop(max bool) func(c *Client, args [][]byte) {
-	return func(c *Client, args [][]byte) { zpop(c, args, max) }
+func cmdZPop(max bool) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) { zpop(c, args, max) }
 }
 
-func zpop(c *Client, args [][]byte, max bool) {
+func zpop(c *command.Client, args [][]byte, max bool) {
 	if len(args) > 3 {
-		c.Error(ErrSyntax)
+		c.Error(command.ErrSyntax)
 		return
 	}
 	count := int64(1)
 	if len(args) == 3 {
 		var err error
-		if count, err = ParseInt(args[2]); err != nil || count < 0 {
+		if count, err = command.ParseInt(args[2]); err != nil || count < 0 {
 			c.Err("ERR value is out of range, must be positive")
 			return
 		}
@@ -605,11 +606,11 @@ func zpop(c *Client, args [][]byte, max bool) {
 }
 
 // cmdZIncrBy is ZADD key INCR increment member, as in Redis.
-func cmdZIncrBy(c *Client, args [][]byte) {
+func cmdZIncrBy(c *command.Client, args [][]byte) {
 	cmdZAdd(c, [][]byte{args[0], args[1], []byte("incr"), args[2], args[3]})
 }
 
-func cmdZMScore(c *Client, args [][]byte) {
+func cmdZMScore(c *command.Client, args [][]byte) {
 	members := args[2:]
 	scores := make([]float64, len(members))
 	has := make([]bool, len(members))

@@ -1,4 +1,4 @@
-package command_test
+package scripts_test
 
 import (
 	"io"
@@ -9,17 +9,19 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/keyspace"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/libscripts"
 	"github.com/limitdb/limitdb/scripting/twins"
 )
 
-// The twins' differential test against the interpreter lives beside the
-// command layer, not in scripting/twins: the interpreter's side of it is
+// The twins' differential test against the interpreter lives with the
+// scripts family, not in scripting/twins: the interpreter's side of it is
 // the script's redis.call commands, which are the command layer's, and
 // both sides are compared by what GET and PTTL answer. It uses only what
-// the command layer exports, as scripting/twins' own callers would.
+// the command layer and the family export.
 
 // TestNativeEdgesMatchLua: on arguments and values other than the plain
 // numbers the libraries send (signs, leading zeros, spaces, fractions,
@@ -56,7 +58,7 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 			t.Parallel()
 			body := sc.body(t)
 			clk := clock.NewFake(1_700_000_000e9)
-			s := command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0))
+			s := command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New(), scripts.New())
 			defer s.Close()
 			c := s.NewLocalClient()
 			sha := strings.TrimSuffix(strings.TrimPrefix(string(c.DoString("SCRIPT", "LOAD", body)), "$40\r\n"), "\r\n")
