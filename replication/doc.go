@@ -33,4 +33,13 @@
 // applied in its own backlog, at the primary's offsets, so that when it is
 // promoted (REPLICAOF NO ONE) it takes a new ID, keeps the old one as
 // replid2, and the other replicas continue from it without a full copy.
+//
+// # The append-only file
+//
+// AOF (aof.go) is the stream's other reader: it loads the file at
+// start-up, appends what the stream holds before each round's replies go
+// out, fsyncs on appendfsync's schedule on the clock it is given, and
+// rewrites the file (a new base, a snapshot) on BGREWRITEAOF, when it
+// starts without a file, and when a replica's full copy starts the
+// stream over. The file's layout is persistence's.
 package replication
