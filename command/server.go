@@ -126,7 +126,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
-		s.aof = s.repl.NewAOF(clk, s.aofConfig, s.updateRefuseWrites)
+		s.aof = s.repl.NewAOF(s.aofConfig, s.updateRefuseWrites)
 	}
 	s.slow.configure(cfg)
 	s.cluster = newClusterState(cfg, logger)

@@ -108,14 +108,14 @@ type aofRun struct {
 	wrErr   error
 }
 
-// NewAOF returns the append-only file of m's stream. config is read at
-// each Load, Start, Reload and Rewrite; onStatus, when set, is called
-// whenever WriteError changes.
-func (m *Manager) NewAOF(clk clock.Clock, config func() AOFConfig, onStatus func()) *AOF {
+// NewAOF returns the append-only file of m's stream, on m's clock (the
+// engine's). config is read at each Load, Start, Reload and Rewrite;
+// onStatus, when set, is called whenever WriteError changes.
+func (m *Manager) NewAOF(config func() AOFConfig, onStatus func()) *AOF {
 	if onStatus == nil {
 		onStatus = func() {}
 	}
-	return &AOF{m: m, clk: clk, logger: m.logger, config: config, onStatus: onStatus}
+	return &AOF{m: m, clk: m.clk, logger: m.logger, config: config, onStatus: onStatus}
 }
 
 func (c AOFConfig) open() (*persistence.AOF, error) {

@@ -22,7 +22,7 @@ func TestAOFWritesTheStreamAndLoadsItBack(t *testing.T) {
 	open := func() (*engine.Engine, *Manager, *AOF) {
 		eng := engine.New(clk, 4)
 		m := New(eng, log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
-		return eng, m, m.NewAOF(clk, func() AOFConfig { return cfg }, nil)
+		return eng, m, m.NewAOF(func() AOFConfig { return cfg }, nil)
 	}
 
 	eng, m, a := open()
@@ -77,7 +77,7 @@ func TestAOFRewriteWhileOneRuns(t *testing.T) {
 	m := New(engine.New(clk, 4), log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
 	defer m.Close()
 	cfg := AOFConfig{Dir: t.TempDir(), Name: "appendonly.aof"}
-	a := m.NewAOF(clk, func() AOFConfig { return cfg }, nil)
+	a := m.NewAOF(func() AOFConfig { return cfg }, nil)
 	if !a.beginRewrite() {
 		t.Fatal("no rewrite could begin")
 	}
@@ -105,7 +105,7 @@ func TestAOFRewriteAskedDuringOneRunsAfterIt(t *testing.T) {
 	m := New(engine.New(clk, 4), log.New(io.Discard, "", 0), &benchHost{}, 1<<20)
 	defer m.Close()
 	cfg := AOFConfig{On: true, Dir: t.TempDir(), Name: "appendonly.aof", Fsync: "everysec"}
-	a := m.NewAOF(clk, func() AOFConfig { return cfg }, nil)
+	a := m.NewAOF(func() AOFConfig { return cfg }, nil)
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
