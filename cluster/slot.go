@@ -1,8 +1,10 @@
 // Package cluster holds what a Redis Cluster's members share: the
 // key-to-slot function the specification fixes, the topology (members,
-// slot owners, epochs) and the consensus that keeps every member's copy
-// of it the same (consensus.go, on hashicorp/raft). Of the project it
-// imports only the clock; it knows nothing of the protocol or the keyspace.
+// slot owners, epochs), the consensus that keeps every member's copy of it
+// the same (consensus.go, on hashicorp/raft), and a node's membership
+// (member.go), which calls the other members' client ports. Of the
+// project it imports only the clock and the wire format (resp); it knows
+// nothing of the commands or the keyspace.
 package cluster
 
 // Slots is the number of hash slots of a Redis Cluster.

@@ -43,10 +43,11 @@ var layers = [][]string{
 // only names, for the packages at the edges, every project package they
 // may import at all.
 var only = map[string][]string{
-	"resp":   {},
-	"clock":  {},
-	"acl":    {},
-	"server": {"resp", "clock"},
+	"resp":    {},
+	"clock":   {},
+	"acl":     {},
+	"server":  {"resp", "clock"},
+	"cluster": {"resp", "clock"},
 }
 
 // never names, for packages whose layer alone would allow it, project
