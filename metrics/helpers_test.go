@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"io"
 	"log"
 	"net"
@@ -15,8 +16,8 @@ import (
 )
 
 // startWithMetrics runs a server on 127.0.0.1:0 with a fake clock and its
-// metrics endpoint on another free port; it returns the server, a client,
-// and the endpoint's address.
+// metrics endpoint on another free port, as cmd/limitdb starts them
+// (node.Run); it returns the server, a client, and the endpoint's address.
 func startWithMetrics(t *testing.T) (*node.Node, *redis.Client, net.Addr) {
 	t.Helper()
 	eng := engine.New(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()), 0)
@@ -28,11 +29,23 @@ func startWithMetrics(t *testing.T) (*node.Node, *redis.Client, net.Addr) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	addr, err := Serve(srv.CommandServer(), srv.Policies(), "127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
+	var addr net.Addr
+	srv.BeforeServe = func() error { // where cmd/limitdb starts the endpoint
+		var err error
+		addr, err = Serve(srv.CommandServer(), srv.Policies(), "127.0.0.1:0", nil)
+		return err
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(context.Background(), ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-ran
+	})
+	select {
+	case <-srv.Serving():
+	case err := <-ran:
+		ran <- err
+		t.Fatalf("start-up: %v", err)
 	}
 	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String()})
 	t.Cleanup(func() { c.Close() })
