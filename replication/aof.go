@@ -182,11 +182,20 @@ func (a *AOF) Start() error {
 	r.written.Store(reader.Pos())
 	r.synced.Store(reader.Pos())
 	a.run.Store(r)
-	go a.writer(r)
-	if fresh {
-		r.rewrite <- struct{}{}
-	}
 	a.logger.Printf("append-only file on in %s (appendfsync %s)", cfg.Dir, cfg.Fsync)
+	if fresh {
+		// The first rewrite starts before Start returns, so that INFO
+		// shows it in progress from then on (a caller waiting for it to
+		// end never sees it not yet begun).
+		r.ioMu.Lock()
+		if a.write(r, false) {
+			a.rotateAndRewrite(r)
+		} else {
+			r.rewrite <- struct{}{} // the writer tries again
+		}
+		r.ioMu.Unlock()
+	}
+	go a.writer(r)
 	return nil
 }
 
