@@ -38,6 +38,17 @@ type Env struct {
 	Clients func() []*Client
 }
 
+// OnReload adds what CONFIG SET redoes after it changes a directive whose
+// Reload is r: the owner of the state the directive configures registers
+// it. Those of one kind run in the order added; an error fails the CONFIG
+// SET, leaving the new values set.
+func (t *Table) OnReload(r config.Reload, fn func() error) {
+	if t.reloads == nil {
+		t.reloads = map[config.Reload][]func() error{}
+	}
+	t.reloads[r] = append(t.reloads[r], fn)
+}
+
 // section is a snapshot section a family keeps beside the keyspace.
 type section struct {
 	name string

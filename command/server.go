@@ -132,6 +132,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
 	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish, Clients: s.Clients}
+	s.registerReloads()
 	for _, f := range families {
 		f.Register(s.table, env)
 	}

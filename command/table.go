@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -153,6 +154,8 @@ type Table struct {
 	// a busy server (calls.go: SetBusyCheck)
 	busy      *atomic.Int32
 	busyCheck GateFunc
+	// what CONFIG SET redoes (config.go: OnReload)
+	reloads map[config.Reload][]func() error
 }
 
 // NewTable returns the table of every built-in family of commands.
