@@ -123,3 +123,5 @@ func EqualFold(b []byte, lower string) bool {
 	}
 	return true
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -188,3 +188,7 @@ func (c *Client) Info() string {
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0%s ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=%d tot-mem=%d events=r cmd=%s user=%s redir=-1 resp=%d lib-name=%s lib-ver=%s",
 		c.ID, c.Addr, c.LAddr, name, int64(now.Sub(c.Created)/time.Second), int64(idle), flags, fields, multi, omem, totMem, cmd, user, proto, lib, ver)
 }
+
+// Local reports whether c has no socket or its connection comes over the
+// loopback interface: what enable-protected-configs local allows.
+func (c *Client) Local() bool { return c.conn == nil || c.conn.Loopback() }

@@ -42,24 +42,42 @@ func (s *Server) SetConfig(pairs ...[2]string) error {
 	return nil
 }
 
-// reload redoes what a changed directive affects.
+// reload redoes what a changed directive affects: what its owners
+// registered with OnReload, in the order they did.
 func (s *Server) reload(r config.Reload) error {
-	switch r {
-	case config.ReloadACL:
-		return s.loadACL()
-	case config.ReloadLimits:
-		s.loadLimits(s.Config().Limits)
-	case config.ReloadMemory:
-		s.mem.load(s)
-	case config.ReloadSlowlog:
-		s.slow.configure(s.Config())
-	case config.ReloadReplication:
-		s.reloadReplication()
-	case config.ReloadAppendOnly:
-		return s.reloadAOF()
-	case config.ReloadPersistence:
-		s.persist.stopWrites.Store(s.Config().StopWritesOnBGSaveError)
-		s.updateRefuseWrites()
+	for _, fn := range s.table.reloads[r] {
+		if err := fn(); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// registerReloads registers what the core redoes for the directives that
+// configure the state it keeps; families register their own in Register.
+func (s *Server) registerReloads() {
+	t := s.table
+	t.OnReload(config.ReloadACL, s.loadACL)
+	t.OnReload(config.ReloadLimits, func() error {
+		s.loadLimits(s.Config().Limits)
+		return nil
+	})
+	t.OnReload(config.ReloadMemory, func() error {
+		s.mem.load(s)
+		return nil
+	})
+	t.OnReload(config.ReloadSlowlog, func() error {
+		s.slow.configure(s.Config())
+		return nil
+	})
+	t.OnReload(config.ReloadReplication, func() error {
+		s.reloadReplication()
+		return nil
+	})
+	t.OnReload(config.ReloadAppendOnly, s.reloadAOF)
+	t.OnReload(config.ReloadPersistence, func() error {
+		s.persist.stopWrites.Store(s.Config().StopWritesOnBGSaveError)
+		s.updateRefuseWrites()
+		return nil
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"log"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/admin"
 	"github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
@@ -17,13 +18,13 @@ import (
 
 // newServer is a command layer with the families the core's tests drive
 // beside the built-in ones: the connection commands, the keyspace and
-// data types, scripts, the rate-limit commands, pub/sub and MONITOR, in
-// the order the node registers them.
+// data types, scripts, the rate-limit commands, pub/sub, MONITOR, and
+// administration and INFO, in the order the node registers them.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
 }
 
 // families returns new instances of the families newServer adds.
 func families() []command.Family {
-	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New()}
+	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New()}
 }

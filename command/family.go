@@ -3,6 +3,7 @@ package command
 import (
 	"log"
 	"strings"
+	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
@@ -36,6 +37,44 @@ type Env struct {
 	// Clients lists the connected clients and LocalClients, ordered by ID
 	// (CLIENT LIST, CLIENT KILL); any goroutine may call it.
 	Clients func() []*Client
+	// Info renders the INFO sections named (none or "default": the
+	// default ones; "all" or "everything": every one) from the table's
+	// registry, reading the keyspace through eng: the transaction's
+	// inside EXEC.
+	Info func(eng *engine.Engine, sections ...[]byte) string
+	// Stats reads the core's counters; any goroutine may call it.
+	Stats func() Stats
+	// ResetStats zeroes the command statistics and the commands
+	// processed, and runs what families added with OnResetStat.
+	ResetStats func()
+	// Directives are the configuration directives the server knows.
+	Directives *config.Directives
+	// SetConfig changes directives at run time, all or none, then runs
+	// what OnReload registered for each changed one; its errors are
+	// the wire's (CONFIG SET's).
+	SetConfig func(pairs ...[2]string) error
+	// Shutdown stops the server as SIGTERM does: every connection
+	// finishes the commands it has read. With save, a snapshot is
+	// written first, and if that fails the server keeps running and the
+	// error is returned. A command layer that no assembly runs (no
+	// RequestShutdown) is closed instead, without saving.
+	Shutdown func(save bool) error
+	RunID    string    // this run's identity, fixed at start
+	Started  time.Time // when the command layer was made, on Clock
+	// Port is the port the server listens on, or the configured one
+	// until it listens.
+	Port func() int
+}
+
+// OnReload adds what CONFIG SET redoes after it changes a directive whose
+// Reload is r: the owner of the state the directive configures registers
+// it. Those of one kind run in the order added; an error fails the CONFIG
+// SET, leaving the new values set.
+func (t *Table) OnReload(r config.Reload, fn func() error) {
+	if t.reloads == nil {
+		t.reloads = map[config.Reload][]func() error{}
+	}
+	t.reloads[r] = append(t.reloads[r], fn)
 }
 
 // section is a snapshot section a family keeps beside the keyspace.

@@ -1,11 +1,8 @@
 package command
 
 import (
-	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/limitdb/limitdb/engine"
 )
 
 // maxmemory: the keyspace's accounted memory (engine.UsedBytes: every key's
@@ -110,16 +107,4 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 	}
 	c.Error(errOOM)
 	return false
-}
-
-func infoMaxMemory(s *Server, eng *engine.Engine, b *strings.Builder) {
-	cfg := s.Config()
-	total, _ := eng.MemoryBytes()
-	used := eng.UsedBytes()
-	infoLine(b, "used_memory_dataset", used)
-	infoLine(b, "used_memory_dataset_human", humanBytes(uint64(max(used, 0))))
-	infoLine(b, "used_memory_keyspace_allocated", total)
-	infoLine(b, "maxmemory", cfg.MaxMemory)
-	infoLine(b, "maxmemory_human", humanBytes(uint64(cfg.MaxMemory)))
-	infoLine(b, "maxmemory_policy", cfg.MaxMemoryPolicy)
 }

@@ -132,6 +132,10 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	s.cluster = newClusterState(cfg, logger)
 	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
 	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish, Clients: s.Clients}
+	env.Info, env.Stats, env.ResetStats = s.info, s.stats, s.resetStats
+	env.Directives, env.SetConfig, env.Shutdown = s.directives, s.SetConfig, s.shutdown
+	env.RunID, env.Started, env.Port = s.runID, s.started, s.port
+	s.registerReloads()
 	for _, f := range families {
 		f.Register(s.table, env)
 	}
@@ -170,6 +174,24 @@ func (s *Server) Close() error {
 			m.Close()
 		}
 	})
+	return nil
+}
+
+// shutdown is SHUTDOWN's stop (Env.Shutdown). As in Redis, a save that
+// fails keeps the server running and says why; then it stops as SIGTERM
+// does: every connection, the asking one included, finishes the commands
+// it has read, and the final snapshot has their effects in it.
+func (s *Server) shutdown(save bool) error {
+	if s.RequestShutdown == nil {
+		s.Close()
+		return nil
+	}
+	if save {
+		if err := s.Save(); err != nil {
+			return err
+		}
+	}
+	s.RequestShutdown(save)
 	return nil
 }
 

@@ -2,14 +2,12 @@ package command
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
-	"github.com/limitdb/limitdb/engine"
 )
 
 // What every command costs, observed after its handler (Client.leave in
@@ -35,7 +33,6 @@ func registerSlowlog(t *Table) {
 			{Name: "slowlog|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(1)", Summary: "Lists the SLOWLOG subcommands.", Handler: HelpFor("slowlog")},
 		}})
-	t.registerInfo("latencystats", -1, infoLatencyStats)
 }
 
 // latencyBuckets is the number of histogram buckets: bucket 0 counts
@@ -65,9 +62,13 @@ type LatencyStat struct {
 
 // LatencyStats returns the histogram of every command that has run,
 // ordered by name.
-func (s *Server) LatencyStats() []LatencyStat {
+func (s *Server) LatencyStats() []LatencyStat { return s.table.LatencyStats() }
+
+// LatencyStats returns the histogram of every command that has run,
+// ordered by name, each command's subcommands after it.
+func (t *Table) LatencyStats() []LatencyStat {
 	var out []LatencyStat
-	eachCommand(s.table, func(cmd *Command) {
+	eachCommand(t, func(cmd *Command) {
 		calls := cmd.stats.calls.Load()
 		if calls == 0 {
 			return
@@ -81,9 +82,9 @@ func (s *Server) LatencyStats() []LatencyStat {
 	return out
 }
 
-// percentile is the upper bound, in microseconds, of the bucket holding
-// the p-th percentile.
-func (st *LatencyStat) percentile(p float64) float64 {
+// Percentile is the upper bound, in microseconds, of the bucket holding
+// the p-th percentile (0 < p <= 100); 0 when no command was counted.
+func (st *LatencyStat) Percentile(p float64) float64 {
 	var total int64
 	for _, n := range st.Counts {
 		total += n
@@ -99,13 +100,6 @@ func (st *LatencyStat) percentile(p float64) float64 {
 		}
 	}
 	return float64(LatencyBound(latencyBuckets - 2).Microseconds())
-}
-
-func infoLatencyStats(s *Server, eng *engine.Engine, b *strings.Builder) {
-	for _, st := range s.LatencyStats() {
-		fmt.Fprintf(b, "latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n",
-			st.Command, st.percentile(50), st.percentile(99), st.percentile(99.9))
-	}
 }
 
 // logIfSlow adds a command that took d to the slow log if d reaches the

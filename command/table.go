@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -153,6 +154,10 @@ type Table struct {
 	// a busy server (calls.go: SetBusyCheck)
 	busy      *atomic.Int32
 	busyCheck GateFunc
+	// what CONFIG SET redoes (config.go: OnReload), and lines added at
+	// the end of INFO sections (info.go: extendInfo)
+	reloads   map[config.Reload][]func() error
+	infoExtra map[string][]func(s *Server, eng *engine.Engine, b *strings.Builder)
 }
 
 // NewTable returns the table of every built-in family of commands.
@@ -160,12 +165,9 @@ func NewTable() *Table {
 	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
 		registerAuth,
-		registerCommand,
 		registerDump,
 		registerPersist,
 		registerRLS,
-		registerServer,
-		registerServerInfo,
 		registerInfoLimits,
 		registerLimits,
 		registerMemory,

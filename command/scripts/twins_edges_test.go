@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/admin"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
@@ -58,7 +59,7 @@ func TestNativeEdgesMatchLua(t *testing.T) {
 			t.Parallel()
 			body := sc.body(t)
 			clk := clock.NewFake(1_700_000_000e9)
-			s := command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New(), scripts.New())
+			s := command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New(), scripts.New(), admin.New())
 			defer s.Close()
 			c := s.NewLocalClient()
 			sha := strings.TrimSuffix(strings.TrimPrefix(string(c.DoString("SCRIPT", "LOAD", body)), "$40\r\n"), "\r\n")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/admin"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
@@ -16,10 +17,11 @@ import (
 	"github.com/limitdb/limitdb/scripting"
 )
 
-// newServer is a command layer with this family alone, on clk.
+// newServer is a command layer with this family, on clk, beside the
+// keyspace its scripts reach and TIME and INFO, which tests read.
 func newServer(clk clock.Clock) (*command.Server, *Family) {
 	f := New()
-	return command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New(), f), f
+	return command.New(config.Default(), engine.New(clk, 0), log.New(io.Discard, "", 0), keyspace.New(), f, admin.New()), f
 }
 
 // tickingClock is a fake clock that moves a millisecond each time the

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package command
+package admin
 
 import (
 	"strings"
@@ -9,4 +9,4 @@ import (
 )
 
 // infoCPU has nothing to report where getrusage does not exist.
-func infoCPU(_ *Server, _ *engine.Engine, _ *strings.Builder) {}
+func infoCPU(_ *engine.Engine, _ *strings.Builder) {}

@@ -1,15 +1,16 @@
 //go:build unix
 
-package command
+package admin
 
 import (
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/limitdb/limitdb/engine"
 )
 
-func infoCPU(_ *Server, _ *engine.Engine, b *strings.Builder) {
+func infoCPU(_ *engine.Engine, b *strings.Builder) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return
@@ -17,3 +18,5 @@ func infoCPU(_ *Server, _ *engine.Engine, b *strings.Builder) {
 	infoLine(b, "used_cpu_sys", fmtSeconds(ru.Stime.Nano()))
 	infoLine(b, "used_cpu_user", fmtSeconds(ru.Utime.Nano()))
 }
+
+func fmtSeconds(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 6, 64) }

@@ -1,53 +1,57 @@
-package command
+package admin
 
-import "strings"
+import (
+	"strings"
 
-func registerCommand(t *Table) {
-	t.Register(&Command{Name: "command", Arity: -1, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+	"github.com/limitdb/limitdb/command"
+)
+
+func (f *Family) registerCommand(t *command.Table) {
+	t.Register(&command.Command{Name: "command", Arity: -1, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
 		Complexity: "O(N) where N is the number of commands", Summary: "Describes the commands the server answers.",
-		Syntax: "[subcommand]", Handler: cmdCommand,
-		Subs: []*Command{
-			{Name: "command|count", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-				Complexity: "O(1)", Summary: "Counts the commands.", Handler: cmdCommandCount},
-			{Name: "command|info", Arity: -2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+		Syntax: "[subcommand]", Handler: f.cmdCommand,
+		Subs: []*command.Command{
+			{Name: "command|count", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(1)", Summary: "Counts the commands.", Handler: f.cmdCommandCount},
+			{Name: "command|info", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of commands asked for", Summary: "Describes the named commands.",
-				Syntax: "[command-name [command-name ...]]", Handler: cmdCommandInfo},
-			{Name: "command|docs", Arity: -2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Syntax: "[command-name [command-name ...]]", Handler: f.cmdCommandInfo},
+			{Name: "command|docs", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of commands asked for", Summary: "Documents the named commands, or all of them.",
-				Syntax: "[command-name [command-name ...]]", Handler: cmdCommandDocs},
-			{Name: "command|list", Arity: -2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Syntax: "[command-name [command-name ...]]", Handler: f.cmdCommandDocs},
+			{Name: "command|list", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of commands", Summary: "Lists the command names.",
-				Syntax: "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]", Handler: cmdCommandList},
-			{Name: "command|getkeys", Arity: -4, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
+				Syntax: "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]", Handler: f.cmdCommandList},
+			{Name: "command|getkeys", Arity: -4, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
 				Complexity: "O(N) where N is the number of arguments to the command", Summary: "Extracts the key names from an arbitrary command.",
-				Syntax: "command [arg [arg ...]]", Handler: cmdCommandGetKeys},
-			{Name: "command|help", Arity: 2, Flags: FlagLoading | FlagStale, Group: "server", Since: "0.1.0",
-				Complexity: "O(1)", Summary: "Lists the COMMAND subcommands.", Handler: HelpFor("command")},
+				Syntax: "command [arg [arg ...]]", Handler: f.cmdCommandGetKeys},
+			{Name: "command|help", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+				Complexity: "O(1)", Summary: "Lists the COMMAND subcommands.", Handler: command.HelpFor("command")},
 		}})
 }
 
-func cmdCommand(c *Client, args [][]byte) {
+func (f *Family) cmdCommand(c *command.Client, args [][]byte) {
 	if len(args) > 1 {
-		c.Errf("unknown subcommand '%s'. Try COMMAND HELP.", Clip(args[1]))
+		c.Errf("unknown subcommand '%s'. Try COMMAND HELP.", command.Clip(args[1]))
 		return
 	}
-	cmds := c.srv.table.Sorted()
+	cmds := f.table.Sorted()
 	c.Array(len(cmds))
 	for _, cmd := range cmds {
 		writeCommandInfo(c, cmd)
 	}
 }
 
-func cmdCommandCount(c *Client, _ [][]byte) { c.Int(int64(len(c.srv.table.byName))) }
+func (f *Family) cmdCommandCount(c *command.Client, _ [][]byte) { c.Int(int64(f.table.Len())) }
 
-func cmdCommandInfo(c *Client, args [][]byte) {
+func (f *Family) cmdCommandInfo(c *command.Client, args [][]byte) {
 	if len(args) == 2 {
-		cmdCommand(c, args[:1])
+		f.cmdCommand(c, args[:1])
 		return
 	}
 	c.Array(len(args) - 2)
 	for _, name := range args[2:] {
-		if cmd := c.srv.lookupFull(string(name)); cmd != nil {
+		if cmd := f.table.Find(string(name)); cmd != nil {
 			writeCommandInfo(c, cmd)
 		} else {
 			c.NullArray()
@@ -55,23 +59,7 @@ func cmdCommandInfo(c *Client, args [][]byte) {
 	}
 }
 
-// lookupFull finds "name" or "parent|sub".
-func (s *Server) lookupFull(name string) *Command {
-	name = strings.ToLower(name)
-	parent, _, hasSub := strings.Cut(name, "|")
-	cmd := s.table.byName[parent]
-	if cmd == nil || !hasSub {
-		return cmd
-	}
-	for _, sub := range cmd.Subs {
-		if sub.Name == name {
-			return sub
-		}
-	}
-	return nil
-}
-
-func writeCommandInfo(c *Client, cmd *Command) {
+func writeCommandInfo(c *command.Client, cmd *command.Command) {
 	c.Array(10)
 	c.BulkString(cmd.Name)
 	c.Int(int64(cmd.Arity))
@@ -96,13 +84,13 @@ func writeCommandInfo(c *Client, cmd *Command) {
 	}
 }
 
-func cmdCommandDocs(c *Client, args [][]byte) {
-	var cmds []*Command
+func (f *Family) cmdCommandDocs(c *command.Client, args [][]byte) {
+	var cmds []*command.Command
 	if len(args) == 2 {
-		cmds = c.srv.table.Sorted()
+		cmds = f.table.Sorted()
 	} else {
 		for _, name := range args[2:] {
-			if cmd := c.srv.lookupFull(string(name)); cmd != nil {
+			if cmd := f.table.Find(string(name)); cmd != nil {
 				cmds = append(cmds, cmd)
 			}
 		}
@@ -114,7 +102,7 @@ func cmdCommandDocs(c *Client, args [][]byte) {
 	}
 }
 
-func writeCommandDocs(c *Client, cmd *Command) {
+func writeCommandDocs(c *command.Client, cmd *command.Command) {
 	args := cmd.Args()
 	n := 4
 	if len(args) > 0 {
@@ -146,7 +134,7 @@ func writeCommandDocs(c *Client, cmd *Command) {
 	}
 }
 
-func writeDocArgs(c *Client, args []Arg) {
+func writeDocArgs(c *command.Client, args []command.Arg) {
 	c.Array(len(args))
 	for _, a := range args {
 		var flags []string
@@ -196,20 +184,20 @@ func writeDocArgs(c *Client, args []Arg) {
 	}
 }
 
-func cmdCommandList(c *Client, args [][]byte) {
-	cmds := c.srv.table.Sorted()
-	filter := func(*Command) bool { return true }
+func (f *Family) cmdCommandList(c *command.Client, args [][]byte) {
+	cmds := f.table.Sorted()
+	filter := func(*command.Command) bool { return true }
 	if len(args) > 2 {
-		if len(args) != 5 || !EqualFold(args[2], "filterby") {
-			c.Error(ErrSyntax)
+		if len(args) != 5 || !command.EqualFold(args[2], "filterby") {
+			c.Error(command.ErrSyntax)
 			return
 		}
 		val := strings.ToLower(string(args[4]))
 		switch {
-		case EqualFold(args[3], "pattern"):
-			filter = func(cmd *Command) bool { return GlobMatch(val, cmd.Name) }
-		case EqualFold(args[3], "aclcat"):
-			filter = func(cmd *Command) bool {
+		case command.EqualFold(args[3], "pattern"):
+			filter = func(cmd *command.Command) bool { return command.GlobMatch(val, cmd.Name) }
+		case command.EqualFold(args[3], "aclcat"):
+			filter = func(cmd *command.Command) bool {
 				for _, cat := range cmd.Categories() {
 					if cat == "@"+val {
 						return true
@@ -217,10 +205,10 @@ func cmdCommandList(c *Client, args [][]byte) {
 				}
 				return false
 			}
-		case EqualFold(args[3], "module"):
-			filter = func(*Command) bool { return false }
+		case command.EqualFold(args[3], "module"):
+			filter = func(*command.Command) bool { return false }
 		default:
-			c.Error(ErrSyntax)
+			c.Error(command.ErrSyntax)
 			return
 		}
 	}
@@ -239,23 +227,18 @@ func cmdCommandList(c *Client, args [][]byte) {
 // cmdCommandGetKeys lists the key arguments of a command as a client
 // would send it: the positions of the command table, or KeyArgs for
 // movable keys.
-func cmdCommandGetKeys(c *Client, args [][]byte) {
+func (f *Family) cmdCommandGetKeys(c *command.Client, args [][]byte) {
 	cargs := args[2:]
-	cmd := c.srv.table.Lookup(cargs[0])
+	cmd := f.table.Resolve(cargs)
 	if cmd == nil {
 		c.Err("ERR Invalid command specified")
 		return
 	}
-	if len(cmd.Subs) > 0 && len(cargs) > 1 {
-		if sub := cmd.sub(cargs[1]); sub != nil {
-			cmd = sub
-		}
-	}
-	if !cmd.arityOK(len(cargs)) {
+	if !cmd.ArityOK(len(cargs)) {
 		c.Err("ERR Invalid number of arguments specified for command")
 		return
 	}
-	keys := keyArgs(cmd, cargs)
+	keys := cmd.NamedKeys(cargs)
 	if len(keys) == 0 {
 		c.Err("ERR The command has no key arguments")
 		return

@@ -1,0 +1,80 @@
+package command
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+// INFO's sections: the registry lives in the table, which the core and
+// the families fill (AddInfo); the INFO command renders it through
+// Env.Info.
+
+// infoSection renders one INFO section. Sections with order < 0 appear only
+// when asked for by name or with "all"/"everything".
+type infoSection struct {
+	name   string
+	order  int
+	render func(s *Server, eng *engine.Engine, b *strings.Builder)
+}
+
+// registerInfo adds an INFO section; order places it among the default
+// ones, and sections of equal order keep the order they were added in.
+func (t *Table) registerInfo(name string, order int, render func(s *Server, eng *engine.Engine, b *strings.Builder)) {
+	t.info = append(t.info, infoSection{name, order, render})
+	sort.SliceStable(t.info, func(i, j int) bool {
+		oi, oj := t.info[i].order, t.info[j].order
+		if (oi < 0) != (oj < 0) {
+			return oj < 0
+		}
+		return oi < oj
+	})
+}
+
+// extendInfo adds lines at the end of the INFO section name, whichever
+// part of the server renders the section.
+func (t *Table) extendInfo(name string, render func(s *Server, eng *engine.Engine, b *strings.Builder)) {
+	if t.infoExtra == nil {
+		t.infoExtra = map[string][]func(s *Server, eng *engine.Engine, b *strings.Builder){}
+	}
+	t.infoExtra[name] = append(t.infoExtra[name], render)
+}
+
+// Info renders the INFO text for the given sections (none: the defaults).
+func (s *Server) Info(sections ...[]byte) string { return s.info(s.eng, sections...) }
+
+// info renders INFO reading the keyspace through eng: inside EXEC, the
+// transaction's handle.
+func (s *Server) info(eng *engine.Engine, sections ...[]byte) string {
+	want := map[string]bool{}
+	for _, a := range sections {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := want["all"] || want["everything"]
+	def := len(want) == 0 || want["default"]
+	var b strings.Builder
+	for _, sec := range s.table.info {
+		if !(want[sec.name] || all || (def && sec.order >= 0)) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		title := strings.ToUpper(sec.name[:1]) + sec.name[1:]
+		if sec.name == "cpu" {
+			title = "CPU" // as Redis spells it
+		}
+		b.WriteString("# " + title + "\r\n")
+		sec.render(s, eng, &b)
+		for _, render := range s.table.infoExtra[sec.name] {
+			render(s, eng, &b)
+		}
+	}
+	return b.String()
+}
+
+func infoLine(b *strings.Builder, key string, v any) {
+	fmt.Fprintf(b, "%s:%v\r\n", key, v)
+}
