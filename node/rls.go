@@ -2,6 +2,7 @@ package node
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/limitdb/limitdb/command"
@@ -157,14 +159,14 @@ func (n *Node) serveGRPC(ln net.Listener, tc *tls.Config) error {
 // command layer's EnvoyRLS.
 type rlsCommands struct{ svc *rls.Service }
 
-func (r rlsCommands) ShouldRateLimit(domain string, entries []command.RLSEntry, hits uint64, now int64) (command.RLSStatus, error) {
+func (r rlsCommands) ShouldRateLimit(user, domain string, entries []command.RLSEntry, hits uint64, now int64) (command.RLSStatus, error) {
 	d := &rlcommon.RateLimitDescriptor{HitsAddend: wrapperspb.UInt64(hits)}
 	for _, e := range entries {
 		d.Entries = append(d.Entries, &rlcommon.RateLimitDescriptor_Entry{Key: e.Key, Value: e.Value})
 	}
-	resp, err := r.svc.Decide(&rlspb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}}, now)
+	resp, err := r.svc.DecideFor(user, &rlspb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}}, now)
 	if err != nil {
-		return command.RLSStatus{}, err
+		return command.RLSStatus{}, errors.New(status.Convert(err).Message())
 	}
 	st := resp.Statuses[0]
 	out := command.RLSStatus{Over: st.Code == rlspb.RateLimitResponse_OVER_LIMIT, Remaining: st.LimitRemaining,
