@@ -27,7 +27,9 @@ import (
 // configureRLS applies the rls-* directives to the node's rate limit
 // service, and makes it refuse to charge on a read-only replica, as the
 // RESP side refuses writes there: a replica's counters are its primary's,
-// and a charge of its own would part from them.
+// and a charge of its own would part from them. A replica in a cluster
+// refuses nothing itself: it owns no slot, so its charges go to the
+// primaries that own them (rls_charge.go).
 func (n *Node) configureRLS(cfg config.Config) {
 	s := n.rls
 	s.SetResponseHeaders(cfg.RLSResponseHeaders)
@@ -38,7 +40,11 @@ func (n *Node) configureRLS(cfg config.Config) {
 	s.SetQuotaMode(cfg.RLSQuotaMode)
 	s.SetNearLimitRatio(float32(cfg.RLSNearLimitRatio))
 	s.SetMergeDomains(cfg.RLSMergeDomainConfig)
-	s.SetReadOnly(n.Server.ReadOnly)
+	if cfg.ClusterEnabled == "yes" {
+		s.SetReadOnly(nil)
+	} else {
+		s.SetReadOnly(n.Server.ReadOnly)
+	}
 }
 
 // StartRLS loads the rules of rls-config-dir into the node's rate limit
