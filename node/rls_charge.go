@@ -47,6 +47,7 @@ type localCharge struct {
 	rd   bytes.Reader
 	br   *bufio.Reader
 	args [][]byte
+	buf  []byte
 }
 
 // group is the charges of one slot: where they go and which they are.
@@ -132,7 +133,7 @@ func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink st
 	l := r.get()
 	defer r.put(l)
 	l.lc.SetUser(req.User)
-	l.args = rls.ChargeArgs(l.args[:0], req.Mode, req.NearRatio, charges)
+	l.args, l.buf = rls.AppendChargeArgs(l.args[:0], l.buf, req.Mode, req.NearRatio, charges)
 	l.rd.Reset(l.lc.Do(l.args...))
 	l.br.Reset(&l.rd)
 	return readStatuses(l.br, len(charges), sink)

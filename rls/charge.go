@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -90,12 +91,36 @@ var ErrChargeSyntax = errors.New("rls: bad charge")
 // Unix second) or UNIT:requests_per_unit:algorithm:burst, either followed
 // by :shadow for a rule in shadow mode.
 func ChargeArgs(args [][]byte, mode Mode, nearRatio float32, charges []Charge) [][]byte {
-	args = append(args, []byte(ChargeCommand), []byte(mode.String()),
-		strconv.AppendFloat(nil, float64(nearRatio), 'g', -1, 32))
-	for _, ch := range charges {
-		args = append(args, ch.Key, strconv.AppendUint(nil, ch.Hits, 10), appendRule(nil, ch))
-	}
+	args, _ = AppendChargeArgs(args, nil, mode, nearRatio, charges)
 	return args
+}
+
+// AppendChargeArgs is ChargeArgs that writes the arguments' bytes into
+// buf (keys excepted, which are shared) and returns it too, so that a
+// caller reusing args and buf charges with no allocation.
+func AppendChargeArgs(args [][]byte, buf []byte, mode Mode, nearRatio float32, charges []Charge) ([][]byte, []byte) {
+	buf = buf[:0]
+	buf = append(buf, mode.String()...)
+	ends := [2]int{len(buf), 0}
+	buf = strconv.AppendFloat(buf, float64(nearRatio), 'g', -1, 32)
+	ends[1] = len(buf)
+	for _, ch := range charges {
+		buf = strconv.AppendUint(buf, ch.Hits, 10)
+		buf = append(buf, ' ')
+		buf = appendRule(buf, ch)
+		buf = append(buf, ' ')
+	}
+	args = append(args, []byte(ChargeCommand), buf[:ends[0]:ends[0]], buf[ends[0]:ends[1]:ends[1]])
+	rest := buf[ends[1]:]
+	for _, ch := range charges {
+		i := bytes.IndexByte(rest, ' ')
+		hits := rest[:i:i]
+		rest = rest[i+1:]
+		i = bytes.IndexByte(rest, ' ')
+		args = append(args, ch.Key, hits, rest[:i:i])
+		rest = rest[i+1:]
+	}
+	return args, buf
 }
 
 func appendRule(b []byte, ch Charge) []byte {
