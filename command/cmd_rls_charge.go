@@ -18,6 +18,7 @@ import (
 // (rls.AppendStatus).
 
 func registerRLSCharge(t *Table) {
+	rules := rls.NewRuleCache() // the table's own: two servers share nothing
 	t.Register(&Command{Name: "rls.charge", Arity: -6, Flags: FlagWrite | FlagDenyOOM | FlagNoMulti,
 		FirstKey: 3, LastKey: -3, Step: 3,
 		Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of keys",
@@ -26,7 +27,7 @@ func registerRLSCharge(t *Table) {
 			"UNIT:requests_per_unit:algorithm:burst, then :shadow in shadow mode): eight integers per key, " +
 			"over, remaining, reset_after, total_hits, over_limit, near_limit, within_limit, shadow_mode.",
 		Syntax:  "mode near_ratio key hits rule [key hits rule ...]",
-		Handler: cmdRLSCharge,
+		Handler: func(c *Client, args [][]byte) { cmdRLSCharge(c, args, rules) },
 		Peek: func(args [][]byte) bool {
 			for i := 4; i < len(args); i += 3 {
 				if string(args[i]) != "0" {
@@ -37,8 +38,8 @@ func registerRLSCharge(t *Table) {
 		}})
 }
 
-func cmdRLSCharge(c *Client, args [][]byte) {
-	mode, ratio, charges, err := rls.ParseChargeArgs(args[1:])
+func cmdRLSCharge(c *Client, args [][]byte, rules *rls.RuleCache) {
+	mode, ratio, charges, err := rules.ParseChargeArgs(args[1:])
 	if err != nil {
 		c.Errf("%v", err)
 		return

@@ -142,8 +142,9 @@ func appendRule(b []byte, ch Charge) []byte {
 	return b
 }
 
-// ParseChargeArgs reads RLS.CHARGE's arguments after its name.
-func ParseChargeArgs(args [][]byte) (mode Mode, nearRatio float32, charges []Charge, err error) {
+// ParseChargeArgs reads RLS.CHARGE's arguments after its name, keeping
+// the rules it parses in rc (nil: none kept).
+func (rc *RuleCache) ParseChargeArgs(args [][]byte) (mode Mode, nearRatio float32, charges []Charge, err error) {
 	if len(args) < 2 || (len(args)-2)%3 != 0 {
 		return 0, 0, nil, fmt.Errorf("%w: want mode near_ratio and key hits rule triples", ErrChargeSyntax)
 	}
@@ -169,7 +170,7 @@ func ParseChargeArgs(args [][]byte) (mode Mode, nearRatio float32, charges []Cha
 		if ch.Hits, err = strconv.ParseUint(string(rest[3*i+1]), 10, 32); err != nil {
 			return 0, 0, nil, fmt.Errorf("%w: hits must be an integer from 0 to 4294967295", ErrChargeSyntax)
 		}
-		if ch.Limit, ch.Start, err = rules.parse(string(rest[3*i+2])); err != nil {
+		if ch.Limit, ch.Start, err = rc.parse(string(rest[3*i+2])); err != nil {
 			return 0, 0, nil, err
 		}
 	}
@@ -195,22 +196,24 @@ func StatusOf(v []int64) Status {
 		OverLimit: uint64(v[4]), NearLimit: uint64(v[5]), WithinLimit: uint64(v[6]), ShadowMode: uint64(v[7])}}
 }
 
-// ruleCache keeps the rules RLS.CHARGE has parsed, so that a charge of an
+// RuleCache keeps the rules RLS.CHARGE has parsed, so that a charge of an
 // algorithm's rule does not build its limiter on every request. It holds
-// at most maxCachedRules; past that a rule is parsed on each use.
-type ruleCache struct {
+// at most maxCachedRules; past that a rule is parsed on each use. Its
+// methods are safe for concurrent use.
+type RuleCache struct {
 	mu sync.Mutex
 	m  map[string]*RateLimit
 }
 
 const maxCachedRules = 4096
 
-var rules = ruleCache{m: map[string]*RateLimit{}}
+// NewRuleCache returns an empty cache.
+func NewRuleCache() *RuleCache { return &RuleCache{m: map[string]*RateLimit{}} }
 
 // parse reads a rule of RLS.CHARGE: its limit, and the window's start of
 // a fixed window. The start varies with every window, so the cache holds
 // only the rest.
-func (rc *ruleCache) parse(s string) (*RateLimit, int64, error) {
+func (rc *RuleCache) parse(s string) (*RateLimit, int64, error) {
 	f := strings.Split(s, ":")
 	shadow := len(f) > 0 && f[len(f)-1] == "shadow"
 	if shadow {
@@ -234,11 +237,13 @@ func (rc *ruleCache) parse(s string) (*RateLimit, int64, error) {
 			name += ":shadow"
 		}
 	}
-	rc.mu.Lock()
-	l, ok := rc.m[name]
-	rc.mu.Unlock()
-	if ok {
-		return l, start, nil
+	if rc != nil {
+		rc.mu.Lock()
+		l, ok := rc.m[name]
+		rc.mu.Unlock()
+		if ok {
+			return l, start, nil
+		}
 	}
 	u, ok := rlspb.RateLimitResponse_RateLimit_Unit_value[f[0]]
 	if !ok || UnitSeconds(Unit(u)) == 0 {
@@ -248,7 +253,7 @@ func (rc *ruleCache) parse(s string) (*RateLimit, int64, error) {
 	if err != nil {
 		return bad("requests_per_unit must be an integer")
 	}
-	l = &RateLimit{Unit: Unit(u), RequestsPerUnit: uint32(rpu), ShadowMode: shadow}
+	l := &RateLimit{Unit: Unit(u), RequestsPerUnit: uint32(rpu), ShadowMode: shadow}
 	if len(f) == 4 {
 		a, ok := policy.ParseAlgorithm(f[2])
 		if !ok || a == policy.FixedWindow || a == policy.LeakyQueue {
@@ -264,10 +269,12 @@ func (rc *ruleCache) parse(s string) (*RateLimit, int64, error) {
 			return bad(err.Error())
 		}
 	}
-	rc.mu.Lock()
-	if len(rc.m) < maxCachedRules {
-		rc.m[name] = l
+	if rc != nil {
+		rc.mu.Lock()
+		if len(rc.m) < maxCachedRules {
+			rc.m[name] = l
+		}
+		rc.mu.Unlock()
 	}
-	rc.mu.Unlock()
 	return l, start, nil
 }

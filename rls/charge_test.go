@@ -33,7 +33,7 @@ func TestChargeArgsRoundTrip(t *testing.T) {
 		if string(args[0]) != ChargeCommand {
 			t.Fatalf("%v: command %q", mode, args[0])
 		}
-		gotMode, ratio, got, err := ParseChargeArgs(args[1:])
+		gotMode, ratio, got, err := NewRuleCache().ParseChargeArgs(args[1:])
 		if err != nil {
 			t.Fatalf("%v: %v", mode, err)
 		}
@@ -79,7 +79,7 @@ func TestChargeArgsRefused(t *testing.T) {
 		for i, a := range c {
 			args[i] = []byte(a)
 		}
-		if _, _, _, err := ParseChargeArgs(args); !errors.Is(err, ErrChargeSyntax) {
+		if _, _, _, err := NewRuleCache().ParseChargeArgs(args); !errors.Is(err, ErrChargeSyntax) {
 			t.Errorf("%q: %v, want ErrChargeSyntax", c, err)
 		}
 	}
