@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -234,4 +236,22 @@ user asker on >askerpw nocommands +rl.should +@connection
 	resp, err = svc.ShouldRateLimit(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the refused charge counted nothing")
+
+	// MONITOR shows the charge, as the command the service ran.
+	mon, err := net.Dial("tcp", ts.addr)
+	require.NoError(t, err)
+	defer mon.Close()
+	mon.SetDeadline(time.Now().Add(30 * time.Second))
+	mr := bufio.NewReader(mon)
+	for _, c := range []string{cmd("AUTH", "admin", "adminpw"), cmd("MONITOR")} {
+		io.WriteString(mon, c)
+		l, err := mr.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "+OK\r\n", l)
+	}
+	_, err = svc.ShouldRateLimit(ctx, req)
+	require.NoError(t, err)
+	l, err := mr.ReadString('\n')
+	require.NoError(t, err)
+	require.Regexp(t, `^\+[0-9.]+ \[0 local\] "RLS\.CHARGE" "per_descriptor" "0\.8" "gated_user_b_[0-9]+" "1" "HOUR:5:[0-9]+"\r\n$`, l)
 }
