@@ -131,10 +131,17 @@ func (d direct) set(k int, st rls.Status) { d[k] = st }
 
 func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink statusSink) error {
 	l := r.get()
-	defer r.put(l)
 	l.lc.SetUser(req.User)
 	l.args, l.buf = rls.AppendChargeArgs(l.args[:0], l.buf, req.Mode, req.NearRatio, charges)
-	l.rd.Reset(l.lc.Do(l.args...))
+	reply := l.lc.Do(l.args...)
+	if len(reply) == 0 {
+		// CLIENT KILL closed it: it runs nothing more, and a new one
+		// takes its place.
+		l.lc.Close()
+		return errors.New("rls: the rate limit service's client was killed; try again")
+	}
+	defer r.put(l)
+	l.rd.Reset(reply)
 	l.br.Reset(&l.rd)
 	return readStatuses(l.br, len(charges), sink)
 }
