@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,21 +82,48 @@ func (r *rlsCharger) Charge(req *rls.ChargeRequest) ([]rls.Status, error) {
 	var calls []*peerCall
 	for i := range groups {
 		if a := groups[i].addr; a != "" && !hasCall(calls, a) {
-			calls = append(calls, r.peers.send(a, req, groups))
+			calls = append(calls, r.peers.send(a, false, req, groups))
 		}
 	}
-	var err error
-	for _, g := range groups {
-		if g.addr == "" && err == nil {
-			err = r.local(req, pick(req.Charges, g.idx), scatter{out, g.idx})
+	errs := make([]error, len(groups))
+	for i, g := range groups {
+		if g.addr == "" {
+			errs[i] = r.local(req, pick(req.Charges, g.idx), scatter{out, g.idx})
 		}
 	}
 	for _, c := range calls {
-		if e := c.finish(req, groups, out); e != nil && err == nil {
+		c.finish(req, groups, out, errs)
+	}
+	// A slot on the move answers MOVED or ASK: its charges follow once,
+	// at the cost of one more round trip.
+	var err error
+	for i, g := range groups {
+		e := errs[i]
+		if addr, asking, ok := redirected(e); ok {
+			g.addr = addr
+			one := []group{g}
+			r.peers.send(addr, asking, req, one).finish(req, one, out, errs[i:i+1])
+			e = errs[i]
+		}
+		if e != nil && err == nil {
 			err = e
 		}
 	}
 	return out, err
+}
+
+// redirected reads a MOVED or ASK refusal: where the slot's keys are
+// served, and whether ASKING must come first.
+func redirected(err error) (addr string, asking, ok bool) {
+	e, isReply := err.(errReply) // the refusal itself, not a failure that wraps one
+	if !isReply {
+		return "", false, false
+	}
+	f := strings.Fields(string(e))
+	if len(f) != 3 || (f[0] != "MOVED" && f[0] != "ASK") {
+		return "", false, false
+	}
+	return f[2], f[0] == "ASK", true
 }
 
 func hasCall(calls []*peerCall, addr string) bool {
@@ -262,6 +290,7 @@ type peerCall struct {
 	p      *peerConns
 	addr   string
 	out    []byte // the commands, sent again on a new connection when an idle one had gone stale
+	asking bool   // out starts with ASKING
 	pc     *peerConn
 	reused bool
 	err    error
@@ -271,17 +300,21 @@ func (p *peerConns) timeout() time.Duration {
 	return time.Duration(p.srv.Config().ClusterNodeTimeout) * time.Millisecond
 }
 
-// send writes the RLS.CHARGE of every group of addr's on one connection:
-// an idle one, or, when it has gone stale (the peer closed it), a new one.
-func (p *peerConns) send(addr string, req *rls.ChargeRequest, groups []group) *peerCall {
+// send writes the RLS.CHARGE of every group of addr's on one connection,
+// after ASKING when asking: an idle one, or, when it has gone stale (the
+// peer closed it), a new one.
+func (p *peerConns) send(addr string, asking bool, req *rls.ChargeRequest, groups []group) *peerCall {
 	var out []byte
+	if asking {
+		out = appendCommand(out, [][]byte{[]byte("ASKING")})
+	}
 	for _, g := range groups {
 		if g.addr == addr {
 			args := rls.ChargeArgs(nil, req.Mode, req.NearRatio, pick(req.Charges, g.idx))
 			out = appendCommand(out, args)
 		}
 	}
-	c := &peerCall{p: p, addr: addr, out: out}
+	c := &peerCall{p: p, addr: addr, out: out, asking: asking}
 	c.write(true)
 	return c
 }
@@ -309,10 +342,20 @@ func (c *peerCall) write(idleOK bool) {
 	}
 }
 
-// finish reads the replies of c's commands into out.
-func (c *peerCall) finish(req *rls.ChargeRequest, groups []group, out []rls.Status) error {
+// finish reads the replies of c's commands into out, and each group's
+// refusal into errs (its index in groups); every group of c's fails alike
+// when the owner cannot be reached.
+func (c *peerCall) finish(req *rls.ChargeRequest, groups []group, out []rls.Status, errs []error) {
+	fail := func(err error) {
+		for i, g := range groups {
+			if g.addr == c.addr {
+				errs[i] = unreachable(c.addr, err)
+			}
+		}
+	}
 	if c.err != nil {
-		return unreachable(c.addr, c.err)
+		fail(c.err)
+		return
 	}
 	if c.reused {
 		// An idle connection the peer has closed answers nothing at all:
@@ -321,12 +364,25 @@ func (c *peerCall) finish(req *rls.ChargeRequest, groups []group, out []rls.Stat
 		if _, err := c.pc.br.Peek(1); err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
 			c.pc.conn.Close()
 			if c.write(false); c.err != nil {
-				return unreachable(c.addr, c.err)
+				fail(c.err)
+				return
 			}
 		}
 	}
-	var err error
-	for _, g := range groups {
+	if c.asking {
+		line, err := readLine(c.pc.br)
+		if err != nil {
+			c.pc.conn.Close()
+			fail(err)
+			return
+		}
+		if len(line) == 0 || line[0] != '+' {
+			c.pc.conn.Close()
+			fail(fmt.Errorf("ASKING answered %q", line))
+			return
+		}
+	}
+	for i, g := range groups {
 		if g.addr != c.addr {
 			continue
 		}
@@ -334,14 +390,12 @@ func (c *peerCall) finish(req *rls.ChargeRequest, groups []group, out []rls.Stat
 		var reply errReply
 		if e != nil && !errors.As(e, &reply) {
 			c.pc.conn.Close()
-			return unreachable(c.addr, e)
+			fail(e)
+			return
 		}
-		if err == nil {
-			err = e
-		}
+		errs[i] = e
 	}
 	c.p.put(c.addr, c.pc)
-	return err
 }
 
 func unreachable(addr string, err error) error {

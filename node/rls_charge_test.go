@@ -38,3 +38,25 @@ func TestReadStatuses(t *testing.T) {
 		})
 	}
 }
+
+func TestRedirected(t *testing.T) {
+	cases := []struct {
+		err    error
+		addr   string
+		asking bool
+		ok     bool
+	}{
+		{errReply("MOVED 3999 127.0.0.1:6381"), "127.0.0.1:6381", false, true},
+		{errReply("ASK 3999 127.0.0.1:6381"), "127.0.0.1:6381", true, true},
+		{errReply("TRYAGAIN Multiple keys request during rehashing of slot"), "", false, false},
+		{errReply("CLUSTERDOWN The cluster is down"), "", false, false},
+		{unreachable("127.0.0.1:6381", errReply("MOVED 1 x:1")), "127.0.0.1:6381", false, false},
+		{nil, "", false, false},
+	}
+	for _, c := range cases {
+		addr, asking, ok := redirected(c.err)
+		if ok != c.ok || (ok && (addr != c.addr || asking != c.asking)) {
+			t.Errorf("%v: %q %v %v, want %q %v %v", c.err, addr, asking, ok, c.addr, c.asking, c.ok)
+		}
+	}
+}

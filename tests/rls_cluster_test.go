@@ -133,6 +133,42 @@ func TestRLSClusterOneLimitPerDescriptor(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, calls, 3*12, "RLS.CHARGE calls over the primaries")
+
+	// A slot on the move: its owner answers ASK for a counter it does not
+	// hold, and the charge follows to the importing node, whichever node
+	// Envoy asked.
+	from, to := nodes[0], nodes[1]
+	var user, key string
+	var slot int
+	for i := 0; user == ""; i++ {
+		u := fmt.Sprintf("moving%d", i)
+		if ownerOf(t, from.client(t), u) == from.addr() {
+			user = u
+			key = fmt.Sprintf("cluster_rls_user_%s_%d", u, time.Now().Unix()/3600*3600)
+			slot = cluster.Slot([]byte(key))
+		}
+	}
+	fromID, err := from.client(t).Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	toID, err := to.client(t).Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	require.NoError(t, to.client(t).Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID).Err())
+	require.NoError(t, from.client(t).Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID).Err())
+	admitted := 0
+	for i, n := range nodes {
+		resp, err := n.rls.ShouldRateLimit(ctx, userRequest(user))
+		require.NoError(t, err, "node %d", i)
+		if resp.OverallCode == rlspb.RateLimitResponse_OK {
+			admitted++
+		}
+	}
+	require.Equal(t, 2, admitted, "a descriptor of a migrating slot, sent once to each node")
+	n, err := to.client(t).Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the counter was made on the importing node")
+	n, err = from.client(t).Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", slot).Int()
+	require.NoError(t, err)
+	require.Equal(t, 0, n, "and not on the migrating one")
 }
 
 func TestRLSClusterUnreachableOwner(t *testing.T) {
