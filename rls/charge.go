@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -198,17 +199,18 @@ func StatusOf(v []int64) Status {
 
 // RuleCache keeps the rules RLS.CHARGE has parsed, so that a charge of an
 // algorithm's rule does not build its limiter on every request. It holds
-// at most maxCachedRules; past that a rule is parsed on each use. Its
-// methods are safe for concurrent use.
+// at most maxCachedRules; past that a rule is parsed on each use. It is
+// read on every charge from every core and written once per rule, so its
+// reads take no lock.
 type RuleCache struct {
-	mu sync.Mutex
-	m  map[string]*RateLimit
+	m sync.Map // rule text (without a fixed window's start) -> *RateLimit
+	n atomic.Int32
 }
 
 const maxCachedRules = 4096
 
 // NewRuleCache returns an empty cache.
-func NewRuleCache() *RuleCache { return &RuleCache{m: map[string]*RateLimit{}} }
+func NewRuleCache() *RuleCache { return &RuleCache{} }
 
 // parse reads a rule of RLS.CHARGE: its limit, and the window's start of
 // a fixed window. The start varies with every window, so the cache holds
@@ -238,11 +240,8 @@ func (rc *RuleCache) parse(s string) (*RateLimit, int64, error) {
 		}
 	}
 	if rc != nil {
-		rc.mu.Lock()
-		l, ok := rc.m[name]
-		rc.mu.Unlock()
-		if ok {
-			return l, start, nil
+		if l, ok := rc.m.Load(name); ok {
+			return l.(*RateLimit), start, nil
 		}
 	}
 	u, ok := rlspb.RateLimitResponse_RateLimit_Unit_value[f[0]]
@@ -269,12 +268,10 @@ func (rc *RuleCache) parse(s string) (*RateLimit, int64, error) {
 			return bad(err.Error())
 		}
 	}
-	if rc != nil {
-		rc.mu.Lock()
-		if len(rc.m) < maxCachedRules {
-			rc.m[name] = l
+	if rc != nil && rc.n.Load() < maxCachedRules {
+		if _, loaded := rc.m.LoadOrStore(name, l); !loaded {
+			rc.n.Add(1)
 		}
-		rc.mu.Unlock()
 	}
 	return l, start, nil
 }
