@@ -56,8 +56,8 @@ func startRLSCluster(t *testing.T) []*rlsClusterNode {
 	args := []string{"create"}
 	for i := range nodes {
 		n := &clusterNode{dir: t.TempDir(), port: ports[i], bus: ports[3+i]}
-		n.start(t, "--grpc-port", strconv.Itoa(ports[6+i]), "--rls-config-dir", rules)
-		conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(ports[6+i]), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		grpcPort := startRLSNode(t, n, ports[6+i], rules)
+		conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
 		t.Cleanup(func() { conn.Close() })
 		nodes[i] = &rlsClusterNode{clusterNode: n, rls: rlspb.NewRateLimitServiceClient(conn)}
@@ -75,6 +75,37 @@ func startRLSCluster(t *testing.T) []*rlsClusterNode {
 		}, func() string { return n.addr() + " never reported cluster_state:ok" })
 	}
 	return nodes
+}
+
+// startRLSNode starts n with the rules of rules on gRPC port grpcPort, and
+// returns the gRPC port it serves. A port found free a moment ago can be
+// taken since: the node then gets three others, as startFirst does. A node
+// answers PING only once its gRPC port is bound (it exits when that fails).
+func startRLSNode(t *testing.T, n *clusterNode, grpcPort int, rules string) int {
+	t.Helper()
+	for try := 0; ; try++ {
+		p, err := startProc(t, n.dir, n.args("--grpc-port", strconv.Itoa(grpcPort), "--rls-config-dir", rules)...)
+		if err == nil {
+			c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
+			err = c.Ping(ctx).Err()
+			c.Close()
+			if err == nil {
+				n.p = p
+				return grpcPort
+			}
+			select {
+			case e := <-p.done: // it exited: its log says why
+				p.done <- e
+			case <-time.After(30 * time.Second):
+			}
+			err = fmt.Errorf("PING: %v\n%s", err, p.log)
+		}
+		if try == 4 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		ports := freePorts(t, 3)
+		n.port, n.bus, grpcPort = ports[0], ports[1], ports[2]
+	}
 }
 
 // ownerOf is the address of the primary that owns user's counter in the
