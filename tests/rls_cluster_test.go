@@ -46,24 +46,28 @@ type rlsClusterNode struct {
 
 // startRLSCluster starts three primaries with clusterRules on their gRPC
 // ports and builds a cluster of them with redis-cli --cluster create.
-func startRLSCluster(t *testing.T) []*rlsClusterNode {
+func startRLSCluster(t *testing.T) []*rlsClusterNode { return startRLSClusterOf(t, 3, 0) }
+
+// startRLSClusterOf is startRLSCluster with n nodes, replicas of each
+// primary among them.
+func startRLSClusterOf(t *testing.T, count, replicas int) []*rlsClusterNode {
 	t.Helper()
 	need(t, "redis-cli")
 	rules := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(rules, "cluster.yaml"), []byte(clusterRules), 0o644))
-	ports := freePorts(t, 9)
-	nodes := make([]*rlsClusterNode, 3)
+	ports := freePorts(t, 3*count)
+	nodes := make([]*rlsClusterNode, count)
 	args := []string{"create"}
 	for i := range nodes {
-		n := &clusterNode{dir: t.TempDir(), port: ports[i], bus: ports[3+i]}
-		grpcPort := startRLSNode(t, n, ports[6+i], rules)
+		n := &clusterNode{dir: t.TempDir(), port: ports[i], bus: ports[count+i]}
+		grpcPort := startRLSNode(t, n, ports[2*count+i], rules)
 		conn, err := grpc.NewClient("127.0.0.1:"+strconv.Itoa(grpcPort), grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
 		t.Cleanup(func() { conn.Close() })
 		nodes[i] = &rlsClusterNode{clusterNode: n, rls: rlspb.NewRateLimitServiceClient(conn)}
 		args = append(args, n.addr())
 	}
-	out, err := redisCliCluster(t, append(args, "--cluster-replicas", "0", "--cluster-yes")...)
+	out, err := redisCliCluster(t, append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")...)
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, out, "[OK] All 16384 slots covered.", out)
 	requireClusterCheck(t, nodes[0].clusterNode)
@@ -321,4 +325,36 @@ user asker on >askerpw nocommands +rl.should +@connection
 	l, err := mr.ReadString('\n')
 	require.NoError(t, err)
 	require.Regexp(t, `^\+[0-9.]+ \[0 local\] "RLS\.CHARGE" "per_descriptor" "0\.8" "gated_user_b_[0-9]+" "1" "HOUR:5:[0-9]+"\r\n$`, l)
+}
+
+// A replica owns no slot: what Envoy asks of it is charged on the
+// primaries, so replicas share the primaries' limit rather than refusing.
+func TestRLSClusterReplicasForward(t *testing.T) {
+	nodes := startRLSClusterOf(t, 6, 1)
+	var replicas []*rlsClusterNode
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		clients[i] = n.client(t)
+	}
+	eventually(t, 30*time.Second, func() bool {
+		replicas = replicas[:0]
+		for i, n := range nodes {
+			if r, err := clients[i].Do(ctx, "ROLE").Slice(); err == nil && len(r) > 0 && r[0] == "slave" {
+				replicas = append(replicas, n)
+			}
+		}
+		return len(replicas) == 3
+	}, func() string { return fmt.Sprintf("%d replicas", len(replicas)) })
+	for u := range 6 {
+		user := fmt.Sprintf("r%d", u)
+		admitted := 0
+		for i, n := range append(replicas, nodes...) {
+			resp, err := n.rls.ShouldRateLimit(ctx, userRequest(user))
+			require.NoError(t, err, "user %s, node %d", user, i)
+			if resp.OverallCode == rlspb.RateLimitResponse_OK {
+				admitted++
+			}
+		}
+		require.Equal(t, 2, admitted, "user %s: sent once to each of 9 nodes (the replicas twice), 2 per hour", user)
+	}
 }
