@@ -83,7 +83,7 @@ func (t *Table) eachRunnable(fn func(*Command)) {
 // unrestricted reports whether c may run every command under users us:
 // none are configured, or only the open default user, which c is.
 func unrestricted(us *acl.Users, c *Client) bool {
-	return us == nil || us.Open() && c.user == ""
+	return us == nil || c.internal || us.Open() && c.user == ""
 }
 
 // authGate answers NOAUTH before authentication (commands flagged no_auth

@@ -34,6 +34,8 @@ type Client struct {
 
 	calling bool // a command called from inside another (Admit, Call): calls.go
 
+	internal bool // the server's own charges for Envoy's rate limit service: past the ACL (LocalClient.SetUser)
+
 	mu      sync.Mutex
 	name    string
 	libName string

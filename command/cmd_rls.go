@@ -17,8 +17,9 @@ import (
 // would answer a ShouldRateLimit request carrying it.
 type EnvoyRLS interface {
 	// ShouldRateLimit charges hits (0: a check that charges nothing) to
-	// the descriptor entries of domain at now (Unix ns).
-	ShouldRateLimit(domain string, entries []RLSEntry, hits uint64, now int64) (RLSStatus, error)
+	// the descriptor entries of domain at now (Unix ns), as the ACL user
+	// user: its charges run RLS.CHARGE (cmd_rls_charge.go) as that user.
+	ShouldRateLimit(user, domain string, entries []RLSEntry, hits uint64, now int64) (RLSStatus, error)
 	// RuleStats lists the counters of every rule hit since start, ordered
 	// by domain then key.
 	RuleStats() []RLSRuleStats
@@ -49,6 +50,7 @@ type RLSStatus struct {
 var errNoRLS = errors.New("the Envoy rate limit service is not available on this server")
 
 func registerRLS(t *Table) {
+	registerRLSCharge(t)
 	t.registerInfo("rls", -1, infoRLS)
 	t.Register(&Command{Name: "rl.should", Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagNoMulti,
 		Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of entries",
@@ -97,9 +99,13 @@ func cmdRLShould(c *Client, args [][]byte) {
 	for i := range entries {
 		entries[i] = RLSEntry{Key: string(rest[2*i]), Value: string(rest[2*i+1])}
 	}
-	st, err := svc.ShouldRateLimit(string(args[1]), entries, hits, c.Now())
+	user := c.user
+	if user == "" {
+		user = "default"
+	}
+	st, err := svc.ShouldRateLimit(user, string(args[1]), entries, hits, c.Now())
 	if err != nil {
-		c.Errf("%v", err)
+		c.Err(rlsErrorReply(err))
 		return
 	}
 	code := func(over bool) string {
@@ -122,6 +128,23 @@ func cmdRLShould(c *Client, args [][]byte) {
 	} else {
 		c.Null()
 	}
+}
+
+// rlsErrorReply is the Redis error of the service's refusal: the store's
+// own (OOM, NOPERM, READONLY, MOVED...) keeps its code, anything else is
+// an ERR.
+func rlsErrorReply(err error) string {
+	msg := err.Error()
+	code, _, _ := strings.Cut(msg, " ")
+	if len(code) < 2 {
+		return "ERR " + msg
+	}
+	for _, r := range code {
+		if r < 'A' || r > 'Z' {
+			return "ERR " + msg
+		}
+	}
+	return msg
 }
 
 // infoRLS is INFO rls: one line per rule hit since start, named

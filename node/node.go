@@ -62,6 +62,7 @@ type Node struct {
 	ln        net.Listener
 	grpc      []*rls.Server  // Envoy's rate limit service (rls.go), stopped by Close
 	rls       *rls.Service   // what gRPC, HTTP and RL.SHOULD answer from
+	charger   *rlsCharger    // how it charges: through the command layer (rls_charge.go)
 	rlsHTTP   []*http.Server // its HTTP side (rls.go), closed by Close
 	rlsOnce   sync.Once      // StartRLS
 	rlsErr    error
@@ -88,6 +89,8 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
 	cmds.ClientMemory = n.net.ClientMemory
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
+	n.charger = newRLSCharger(cmds)
+	n.rls.SetCharger(n.charger)
 	n.configureRLS(cfg)
 	cmds.EnvoyRLS = rlsCommands{n.rls}
 	return n
@@ -258,6 +261,7 @@ func (n *Node) Close() error {
 			h.Close()
 		}
 		n.cmds.Close()
+		n.charger.close()
 		err = n.net.Close()
 	})
 	return err

@@ -2,6 +2,7 @@ package node
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/limitdb/limitdb/command"
@@ -25,7 +27,9 @@ import (
 // configureRLS applies the rls-* directives to the node's rate limit
 // service, and makes it refuse to charge on a read-only replica, as the
 // RESP side refuses writes there: a replica's counters are its primary's,
-// and a charge of its own would part from them.
+// and a charge of its own would part from them. A replica in a cluster
+// refuses nothing itself: it owns no slot, so its charges go to the
+// primaries that own them (rls_charge.go).
 func (n *Node) configureRLS(cfg config.Config) {
 	s := n.rls
 	s.SetResponseHeaders(cfg.RLSResponseHeaders)
@@ -36,7 +40,11 @@ func (n *Node) configureRLS(cfg config.Config) {
 	s.SetQuotaMode(cfg.RLSQuotaMode)
 	s.SetNearLimitRatio(float32(cfg.RLSNearLimitRatio))
 	s.SetMergeDomains(cfg.RLSMergeDomainConfig)
-	s.SetReadOnly(n.cmds.ReadOnly)
+	if cfg.ClusterEnabled == "yes" {
+		s.SetReadOnly(nil)
+	} else {
+		s.SetReadOnly(n.cmds.ReadOnly)
+	}
 }
 
 // StartRLS loads the rules of rls-config-dir into the node's rate limit
@@ -157,14 +165,14 @@ func (n *Node) serveGRPC(ln net.Listener, tc *tls.Config) error {
 // command layer's EnvoyRLS.
 type rlsCommands struct{ svc *rls.Service }
 
-func (r rlsCommands) ShouldRateLimit(domain string, entries []command.RLSEntry, hits uint64, now int64) (command.RLSStatus, error) {
+func (r rlsCommands) ShouldRateLimit(user, domain string, entries []command.RLSEntry, hits uint64, now int64) (command.RLSStatus, error) {
 	d := &rlcommon.RateLimitDescriptor{HitsAddend: wrapperspb.UInt64(hits)}
 	for _, e := range entries {
 		d.Entries = append(d.Entries, &rlcommon.RateLimitDescriptor_Entry{Key: e.Key, Value: e.Value})
 	}
-	resp, err := r.svc.Decide(&rlspb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}}, now)
+	resp, err := r.svc.DecideFor(user, &rlspb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}}, now)
 	if err != nil {
-		return command.RLSStatus{}, err
+		return command.RLSStatus{}, errors.New(status.Convert(err).Message())
 	}
 	st := resp.Statuses[0]
 	out := command.RLSStatus{Over: st.Code == rlspb.RateLimitResponse_OVER_LIMIT, Remaining: st.LimitRemaining,

@@ -1,6 +1,9 @@
 // Package rls is Envoy's rate limit service (RLS v3) served from limitdb's
 // own keyspace: envoyproxy/ratelimit's YAML rules (config.go), its fixed
 // window counting (limit.go) and the gRPC service Envoy calls (service.go).
+// The service writes no counter itself: a Charger it is handed charges them
+// (charge.go), which a node does through its command layer's RLS.CHARGE,
+// on the node that owns each counter's key.
 //
 // It builds on engine (the keyspace the counters live in, so they survive
 // snapshots and replicate) and policy (which builds limitdb's other

@@ -123,11 +123,26 @@ type tally struct {
 // returns one status per hit; hits past nearRatio of a limit count as near
 // it (NearLimitRatio is envoyproxy/ratelimit's default).
 func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode, nearRatio float32) ([]Status, error) {
-	out := make([]Status, len(hits))
+	out, charges, idx := Plan(domain, hits, now)
+	if len(charges) == 0 {
+		return out, nil
+	}
+	sts, err := Apply(eng, charges, now, mode, nearRatio)
+	if err != nil {
+		return nil, err
+	}
+	Merge(out, sts, hits, idx)
+	return out, nil
+}
+
+// Plan is the first half of Check: the statuses of the hits that touch no
+// counter (no rule, an unlimited one, an override of unknown unit), and
+// the charges of the others, each naming its counter's key, with idx[k]
+// the hit of charges[k]. Apply charges them wherever their keys live;
+// Merge puts the answers back in place.
+func Plan(domain string, hits []Hit, now int64) (out []Status, charges []Charge, idx []int) {
+	out = make([]Status, len(hits))
 	nowSec := floorDiv(now, 1e9)
-	t := tally{now: now, nowSec: nowSec, nearRatio: nearRatio}
-	var keys [][]byte
-	var idx []int // the hit of each key
 	for i, h := range hits {
 		switch {
 		case h.Limit == nil:
@@ -141,66 +156,89 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode, 
 			out[i] = Status{}
 			continue
 		}
+		ch := Charge{Limit: h.Limit, Hits: h.Hits}
 		if h.Limit.Limiter != nil {
-			keys = append(keys, algorithmKey(domain, h.Entries, h.Shared, h.Limit.Algorithm))
+			ch.Key = algorithmKey(domain, h.Entries, h.Shared, h.Limit.Algorithm)
 		} else {
-			keys = append(keys, cacheKey(domain, h.Entries, h.Shared, floorDiv(nowSec, unit)*unit))
+			ch.Start = floorDiv(nowSec, unit) * unit
+			ch.Key = cacheKey(domain, h.Entries, h.Shared, ch.Start)
 		}
+		charges = append(charges, ch)
 		idx = append(idx, i)
 	}
-	if len(keys) == 0 {
-		return out, nil
+	return out, charges, idx
+}
+
+// Merge puts the statuses of Plan's charges in place in out, with each
+// hit's statistics name.
+func Merge(out, sts []Status, hits []Hit, idx []int) {
+	for k, i := range idx {
+		st := sts[k]
+		st.Limit, st.StatsKey = hits[i].Limit, hits[i].StatsKey
+		out[i] = st
+	}
+}
+
+// Apply charges charges in eng at now (Unix ns), under their shards'
+// locks at once, in mode, and returns one status per charge (StatsKey
+// left empty). A fixed window charge counts in the window that starts at
+// its Start, whatever now says: its key names that window.
+func Apply(eng *engine.Engine, charges []Charge, now int64, mode Mode, nearRatio float32) ([]Status, error) {
+	out := make([]Status, len(charges))
+	t := tally{now: now, nowSec: floorDiv(now, 1e9), nearRatio: nearRatio}
+	keys := make([][]byte, len(charges))
+	for k := range charges {
+		keys[k] = charges[k].Key
 	}
 	first := engine.FirstPlaces(keys)
 	var err error
 	eng.DoMulti(keys, now, func(ents []engine.Entry) bool {
-		// work holds each key's state as the earlier descriptors left it
-		// (at its first place): a key charged twice sees the first charge.
+		// work holds each key's state as the earlier charges left it (at
+		// its first place): a key charged twice sees the first charge.
 		work := make([]engine.Entry, len(keys))
 		for k := range keys {
 			if first[k] == k {
-				if work[k], err = own(ents[k], hits[idx[k]].Limit); err != nil {
+				if work[k], err = own(ents[k], charges[k].Limit); err != nil {
 					return false
 				}
 			}
 		}
-		var charge []bool // StopWhenOverLimit: the descriptors charged
+		var charge []bool // StopWhenOverLimit: the charges made
 		if mode == StopWhenOverLimit {
-			if charge, err = t.overLimit(hits, idx, first, work); err != nil {
+			if charge, err = t.overLimit(charges, first, work); err != nil {
 				return false
 			}
 		}
 		dirty := make([]bool, len(keys))
 		refused := false
 		for k := range keys {
-			h, f := hits[idx[k]], first[k]
+			ch, f := charges[k], first[k]
 			if charge != nil && !charge[k] {
-				if out[idx[k]], err = t.uncharged(h, work[f]); err != nil {
+				if out[k], err = t.uncharged(ch, work[f]); err != nil {
 					return false
 				}
 				continue
 			}
 			var next engine.Entry
 			var write bool
-			out[idx[k]], next, write, err = t.apply(h, work[f], h.Hits)
+			out[k], next, write, err = t.apply(ch, work[f], ch.Hits)
 			if err != nil {
 				return false
 			}
 			if write {
 				work[f], dirty[f] = next, true
 			}
-			refused = refused || out[idx[k]].Limited()
+			refused = refused || out[k].Limited()
 		}
 		if mode == AllOrNothing && refused {
 			// Nothing is charged: the refusals stand, the rest answer a
 			// check of the state before the request.
 			for k := range keys {
-				i := idx[k]
-				if out[i].Limited() {
+				if out[k].Limited() {
 					continue
 				}
-				base, _ := own(ents[first[k]], hits[i].Limit)
-				out[i], _, _, err = t.apply(hits[i], base, 0)
+				base, _ := own(ents[first[k]], charges[k].Limit)
+				out[k], _, _, err = t.apply(charges[k], base, 0)
 				if err != nil {
 					return false
 				}
@@ -217,9 +255,6 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode, 
 	})
 	if err != nil {
 		return nil, err
-	}
-	for k := range keys {
-		out[idx[k]].StatsKey = hits[idx[k]].StatsKey
 	}
 	return out, nil
 }
@@ -247,16 +282,16 @@ func own(e engine.Entry, lim *RateLimit) (engine.Entry, error) {
 // go over with its hits on the counts before the request (every one is
 // then charged), else which are charged: those that would. work holds
 // each key's entry before the request, at its first place.
-func (t tally) overLimit(hits []Hit, idx, first []int, work []engine.Entry) ([]bool, error) {
+func (t tally) overLimit(charges []Charge, first []int, work []engine.Entry) ([]bool, error) {
 	var over []bool
-	for k := range idx {
-		st, _, _, err := t.apply(hits[idx[k]], work[first[k]], hits[idx[k]].Hits)
+	for k, ch := range charges {
+		st, _, _, err := t.apply(ch, work[first[k]], ch.Hits)
 		if err != nil {
 			return nil, err
 		}
 		if st.Over {
 			if over == nil {
-				over = make([]bool, len(idx))
+				over = make([]bool, len(charges))
 			}
 			over[k] = true
 		}
@@ -269,7 +304,7 @@ func (t tally) overLimit(hits []Hit, idx, first []int, work []engine.Entry) ([]b
 // that count its hits as envoyproxy/ratelimit counts them, as if the count
 // before them had been the count less the hits (an INCRBY of 0 read back;
 // below 0 its unsigned arithmetic wraps to a huge count).
-func (t tally) uncharged(h Hit, e engine.Entry) (Status, error) {
+func (t tally) uncharged(h Charge, e engine.Entry) (Status, error) {
 	if l := h.Limit.Limiter; l != nil {
 		_, r, _, err := l.Apply(e, t.now, 0)
 		if err != nil {
@@ -277,18 +312,16 @@ func (t tally) uncharged(h Hit, e engine.Entry) (Status, error) {
 		}
 		return t.decideAlgorithm(h.Limit, r, h.Hits), nil
 	}
-	unit := UnitSeconds(h.Limit.Unit)
-	start := floorDiv(t.nowSec, unit) * unit
 	before := e.B - int64(h.Hits)
 	if before < 0 {
 		before = math.MaxInt64
 	}
-	return t.decide(h, before, e.B, start+unit-t.nowSec), nil
+	return t.decide(h, before, e.B, t.resetAfter(h)), nil
 }
 
 // apply decides one descriptor of hits units against its key's entry e
 // and returns its status and the entry to store when write.
-func (t tally) apply(h Hit, e engine.Entry, hits uint64) (st Status, next engine.Entry, write bool, err error) {
+func (t tally) apply(h Charge, e engine.Entry, hits uint64) (st Status, next engine.Entry, write bool, err error) {
 	if l := h.Limit.Limiter; l != nil {
 		next, r, write, err := l.Apply(e, t.now, int64(hits))
 		if err != nil {
@@ -296,16 +329,22 @@ func (t tally) apply(h Hit, e engine.Entry, hits uint64) (st Status, next engine
 		}
 		return t.decideAlgorithm(h.Limit, r, hits), next, write, nil
 	}
-	unit := UnitSeconds(h.Limit.Unit)
-	start := floorDiv(t.nowSec, unit) * unit
 	before := e.B
 	after := before + int64(hits)
 	h.Hits = hits
-	st = t.decide(h, before, after, start+unit-t.nowSec)
+	st = t.decide(h, before, after, t.resetAfter(h))
 	if hits == 0 {
 		return st, e, false, nil
 	}
-	return st, engine.Entry{Kind: engine.KindFixedWindow, A: start * 1e9, B: after, Expire: (start + unit) * 1e9}, true, nil
+	end := h.Start + UnitSeconds(h.Limit.Unit)
+	return st, engine.Entry{Kind: engine.KindFixedWindow, A: h.Start * 1e9, B: after, Expire: end * 1e9}, true, nil
+}
+
+// resetAfter is the whole seconds from now to the end of a fixed window
+// charge's window, never below 0 (a charge whose window ended while it
+// travelled to its key's owner).
+func (t tally) resetAfter(h Charge) int64 {
+	return max(0, h.Start+UnitSeconds(h.Limit.Unit)-t.nowSec)
 }
 
 // decideAlgorithm is the answer and the statistics of a rule of another
@@ -343,7 +382,7 @@ func (t tally) decideAlgorithm(lim *RateLimit, r limit.Result, hits uint64) Stat
 
 // decide is the answer and the statistics of a descriptor whose count went
 // from before to after (after - before may be 0: a check).
-func (t tally) decide(h Hit, before, after, resetAfter int64) Status {
+func (t tally) decide(h Charge, before, after, resetAfter int64) Status {
 	lim := int64(h.Limit.RequestsPerUnit)
 	near := int64(math.Floor(float64(float32(lim) * t.nearRatio)))
 	hits := uint64(h.Hits)

@@ -286,7 +286,7 @@ func TestStats(t *testing.T) {
 		{10, 11, Stats{TotalHits: 1, OverLimit: 1}},
 	}
 	for _, c := range cases {
-		got := tally{nearRatio: NearLimitRatio}.decide(Hit{Limit: lim, Hits: uint64(c.after - c.before)}, c.before, c.after, 1).Stats
+		got := tally{nearRatio: NearLimitRatio}.decide(Charge{Limit: lim, Hits: uint64(c.after - c.before)}, c.before, c.after, 1).Stats
 		if got != c.want {
 			t.Errorf("%d -> %d: %+v, want %+v", c.before, c.after, got, c.want)
 		}

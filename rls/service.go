@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -50,7 +51,15 @@ type Service struct {
 	// readOnly, when set, tells whether the keyspace refuses writes (a
 	// read-only replica): requests that would charge are then refused.
 	readOnly func() bool
+	// charger charges the counters (SetCharger); EngineCharger by default.
+	charger Charger
 }
+
+// SetCharger makes c charge the service's counters, in place of the
+// engine directly. A node hands its command layer's, so that every charge
+// passes the gates a RESP command passes and, in a cluster, is charged on
+// the primary that owns its key. Call it before serving.
+func (s *Service) SetCharger(c Charger) { s.charger = c }
 
 // ErrReadOnly refuses a request that would charge on a read-only replica:
 // gRPC's UNAVAILABLE, with Redis's refusal of a write as its message. An
@@ -116,7 +125,7 @@ func (s *Service) SetResponseHeaders(on bool) { s.headers.Store(on) }
 
 // New returns a service of eng with rules (nil: none, every answer OK).
 func New(eng *engine.Engine, rules *Config) *Service {
-	s := &Service{eng: eng}
+	s := &Service{eng: eng, charger: EngineCharger{eng}}
 	s.SetRules(rules)
 	s.SetNearLimitRatio(NearLimitRatio)
 	s.SetHeaderNames("", "", "")
@@ -147,8 +156,20 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlspb.RateLimitReque
 	return s.Decide(req, s.eng.Now())
 }
 
-// Decide answers req at now (Unix ns).
+// Decide answers req at now (Unix ns), for a caller that names no ACL
+// user (Envoy's gRPC and HTTP requests).
 func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLimitResponse, error) {
+	return s.DecideFor("", req, now)
+}
+
+// DecideFor answers req at now (Unix ns) for the ACL user user ("": none
+// known). A charge the store refuses or cannot make is an error: gRPC's
+// UNAVAILABLE with Redis's READONLY message on a read-only replica
+// (ErrReadOnly), otherwise gRPC's UNKNOWN with the store's message, the
+// code envoyproxy/ratelimit's answer to a Redis error carries. Envoy then
+// denies the request with failure_mode_deny true and lets it through
+// with false.
+func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLimitResponse, error) {
 	rules := s.rules.Load()
 	hits := make([]Hit, len(req.Descriptors))
 	replaced := false
@@ -169,9 +190,14 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 	case s.stopWhenOver.Load():
 		mode = StopWhenOverLimit
 	}
-	sts, err := Check(s.eng, req.Domain, hits, now, mode, math.Float32frombits(s.nearRatio.Load()))
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+	sts, charges, idx := Plan(req.Domain, hits, now)
+	if len(charges) > 0 {
+		got, err := s.charger.Charge(&ChargeRequest{Charges: charges, Mode: mode,
+			NearRatio: math.Float32frombits(s.nearRatio.Load()), Now: now, User: user})
+		if err != nil {
+			return nil, chargeError(err)
+		}
+		Merge(sts, got, hits, idx)
 	}
 	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK,
 		Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))}
@@ -212,6 +238,14 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 		resp.OverallCode = rlspb.RateLimitResponse_OK
 	}
 	return resp, nil
+}
+
+// chargeError is the service's answer to a Charger's error.
+func chargeError(err error) error {
+	if strings.HasPrefix(err.Error(), "READONLY ") {
+		return ErrReadOnly
+	}
+	return status.Error(codes.Unknown, err.Error())
 }
 
 // charges reports whether any descriptor adds hits (even one without a

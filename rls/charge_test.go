@@ -1,0 +1,86 @@
+package rls
+
+import (
+	"errors"
+	"testing"
+
+	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/policy"
+)
+
+// RLS.CHARGE's arguments carry a charge to another node unchanged: the
+// node that parses them charges exactly what Apply would have charged
+// where they were made.
+func TestChargeArgsRoundTrip(t *testing.T) {
+	hour := rlspb.RateLimitResponse_RateLimit_HOUR
+	fixed := &RateLimit{RequestsPerUnit: 2, Unit: hour}
+	shadow := &RateLimit{RequestsPerUnit: 3, Unit: hour, ShadowMode: true}
+	lim, err := policy.Limiter(policy.Policy{Algorithm: policy.GCRA, Limit: 5, Period: 3600e9, Burst: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcra := &RateLimit{RequestsPerUnit: 5, Unit: hour, Algorithm: policy.GCRA, Burst: 7, Limiter: lim}
+	charges := []Charge{
+		{Key: []byte("d_k_v_3600"), Limit: fixed, Hits: 1, Start: 3600},
+		{Key: []byte("d_k_w_3600"), Limit: shadow, Hits: 4, Start: 3600},
+		{Key: []byte("d_k_v_gcra"), Limit: gcra, Hits: 2},
+	}
+	for _, mode := range []Mode{PerDescriptor, AllOrNothing, StopWhenOverLimit} {
+		args := ChargeArgs(nil, mode, 0.8, charges)
+		if string(args[0]) != ChargeCommand {
+			t.Fatalf("%v: command %q", mode, args[0])
+		}
+		gotMode, ratio, got, err := NewRuleCache().ParseChargeArgs(args[1:])
+		if err != nil {
+			t.Fatalf("%v: %v", mode, err)
+		}
+		if gotMode != mode || ratio != 0.8 || len(got) != len(charges) {
+			t.Fatalf("%v: mode %v ratio %v %d charges", mode, gotMode, ratio, len(got))
+		}
+		now := int64(3700e9)
+		a, b := engine.New(clock.NewFake(now), 0), engine.New(clock.NewFake(now), 0)
+		want, err := Apply(a, charges, now, mode, 0.8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts, err := Apply(b, got, now, mode, 0.8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			w, g := want[i], sts[i]
+			w.Limit, g.Limit = nil, nil
+			if w != g {
+				t.Errorf("%v: charge %d: %+v, want %+v", mode, i, g, w)
+			}
+			if back := StatusOf(AppendStatus(nil, g)); back != g {
+				t.Errorf("%v: charge %d: the reply reads back %+v, want %+v", mode, i, back, g)
+			}
+		}
+	}
+}
+
+func TestChargeArgsRefused(t *testing.T) {
+	for _, c := range [][]string{
+		{"per_descriptor"},
+		{"sometimes", "0.8", "k", "1", "HOUR:2:0"},
+		{"per_descriptor", "2", "k", "1", "HOUR:2:0"},
+		{"per_descriptor", "0.8", "k", "1"},
+		{"per_descriptor", "0.8", "k", "-1", "HOUR:2:0"},
+		{"per_descriptor", "0.8", "k", "1", "FORTNIGHT:2:0"},
+		{"per_descriptor", "0.8", "k", "1", "HOUR:x:0"},
+		{"per_descriptor", "0.8", "k", "1", "HOUR:2:zz:3"},
+		{"per_descriptor", "0.8", "k", "1", "HOUR:2"},
+	} {
+		args := make([][]byte, len(c))
+		for i, a := range c {
+			args[i] = []byte(a)
+		}
+		if _, _, _, err := NewRuleCache().ParseChargeArgs(args); !errors.Is(err, ErrChargeSyntax) {
+			t.Errorf("%q: %v, want ErrChargeSyntax", c, err)
+		}
+	}
+}
