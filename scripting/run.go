@@ -438,7 +438,10 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 	L := st.L
 	g := L.G.Global
 	if h != nil {
-		h.cancel.Store(&st.cancel)
+		// A copy: the run renews st.cancel when it was killed, while a
+		// stop from another goroutine may still be reading what it loaded.
+		cancel := st.cancel
+		h.cancel.Store(&cancel)
 	}
 	L.Push(fn)
 	if push != nil {
