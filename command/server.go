@@ -135,6 +135,8 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	env.Info, env.Stats, env.ResetStats = s.info, s.stats, s.resetStats
 	env.Directives, env.SetConfig, env.Shutdown = s.directives, s.SetConfig, s.shutdown
 	env.RunID, env.Started, env.Port = s.runID, s.started, s.port
+	env.Replication, env.BecomeReplica, env.BecomePrimary = s.repl, s.becomeReplica, s.becomePrimary
+	env.ClusterRoles = s.cluster.on && !s.cluster.emulated
 	s.registerReloads()
 	for _, f := range families {
 		f.Register(s.table, env)
