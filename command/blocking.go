@@ -68,3 +68,23 @@ func (c *Client) settleBlocked() {
 		c.blk, c.w = nil, c.conn.Writer()
 	}
 }
+
+// Block makes c's current command answer later, from another goroutine,
+// as WAIT does: the commands c runs meanwhile are served, their replies
+// held and sent after the blocked command's. finish sends that reply, a
+// whole RESP value, and may be called once from any goroutine. Until then
+// the command may still answer at once instead: Unblock, then write the
+// reply as usual. ok is false, and nothing is blocked, when c cannot
+// wait: inside EXEC, or with no connection (a LocalClient); the command
+// answers at once.
+func (c *Client) Block() (finish func(reply []byte), ok bool) {
+	if c.tx != nil || c.conn == nil {
+		return nil, false
+	}
+	b := c.block()
+	return func(reply []byte) { b.finish(c, reply) }, true
+}
+
+// Unblock undoes Block when the blocked command answers at once after
+// all, before finish is called: c writes its replies as usual again.
+func (c *Client) Unblock() { c.unblock() }

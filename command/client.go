@@ -65,8 +65,7 @@ type Client struct {
 	readonly bool // READONLY: reads may be served by a replica of the slot's primary
 	heldSlot int  // 1 + a migrating slot the running command holds (cluster.go); 0 for none
 
-	repl atomic.Pointer[replClient] // what it said as a replica (replication.go); nil for others
-	blk  *blocked                   // while a command waits to answer (blocking.go)
+	blk *blocked // while a command waits to answer (blocking.go)
 }
 
 // eng is the keyspace as the current command must reach it: through the

@@ -120,7 +120,7 @@ func (c *Client) User() string {
 // pattern, "normal" otherwise. A replica's link to its primary is not a
 // client, so no client is of type "master".
 func (c *Client) Type() string {
-	if r := c.repl.Load(); r != nil && r.replica.Load() != nil {
+	if c.class.Load() == config.ClassReplica {
 		return "replica"
 	}
 	if c.class.Load() == config.ClassPubSub {

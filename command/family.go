@@ -8,6 +8,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/replication"
 )
 
 // A Family is a group of commands together with the state only they use,
@@ -64,6 +65,24 @@ type Env struct {
 	// Port is the port the server listens on, or the configured one
 	// until it listens.
 	Port func() int
+	// Replication is the change stream with its backlog, the replicas
+	// attached and the link to a primary; the append-only file and the
+	// cluster member share it. Nil when there is no engine (a
+	// configuration check), where no command runs.
+	Replication *replication.Manager
+	// BecomeReplica makes the node a replica of host:port, records that
+	// as the running replicaof directive and redoes what was registered
+	// for config.ReloadReplication; it reports false when the node
+	// already was a replica of that primary.
+	BecomeReplica func(host string, port int) bool
+	// BecomePrimary makes a replica a primary again, clears the running
+	// replicaof and redoes what was registered for
+	// config.ReloadReplication; it reports false when the node was a
+	// primary already, and then changes nothing.
+	BecomePrimary func() bool
+	// ClusterRoles is true when the cluster decides the node's role
+	// (cluster-enabled yes, not emulated), so that REPLICAOF is refused.
+	ClusterRoles bool
 }
 
 // OnReload adds what CONFIG SET redoes after it changes a directive whose
@@ -105,6 +124,14 @@ func (t *Table) AddInfo(name string, order int, render func(eng *engine.Engine, 
 // Lines are "name:value" or "name:k=v,k=v" ending in "\r\n".
 func (t *Table) AddLimitsInfo(render func(b *strings.Builder)) {
 	t.registerLimitsInfo(func(_ *Server, _ *engine.Engine, b *strings.Builder) { render(b) })
+}
+
+// ExtendInfo adds lines at the end of the INFO section name, whichever
+// family renders the section (INFO stats' sync_* lines are the replicas'),
+// after those added before; render reads the keyspace through eng, the
+// transaction's inside EXEC.
+func (t *Table) ExtendInfo(name string, render func(eng *engine.Engine, b *strings.Builder)) {
+	t.extendInfo(name, func(_ *Server, eng *engine.Engine, b *strings.Builder) { render(eng, b) })
 }
 
 // OnResetStat adds what CONFIG RESETSTAT clears beside the command

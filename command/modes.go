@@ -1,10 +1,12 @@
 package command
 
-// A connection in a mode (subscribed, monitoring) and a server that
-// refuses writes (a failed snapshot with stop-writes-on-bgsave-error, a
-// read-only replica) each restrict what a command may do. One gate checks
-// them all, so that the common case, none of them, costs two atomic loads
-// and one call per command.
+import "sync/atomic"
+
+// A connection in a mode (subscribed, monitoring), a busy server and a
+// server that refuses writes (a failed snapshot with
+// stop-writes-on-bgsave-error, a read-only replica) each restrict what a
+// command may do. One gate checks them all, so that the common case, none
+// of them, costs a few atomic loads and one call per command.
 
 // Mode is one bit of a connection's mode, owned by the family that added
 // it (AddMode): while it is on, the family's check runs before each of the
@@ -32,7 +34,8 @@ func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	m := c.mode.Load()
 	t := c.srv.table
 	busy := t.busy != nil && t.busy.Load() != 0
-	if m == 0 && !c.srv.refuseWrites.Load() && !c.srv.readOnly.Load() && !busy {
+	readOnly := t.readOnly != nil && t.readOnly.Load()
+	if m == 0 && !c.srv.refuseWrites.Load() && !readOnly && !busy {
 		return true
 	}
 	if busy && !t.busyCheck(c, cmd, args) {
@@ -43,7 +46,27 @@ func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 			return false
 		}
 	}
-	return misconfGate(c, cmd, args) && readOnlyGate(c, cmd, args)
+	return misconfGate(c, cmd, args) && (!readOnly || t.readOnlyCheck(c, cmd, args))
+}
+
+// SetReadOnlyCheck makes the server read-only while *readOnly is true:
+// then check runs before every command of every client, last in the modes
+// gate (GateModes, after MISCONF), and may refuse it; WritesUnchecked
+// reports false and ReadOnly true. The family that owns the flag (the
+// replicas', for a read-only replica) sets it once, at registration; while
+// the flag is false the gate does not call check.
+func (t *Table) SetReadOnlyCheck(readOnly *atomic.Bool, check GateFunc) {
+	if t.readOnly != nil {
+		panic("command: read-only check set twice")
+	}
+	t.readOnly, t.readOnlyCheck = readOnly, check
+}
+
+// ReadOnly reports whether the server is read-only (SetReadOnlyCheck): a
+// read-only replica, which refuses writes. Any goroutine may call it.
+func (s *Server) ReadOnly() bool {
+	ro := s.table.readOnly
+	return ro != nil && ro.Load()
 }
 
 // SetMode turns one mode of c on or off; any goroutine may call it.

@@ -86,7 +86,6 @@ type Server struct {
 	EnvoyRLS EnvoyRLS
 
 	repl         *replication.Manager // replicas, the link to a primary, the change stream: replication.go
-	readOnly     atomic.Bool          // a read-only replica refuses writes (readOnlyGate)
 	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
 	sections     persistence.Sections // a snapshot's sections beside the keyspace
 	persist      persistState         // snapshots: cmd_persist.go
@@ -135,6 +134,8 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	env.Info, env.Stats, env.ResetStats = s.info, s.stats, s.resetStats
 	env.Directives, env.SetConfig, env.Shutdown = s.directives, s.SetConfig, s.shutdown
 	env.RunID, env.Started, env.Port = s.runID, s.started, s.port
+	env.Replication, env.BecomeReplica, env.BecomePrimary = s.repl, s.becomeReplica, s.becomePrimary
+	env.ClusterRoles = s.cluster.on && !s.cluster.emulated
 	s.registerReloads()
 	for _, f := range families {
 		f.Register(s.table, env)
@@ -246,11 +247,6 @@ func (s *Server) Closed(conn Conn, _ error) {
 	}
 	for _, forget := range s.table.clientClosed {
 		forget(c)
-	}
-	if r := c.repl.Load(); r != nil {
-		if rep := r.replica.Load(); rep != nil {
-			s.repl.Detach(rep)
-		}
 	}
 	s.clients.remove(c)
 }

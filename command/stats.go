@@ -2,18 +2,11 @@ package command
 
 import (
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/limitdb/limitdb/engine"
 )
 
 // Read-only views of the server's counters for INFO (Env.Stats) and for
 // exporters (metrics/): the same figures INFO renders.
-
-func registerStats(t *Table) {
-	t.extendInfo("stats", infoReplSyncs)
-}
 
 // Stats is the core's own counters at one instant.
 type Stats struct {
@@ -97,15 +90,6 @@ func (t *Table) CommandStats() []CommandStat {
 		}
 	})
 	return out
-}
-
-func infoReplSyncs(s *Server, _ *engine.Engine, b *strings.Builder) {
-	if s.repl != nil {
-		rs := s.repl.Status()
-		infoLine(b, "sync_full", rs.SyncFull)
-		infoLine(b, "sync_partial_ok", rs.SyncPartialOK)
-		infoLine(b, "sync_partial_err", rs.SyncPartialErr)
-	}
 }
 
 // port is the port the server listens on, or the configured one until it

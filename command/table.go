@@ -154,6 +154,9 @@ type Table struct {
 	// a busy server (calls.go: SetBusyCheck)
 	busy      *atomic.Int32
 	busyCheck GateFunc
+	// a read-only server (modes.go: SetReadOnlyCheck)
+	readOnly      *atomic.Bool
+	readOnlyCheck GateFunc
 	// what CONFIG SET redoes (config.go: OnReload), and lines added at
 	// the end of INFO sections (info.go: extendInfo)
 	reloads   map[config.Reload][]func() error
@@ -173,8 +176,6 @@ func NewTable() *Table {
 		registerMemory,
 		registerMulti,
 		registerSlowlog,
-		registerStats,
-		registerReplication,
 		registerAOF,
 		registerModes,
 		registerCluster,

@@ -26,6 +26,7 @@ import (
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/command/replicas"
 	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
@@ -82,7 +83,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 		logger = log.Default()
 	}
 	limits, scripts := ratelimit.New(), scripts.New()
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New())
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New(), replicas.New())
 	n := &Node{cmds: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf

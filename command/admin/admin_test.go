@@ -81,10 +81,10 @@ func TestInfoSections(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "Server Clients Memory Persistence Stats Limits Replication CPU Cluster Keyspace"},
-		{[]string{"default"}, "Server Clients Memory Persistence Stats Limits Replication CPU Cluster Keyspace"},
-		{[]string{"all"}, "Server Clients Memory Persistence Stats Limits Replication CPU Cluster Keyspace Rls Commandstats Latencystats"},
-		{[]string{"everything"}, "Server Clients Memory Persistence Stats Limits Replication CPU Cluster Keyspace Rls Commandstats Latencystats"},
+		{nil, "Server Clients Memory Persistence Stats Limits CPU Cluster Keyspace"},
+		{[]string{"default"}, "Server Clients Memory Persistence Stats Limits CPU Cluster Keyspace"},
+		{[]string{"all"}, "Server Clients Memory Persistence Stats Limits CPU Cluster Keyspace Rls Commandstats Latencystats"},
+		{[]string{"everything"}, "Server Clients Memory Persistence Stats Limits CPU Cluster Keyspace Rls Commandstats Latencystats"},
 		{[]string{"CPU", "commandstats", "server"}, "Server CPU Commandstats"},
 		{[]string{"nosuch"}, ""},
 	} {
@@ -135,7 +135,7 @@ func TestInfoFields(t *testing.T) {
 		{"server", "redis_version limitdb_version redis_mode os arch_bits go_version process_id run_id tcp_port uptime_in_seconds uptime_in_days gomaxprocs shards bind config_file"},
 		{"clients", "connected_clients client_recent_max_output_buffer blocked_clients"},
 		{"memory", "used_memory used_memory_human used_memory_rss used_memory_rss_human used_memory_sys heap_objects gc_cycles mem_clients_normal used_memory_dataset used_memory_dataset_human used_memory_keyspace_allocated maxmemory maxmemory_human maxmemory_policy"},
-		{"stats", "total_connections_received total_commands_processed rejected_connections expired_keys evicted_keys keyspace_hits keyspace_misses sync_full sync_partial_ok sync_partial_err"},
+		{"stats", "total_connections_received total_commands_processed rejected_connections expired_keys evicted_keys keyspace_hits keyspace_misses"},
 		{"cpu", "used_cpu_sys used_cpu_user"},
 	} {
 		if got := fields(string(c.DoString("INFO", tc.section))); got != tc.fields {
