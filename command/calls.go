@@ -119,7 +119,7 @@ func (c *Client) Calling() bool { return c.calling }
 // commands, which the gates answer.
 func (c *Client) WritesUnchecked() bool {
 	s := c.srv
-	if s.ReadOnly() || s.refuseWrites.Load() {
+	if s.ReadOnly() || s.table.refusingWrites() {
 		return false
 	}
 	if !unrestricted(s.guard.acl.Load(), c) {

@@ -70,10 +70,4 @@ func (s *Server) registerReloads() {
 		s.slow.configure(s.Config())
 		return nil
 	})
-	t.OnReload(config.ReloadAppendOnly, s.reloadAOF)
-	t.OnReload(config.ReloadPersistence, func() error {
-		s.persist.stopWrites.Store(s.Config().StopWritesOnBGSaveError)
-		s.updateRefuseWrites()
-		return nil
-	})
 }

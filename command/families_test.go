@@ -9,6 +9,7 @@ import (
 	"github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
+	"github.com/limitdb/limitdb/command/persist"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
 	"github.com/limitdb/limitdb/command/replicas"
@@ -20,13 +21,13 @@ import (
 // newServer is a command layer with the families the core's tests drive
 // beside the built-in ones: the connection commands, the keyspace and
 // data types, scripts, the rate-limit commands, pub/sub, MONITOR,
-// administration and INFO, and replication, in the order the node
-// registers them.
+// administration and INFO, replication, and snapshots and the
+// append-only file, in the order the node registers them.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
 }
 
 // families returns new instances of the families newServer adds.
 func families() []command.Family {
-	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New(), replicas.New()}
+	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New(), replicas.New(), persist.New()}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/replication"
 )
 
@@ -56,8 +57,8 @@ type Env struct {
 	SetConfig func(pairs ...[2]string) error
 	// Shutdown stops the server as SIGTERM does: every connection
 	// finishes the commands it has read. With save, a snapshot is
-	// written first, and if that fails the server keeps running and the
-	// error is returned. A command layer that no assembly runs (no
+	// written first (SetSave), and if that fails the server keeps
+	// running and the error is returned. A command layer that no assembly runs (no
 	// RequestShutdown) is closed instead, without saving.
 	Shutdown func(save bool) error
 	RunID    string    // this run's identity, fixed at start
@@ -83,6 +84,10 @@ type Env struct {
 	// ClusterRoles is true when the cluster decides the node's role
 	// (cluster-enabled yes, not emulated), so that REPLICAOF is refused.
 	ClusterRoles bool
+	// Sections are the snapshot sections every family added (AddSection),
+	// complete once every family has registered: what a snapshot saves
+	// and loads beside the keyspace.
+	Sections *persistence.Sections
 }
 
 // OnReload adds what CONFIG SET redoes after it changes a directive whose
@@ -138,8 +143,26 @@ func (t *Table) ExtendInfo(name string, render func(eng *engine.Engine, b *strin
 // statistics.
 func (t *Table) OnResetStat(fn func()) { t.resetStat = append(t.resetStat, fn) }
 
-// OnClose adds what the command layer's Close stops.
+// OnClose adds what the command layer's Close stops, in the order added,
+// before the change stream closes.
 func (t *Table) OnClose(fn func()) { t.closers = append(t.closers, fn) }
+
+// OnEndRound adds what every write of an event-loop round needs done
+// before the round's replies leave (EndRound), after replicas are woken:
+// the append-only file's write. It runs once per round, on the goroutine
+// that ends it, so it must be cheap when there is nothing to do.
+func (t *Table) OnEndRound(fn func()) { t.endRound = append(t.endRound, fn) }
+
+// SetSave sets how SHUTDOWN writes its snapshot (Env.Shutdown with save):
+// save writes one and waits for it, and its error keeps the server
+// running. The family that keeps snapshots sets it once, at registration;
+// without one, SHUTDOWN saves nothing.
+func (t *Table) SetSave(save func() error) {
+	if t.save != nil {
+		panic("command: save set twice")
+	}
+	t.save = save
+}
 
 // Slot is a place in every Client for one family's per-connection state
 // (its subscriptions, its transaction), made by NewSlot.

@@ -3,8 +3,6 @@ package command_test
 import (
 	"fmt"
 	"github.com/limitdb/limitdb/command"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,53 +97,6 @@ func TestExecRunsEveryQueuedCommandThroughTheTransaction(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("EXEC did not finish: a queued command waited for a shard its own transaction holds")
-	}
-}
-
-// TestStopWritesOnSnapshotError: a failed snapshot shows in INFO; with
-// stop-writes-on-bgsave-error yes, writes (and PING, as in Redis) get
-// MISCONF until a snapshot succeeds, reads go on; with no (the default)
-// limits keep working.
-func TestStopWritesOnSnapshotError(t *testing.T) {
-	t.Parallel()
-	cfg := config.Default()
-	cfg.Dir = t.TempDir()
-	s := newServer(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0))
-	if err := s.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	c := s.NewLocalClient()
-	blocker := filepath.Join(cfg.Dir, cfg.DBFilename)
-	if err := os.Mkdir(blocker, 0o755); err != nil { // the snapshot's rename fails
-		t.Fatal(err)
-	}
-	misconf := func(got []byte) bool { return strings.HasPrefix(string(got), "-MISCONF ") }
-	steps := []struct {
-		args []string
-		want func([]byte) bool
-		what string
-	}{
-		{[]string{"SAVE"}, func(b []byte) bool { return b[0] == '-' }, "SAVE fails"},
-		{[]string{"INFO", "persistence"}, func(b []byte) bool { return strings.Contains(string(b), "rdb_last_bgsave_status:err") }, "INFO says err"},
-		{[]string{"CL.THROTTLE", "k", "5", "10", "60"}, func(b []byte) bool { return b[0] == '*' }, "a limiter works (default no)"},
-		{[]string{"CONFIG", "SET", "stop-writes-on-bgsave-error", "yes"}, func(b []byte) bool { return string(b) == "+OK\r\n" }, "CONFIG SET"},
-		{[]string{"CL.THROTTLE", "k", "5", "10", "60"}, misconf, "a limiter is refused"},
-		{[]string{"SET", "a", "1"}, misconf, "SET is refused"},
-		{[]string{"PING"}, misconf, "PING is refused, as in Redis"},
-		{[]string{"GET", "a"}, func(b []byte) bool { return string(b) == "$-1\r\n" }, "GET works"},
-		{[]string{"EXISTS", "k"}, func(b []byte) bool { return string(b) == ":1\r\n" }, "EXISTS works"},
-	}
-	for i, st := range steps {
-		if got := c.DoString(st.args...); !st.want(got) {
-			t.Fatalf("step %d (%s): %q answered %q", i, st.what, st.args, got)
-		}
-	}
-	os.Remove(blocker)
-	if got := string(c.DoString("SAVE")); got != "+OK\r\n" {
-		t.Fatalf("SAVE once the cause is gone: %q", got)
-	}
-	if got := c.DoString("SET", "a", "1"); string(got) != "+OK\r\n" {
-		t.Fatalf("SET after a good snapshot: %q", got)
 	}
 }
 

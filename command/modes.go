@@ -35,7 +35,8 @@ func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	t := c.srv.table
 	busy := t.busy != nil && t.busy.Load() != 0
 	readOnly := t.readOnly != nil && t.readOnly.Load()
-	if m == 0 && !c.srv.refuseWrites.Load() && !readOnly && !busy {
+	misconf := t.refusingWrites()
+	if m == 0 && !misconf && !readOnly && !busy {
 		return true
 	}
 	if busy && !t.busyCheck(c, cmd, args) {
@@ -46,12 +47,30 @@ func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 			return false
 		}
 	}
-	return misconfGate(c, cmd, args) && (!readOnly || t.readOnlyCheck(c, cmd, args))
+	return (!misconf || t.misconfCheck(c, cmd, args)) && (!readOnly || t.readOnlyCheck(c, cmd, args))
 }
+
+// SetMisconfCheck makes the server refuse writes while *refuse is true (a
+// failed snapshot under stop-writes-on-bgsave-error, an append-only file
+// that cannot be written): then check runs before every command of every
+// client, in the modes gate (GateModes) after the connection modes and
+// before the read-only check, and may refuse it (MISCONF); WritesUnchecked
+// reports false. The family that owns the flag (the persistence family)
+// sets it once, at registration; while the flag is false the gate does
+// not call check.
+func (t *Table) SetMisconfCheck(refuse *atomic.Bool, check GateFunc) {
+	if t.misconf != nil {
+		panic("command: misconf check set twice")
+	}
+	t.misconf, t.misconfCheck = refuse, check
+}
+
+// refusingWrites reports whether the misconf check is on (SetMisconfCheck).
+func (t *Table) refusingWrites() bool { return t.misconf != nil && t.misconf.Load() }
 
 // SetReadOnlyCheck makes the server read-only while *readOnly is true:
 // then check runs before every command of every client, last in the modes
-// gate (GateModes, after MISCONF), and may refuse it; WritesUnchecked
+// gate (GateModes, after the misconf check), and may refuse it; WritesUnchecked
 // reports false and ReadOnly true. The family that owns the flag (the
 // replicas', for a read-only replica) sets it once, at registration; while
 // the flag is false the gate does not call check.

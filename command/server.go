@@ -85,13 +85,10 @@ type Server struct {
 	// the node sets it. When nil, RL.SHOULD answers an error.
 	EnvoyRLS EnvoyRLS
 
-	repl         *replication.Manager // replicas, the link to a primary, the change stream: replication.go
-	refuseWrites atomic.Bool          // a failed snapshot makes writes answer MISCONF (stop-writes-on-bgsave-error); read by modeGate
-	sections     persistence.Sections // a snapshot's sections beside the keyspace
-	persist      persistState         // snapshots: cmd_persist.go
-	aof          appendOnly           // the append-only file (replication.AOF), nil without a keyspace: aof.go
-	slow         slowLog              // SLOWLOG: slowlog.go
-	mem          memState             // maxmemory: memory.go
+	repl     *replication.Manager // replicas, the link to a primary, the change stream: replication.go
+	sections persistence.Sections // a snapshot's sections beside the keyspace
+	slow     slowLog              // SLOWLOG: slowlog.go
+	mem      memState             // maxmemory: memory.go
 
 	closeOnce  sync.Once
 	listenPort atomic.Int64 // INFO's tcp_port, once listening
@@ -125,17 +122,16 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	if eng != nil {
 		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
-		s.aof = s.repl.NewAOF(s.aofConfig, s.updateRefuseWrites)
 	}
 	s.slow.configure(cfg)
 	s.cluster = newClusterState(cfg, logger)
-	s.persist.stopWrites.Store(cfg.StopWritesOnBGSaveError)
 	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish, Clients: s.Clients}
 	env.Info, env.Stats, env.ResetStats = s.info, s.stats, s.resetStats
 	env.Directives, env.SetConfig, env.Shutdown = s.directives, s.SetConfig, s.shutdown
 	env.RunID, env.Started, env.Port = s.runID, s.started, s.port
 	env.Replication, env.BecomeReplica, env.BecomePrimary = s.repl, s.becomeReplica, s.becomePrimary
 	env.ClusterRoles = s.cluster.on && !s.cluster.emulated
+	env.Sections = &s.sections
 	s.registerReloads()
 	for _, f := range families {
 		f.Register(s.table, env)
@@ -167,7 +163,6 @@ func (s *Server) Close() error {
 		for _, stop := range s.table.closers {
 			stop()
 		}
-		s.StopAOF()
 		if s.repl != nil {
 			s.repl.Close()
 		}
@@ -187,8 +182,8 @@ func (s *Server) shutdown(save bool) error {
 		s.Close()
 		return nil
 	}
-	if save {
-		if err := s.Save(); err != nil {
+	if save && s.table.save != nil {
+		if err := s.table.save(); err != nil {
 			return err
 		}
 	}
@@ -257,7 +252,9 @@ func (s *Server) Closed(conn Conn, _ error) {
 func (s *Server) EndRound() {
 	if s.repl != nil {
 		s.repl.Publish()
-		s.catchUpAOF()
+	}
+	for _, fn := range s.table.endRound { // the append-only file's write (OnEndRound)
+		fn()
 	}
 }
 

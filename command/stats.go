@@ -108,15 +108,6 @@ func portOf(s *Server) string { return strconv.Itoa(s.port()) }
 // (the configured one may be 0: any free port).
 func (s *Server) SetListenPort(port int) { s.listenPort.Store(int64(port)) }
 
-// LastSave is when the last snapshot was written successfully, or the zero
-// time when none has been since start (the snapshot-age gauge).
-func (s *Server) LastSave() time.Time {
-	p := &s.persist
-	p.statMu.Lock()
-	defer p.statMu.Unlock()
-	return p.lastSave
-}
-
 // Started is when the server was created.
 func (s *Server) Started() time.Time { return s.started }
 

@@ -141,6 +141,8 @@ type Table struct {
 	sections   []section // family.go
 	resetStat  []func()
 	closers    []func()
+	endRound   []func()     // family.go: OnEndRound
+	save       func() error // family.go: SetSave
 	// connection modes (modes.go) and per-client state (family.go)
 	modeChecks   [maxModes]GateFunc
 	nModes       int
@@ -157,6 +159,9 @@ type Table struct {
 	// a read-only server (modes.go: SetReadOnlyCheck)
 	readOnly      *atomic.Bool
 	readOnlyCheck GateFunc
+	// a server that refuses writes (modes.go: SetMisconfCheck)
+	misconf      *atomic.Bool
+	misconfCheck GateFunc
 	// what CONFIG SET redoes (config.go: OnReload), and lines added at
 	// the end of INFO sections (info.go: extendInfo)
 	reloads   map[config.Reload][]func() error
@@ -169,14 +174,12 @@ func NewTable() *Table {
 	for _, family := range []func(*Table){
 		registerAuth,
 		registerDump,
-		registerPersist,
 		registerRLS,
 		registerInfoLimits,
 		registerLimits,
 		registerMemory,
 		registerMulti,
 		registerSlowlog,
-		registerAOF,
 		registerModes,
 		registerCluster,
 	} {

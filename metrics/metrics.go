@@ -55,15 +55,23 @@ var (
 		"Seconds since the last successful snapshot (since start when none).", nil, nil)
 )
 
-// Collector reads a server's figures at scrape time.
-type Collector struct {
-	srv *command.Server
-	now func() time.Time
+// Snapshots is what the metrics read of a server's snapshots (the
+// persistence family, command/persist).
+type Snapshots interface {
+	LastSave() time.Time // the last successful snapshot; zero when none since start
+	Failing() bool       // the last snapshot failed
 }
 
-// NewCollector returns a collector for srv.
-func NewCollector(srv *command.Server) *Collector {
-	return &Collector{srv: srv, now: func() time.Time { return clock.Time(srv.Clock()) }}
+// Collector reads a server's figures at scrape time.
+type Collector struct {
+	srv   *command.Server
+	snaps Snapshots
+	now   func() time.Time
+}
+
+// NewCollector returns a collector for srv and its snapshots.
+func NewCollector(srv *command.Server, snaps Snapshots) *Collector {
+	return &Collector{srv: srv, snaps: snaps, now: func() time.Time { return clock.Time(srv.Clock()) }}
 }
 
 // Describe implements prometheus.Collector.
@@ -101,7 +109,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descMemory, prometheus.GaugeValue, float64(ms.HeapAlloc))
 	ch <- prometheus.MustNewConstMetric(descClients, prometheus.GaugeValue, float64(s.ConnectedClients()))
 	ch <- prometheus.MustNewConstMetric(descConns, prometheus.CounterValue, float64(s.ConnectionsReceived()))
-	last, lastUnix := s.LastSave(), 0.0
+	last, lastUnix := c.snaps.LastSave(), 0.0
 	if last.IsZero() {
 		last = s.Started()
 	} else {
@@ -110,30 +118,31 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLastSave, prometheus.GaugeValue, lastUnix)
 	ch <- prometheus.MustNewConstMetric(descSnapAge, prometheus.GaugeValue, c.now().Sub(last).Seconds())
 	failing := 0.0
-	if s.SnapshotFailing() {
+	if c.snaps.Failing() {
 		failing = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descSnapFailing, prometheus.GaugeValue, failing)
 }
 
-// Handler serves srv's metrics and its named policies' counters, with the
-// Go runtime's and the process's, in Prometheus's text format.
-func Handler(srv *command.Server, policies *policy.Store) http.Handler {
+// Handler serves srv's metrics, its snapshots' and its named policies'
+// counters, with the Go runtime's and the process's, in Prometheus's text
+// format.
+func Handler(srv *command.Server, snaps Snapshots, policies *policy.Store) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(srv), policyCollector{policies}, rlsCollector{srv}, collectors.NewGoCollector(),
+	reg.MustRegister(NewCollector(srv, snaps), policyCollector{policies}, rlsCollector{srv}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: log.Default()})
 }
 
 // Serve listens on addr and serves /metrics until srv closes. It returns
 // once listening, so that a bad address stops start-up.
-func Serve(srv *command.Server, policies *policy.Store, addr string, logger *log.Logger) (net.Addr, error) {
+func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, addr string, logger *log.Logger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", Handler(srv, policies))
+	mux.Handle("/metrics", Handler(srv, snaps, policies))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && logger != nil {

@@ -46,7 +46,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if t.Failed() {
 		t.Log(text)
 	}
-	if err := srv.CommandServer().Save(); err != nil {
+	if err := srv.Save(); err != nil {
 		t.Fatal(err)
 	}
 	res, _ = http.Get("http://" + addr.String() + "/metrics")

@@ -24,6 +24,7 @@ import (
 	"github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
+	"github.com/limitdb/limitdb/command/persist"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
 	"github.com/limitdb/limitdb/command/replicas"
@@ -46,6 +47,7 @@ type Node struct {
 	cmds    *command.Server
 	limits  *ratelimit.Family // the rate-limit commands and named policies
 	scripts *scripts.Family   // EVAL, FUNCTION and the scripts they keep
+	persist *persist.Family   // snapshots and the append-only file
 	net     *server.Server
 	logger  *log.Logger
 
@@ -82,9 +84,11 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits, scripts := ratelimit.New(), scripts.New()
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New(), replicas.New())
-	n := &Node{cmds: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits, scripts, persist := ratelimit.New(), scripts.New(), persist.New()
+	// persist comes last: Close stops the append-only file after what the
+	// other families stop, as the last writes to the stream.
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New(), replicas.New(), persist)
+	n := &Node{cmds: cmds, limits: limits, scripts: scripts, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -109,6 +113,14 @@ func (n *Node) Config() config.Config { return n.cmds.Config() }
 // Prepare loads the ACL users and the limits from the configuration, once
 // (command.Server.Prepare); Run and Serve call it.
 func (n *Node) Prepare() error { return n.cmds.Prepare() }
+
+// Snapshots is the node's snapshots and append-only file: what the
+// metrics read of them (LastSave, Failing).
+func (n *Node) Snapshots() *persist.Family { return n.persist }
+
+// Save writes a snapshot now and waits for it, as SAVE does; its error
+// says why none was written.
+func (n *Node) Save() error { return n.persist.Save() }
 
 // Policies is the named policies the node applies.
 func (n *Node) Policies() *policy.Store { return n.limits.Policies() }
@@ -329,7 +341,7 @@ func (n *Node) Start() {
 		go n.scripts.Watch()
 		go n.paceGC()
 		n.cmds.StartReplication()
-		if err := n.cmds.StartAOF(); err != nil {
+		if err := n.persist.StartAOF(); err != nil {
 			n.logger.Printf("append-only file: %v", err)
 		}
 	})
@@ -339,15 +351,15 @@ func (n *Node) Start() {
 // last one (before any, the start) is at least save seconds old.
 func (n *Node) saveIfDue() {
 	every := n.Config().Save
-	if every <= 0 || n.cmds.Dirty() == 0 {
+	if every <= 0 || n.persist.Dirty() == 0 {
 		return
 	}
-	last := n.cmds.LastSave()
+	last := n.persist.LastSave()
 	if last.IsZero() {
 		last = n.cmds.Started()
 	}
 	if time.Duration(n.cmds.Clock().Now()-last.UnixNano()) >= time.Duration(every)*time.Second {
-		n.cmds.BGSave() // a save already running is fine
+		n.persist.BGSave() // a save already running is fine
 	}
 }
 

@@ -151,7 +151,7 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 	if got := n.Engine().Len(); got != 0 {
 		t.Fatalf("%d keys left after %d steps of active expiry", got, steps)
 	}
-	if !n.CommandServer().LastSave().IsZero() {
+	if !n.persist.LastSave().IsZero() {
 		t.Fatal("a snapshot before any was due")
 	}
 	// A change, then a minute: the automatic snapshot falls due.
@@ -159,7 +159,7 @@ func TestBackgroundLoopsOnTheFakeClock(t *testing.T) {
 	for i := 0; i < 61; i++ {
 		step(t, clk, time.Second)
 	}
-	if !eventually(func() bool { return !n.CommandServer().LastSave().IsZero() }) {
+	if !eventually(func() bool { return !n.persist.LastSave().IsZero() }) {
 		t.Fatal("no automatic snapshot a minute after a change")
 	}
 }

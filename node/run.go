@@ -47,7 +47,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	if err := n.loadData(); err != nil {
 		return fail(err)
 	}
-	if err := n.cmds.StartAOF(); err != nil {
+	if err := n.persist.StartAOF(); err != nil {
 		return fail(err)
 	}
 	if err := n.StartRules(); err != nil {
@@ -79,7 +79,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 		// the effects of every command the connections had sent.
 		n.OnShutdown = func(save bool) error {
 			if save {
-				return n.cmds.Save()
+				return n.persist.Save()
 			}
 			return nil
 		}
@@ -95,7 +95,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 // (aof-load-truncated yes accepts a torn last record).
 func (n *Node) loadData() error {
 	if n.Config().AppendOnly.AppendOnly {
-		st, loaded, err := n.cmds.LoadAOF()
+		st, loaded, err := n.persist.LoadAOF()
 		if err != nil {
 			return fmt.Errorf("refusing to start: %v", err)
 		}
@@ -114,8 +114,8 @@ func (n *Node) loadData() error {
 // start-up unless --discard-corrupt-snapshot yes moves it aside; one whose
 // keys do not fit the shards stops it in any case.
 func (n *Node) loadSnapshot() error {
-	path := n.cmds.SnapshotPath()
-	st, err := n.cmds.LoadSnapshot()
+	path := n.persist.SnapshotPath()
+	st, err := n.persist.LoadSnapshot()
 	if err != nil {
 		if !n.Config().DiscardCorrupt || errors.Is(err, engine.ErrShardFull) { // a sound file that needs more shards is never discarded
 			return fmt.Errorf("refusing to start: %s: %v (start with --discard-corrupt-snapshot yes to move it aside and start empty)", path, err)

@@ -293,7 +293,7 @@ func TestRLSSurvivesRestart(t *testing.T) {
 	a := startRLSIn(t, clk, data, rules)
 	a.expect(t, 0, req, rlsOK, rlsWant{rlsOK, 2, 12 * 3600, 5, day})
 	a.expect(t, 1, logReq, rlsOK, rlsWant{rlsOK, 1, 24 * 3600, 3, day})
-	require.NoError(t, a.srv.CommandServer().Save())
+	require.NoError(t, a.srv.Save())
 	require.NoError(t, a.srv.Close())
 
 	clk.Advance(time.Hour)

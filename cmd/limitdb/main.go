@@ -105,7 +105,7 @@ func run(args []string, stderr io.Writer) int {
 	srv := node.New(cfg, eng, logger)
 	if cfg.MetricsAddr != "" {
 		srv.BeforeServe = func() error {
-			addr, err := metrics.Serve(srv.CommandServer(), srv.Policies(), cfg.MetricsAddr, logger)
+			addr, err := metrics.Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), cfg.MetricsAddr, logger)
 			if err != nil {
 				return fmt.Errorf("cannot serve metrics: %w", err)
 			}
@@ -158,7 +158,7 @@ func shutdownOnSignal(srv *node.Node, sig os.Signal, logger *log.Logger) bool {
 		mode = config.ShutdownMode{Save: true}
 	}
 	if mode.Save {
-		if err := srv.CommandServer().Save(); err != nil {
+		if err := srv.Save(); err != nil {
 			if !mode.Force {
 				logger.Printf("%v received, but the snapshot cannot be written (%v): not exiting, so that no limit is lost. "+
 					"Fix the cause and signal again, or use SHUTDOWN NOSAVE, or shutdown-on-sigterm force", sig, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/persist"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
@@ -71,11 +72,12 @@ func headers(info string) []string {
 }
 
 // TestInfoSections: the family's sections take their places among the
-// core's, in the order INFO has always shown them; commandstats and
+// core's and the persistence family's, in the order INFO has always shown
+// them; commandstats and
 // latencystats show only when asked for, after the core's hidden rls.
 func TestInfoSections(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, config.Default(), clock.NewFake(1_700_000_000e9))
+	s := newServer(t, config.Default(), clock.NewFake(1_700_000_000e9), persist.New())
 	c := s.NewLocalClient()
 	for _, tc := range []struct {
 		args []string
@@ -345,7 +347,7 @@ func TestShutdownRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Dir = file + "/dir" // under a file: no snapshot can be written
-	s := newServer(t, cfg, clock.NewFake(1_700_000_000e9))
+	s := newServer(t, cfg, clock.NewFake(1_700_000_000e9), persist.New())
 	var asked []bool
 	s.RequestShutdown = func(save bool) { asked = append(asked, save) }
 	c := s.NewLocalClient()
