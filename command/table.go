@@ -170,7 +170,6 @@ func NewTable() *Table {
 		registerAuth,
 		registerDump,
 		registerPersist,
-		registerRLS,
 		registerInfoLimits,
 		registerLimits,
 		registerMemory,

@@ -22,6 +22,7 @@ import (
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
 	"github.com/limitdb/limitdb/command/conn"
+	"github.com/limitdb/limitdb/command/envoy"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/pubsub"
@@ -82,9 +83,11 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits, scripts := ratelimit.New(), scripts.New()
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New(), replicas.New())
-	n := &Node{cmds: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits, scripts, svc := ratelimit.New(), scripts.New(), rls.New(eng, nil)
+	// The envoy family comes before admin, so that INFO all shows its
+	// hidden rls section before commandstats and latencystats.
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New())
+	n := &Node{cmds: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -93,7 +96,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	n.charger = newRLSCharger(cmds)
 	n.rls.SetCharger(n.charger)
 	n.configureRLS(cfg)
-	cmds.EnvoyRLS = rlsCommands{n.rls}
 	return n
 }
 
