@@ -7,6 +7,7 @@ import (
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
 	"github.com/limitdb/limitdb/command/conn"
+	"github.com/limitdb/limitdb/command/envoy"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/persist"
@@ -20,14 +21,15 @@ import (
 
 // newServer is a command layer with the families the core's tests drive
 // beside the built-in ones: the connection commands, the keyspace and
-// data types, scripts, the rate-limit commands, pub/sub, MONITOR,
-// administration and INFO, replication, and snapshots and the
-// append-only file, in the order the node registers them.
+// data types, scripts, the rate-limit commands, Envoy's rate limit
+// service's (with no service: RL.SHOULD refuses), pub/sub, MONITOR,
+// administration and INFO, replication, and snapshots and the append-only
+// file, in the order the node registers them.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
 }
 
 // families returns new instances of the families newServer adds.
 func families() []command.Family {
-	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New(), replicas.New(), persist.New()}
+	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), envoy.New(nil), pubsub.New(), monitor.New(), admin.New(), replicas.New(), persist.New()}
 }

@@ -81,10 +81,6 @@ type Server struct {
 	// hands them to the transport.
 	OnLimits func(config.Limits)
 
-	// EnvoyRLS is Envoy's rate limit service RL.SHOULD asks (cmd_rls.go);
-	// the node sets it. When nil, RL.SHOULD answers an error.
-	EnvoyRLS EnvoyRLS
-
 	repl     *replication.Manager // replicas, the link to a primary, the change stream: replication.go
 	sections persistence.Sections // a snapshot's sections beside the keyspace
 	slow     slowLog              // SLOWLOG: slowlog.go

@@ -174,7 +174,6 @@ func NewTable() *Table {
 	for _, family := range []func(*Table){
 		registerAuth,
 		registerDump,
-		registerRLS,
 		registerInfoLimits,
 		registerLimits,
 		registerMemory,

@@ -3,7 +3,7 @@ package metrics
 import (
 	"strings"
 
-	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/rls"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,7 +16,7 @@ import (
 // second are not labelled, so rules that share their first two levels add
 // up in one series, as there.
 
-// rlsCounters are the counters' names, in RLSRuleStats's order.
+// rlsCounters are the counters' names, in rls.Stats's order.
 var rlsCounters = []string{"total_hits", "over_limit", "near_limit", "within_limit", "shadow_mode"}
 
 var rlsHelp = map[string]string{
@@ -41,25 +41,30 @@ var rlsDescs = func() map[string][2]*prometheus.Desc {
 	return m
 }()
 
-// rlsCollector reads the rate limit service's counters at scrape time
-// through the command layer's EnvoyRLS. It is unchecked (Describe sends
-// nothing): one metric name carries two label sets, as envoyproxy/
-// ratelimit's exporter serves it.
-type rlsCollector struct{ srv *command.Server }
+// RLSCounters is what metrics reads of Envoy's rate limit service: the
+// counters of every rule hit since start, ordered by domain then key, as
+// rls.Service.RuleStats lists them; any goroutine may call it.
+type RLSCounters interface {
+	RuleStats() []rls.RuleStats
+}
+
+// rlsCollector reads the rate limit service's counters at scrape time. It
+// is unchecked (Describe sends nothing): one metric name carries two label
+// sets, as envoyproxy/ratelimit's exporter serves it.
+type rlsCollector struct{ svc RLSCounters }
 
 // Describe implements prometheus.Collector.
 func (rlsCollector) Describe(chan<- *prometheus.Desc) {}
 
 // Collect implements prometheus.Collector.
 func (c rlsCollector) Collect(ch chan<- prometheus.Metric) {
-	svc := c.srv.EnvoyRLS
-	if svc == nil {
+	if c.svc == nil {
 		return
 	}
 	type series struct{ domain, key1, key2 string }
 	sums := map[series]*[5]uint64{}
 	var order []series
-	for _, r := range svc.RuleStats() {
+	for _, r := range c.svc.RuleStats() {
 		s := series{domain: r.Domain}
 		parts := strings.SplitN(r.Key, ".", 3)
 		s.key1 = parts[0]
@@ -72,7 +77,7 @@ func (c rlsCollector) Collect(ch chan<- prometheus.Metric) {
 			sums[s] = v
 			order = append(order, s)
 		}
-		for i, n := range [5]uint64{r.TotalHits, r.OverLimit, r.NearLimit, r.WithinLimit, r.ShadowMode} {
+		for i, n := range [5]uint64{r.Stats.TotalHits, r.Stats.OverLimit, r.Stats.NearLimit, r.Stats.WithinLimit, r.Stats.ShadowMode} {
 			v[i] += n
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
 	"github.com/limitdb/limitdb/command/conn"
+	"github.com/limitdb/limitdb/command/envoy"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
 	"github.com/limitdb/limitdb/command/persist"
@@ -84,11 +85,13 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits, scripts, persist := ratelimit.New(), scripts.New(), persist.New()
-	// persist comes last: Close stops the append-only file after what the
+	limits, scripts, persist, svc := ratelimit.New(), scripts.New(), persist.New(), rls.New(eng, nil)
+	// The envoy family comes before admin, so that INFO all shows its
+	// hidden rls section before commandstats and latencystats; persist
+	// comes last, so that Close stops the append-only file after what the
 	// other families stop, as the last writes to the stream.
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New(), replicas.New(), persist)
-	n := &Node{cmds: cmds, limits: limits, scripts: scripts, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New(), persist)
+	n := &Node{cmds: cmds, limits: limits, scripts: scripts, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -97,7 +100,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	n.charger = newRLSCharger(cmds)
 	n.rls.SetCharger(n.charger)
 	n.configureRLS(cfg)
-	cmds.EnvoyRLS = rlsCommands{n.rls}
 	return n
 }
 

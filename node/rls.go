@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/envoy"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/rls"
 )
@@ -161,21 +161,21 @@ func (n *Node) serveGRPC(ln net.Listener, tc *tls.Config) error {
 	return nil
 }
 
-// rlsCommands gives RL.SHOULD the node's rate limit service, as the
-// command layer's EnvoyRLS.
+// rlsCommands gives RL.SHOULD and INFO rls the node's rate limit service,
+// as the envoy family's Service.
 type rlsCommands struct{ svc *rls.Service }
 
-func (r rlsCommands) ShouldRateLimit(user, domain string, entries []command.RLSEntry, hits uint64, now int64) (command.RLSStatus, error) {
+func (r rlsCommands) ShouldRateLimit(user, domain string, entries []envoy.Entry, hits uint64, now int64) (envoy.Status, error) {
 	d := &rlcommon.RateLimitDescriptor{HitsAddend: wrapperspb.UInt64(hits)}
 	for _, e := range entries {
 		d.Entries = append(d.Entries, &rlcommon.RateLimitDescriptor_Entry{Key: e.Key, Value: e.Value})
 	}
 	resp, err := r.svc.DecideFor(user, &rlspb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}}, now)
 	if err != nil {
-		return command.RLSStatus{}, errors.New(status.Convert(err).Message())
+		return envoy.Status{}, errors.New(status.Convert(err).Message())
 	}
 	st := resp.Statuses[0]
-	out := command.RLSStatus{Over: st.Code == rlspb.RateLimitResponse_OVER_LIMIT, Remaining: st.LimitRemaining,
+	out := envoy.Status{Over: st.Code == rlspb.RateLimitResponse_OVER_LIMIT, Remaining: st.LimitRemaining,
 		OverallOver: resp.OverallCode == rlspb.RateLimitResponse_OVER_LIMIT}
 	if st.CurrentLimit != nil {
 		out.HasLimit, out.RequestsPerUnit, out.ResetAfter = true, st.CurrentLimit.RequestsPerUnit, st.DurationUntilReset.GetSeconds()
@@ -183,16 +183,7 @@ func (r rlsCommands) ShouldRateLimit(user, domain string, entries []command.RLSE
 	return out, nil
 }
 
-func (r rlsCommands) RuleStats() []command.RLSRuleStats {
-	rules := r.svc.RuleStats()
-	out := make([]command.RLSRuleStats, len(rules))
-	for i, st := range rules {
-		out[i] = command.RLSRuleStats{Domain: st.Domain, Key: st.Key, TotalHits: st.Stats.TotalHits,
-			OverLimit: st.Stats.OverLimit, NearLimit: st.Stats.NearLimit, WithinLimit: st.Stats.WithinLimit,
-			ShadowMode: st.Stats.ShadowMode}
-	}
-	return out
-}
+func (r rlsCommands) RuleStats() []rls.RuleStats { return r.svc.RuleStats() }
 
 // StartRLSHTTP listens on bind and rls-http-port and serves the rate limit
 // service's HTTP side there (POST /json, GET /healthcheck, GET /rlconfig,
