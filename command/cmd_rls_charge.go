@@ -3,7 +3,6 @@ package command
 import (
 	"errors"
 
-	"github.com/limitdb/limitdb/cluster"
 	"github.com/limitdb/limitdb/rls"
 )
 
@@ -61,29 +60,6 @@ func cmdRLSCharge(c *Client, args [][]byte, rules *rls.RuleCache) {
 		}
 		c.CountLimit(st.Limited())
 	}
-}
-
-// RLSRoute says where Envoy's rate limit service charges the counter
-// key: its slot (-1 outside a cluster, where every key is charged here in
-// one RLS.CHARGE) and the client address of the primary that serves it,
-// "" when that is this node. Where the cluster cannot say (it is down, no
-// node serves the slot) the answer is this node, whose cluster gate then
-// answers why.
-func (s *Server) RLSRoute(key []byte) (slot int, addr string) {
-	cs := s.cluster
-	if !cs.on {
-		return -1, ""
-	}
-	slot = cluster.Slot(key)
-	cons := cs.cons.Load()
-	if cs.emulated || cons == nil {
-		return slot, ""
-	}
-	owner := cons.Topology().Owner(slot)
-	if owner == nil || owner.ID == cs.id || (cs.open.Load() != 0 && cs.servesImported(slot, false)) {
-		return slot, ""
-	}
-	return slot, owner.Addr()
 }
 
 // NewRLSClient returns a LocalClient for Envoy's rate limit service's

@@ -6,6 +6,7 @@ import (
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
@@ -20,7 +21,8 @@ import (
 // newServer is a command layer with the families the core's tests drive
 // beside the built-in ones: the connection commands, the keyspace and
 // data types, scripts, the rate-limit commands, pub/sub, MONITOR,
-// administration and INFO, and replication, in the order the node
+// administration and INFO, replication, and cluster routing and
+// administration, in the order the node
 // registers them.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
@@ -28,5 +30,5 @@ func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 
 // families returns new instances of the families newServer adds.
 func families() []command.Family {
-	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New(), replicas.New()}
+	return []command.Family{conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New(), replicas.New(), clustering.New()}
 }

@@ -168,7 +168,6 @@ func NewTable() *Table {
 	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
 		registerAuth,
-		registerDump,
 		registerPersist,
 		registerRLS,
 		registerInfoLimits,
@@ -178,7 +177,6 @@ func NewTable() *Table {
 		registerSlowlog,
 		registerAOF,
 		registerModes,
-		registerCluster,
 	} {
 		family(t)
 	}

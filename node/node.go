@@ -21,6 +21,7 @@ import (
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/monitor"
@@ -44,8 +45,9 @@ const ShutdownGrace = 5 * time.Second
 // transport and its listeners.
 type Node struct {
 	cmds    *command.Server
-	limits  *ratelimit.Family // the rate-limit commands and named policies
-	scripts *scripts.Family   // EVAL, FUNCTION and the scripts they keep
+	limits  *ratelimit.Family  // the rate-limit commands and named policies
+	scripts *scripts.Family    // EVAL, FUNCTION and the scripts they keep
+	cluster *clustering.Family // cluster routing and administration, the member's start
 	net     *server.Server
 	logger  *log.Logger
 
@@ -82,15 +84,15 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits, scripts := ratelimit.New(), scripts.New()
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New(), replicas.New())
-	n := &Node{cmds: cmds, limits: limits, scripts: scripts, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
+	limits, scripts, cluster := ratelimit.New(), scripts.New(), clustering.New()
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster)
+	n := &Node{cmds: cmds, limits: limits, scripts: scripts, cluster: cluster, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: rls.New(eng, nil)}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
 	cmds.ClientMemory = n.net.ClientMemory
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
-	n.charger = newRLSCharger(cmds)
+	n.charger = newRLSCharger(cmds, cluster.RLSRoute)
 	n.rls.SetCharger(n.charger)
 	n.configureRLS(cfg)
 	cmds.EnvoyRLS = rlsCommands{n.rls}
@@ -200,7 +202,7 @@ func (n *Node) Serve(ln net.Listener) error {
 		n.cmds.SetListenPort(a.Port)
 		port = a.Port
 	}
-	if err := n.cmds.StartCluster(port); err != nil {
+	if err := n.cluster.StartCluster(port); err != nil {
 		ln.Close()
 		return err
 	}

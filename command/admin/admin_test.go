@@ -14,6 +14,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
@@ -73,9 +74,10 @@ func headers(info string) []string {
 // TestInfoSections: the family's sections take their places among the
 // core's, in the order INFO has always shown them; commandstats and
 // latencystats show only when asked for, after the core's hidden rls.
+// The cluster family's section takes its place too.
 func TestInfoSections(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, config.Default(), clock.NewFake(1_700_000_000e9))
+	s := newServer(t, config.Default(), clock.NewFake(1_700_000_000e9), clustering.New())
 	c := s.NewLocalClient()
 	for _, tc := range []struct {
 		args []string
