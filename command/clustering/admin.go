@@ -12,7 +12,7 @@ import (
 
 // The CLUSTER subcommands that change the cluster, as redis-cli --cluster
 // sends them. Each becomes a change proposed to the consensus leader
-// (cluster_member.go hands it over when this node does not lead).
+// (member.go hands it over when this node does not lead).
 
 func (f *Family) registerCommands(t *command.Table) {
 	sub := func(name string, arity int, syntax, summary string, h func(*command.Client, [][]byte)) *command.Command {

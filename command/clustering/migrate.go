@@ -107,7 +107,7 @@ func (f *Family) cmdMigrate(c *command.Client, args [][]byte) {
 		return
 	}
 	// A key moves whole: no command on its slot runs between the read
-	// and the deletion (cluster.go).
+	// and the deletion (route.go).
 	defer f.cs.freeze(m.keys)()
 	now := c.Now()
 	batch, err := readMigrating(c, m.keys, now)
