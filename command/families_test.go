@@ -22,8 +22,7 @@ import (
 // beside the built-in ones: the connection commands, the keyspace and
 // data types, scripts, the rate-limit commands, pub/sub, MONITOR,
 // administration and INFO, replication, and cluster routing and
-// administration, in the order the node
-// registers them.
+// administration, in the order the node registers them.
 func newServer(cfg config.Config, eng *engine.Engine) *command.Server {
 	return command.New(cfg, eng, log.New(io.Discard, "", 0), families()...)
 }
