@@ -55,6 +55,17 @@ func (c *Client) Writer() *resp.Writer { return c.w }
 // through Err.
 func (c *Client) SetFailed(failed bool) { c.failed = failed }
 
+// Failed reports whether c's current command has answered with an
+// error so far.
+func (c *Client) Failed() bool { return c.failed }
+
+// AfterRun makes fn run once c's current command has run, as the last
+// thing dispatch does for it; a command a gate refuses runs no handler,
+// and fn then waits for c's next command that runs. One fn at a time: a
+// later call replaces it. The cluster gate ends its hold on a migrating
+// slot with it.
+func (c *Client) AfterRun(fn func(c *Client)) { c.afterRun = fn }
+
 // KeepInstant says that c's current command, though not FlagFast, ran in
 // constant time: the commands after it in the batch keep the batch's
 // instant (Now), as after a fast command.

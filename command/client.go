@@ -61,9 +61,7 @@ type Client struct {
 	// says of multi: 1 + the commands queued inside MULTI, 0 outside.
 	multiShown atomic.Int32
 
-	asking   bool // ASKING: the next command may reach a slot being imported (cluster.go)
-	readonly bool // READONLY: reads may be served by a replica of the slot's primary
-	heldSlot int  // 1 + a migrating slot the running command holds (cluster.go); 0 for none
+	afterRun func(c *Client) // what runs once the current command has (AfterRun)
 
 	blk *blocked // while a command waits to answer (blocking.go)
 }

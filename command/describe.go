@@ -32,4 +32,20 @@ func (cmd *Command) ArityOK(n int) bool { return cmd.arityOK(n) }
 // NamedKeys lists the keys a client names in args, which decide its
 // cluster slot (COMMAND GETKEYS): the arguments themselves, from KeyArgs or
 // the key positions, not the keyspace keys a command derives from them.
-func (cmd *Command) NamedKeys(args [][]byte) [][]byte { return keyArgs(cmd, args) }
+func (cmd *Command) NamedKeys(args [][]byte) [][]byte {
+	if cmd.KeyArgs != nil {
+		return cmd.KeyArgs(args)
+	}
+	if cmd.FirstKey <= 0 {
+		return nil
+	}
+	last := cmd.LastKey
+	if last < 0 {
+		last += len(args)
+	}
+	var keys [][]byte
+	for i := cmd.FirstKey; i <= last && i < len(args); i += max1(cmd.Step) {
+		keys = append(keys, args[i])
+	}
+	return keys
+}

@@ -105,6 +105,26 @@ func multiGate(c *Client, cmd *Command, args [][]byte) bool {
 	return false
 }
 
+// Queued calls fn on each command queued in c's transaction, in order,
+// until fn returns false; it calls none outside MULTI or when a refused
+// command has already failed the transaction (EXEC discards it). The
+// cluster gate checks EXEC's commands as one request with it.
+func (c *Client) Queued(fn func(cmd *Command, args [][]byte) bool) {
+	m := c.multi
+	if m == nil || !m.active || m.dirty {
+		return
+	}
+	for i := range m.queue {
+		if !fn(m.queue[i].cmd, m.queue[i].args) {
+			return
+		}
+	}
+}
+
+// DiscardMulti ends c's transaction, dropping what it queued and its
+// WATCHes, as EXEC does when a gate refuses it.
+func (c *Client) DiscardMulti() { c.endMulti() }
+
 // endMulti ends the connection's MULTI, dropping its queue, and forgets
 // its WATCHed keys.
 func (c *Client) endMulti() {

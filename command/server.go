@@ -50,9 +50,8 @@ type Server struct {
 	ln         net.Listener
 	logger     *log.Logger
 
-	clk     clock.Clock   // the engine's: every time the command layer reads
-	runID   string        // this run's identity (INFO server run_id)
-	cluster *clusterState // cluster-enabled's node (cluster.go)
+	clk     clock.Clock // the engine's: every time the command layer reads
+	runID   string      // this run's identity (INFO server run_id)
 	started time.Time
 	nextID  atomic.Int64
 
@@ -120,13 +119,12 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	}
 	s.slow.configure(cfg)
-	s.cluster = newClusterState(cfg, logger)
 	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish, Clients: s.Clients}
 	env.Info, env.Stats, env.ResetStats = s.info, s.stats, s.resetStats
 	env.Directives, env.SetConfig, env.Shutdown = s.directives, s.SetConfig, s.shutdown
 	env.RunID, env.Started, env.Port = s.runID, s.started, s.port
 	env.Replication, env.BecomeReplica, env.BecomePrimary = s.repl, s.becomeReplica, s.becomePrimary
-	env.ClusterRoles = s.cluster.on && !s.cluster.emulated
+	env.ClusterRoles = cfg.ClusterEnabled == "yes"
 	env.Sections = &s.sections
 	s.registerReloads()
 	for _, f := range families {
@@ -161,9 +159,6 @@ func (s *Server) Close() error {
 		}
 		if s.repl != nil {
 			s.repl.Close()
-		}
-		if m := s.cluster.member.Load(); m != nil {
-			m.Close()
 		}
 	})
 	return nil
@@ -371,8 +366,10 @@ func (s *Server) handle(c *Client, args [][]byte) {
 	}
 	c.enter(cmd)
 	s.run(c, cmd, args)
-	if c.heldSlot != 0 {
-		s.cluster.release(c)
+	if c.afterRun != nil {
+		fn := c.afterRun
+		c.afterRun = nil
+		fn(c)
 	}
 	c.leave(cmd, args)
 }

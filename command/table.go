@@ -173,14 +173,12 @@ func NewTable() *Table {
 	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
 		registerAuth,
-		registerDump,
 		registerInfoLimits,
 		registerLimits,
 		registerMemory,
 		registerMulti,
 		registerSlowlog,
 		registerModes,
-		registerCluster,
 	} {
 		family(t)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/command/envoy"
 	"github.com/limitdb/limitdb/command/keyspace"
@@ -46,9 +47,10 @@ const ShutdownGrace = 5 * time.Second
 // transport and its listeners.
 type Node struct {
 	cmds    *command.Server
-	limits  *ratelimit.Family // the rate-limit commands and named policies
-	scripts *scripts.Family   // EVAL, FUNCTION and the scripts they keep
-	persist *persist.Family   // snapshots and the append-only file
+	limits  *ratelimit.Family  // the rate-limit commands and named policies
+	scripts *scripts.Family    // EVAL, FUNCTION and the scripts they keep
+	cluster *clustering.Family // cluster routing and administration, the member's start
+	persist *persist.Family    // snapshots and the append-only file
 	net     *server.Server
 	logger  *log.Logger
 
@@ -85,19 +87,19 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	if logger == nil {
 		logger = log.Default()
 	}
-	limits, scripts, persist, svc := ratelimit.New(), scripts.New(), persist.New(), rls.New(eng, nil)
+	limits, scripts, cluster, persist, svc := ratelimit.New(), scripts.New(), clustering.New(), persist.New(), rls.New(eng, nil)
 	// The envoy family comes before admin, so that INFO all shows its
 	// hidden rls section before commandstats and latencystats; persist
 	// comes last, so that Close stops the append-only file after what the
 	// other families stop, as the last writes to the stream.
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New(), persist)
-	n := &Node{cmds: cmds, limits: limits, scripts: scripts, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster, persist)
+	n := &Node{cmds: cmds, limits: limits, scripts: scripts, cluster: cluster, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
 	cmds.ClientMemory = n.net.ClientMemory
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
-	n.charger = newRLSCharger(cmds)
+	n.charger = newRLSCharger(cmds, cluster.RLSRoute)
 	n.rls.SetCharger(n.charger)
 	n.configureRLS(cfg)
 	return n
@@ -214,7 +216,7 @@ func (n *Node) Serve(ln net.Listener) error {
 		n.cmds.SetListenPort(a.Port)
 		port = a.Port
 	}
-	if err := n.cmds.StartCluster(port); err != nil {
+	if err := n.cluster.StartCluster(port); err != nil {
 		ln.Close()
 		return err
 	}

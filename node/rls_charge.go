@@ -29,13 +29,16 @@ import (
 // cluster client do.
 type rlsCharger struct {
 	srv   *command.Server
+	route func(key []byte) (slot int, addr string) // the cluster family's RLSRoute
 	mu    sync.Mutex
 	free  []*localCharge // idle LocalClients, at most maxIdleLocal
 	peers peerConns
 }
 
-func newRLSCharger(srv *command.Server) *rlsCharger {
-	return &rlsCharger{srv: srv, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
+// newRLSCharger charges through srv, sending each key where route says
+// (clustering.Family.RLSRoute).
+func newRLSCharger(srv *command.Server, route func(key []byte) (slot int, addr string)) *rlsCharger {
+	return &rlsCharger{srv: srv, route: route, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
 }
 
 // maxIdleLocal bounds the LocalClients kept between requests: about the
@@ -61,13 +64,13 @@ type group struct {
 // Charge implements rls.Charger.
 func (r *rlsCharger) Charge(req *rls.ChargeRequest) ([]rls.Status, error) {
 	out := make([]rls.Status, len(req.Charges))
-	slot, addr := r.srv.RLSRoute(req.Charges[0].Key)
+	slot, addr := r.route(req.Charges[0].Key)
 	if slot < 0 { // not a cluster: every key here, in one command
 		return out, r.local(req, req.Charges, direct(out))
 	}
 	groups := []group{{slot: slot, addr: addr, idx: []int{0}}}
 	for i := 1; i < len(req.Charges); i++ {
-		slot, addr := r.srv.RLSRoute(req.Charges[i].Key)
+		slot, addr := r.route(req.Charges[i].Key)
 		g := 0
 		for g < len(groups) && groups[g].slot != slot {
 			g++

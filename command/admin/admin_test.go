@@ -14,6 +14,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/command/envoy"
 	"github.com/limitdb/limitdb/command/persist"
 	"github.com/limitdb/limitdb/config"
@@ -73,13 +74,13 @@ func headers(info string) []string {
 }
 
 // TestInfoSections: the family's sections take their places among the
-// core's, the persistence family's and the envoy family's, in the order
+// core's, the persistence, envoy and cluster families', in the order
 // INFO has always shown them; commandstats and latencystats show only when
 // asked for, after the envoy family's hidden rls, which the node registers
 // before this family.
 func TestInfoSections(t *testing.T) {
 	t.Parallel()
-	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), envoy.New(nil), admin.New(), persist.New())
+	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), envoy.New(nil), admin.New(), clustering.New(), persist.New())
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/command/ratelimit"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
@@ -38,14 +39,15 @@ func BenchmarkRoutedThrottle(b *testing.B) {
 
 func benchmarkThrottle(b *testing.B, cfg config.Config) {
 	clk := clock.NewFake(1_700_000_000e9)
-	s := command.New(cfg, engine.New(clk, 0), log.New(io.Discard, "", 0), ratelimit.New())
+	cl := clustering.New()
+	s := command.New(cfg, engine.New(clk, 0), log.New(io.Discard, "", 0), ratelimit.New(), cl)
 	defer s.Close()
 	c := s.NewLocalClient()
 	if cfg.ClusterEnabled == "yes" {
 		// The member waits for raft, which runs on the system clock: the
 		// fake follows it until the cluster serves every slot.
 		stop := follow(clk)
-		if err := s.StartCluster(6379); err != nil {
+		if err := cl.StartCluster(6379); err != nil {
 			b.Fatal(err)
 		}
 		out := string(c.DoString("CLUSTER", "ADDSLOTSRANGE", "0", "16383"))

@@ -12,6 +12,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/command/keyspace"
 	"github.com/limitdb/limitdb/command/persist"
 	"github.com/limitdb/limitdb/command/ratelimit"
@@ -21,11 +22,11 @@ import (
 )
 
 // newServer is a command layer with this family beside the keyspace, the
-// rate-limit commands, administration (INFO) and persistence, as the node
-// registers them.
+// rate-limit commands, administration (INFO), the cluster commands and
+// persistence, as the node registers them.
 func newServer(t *testing.T, cfg config.Config) *command.Server {
 	t.Helper()
-	families := []command.Family{keyspace.New(), ratelimit.New(), admin.New(), replicas.New(), persist.New()}
+	families := []command.Family{keyspace.New(), ratelimit.New(), admin.New(), replicas.New(), clustering.New(), persist.New()}
 	s := command.New(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), families...)
 	if err := s.Prepare(); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package command
+package clustering
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/resp"
 )
 
@@ -19,14 +20,14 @@ import (
 // In a cluster, the keys' migrating slots are frozen meanwhile, so that
 // what is deleted is what was sent.
 
-func migrateCommand() *Command {
-	return &Command{Name: "migrate", Arity: -6, Flags: FlagWrite | FlagNoMulti | FlagDangerous,
+func (f *Family) migrateCommand() *command.Command {
+	return &command.Command{Name: "migrate", Arity: -6, Flags: command.FlagWrite | command.FlagNoMulti | command.FlagDangerous,
 		FirstKey: 3, LastKey: 3, Step: 1, Keys: migrateKeys, KeyArgs: migrateKeys,
 		Group: "generic", Since: "0.2.0", Complexity: "O(N) where N is the size of the values",
 		Summary: "Moves keys to another limitdb node: RESTORE there (RESTORE-ASKING in cluster mode) with their TTL, then deletes them here unless COPY; +NOKEY when none exists. " +
 			"Not in MULTI or scripts, which would hold their shards through the network round trip.",
 		Syntax:  `host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password] [AUTH2 username password] [KEYS key [key ...]]`,
-		Handler: cmdMigrate}
+		Handler: f.cmdMigrate}
 }
 
 // migrateKeys lists MIGRATE's keys: the one at 3, or those after KEYS when
@@ -60,31 +61,31 @@ func parseMigrate(args [][]byte) (migrateArgs, error) {
 	for i := 6; i < len(args); i++ {
 		more := len(args) - i - 1
 		switch {
-		case EqualFold(args[i], "copy"):
+		case command.EqualFold(args[i], "copy"):
 			m.copy = true
-		case EqualFold(args[i], "replace"):
+		case command.EqualFold(args[i], "replace"):
 			m.replace = true
-		case EqualFold(args[i], "auth") && more >= 1:
+		case command.EqualFold(args[i], "auth") && more >= 1:
 			m.auth, m.password = true, string(args[i+1])
 			i++
-		case EqualFold(args[i], "auth2") && more >= 2:
+		case command.EqualFold(args[i], "auth2") && more >= 2:
 			m.auth, m.user, m.password = true, string(args[i+1]), string(args[i+2])
 			i += 2
-		case EqualFold(args[i], "keys"):
+		case command.EqualFold(args[i], "keys"):
 			if len(args[3]) != 0 {
-				return m, WireError("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+				return m, command.WireError("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
 			}
 			m.keys = args[i+1:]
 			i = len(args)
 		default:
-			return m, ErrSyntax
+			return m, command.ErrSyntax
 		}
 	}
 	var err error
-	if m.timeout, err = ParseInt(args[5]); err != nil {
+	if m.timeout, err = command.ParseInt(args[5]); err != nil {
 		return m, err
 	}
-	if m.db, err = ParseInt(args[4]); err != nil {
+	if m.db, err = command.ParseInt(args[4]); err != nil {
 		return m, err
 	}
 	if m.timeout <= 0 {
@@ -99,15 +100,15 @@ type migrating struct {
 	pttl         int64
 }
 
-func cmdMigrate(c *Client, args [][]byte) {
+func (f *Family) cmdMigrate(c *command.Client, args [][]byte) {
 	m, err := parseMigrate(args)
 	if err != nil {
 		c.Error(err)
 		return
 	}
 	// A key moves whole: no command on its slot runs between the read
-	// and the deletion (cluster.go).
-	defer c.srv.cluster.freeze(m.keys)()
+	// and the deletion (route.go).
+	defer f.cs.freeze(m.keys)()
 	now := c.Now()
 	batch, err := readMigrating(c, m.keys, now)
 	switch {
@@ -124,7 +125,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 		c.Err("ERR DB index is out of range")
 		return
 	}
-	taken, reply := sendRestores(m, batch, c.srv.cluster.on)
+	taken, reply := sendRestores(m, batch, f.cs.on)
 	if !m.copy {
 		// The same path as DEL: the change stream, replicas and the AOF
 		// see each deletion.
@@ -142,7 +143,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 }
 
 // readMigrating reads the payload and PTTL of each key that exists.
-func readMigrating(c *Client, keys [][]byte, now int64) ([]migrating, error) {
+func readMigrating(c *command.Client, keys [][]byte, now int64) ([]migrating, error) {
 	var batch []migrating
 	for _, k := range keys {
 		p, expire, ok, err := readDump(c.Engine(), k, now)
@@ -152,7 +153,7 @@ func readMigrating(c *Client, keys [][]byte, now int64) ([]migrating, error) {
 		if ok {
 			ttl := int64(0)
 			if expire != 0 {
-				ttl = PTTL(expire, now) // rounded up: a limiter never expires early on the target
+				ttl = command.PTTL(expire, now) // rounded up: a limiter never expires early on the target
 			}
 			batch = append(batch, migrating{key: k, payload: p, pttl: ttl})
 		}

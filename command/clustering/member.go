@@ -1,4 +1,4 @@
-package command
+package clustering
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/cluster"
+	"github.com/limitdb/limitdb/command"
 )
 
 // This node's membership in a cluster (cluster-enabled yes) is a
@@ -20,12 +21,12 @@ import (
 // StartCluster joins the node's consensus (cluster-enabled yes) once it
 // listens on port: a cluster of one at first, or the cluster its log in
 // --dir says it belongs to.
-func (s *Server) StartCluster(port int) error {
-	cs := s.cluster
+func (f *Family) StartCluster(port int) error {
+	cs := f.cs
 	if !cs.on || cs.emulated {
 		return nil
 	}
-	cfg := s.Config()
+	cfg := f.env.Config()
 	bus := cfg.ClusterPort
 	if bus == 0 {
 		bus = port + 10000
@@ -44,14 +45,14 @@ func (s *Server) StartCluster(port int) error {
 			BusListen:   bus,
 			Dir:         dir,
 			NodeTimeout: time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond,
-			Logger:      s.logger,
-			Clock:       s.clk,
+			Logger:      f.env.Logger,
+			Clock:       f.env.Clock,
 		},
 		Auth: func() (string, string) {
-			cfg := s.Config()
+			cfg := f.env.Config()
 			return cfg.MasterUser, cfg.MasterAuth
 		},
-		Follow: s.followTopology,
+		Follow: f.followTopology,
 	})
 	if err != nil {
 		return err
@@ -64,20 +65,20 @@ func (s *Server) StartCluster(port int) error {
 // followTopology makes this node what topology t says it is: a replica
 // of its primary, or a primary; and closes the open slots a finished move
 // has settled. The member calls it with each topology it applies.
-func (s *Server) followTopology(t *cluster.Topology) {
-	cs := s.cluster
+func (f *Family) followTopology(t *cluster.Topology) {
+	cs := f.cs
 	me, ok := t.Node(cs.id)
 	if !ok {
 		return
 	}
 	if me.Primary != "" {
 		if p, ok := t.Node(me.Primary); ok {
-			if s.becomeReplica(p.IP, p.Port) {
-				s.logger.Printf("cluster: replicating %s (%s)", p.ID, p.Addr())
+			if f.env.BecomeReplica(p.IP, p.Port) {
+				f.env.Logger.Printf("cluster: replicating %s (%s)", p.ID, p.Addr())
 			}
 		}
-	} else if s.becomePrimary() {
-		s.logger.Printf("cluster: now the primary of %d slot ranges", len(t.SlotsOf(cs.id)))
+	} else if f.env.BecomePrimary() {
+		f.env.Logger.Printf("cluster: now the primary of %d slot ranges", len(t.SlotsOf(cs.id)))
 	}
 	cs.mu.Lock()
 	for slot := range cs.migrating {
@@ -97,12 +98,12 @@ func (s *Server) followTopology(t *cluster.Topology) {
 
 // onLeader runs do on the leader, handing args to it over its client
 // port when this node does not lead (cluster.Member.OnLeader).
-func (s *Server) onLeader(do func() (uint64, error), wait bool, args ...string) error {
-	return s.cluster.member.Load().OnLeader(do, wait, args...)
+func (f *Family) onLeader(do func() (uint64, error), wait bool, args ...string) error {
+	return f.cs.member.Load().OnLeader(do, wait, args...)
 }
 
-func cmdClusterRaftPropose(c *Client, args [][]byte) {
-	cons, ok := c.realCluster()
+func (f *Family) cmdClusterRaftPropose(c *command.Client, args [][]byte) {
+	cons, ok := f.realCluster(c)
 	if !ok {
 		return
 	}
@@ -111,12 +112,13 @@ func cmdClusterRaftPropose(c *Client, args [][]byte) {
 		c.Errf("%v", err)
 		return
 	}
-	c.leaderReply(cons.Propose(ch))
+	index, err := cons.Propose(ch)
+	leaderReply(c, index, err)
 }
 
 // leaderReply answers a request this node ran as the leader: the log
 // index of the change, which the asking node waits to apply.
-func (c *Client) leaderReply(index uint64, err error) {
+func leaderReply(c *command.Client, index uint64, err error) {
 	switch {
 	case errors.Is(err, cluster.ErrNotLeader):
 		c.Err("TRYAGAIN not the cluster leader")
@@ -127,8 +129,8 @@ func (c *Client) leaderReply(index uint64, err error) {
 	}
 }
 
-func cmdClusterRaftJoin(c *Client, args [][]byte) {
-	cons, ok := c.realCluster()
+func (f *Family) cmdClusterRaftJoin(c *command.Client, args [][]byte) {
+	cons, ok := f.realCluster(c)
 	if !ok {
 		return
 	}
@@ -138,7 +140,7 @@ func cmdClusterRaftJoin(c *Client, args [][]byte) {
 		c.Errf("bad join request")
 		return
 	}
-	err := c.srv.onLeader(func() (uint64, error) { return cons.Join(n, slots) }, true,
+	err := f.onLeader(func() (uint64, error) { return cons.Join(n, slots) }, true,
 		"CLUSTER", "RAFT-JOIN", string(args[2]), string(args[3]))
 	clusterReply(c, err)
 }
@@ -146,8 +148,8 @@ func cmdClusterRaftJoin(c *Client, args [][]byte) {
 // cmdClusterMeet joins this node and the node at ip:port into one
 // cluster (cluster.Member.Meet). Unlike Redis's, it answers once the join
 // is made.
-func cmdClusterMeet(c *Client, args [][]byte) {
-	if _, ok := c.realCluster(); !ok {
+func (f *Family) cmdClusterMeet(c *command.Client, args [][]byte) {
+	if _, ok := f.realCluster(c); !ok {
 		return
 	}
 	ip := string(args[2])
@@ -166,14 +168,14 @@ func cmdClusterMeet(c *Client, args [][]byte) {
 		c.Errf("Invalid node address specified: %s:%s", args[2], args[3])
 		return
 	}
-	clusterReply(c, c.srv.cluster.member.Load().Meet(ip, int(port)))
+	clusterReply(c, f.cs.member.Load().Meet(ip, int(port)))
 }
 
 // cmdClusterRaftMeet is MEET asked of a node by a cluster it should join:
 // it does only when alone.
-func cmdClusterRaftMeet(c *Client, args [][]byte) {
-	if _, ok := c.realCluster(); !ok {
+func (f *Family) cmdClusterRaftMeet(c *command.Client, args [][]byte) {
+	if _, ok := f.realCluster(c); !ok {
 		return
 	}
-	clusterReply(c, c.srv.cluster.member.Load().AcceptMeet(string(args[2]), string(args[3])))
+	clusterReply(c, f.cs.member.Load().AcceptMeet(string(args[2]), string(args[3])))
 }

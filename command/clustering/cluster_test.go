@@ -1,26 +1,56 @@
-package command_test
+package clustering_test
 
 import (
-	"github.com/limitdb/limitdb/command"
+	"io"
+	"log"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
+	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/clustering"
+	"github.com/limitdb/limitdb/command/conn"
+	"github.com/limitdb/limitdb/command/keyspace"
+	"github.com/limitdb/limitdb/command/monitor"
+	"github.com/limitdb/limitdb/command/pubsub"
+	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/command/replicas"
+	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
+// newServer is a command layer with every family, in the order the node
+// registers them: the keys the cluster commands route, count and move
+// are the other families'.
+func newServer(t *testing.T, cfg config.Config, clk clock.Clock) *command.Server {
+	t.Helper()
+	s := command.New(cfg, engine.New(clk, 0), log.New(io.Discard, "", 0),
+		conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New(), replicas.New(), clustering.New())
+	if err := s.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// newLocal is a client of a server outside cluster mode, and its clock.
+func newLocal(t *testing.T) (*command.LocalClient, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(1_700_000_000e9)
+	return newServer(t, config.Default(), clk).NewLocalClient(), clk
+}
+
+// newClusterLocal is a client of an emulated cluster keeping its node id
+// in dir.
 func newClusterLocal(t *testing.T, dir string) *command.LocalClient {
 	t.Helper()
 	cfg := config.Default()
 	cfg.ClusterEnabled = "emulated"
 	cfg.Dir = dir
-	s := newServer(cfg, engine.New(clock.NewFake(1_700_000_000e9), 0))
-	if err := s.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	return s.NewLocalClient()
+	return newServer(t, cfg, clock.NewFake(1_700_000_000e9)).NewLocalClient()
 }
 
 // TestClusterReplies checks emulated cluster mode's replies against
@@ -116,45 +146,5 @@ func TestClusterDisabled(t *testing.T) {
 	}
 	if got := string(c.DoString("INFO", "cluster")); !strings.Contains(got, "cluster_enabled:0\r\n") {
 		t.Errorf("INFO cluster = %q, want cluster_enabled:0", got)
-	}
-}
-
-// TestCommandKeys: COMMAND reports the key arguments cluster clients
-// route by; GETKEYS answers movable ones.
-func TestCommandKeys(t *testing.T) {
-	t.Parallel()
-	c, _ := newLocal(t)
-	for i, st := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"COMMAND", "GETKEYS", "RL.HIT", "api", "user:42"}, "*1\r\n$7\r\nuser:42\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "RL.HITALL", "2", "api", "{u}a", "login", "{u}b", "COST", "2"}, "*2\r\n$4\r\n{u}a\r\n$4\r\n{u}b\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "EVAL", "x", "2", "a", "b", "c"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "FCALL", "f", "1", "a", "b"}, "*1\r\n$1\r\na\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "MEMORY", "USAGE", "k"}, "*1\r\n$1\r\nk\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "PING", "x"}, "-ERR The command has no key arguments\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "GET", "a", "b"}, "-ERR Invalid number of arguments specified for command\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "NOSUCH", "a"}, "-ERR Invalid command specified\r\n"},
-		{[]string{"COMMAND", "GETKEYS", "GET"}, "-ERR wrong number of arguments for 'command|getkeys' command\r\n"},
-	} {
-		if got := string(c.DoString(st.args...)); got != st.want {
-			t.Errorf("step %d: %q = %q, want %q", i, st.args, got, st.want)
-		}
-	}
-	for i, st := range []struct {
-		name string
-		want string // flags, then first key, last key, step
-	}{
-		{"rl.hit", "*3\r\n+write\r\n+denyoom\r\n+fast\r\n:2\r\n:2\r\n:1\r\n"},
-		{"rl.hitall", "*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
-		{"eval", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
-		{"evalsha", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
-		{"fcall", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
-	} {
-		if got := string(c.DoString("COMMAND", "INFO", st.name)); !strings.Contains(got, st.want) {
-			t.Errorf("step %d: COMMAND INFO %s = %q, want it to hold %q", i, st.name, got, st.want)
-		}
 	}
 }

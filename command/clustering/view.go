@@ -1,4 +1,4 @@
-package command
+package clustering
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/cluster"
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -25,14 +26,14 @@ type clusterView struct {
 
 // view returns the topology to answer from; false (after answering) when
 // cluster mode is off.
-func (c *Client) view() (clusterView, bool) {
-	cs := c.srv.cluster
+func (f *Family) view(c *command.Client) (clusterView, bool) {
+	cs := f.cs
 	if !cs.on {
 		c.Err(errClusterDisabled)
 		return clusterView{}, false
 	}
 	if cs.emulated {
-		ip, port := c.endpoint()
+		ip, port := f.endpoint(c)
 		self := cluster.Node{ID: cs.id, Shard: cs.shardID, IP: ip, Port: port, BusPort: port + 10000}
 		t, _ := cluster.Empty().Apply(cluster.Change{Op: cluster.OpAddNode, Node: &self, Slots: []cluster.Range{{First: 0, Last: cluster.Slots - 1}}})
 		return clusterView{t: t, me: cs.id, serving: true}, true
@@ -52,12 +53,12 @@ func (c *Client) view() (clusterView, bool) {
 // endpoint is the address emulated mode sends cluster clients to: the one
 // this client reached the node at, so that a node bound to every
 // interface names one its client can use.
-func (c *Client) endpoint() (ip string, port int) {
-	port, _ = strconv.Atoi(portOf(c.srv))
+func (f *Family) endpoint(c *command.Client) (ip string, port int) {
+	port = f.env.Port()
 	if h, _, err := net.SplitHostPort(c.LAddr); err == nil && h != "" {
 		return h, port
 	}
-	return announceIP(c.srv.Config().Bind, ""), port
+	return announceIP(f.env.Config().Bind, ""), port
 }
 
 // announceIP is the address a node gives others for itself: the
@@ -72,8 +73,8 @@ func announceIP(bind, announce string) string {
 	return "127.0.0.1"
 }
 
-func cmdClusterInfo(c *Client, _ [][]byte) {
-	v, ok := c.view()
+func (f *Family) cmdClusterInfo(c *command.Client, _ [][]byte) {
+	v, ok := f.view(c)
 	if !ok {
 		return
 	}
@@ -108,14 +109,14 @@ func cmdClusterInfo(c *Client, _ [][]byte) {
 	c.Verbatim(b.String())
 }
 
-func cmdClusterMyID(c *Client, _ [][]byte) {
-	if _, ok := c.view(); ok {
-		c.BulkString(c.srv.cluster.id)
+func (f *Family) cmdClusterMyID(c *command.Client, _ [][]byte) {
+	if _, ok := f.view(c); ok {
+		c.BulkString(f.cs.id)
 	}
 }
 
-func cmdClusterMyShardID(c *Client, _ [][]byte) {
-	if v, ok := c.view(); ok {
+func (f *Family) cmdClusterMyShardID(c *command.Client, _ [][]byte) {
+	if v, ok := f.view(c); ok {
 		n, _ := v.t.Node(v.me)
 		c.BulkString(n.Shard)
 	}
@@ -125,7 +126,7 @@ func cmdClusterMyShardID(c *Client, _ [][]byte) {
 // ip:port@bus-port, flags, primary or "-", ping sent, pong received,
 // config epoch, link state, slots; on this node's own line also the slots
 // it is moving out ([slot->-id]) and in ([slot-<-id]).
-func (c *Client) nodeLine(b *strings.Builder, v clusterView, n *cluster.Node) {
+func (f *Family) nodeLine(c *command.Client, b *strings.Builder, v clusterView, n *cluster.Node) {
 	flags := "master"
 	if n.Primary != "" {
 		flags = "slave"
@@ -140,8 +141,8 @@ func (c *Client) nodeLine(b *strings.Builder, v clusterView, n *cluster.Node) {
 	if primary == "" {
 		primary = "-"
 	}
-	pong, link := c.srv.clk.Now()/int64(time.Millisecond), "connected"
-	if n.ID == v.me || c.srv.cluster.emulated {
+	pong, link := f.env.Clock.Now()/int64(time.Millisecond), "connected"
+	if n.ID == v.me || f.cs.emulated {
 		pong = 0
 	}
 	if n.Failed {
@@ -156,7 +157,7 @@ func (c *Client) nodeLine(b *strings.Builder, v clusterView, n *cluster.Node) {
 		}
 	}
 	if n.ID == v.me {
-		cs := c.srv.cluster
+		cs := f.cs
 		cs.mu.Lock()
 		for _, s := range sortedSlots(cs.migrating) {
 			fmt.Fprintf(b, " [%d->-%s]", s, cs.migrating[s])
@@ -178,22 +179,22 @@ func sortedSlots(m map[int]string) []int {
 	return out
 }
 
-func cmdClusterNodes(c *Client, _ [][]byte) {
-	v, ok := c.view()
+func (f *Family) cmdClusterNodes(c *command.Client, _ [][]byte) {
+	v, ok := f.view(c)
 	if !ok {
 		return
 	}
 	var b strings.Builder
 	for i := range v.t.Nodes() {
-		c.nodeLine(&b, v, &v.t.Nodes()[i])
+		f.nodeLine(c, &b, v, &v.t.Nodes()[i])
 	}
 	c.Verbatim(b.String())
 }
 
 // cmdClusterReplicas is CLUSTER REPLICAS (and SLAVES): the CLUSTER NODES
 // lines of a primary's replicas.
-func cmdClusterReplicas(c *Client, args [][]byte) {
-	v, ok := c.view()
+func (f *Family) cmdClusterReplicas(c *command.Client, args [][]byte) {
+	v, ok := f.view(c)
 	if !ok {
 		return
 	}
@@ -210,14 +211,14 @@ func cmdClusterReplicas(c *Client, args [][]byte) {
 	c.Array(len(rs))
 	for _, r := range rs {
 		var b strings.Builder
-		c.nodeLine(&b, v, r)
+		f.nodeLine(c, &b, v, r)
 		c.BulkString(b.String())
 	}
 }
 
 // nodeEntry is a node as CLUSTER SLOTS lists it: ip, port, id, and the
 // map of extra endpoints (none: the ip is the endpoint).
-func (c *Client) nodeEntry(n *cluster.Node) {
+func nodeEntry(c *command.Client, n *cluster.Node) {
 	c.Array(4)
 	c.BulkString(n.IP)
 	c.Int(int64(n.Port))
@@ -225,8 +226,8 @@ func (c *Client) nodeEntry(n *cluster.Node) {
 	c.Map(0)
 }
 
-func cmdClusterSlots(c *Client, _ [][]byte) {
-	v, ok := c.view()
+func (f *Family) cmdClusterSlots(c *command.Client, _ [][]byte) {
+	v, ok := f.view(c)
 	if !ok {
 		return
 	}
@@ -247,15 +248,15 @@ func cmdClusterSlots(c *Client, _ [][]byte) {
 		c.Array(3 + len(rs))
 		c.Int(int64(rn.r.First))
 		c.Int(int64(rn.r.Last))
-		c.nodeEntry(rn.owner)
+		nodeEntry(c, rn.owner)
 		for _, r := range rs {
-			c.nodeEntry(r)
+			nodeEntry(c, r)
 		}
 	}
 }
 
-func cmdClusterShards(c *Client, _ [][]byte) {
-	v, ok := c.view()
+func (f *Family) cmdClusterShards(c *command.Client, _ [][]byte) {
+	v, ok := f.view(c)
 	if !ok {
 		return
 	}
@@ -279,13 +280,13 @@ func cmdClusterShards(c *Client, _ [][]byte) {
 		members := append([]*cluster.Node{p}, v.t.Replicas(p.ID)...)
 		c.Array(len(members))
 		for _, n := range members {
-			c.shardNode(v, n)
+			f.shardNode(c, v, n)
 		}
 	}
 }
 
 // shardNode is one node of CLUSTER SHARDS.
-func (c *Client) shardNode(v clusterView, n *cluster.Node) {
+func (f *Family) shardNode(c *command.Client, v clusterView, n *cluster.Node) {
 	role, health, offset := "master", "online", int64(0)
 	if n.Primary != "" {
 		role = "replica"
@@ -293,8 +294,8 @@ func (c *Client) shardNode(v clusterView, n *cluster.Node) {
 	if n.Failed {
 		health = "fail"
 	}
-	if n.ID == v.me && !c.srv.cluster.emulated {
-		offset = c.srv.repl.Stream().Offset()
+	if n.ID == v.me && !f.cs.emulated {
+		offset = f.env.Replication.Stream().Offset()
 	}
 	c.Map(7)
 	c.BulkString("id")
@@ -313,14 +314,14 @@ func (c *Client) shardNode(v clusterView, n *cluster.Node) {
 	c.BulkString(health)
 }
 
-func cmdClusterKeySlot(c *Client, args [][]byte) {
-	if _, ok := c.view(); ok {
+func (f *Family) cmdClusterKeySlot(c *command.Client, args [][]byte) {
+	if _, ok := f.view(c); ok {
 		c.Int(int64(cluster.Slot(args[2])))
 	}
 }
 
 // slotArg parses a slot number as Redis does.
-func slotArg(c *Client, b []byte, errRange string) (int, bool) {
+func slotArg(c *command.Client, b []byte, errRange string) (int, bool) {
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
 		c.Err("ERR value is not an integer or out of range")
@@ -336,7 +337,7 @@ func slotArg(c *Client, b []byte, errRange string) (int, bool) {
 // keysInSlot lists up to max keys stored in slot (max < 0: all), sorted.
 // A policy's state is in its client key's slot (storedSlot). It walks the
 // keyspace: there is no per-slot index.
-func keysInSlot(c *Client, slot, max int) []string {
+func keysInSlot(c *command.Client, slot, max int) []string {
 	eng, now := c.Engine(), c.Now()
 	var keys []string
 	for i := 0; i < eng.Shards(); i++ {
@@ -354,8 +355,8 @@ func keysInSlot(c *Client, slot, max int) []string {
 	return keys
 }
 
-func cmdClusterCountKeys(c *Client, args [][]byte) {
-	if _, ok := c.view(); !ok {
+func (f *Family) cmdClusterCountKeys(c *command.Client, args [][]byte) {
+	if _, ok := f.view(c); !ok {
 		return
 	}
 	if slot, ok := slotArg(c, args[2], "ERR Invalid slot"); ok {
@@ -363,8 +364,8 @@ func cmdClusterCountKeys(c *Client, args [][]byte) {
 	}
 }
 
-func cmdClusterGetKeys(c *Client, args [][]byte) {
-	if _, ok := c.view(); !ok {
+func (f *Family) cmdClusterGetKeys(c *command.Client, args [][]byte) {
+	if _, ok := f.view(c); !ok {
 		return
 	}
 	const errBad = "ERR Invalid slot or number of keys"
@@ -383,12 +384,4 @@ func cmdClusterGetKeys(c *Client, args [][]byte) {
 	for _, k := range keys {
 		c.BulkString(k)
 	}
-}
-
-func infoCluster(s *Server, _ *engine.Engine, b *strings.Builder) {
-	on := 0
-	if s.cluster.on {
-		on = 1
-	}
-	infoLine(b, "cluster_enabled", on)
 }

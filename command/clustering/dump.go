@@ -1,8 +1,9 @@
-package command
+package clustering
 
 import (
 	"errors"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/persistence"
 )
@@ -17,26 +18,26 @@ import (
 // state with no expiry until its next admitted request sets one from its
 // limit again.
 
-func registerDump(t *Table) {
-	restore := func(name, summary string) *Command {
-		return &Command{Name: name, Arity: -4, Flags: FlagWrite | FlagDenyOOM | FlagDangerous, FirstKey: 1, LastKey: 1, Step: 1,
+func (f *Family) registerDump(t *command.Table) {
+	restore := func(name, summary string) *command.Command {
+		return &command.Command{Name: name, Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagDangerous, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "generic", Since: "0.2.0", Complexity: "O(N) where N is the size of the value", Summary: summary,
 			Syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", Handler: cmdRestore}
 	}
 	const restoreDoc = "Creates a key from a DUMP payload (limitdb's own, not Redis's RDB form) expiring after ttl ms (0: never; " +
 		"ABSTTL: at ttl, a Unix time in ms). IDLETIME and FREQ are checked and ignored: limitdb keeps no LRU or LFU data."
 	t.Register(
-		&Command{Name: "dump", Arity: 2, Flags: FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.2.0",
+		&command.Command{Name: "dump", Arity: 2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.2.0",
 			Complexity: "O(N) where N is the size of the value",
 			Summary:    "Serializes a key's value, limiter state included, in limitdb's own payload (not Redis's RDB form), without its expiry; nil when absent.",
 			Syntax:     "key", Handler: cmdDump},
 		restore("restore", restoreDoc),
 		restore("restore-asking", "RESTORE as a migrating cluster node sends it, for a slot being imported. "+restoreDoc),
-		migrateCommand(),
+		f.migrateCommand(),
 	)
 }
 
-func cmdDump(c *Client, args [][]byte) {
+func cmdDump(c *command.Client, args [][]byte) {
 	p, _, ok, err := readDump(c.Engine(), args[1], c.Now())
 	switch {
 	case err != nil:
@@ -76,32 +77,32 @@ func parseRestoreOptions(opts [][]byte) (restoreArgs, error) {
 	for i := 0; i < len(opts); i++ {
 		more := len(opts) - i - 1
 		switch {
-		case EqualFold(opts[i], "replace"):
+		case command.EqualFold(opts[i], "replace"):
 			o.replace = true
-		case EqualFold(opts[i], "absttl"):
+		case command.EqualFold(opts[i], "absttl"):
 			o.absTTL = true
-		case EqualFold(opts[i], "idletime") && more >= 1 && !freq:
-			n, err := ParseInt(opts[i+1])
+		case command.EqualFold(opts[i], "idletime") && more >= 1 && !freq:
+			n, err := command.ParseInt(opts[i+1])
 			if err != nil {
 				return o, err
 			}
 			if n < 0 {
-				return o, WireError("ERR Invalid IDLETIME value, must be >= 0")
+				return o, command.WireError("ERR Invalid IDLETIME value, must be >= 0")
 			}
 			idle = true
 			i++
-		case EqualFold(opts[i], "freq") && more >= 1 && !idle:
-			n, err := ParseInt(opts[i+1])
+		case command.EqualFold(opts[i], "freq") && more >= 1 && !idle:
+			n, err := command.ParseInt(opts[i+1])
 			if err != nil {
 				return o, err
 			}
 			if n < 0 || n > 255 {
-				return o, WireError("ERR Invalid FREQ value, must be >= 0 and <= 255")
+				return o, command.WireError("ERR Invalid FREQ value, must be >= 0 and <= 255")
 			}
 			freq = true
 			i++
 		default:
-			return o, ErrSyntax
+			return o, command.ErrSyntax
 		}
 	}
 	return o, nil
@@ -112,7 +113,7 @@ const errBusyKey = "BUSYKEY Target key name already exists."
 // cmdRestore answers RESTORE key ttl payload [options]. Its errors come in
 // Redis's order: options, then BUSYKEY, then the ttl, then the payload; the
 // key is looked at and written under one lock.
-func cmdRestore(c *Client, args [][]byte) {
+func cmdRestore(c *command.Client, args [][]byte) {
 	o, err := parseRestoreOptions(args[4:])
 	if err != nil {
 		c.Error(err)
@@ -122,9 +123,9 @@ func cmdRestore(c *Client, args [][]byte) {
 	at, later := restoreExpiry(args[2], o.absTTL, now)
 	ent, perr := persistence.ParseDump(args[3])
 	if later == nil && perr != nil {
-		later = WireError("ERR DUMP payload version or checksum are wrong")
+		later = command.WireError("ERR DUMP payload version or checksum are wrong")
 		if errors.Is(perr, persistence.ErrDumpFormat) {
-			later = WireError("ERR Bad data format")
+			later = command.WireError("ERR Bad data format")
 		}
 	}
 	ent.Expire = at
@@ -157,18 +158,18 @@ func cmdRestore(c *Client, args [][]byte) {
 // restoreExpiry is the Unix ns at which a key restored with ttl expires (0:
 // never), or the error RESTORE answers for ttl.
 func restoreExpiry(arg []byte, abs bool, now int64) (int64, error) {
-	ttl, err := ParseInt(arg)
+	ttl, err := command.ParseInt(arg)
 	switch {
 	case err != nil:
 		return 0, err
 	case ttl < 0:
-		return 0, WireError("ERR Invalid TTL value, must be >= 0")
+		return 0, command.WireError("ERR Invalid TTL value, must be >= 0")
 	case ttl == 0:
 		return 0, nil
 	}
-	at, ok := ExpireAtSigned(now, ttl, 1e6, abs)
+	at, ok := command.ExpireAtSigned(now, ttl, 1e6, abs)
 	if !ok {
-		return 0, WireError("ERR invalid expire time in 'restore' command")
+		return 0, command.WireError("ERR invalid expire time in 'restore' command")
 	}
 	return at, nil
 }

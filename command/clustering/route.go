@@ -1,14 +1,16 @@
-package command
+package clustering
 
 import (
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/limitdb/limitdb/cluster"
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/policy"
 	"github.com/limitdb/limitdb/replication"
@@ -136,59 +138,60 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-// clusterGate refuses, in cluster mode, a command whose keys hash to
-// different slots, and an EXEC whose queued commands do (Redis checks a
-// transaction as one request at EXEC and discards it); in a real cluster
-// it sends a command on a slot this node does not serve to the node that
-// does.
-func clusterGate(c *Client, cmd *Command, args [][]byte) bool {
-	cs := c.srv.cluster
-	if !cs.on {
-		return true
-	}
-	asking := c.asking
-	if cmd.Name != "asking" {
-		c.asking = false // ASKING covers the next command only
+// gate refuses, in cluster mode, a command whose keys hash to different
+// slots, and an EXEC whose queued commands do (Redis checks a transaction
+// as one request at EXEC and discards it); in a real cluster it sends a
+// command on a slot this node does not serve to the node that does.
+// Outside cluster mode it is not set.
+func (f *Family) gate(c *command.Client, cmd *command.Command, args [][]byte) bool {
+	st, _ := c.Slot(f.slot).(*clientState)
+	asking := false
+	if st != nil {
+		asking = st.asking
+		if cmd.Name != "asking" {
+			st.asking = false // ASKING covers the next command only
+		}
 	}
 	if cmd.Name == "exec" {
-		return execSlotCheck(c, asking)
+		return f.execSlotCheck(c, asking)
 	}
 	slot := commandSlot(cmd, args)
 	if slot == crossSlot {
 		c.Err(errCrossSlot)
 		return false
 	}
-	if slot < 0 || cs.emulated || c.calling {
+	if slot < 0 || f.cs.emulated || c.Calling() {
 		return true
 	}
-	return c.route(cmd, args, slot, asking)
+	return f.route(c, cmd, args, slot, asking)
 }
 
 // execSlotCheck checks a transaction's queued commands as one request.
-func execSlotCheck(c *Client, asking bool) bool {
-	m := c.multi
-	if m == nil || !m.active || m.dirty {
-		return true
-	}
-	slot := -1
-	var first *queued
-	for i := range m.queue {
-		q := &m.queue[i]
-		s := commandSlot(q.cmd, q.args)
+func (f *Family) execSlotCheck(c *command.Client, asking bool) bool {
+	slot, cross := -1, false
+	var firstCmd *command.Command
+	var firstArgs [][]byte
+	c.Queued(func(cmd *command.Command, args [][]byte) bool {
+		s := commandSlot(cmd, args)
 		if s == crossSlot || (s >= 0 && slot >= 0 && s != slot) {
-			c.endMulti()
-			c.Err(errCrossSlot)
+			cross = true
 			return false
 		}
 		if s >= 0 && slot < 0 {
-			slot, first = s, q
+			slot, firstCmd, firstArgs = s, cmd, args
 		}
+		return true
+	})
+	if cross {
+		c.DiscardMulti()
+		c.Err(errCrossSlot)
+		return false
 	}
-	if slot < 0 || c.srv.cluster.emulated {
+	if slot < 0 || f.cs.emulated {
 		return true
 	}
-	if !c.route(first.cmd, first.args, slot, asking) {
-		c.endMulti()
+	if !f.route(c, firstCmd, firstArgs, slot, asking) {
+		c.DiscardMulti()
 		return false
 	}
 	return true
@@ -197,8 +200,8 @@ func execSlotCheck(c *Client, asking bool) bool {
 // route serves a command on slot here, or answers where it must go: the
 // slot's owner (-MOVED), the node a migrating slot's missing keys have
 // gone to (-ASK), or that the cluster cannot serve it (-CLUSTERDOWN).
-func (c *Client) route(cmd *Command, args [][]byte, slot int, asking bool) bool {
-	cs := c.srv.cluster
+func (f *Family) route(c *command.Client, cmd *command.Command, args [][]byte, slot int, asking bool) bool {
+	cs := f.cs
 	cons := cs.cons.Load()
 	if cons == nil {
 		c.Err(errClusterDown)
@@ -214,7 +217,7 @@ func (c *Client) route(cmd *Command, args [][]byte, slot int, asking bool) bool 
 		if cs.open.Load() == 0 {
 			return true
 		}
-		return c.routeMigrating(cmd, args, slot)
+		return f.routeMigrating(c, cmd, args, slot)
 	}
 	if cs.open.Load() != 0 && cs.servesImported(slot, asking || cmd.Name == "restore-asking") {
 		return true
@@ -223,18 +226,18 @@ func (c *Client) route(cmd *Command, args [][]byte, slot int, asking bool) bool 
 		c.Err(errSlotUnserved)
 		return false
 	}
-	if c.readonly && owner.ID == cs.primaryOf(t) && (cmd.Flags&FlagWrite == 0 || isPeek(cmd, args)) {
+	if st, _ := c.Slot(f.slot).(*clientState); st != nil && st.readonly && owner.ID == cs.primaryOf(t) && (cmd.Flags&command.FlagWrite == 0 || cmd.Peeks(args)) {
 		return true // READONLY: a replica serves its primary's reads
 	}
-	c.Err("MOVED " + itoa(int64(slot)) + " " + owner.Addr())
+	c.Err("MOVED " + strconv.Itoa(slot) + " " + owner.Addr())
 	return false
 }
 
 // routeMigrating serves a command on a slot this node is moving out only
 // when its keys are still here; when none are it sends the client to the
 // new node (-ASK), and when some are it asks to try again later.
-func (c *Client) routeMigrating(cmd *Command, args [][]byte, slot int) bool {
-	cs := c.srv.cluster
+func (f *Family) routeMigrating(c *command.Client, cmd *command.Command, args [][]byte, slot int) bool {
+	cs := f.cs
 	target, ok := cs.migratingTo(slot)
 	if !ok || cmd.Name == "migrate" {
 		return true
@@ -252,15 +255,16 @@ func (c *Client) routeMigrating(cmd *Command, args [][]byte, slot int) bool {
 			c.Err(errTryAgain)
 			return false
 		}
-		c.heldSlot = slot + 1
+		f.client(c).held = slot + 1
+		c.AfterRun(f.release)
 		return true
 	case here > 0:
 		c.Err(errTryAgain)
 		return false
 	}
-	t := c.srv.cluster.cons.Load().Topology()
+	t := cs.cons.Load().Topology()
 	if n, ok := t.Node(target); ok {
-		c.Err("ASK " + itoa(int64(slot)) + " " + n.Addr())
+		c.Err("ASK " + strconv.Itoa(slot) + " " + n.Addr())
 		return false
 	}
 	return true
@@ -299,10 +303,12 @@ func (cs *clusterState) hold(slot int) bool {
 	return true
 }
 
-// release ends the hold c's command took, once it has run.
-func (cs *clusterState) release(c *Client) {
-	slot := c.heldSlot - 1
-	c.heldSlot = 0
+// releaseHold ends the hold c's command took, once it has run.
+func (f *Family) releaseHold(c *command.Client) {
+	st := f.client(c)
+	slot := st.held - 1
+	st.held = 0
+	cs := f.cs
 	cs.mu.Lock()
 	if cs.holds[slot]--; cs.holds[slot] <= 0 {
 		delete(cs.holds, slot)
@@ -389,7 +395,7 @@ const crossSlot = -2
 
 // commandSlot is the slot of a command's client-visible keys: -1 with no
 // key, crossSlot when they span slots.
-func commandSlot(cmd *Command, args [][]byte) int {
+func commandSlot(cmd *command.Command, args [][]byte) int {
 	slot := -1
 	check := func(k []byte) bool {
 		s := cluster.Slot(k)
@@ -414,7 +420,7 @@ func commandSlot(cmd *Command, args [][]byte) int {
 	if last < 0 {
 		last += len(args)
 	}
-	for i := cmd.FirstKey; i <= last && i < len(args); i += max1(cmd.Step) {
+	for i := cmd.FirstKey; i <= last && i < len(args); i += max(cmd.Step, 1) {
 		if !check(args[i]) {
 			return crossSlot
 		}
@@ -422,34 +428,13 @@ func commandSlot(cmd *Command, args [][]byte) int {
 	return slot
 }
 
-// keyArgs lists the keys a client names in a command, which decide its
-// slot (COMMAND GETKEYS): the arguments themselves, not the keyspace keys
-// a command derives from them (Keys).
-func keyArgs(cmd *Command, args [][]byte) [][]byte {
-	if cmd.KeyArgs != nil {
-		return cmd.KeyArgs(args)
-	}
-	if cmd.FirstKey <= 0 {
-		return nil
-	}
-	last := cmd.LastKey
-	if last < 0 {
-		last += len(args)
-	}
-	var keys [][]byte
-	for i := cmd.FirstKey; i <= last && i < len(args); i += max1(cmd.Step) {
-		keys = append(keys, args[i])
-	}
-	return keys
-}
-
 // storedKeys lists the keyspace keys a command reads or writes: for
 // RL.HIT, the policy's rl:<policy>:<key>, not the key argument.
-func storedKeys(cmd *Command, args [][]byte) [][]byte {
+func storedKeys(cmd *command.Command, args [][]byte) [][]byte {
 	if cmd.Keys != nil {
 		return cmd.Keys(args)
 	}
-	return keyArgs(cmd, args)
+	return cmd.NamedKeys(args)
 }
 
 // storedSlot is the slot a keyspace key belongs to: its own, except for a

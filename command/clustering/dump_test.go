@@ -1,4 +1,4 @@
-package command_test
+package clustering_test
 
 import (
 	"bytes"

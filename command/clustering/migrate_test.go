@@ -1,4 +1,4 @@
-package command
+package clustering
 
 import (
 	"fmt"
