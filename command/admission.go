@@ -46,6 +46,7 @@ func max1(n int) int {
 type guard struct {
 	lim     atomic.Pointer[config.Limits]
 	acl     atomic.Pointer[acl.Users]
+	mem     memState  // maxmemory: memory.go
 	once    sync.Once // Prepare
 	prepErr error
 }
@@ -76,21 +77,21 @@ func (s *Server) Open(conn Conn) bool {
 	if !c.authed {
 		// fall through: a password protects the server wherever it listens
 	} else if s.Config().ProtectedMode && !conn.Loopback() {
-		s.rejectedConn.Add(1)
+		s.clients.rejected.Add(1)
 		c.w.Error(errProtected)
 		return false
 	}
 	max := s.guard.limits().MaxClients
 	n := s.clients.count()
 	if n >= max {
-		s.rejectedConn.Add(1)
+		s.clients.rejected.Add(1)
 		c.w.Error("ERR max number of clients reached")
 		return false
 	}
-	c.lastActive.Store(s.clk.Now())
+	c.lastActive.Store(s.env.Clock.Now())
 	conn.SetContext(c)
 	s.clients.add(c)
-	s.totalConns.Add(1)
+	s.clients.accepted.Add(1)
 	return true
 }
 

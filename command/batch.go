@@ -49,7 +49,7 @@ type batch struct {
 
 // begin opens the batch at its first command.
 func (c *Client) begin() {
-	clk := c.srv.clk
+	clk := c.srv.env.Clock
 	c.bt.open = true
 	c.bt.haveNow = false
 	c.bt.wall = clk.Now()
@@ -84,7 +84,7 @@ func (c *Client) enter(cmd *Command) {
 
 // leave accounts for cmd once its handler has returned.
 func (c *Client) leave(cmd *Command, args [][]byte) {
-	m := c.srv.clk.Mono()
+	m := c.srv.env.Clock.Mono()
 	d := m - c.bt.mark
 	c.bt.mark = m
 	c.bt.calls++
@@ -142,7 +142,7 @@ func (c *Client) endBatch() {
 	}
 	c.publish()
 	c.bt.run = nil
-	c.srv.totalCmds.Add(c.bt.total)
+	c.srv.clients.commands.Add(c.bt.total)
 	c.cmdCount.Add(c.bt.ran)
 	c.bt.total, c.bt.ran = 0, 0
 	c.bt.open = false

@@ -81,7 +81,7 @@ func (c *Client) Exclusive(keys [][]byte, fn func(tx *engine.Engine)) {
 		fn(c.tx)
 		return
 	}
-	c.srv.eng.Exclusive(keys, false, func(tx *engine.Engine) {
+	c.srv.env.Engine.Exclusive(keys, false, func(tx *engine.Engine) {
 		c.tx = tx
 		defer func() { c.tx = nil }()
 		fn(tx)
@@ -137,7 +137,7 @@ func (c *Client) WritesUnchecked() bool {
 		return false
 	}
 	max, limited := s.memoryLimit()
-	return !limited || s.eng.UsedBytes() <= max
+	return !limited || s.env.Engine.UsedBytes() <= max
 }
 
 // SetBusyCheck makes the server busy while *busy is above zero: then check

@@ -72,7 +72,7 @@ func (c *Client) Engine() *engine.Engine {
 	if c.tx != nil {
 		return c.tx
 	}
-	return c.srv.eng
+	return c.srv.env.Engine
 }
 
 // Name is the name set with CLIENT SETNAME.

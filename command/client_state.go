@@ -158,7 +158,7 @@ func (c *Client) Kill(by *Client) {
 // fields in Redis's order for those limitdb has, the families' fields
 // (AddClientInfo) after db=. Any goroutine may call it.
 func (c *Client) Info() string {
-	now := clock.Time(c.srv.clk)
+	now := clock.Time(c.srv.env.Clock)
 	name, lib, ver, user, proto := func() (string, string, string, string, int) {
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -2,6 +2,7 @@ package command
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/tidwall/btree"
 )
@@ -11,6 +12,11 @@ import (
 type clientSet struct {
 	mu   sync.Mutex
 	byID btree.Map[int64, *Client]
+
+	nextID   atomic.Int64 // the last client ID given
+	accepted atomic.Int64 // connections accepted (total_connections_received)
+	rejected atomic.Int64 // connections refused (rejected_connections)
+	commands atomic.Int64 // commands read (total_commands_processed)
 }
 
 func (cs *clientSet) add(c *Client) {

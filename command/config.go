@@ -11,29 +11,29 @@ import (
 // mutable does the copy replace the running one, and the parts of the
 // server the directives name are reloaded.
 func (s *Server) SetConfig(pairs ...[2]string) error {
-	s.cfgMu.Lock()
-	next := s.cfg
+	s.conf.mu.Lock()
+	next := s.conf.cfg
 	var reload []*config.Directive
 	for _, p := range pairs {
-		d := s.directives.Lookup(p[0])
+		d := s.conf.directives.Lookup(p[0])
 		if d == nil || d.Set == nil {
-			s.cfgMu.Unlock()
+			s.conf.mu.Unlock()
 			return WireError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0]))
 		}
 		if !d.Mutable {
-			s.cfgMu.Unlock()
+			s.conf.mu.Unlock()
 			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", d.Name))
 		}
 		if err := d.Set(&next, p[1]); err != nil {
-			s.cfgMu.Unlock()
+			s.conf.mu.Unlock()
 			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
 		}
 		if d.Reload != config.ReloadNone {
 			reload = append(reload, d)
 		}
 	}
-	s.cfg = next
-	s.cfgMu.Unlock()
+	s.conf.cfg = next
+	s.conf.mu.Unlock()
 	for _, d := range reload {
 		if err := s.reload(d.Reload); err != nil {
 			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
@@ -63,7 +63,7 @@ func (s *Server) registerReloads() {
 		return nil
 	})
 	t.OnReload(config.ReloadMemory, func() error {
-		s.mem.load(s)
+		s.guard.mem.load(s)
 		return nil
 	})
 	t.OnReload(config.ReloadSlowlog, func() error {

@@ -101,17 +101,10 @@ func (t *Table) OnReload(r config.Reload, fn func() error) {
 	t.reloads[r] = append(t.reloads[r], fn)
 }
 
-// section is a snapshot section a family keeps beside the keyspace.
-type section struct {
-	name string
-	save func() ([]byte, error)
-	load func([]byte) error
-}
-
 // AddSection keeps a family's state in snapshots, the append-only file's
 // preamble and a replica's first sync, under name.
 func (t *Table) AddSection(name string, save func() ([]byte, error), load func([]byte) error) {
-	t.sections = append(t.sections, section{name, save, load})
+	t.snapshot.Add(name, save, load)
 }
 
 // AddInfo adds an INFO section; order places it among the default ones,

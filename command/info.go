@@ -43,7 +43,7 @@ func (t *Table) extendInfo(name string, render func(s *Server, eng *engine.Engin
 }
 
 // Info renders the INFO text for the given sections (none: the defaults).
-func (s *Server) Info(sections ...[]byte) string { return s.info(s.eng, sections...) }
+func (s *Server) Info(sections ...[]byte) string { return s.info(s.env.Engine, sections...) }
 
 // info renders INFO reading the keyspace through eng: inside EXEC, the
 // transaction's handle.

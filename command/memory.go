@@ -48,8 +48,8 @@ const evictionsPerCommand = 128
 // clients hold, which is not the keyspace's to use; limited is false
 // without a maxmemory.
 func (s *Server) memoryLimit() (max int64, limited bool) {
-	s.mem.once.Do(func() { s.mem.load(s) })
-	if max = s.mem.max.Load(); max <= 0 {
+	s.guard.mem.once.Do(func() { s.guard.mem.load(s) })
+	if max = s.guard.mem.max.Load(); max <= 0 {
 		return 0, false
 	}
 	if s.ClientMemory != nil {
@@ -64,7 +64,7 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 	}
 	s := c.srv
 	max, limited := s.memoryLimit()
-	eng := s.eng
+	eng := s.env.Engine
 	if !limited || eng.UsedBytes() <= max {
 		return true
 	}
@@ -72,12 +72,12 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 	// locked: eviction, which locks the shards it samples, waits for
 	// the next command outside one, and keys are read through the
 	// transaction's handle.
-	if s.mem.evict.Load() && c.tx == nil {
+	if s.guard.mem.evict.Load() && c.tx == nil {
 		now := c.Now()
 		for i := 0; i < evictionsPerCommand && eng.UsedBytes() > max; i++ {
 			evicted, reaped := eng.EvictSoonest(now, 16)
 			if evicted {
-				s.mem.evicted.Add(1)
+				s.guard.mem.evicted.Add(1)
 			}
 			if !evicted && !reaped {
 				break

@@ -221,7 +221,7 @@ func cmdExec(c *Client, _ [][]byte) {
 	keys, all := transactionKeys(queue, watched)
 	self := c.lastCmd.Load()
 	s := c.srv
-	s.eng.Exclusive(keys, all, func(tx *engine.Engine) {
+	s.env.Engine.Exclusive(keys, all, func(tx *engine.Engine) {
 		c.tx = tx // the queued commands reach the keyspace through the transaction
 		defer func() { c.tx = nil }()
 		now := c.Now()

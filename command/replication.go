@@ -21,42 +21,42 @@ import (
 type replHost struct{ s *Server }
 
 func (h replHost) Snapshot(w io.Writer) error {
-	_, err := persistence.Write(w, h.s.eng, &h.s.sections)
+	_, err := persistence.Write(w, h.s.env.Engine, &h.s.table.snapshot)
 	return err
 }
 
-func (h replHost) Sections() *persistence.Sections { return &h.s.sections }
+func (h replHost) Sections() *persistence.Sections { return &h.s.table.snapshot }
 
 func (h replHost) Self() replication.Self {
 	cfg := h.s.Config()
 	port := cfg.ReplicaAnnouncePort
 	if port == 0 {
-		port = int(h.s.listenPort.Load())
+		port = int(h.s.life.listenPort.Load())
 	}
 	return replication.Self{ListeningPort: port, AnnounceIP: cfg.ReplicaAnnounceIP,
 		User: cfg.MasterUser, Pass: cfg.MasterAuth, Timeout: time.Duration(cfg.ReplTimeout) * time.Second}
 }
 
 // Replication is the server's replication.
-func (s *Server) Replication() *replication.Manager { return s.repl }
+func (s *Server) Replication() *replication.Manager { return s.stream }
 
 // replicateSection sends a snapshot section's new state down the stream,
 // when anything reads it.
 func (s *Server) replicateSection(name string, save func() ([]byte, error)) {
-	if !s.repl.Journaled() {
+	if !s.stream.Journaled() {
 		return
 	}
 	data, err := save()
 	if err != nil {
-		s.logger.Printf("replication: section %s: %v", name, err)
+		s.env.Logger.Printf("replication: section %s: %v", name, err)
 		return
 	}
-	s.repl.Section(name, data)
+	s.stream.Section(name, data)
 }
 
 // ReplicationCron is replication's once-a-second work.
 func (s *Server) ReplicationCron() {
-	s.repl.Cron(time.Duration(s.Config().ReplPingReplicaPeriod) * time.Second)
+	s.stream.Cron(time.Duration(s.Config().ReplPingReplicaPeriod) * time.Second)
 }
 
 // StartReplication applies the replicaof directive at start-up.
@@ -78,10 +78,10 @@ func splitHostPort(v string) (string, int, bool) {
 // becomeReplica makes the server a replica of host:port; false when it
 // already was one of it.
 func (s *Server) becomeReplica(host string, port int) bool {
-	changed := s.repl.ReplicaOf(host, port)
-	s.cfgMu.Lock()
-	s.cfg.ReplicaOf = host + " " + strconv.Itoa(port)
-	s.cfgMu.Unlock()
+	changed := s.stream.ReplicaOf(host, port)
+	s.conf.mu.Lock()
+	s.conf.cfg.ReplicaOf = host + " " + strconv.Itoa(port)
+	s.conf.mu.Unlock()
 	s.reload(config.ReloadReplication) // what the replicas family registered, which never fails
 	return changed
 }
@@ -98,12 +98,12 @@ func isPeek(cmd *Command, args [][]byte) bool {
 
 // becomePrimary makes a replica a primary; false when it was one.
 func (s *Server) becomePrimary() bool {
-	if !s.repl.Promote() {
+	if !s.stream.Promote() {
 		return false
 	}
-	s.cfgMu.Lock()
-	s.cfg.ReplicaOf = ""
-	s.cfgMu.Unlock()
+	s.conf.mu.Lock()
+	s.conf.cfg.ReplicaOf = ""
+	s.conf.mu.Unlock()
 	s.reload(config.ReloadReplication) // what the replicas family registered, which never fails
 	return true
 }

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -24,7 +23,6 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
-	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/replication"
 	"github.com/limitdb/limitdb/resp"
 )
@@ -40,27 +38,39 @@ const redisVersion = "7.2.0"
 // script's redis.REDIS_VERSION).
 const RedisVersion = redisVersion
 
-// Server serves the command table over RESP.
+// Server is the command layer's core: what every family shares. It holds
+// no feature's state: each family owns its own and registers it on the
+// table.
 type Server struct {
+	env     Env                  // what every family is handed: the keyspace, the clock, the logger
+	conf    settings             // the running configuration and the directives that change it
+	table   *Table               // commands, gates and the families' registrations
+	clients clientSet            // every connected client and LocalClient, and their counts
+	life    lifecycle            // this run's identity and its end
+	guard   guard                // admission: limits, users, maxmemory (admission.go, auth.go, memory.go)
+	slow    slowLog              // SLOWLOG and the latency histograms: slowlog.go
+	stream  *replication.Manager // the change stream every write feeds: replicas, the append-only file
+	Hooks                        // what the assembly plugs in
+}
+
+// settings is the running configuration, read by every goroutine.
+type settings struct {
+	mu         sync.RWMutex
 	cfg        config.Config
 	directives *config.Directives // what CONFIG GET and SET know
-	cfgMu      sync.RWMutex
-	eng        *engine.Engine
-	table      *Table
-	ln         net.Listener
-	logger     *log.Logger
+}
 
-	clk     clock.Clock // the engine's: every time the command layer reads
-	runID   string      // this run's identity (INFO server run_id)
-	started time.Time
-	nextID  atomic.Int64
+// lifecycle is a run's identity and its end.
+type lifecycle struct {
+	runID      string // INFO server run_id
+	started    time.Time
+	listenPort atomic.Int64 // INFO's tcp_port, once listening
+	done       chan struct{}
+	closeOnce  sync.Once
+}
 
-	clients clientSet // every connected client, and LocalClients
-
-	totalConns   atomic.Int64
-	totalCmds    atomic.Int64
-	rejectedConn atomic.Int64
-
+// Hooks are what the assembly (node) plugs into the command layer.
+type Hooks struct {
 	// Authenticate checks a user and password and returns the user name; nil
 	// means no password is configured and every connection is authenticated.
 	Authenticate func(user, pass string) (string, bool)
@@ -79,17 +89,6 @@ type Server struct {
 	// are loaded: at Prepare and after CONFIG SET changes one. The node
 	// hands them to the transport.
 	OnLimits func(config.Limits)
-
-	repl     *replication.Manager // replicas, the link to a primary, the change stream: replication.go
-	sections persistence.Sections // a snapshot's sections beside the keyspace
-	slow     slowLog              // SLOWLOG: slowlog.go
-	mem      memState             // maxmemory: memory.go
-
-	closeOnce  sync.Once
-	listenPort atomic.Int64 // INFO's tcp_port, once listening
-	done       chan struct{}
-
-	guard guard // limits and users (admission.go, auth.go, prepare.go)
 }
 
 // New returns a server for eng; call Serve or ListenAndServe to start it.
@@ -102,63 +101,57 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 		clk = eng.Clock()
 	}
 	s := &Server{
-		cfg:        cfg,
-		eng:        eng,
-		clk:        clk,
-		table:      NewTable(),
-		directives: config.Builtin(),
-		logger:     logger,
-		runID:      replication.NewID(),
-		done:       make(chan struct{}),
+		conf:  settings{cfg: cfg, directives: config.Builtin()},
+		table: NewTable(),
+		life:  lifecycle{runID: replication.NewID(), done: make(chan struct{})},
 	}
+	s.env = Env{Engine: eng, Clock: clk, Logger: logger, Done: s.life.done}
 	if clk != nil {
-		s.started = clock.Time(clk)
+		s.life.started = clock.Time(clk)
 	}
 	if eng != nil {
-		s.repl = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
-		s.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
+		s.stream = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
+		s.stream.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	}
 	s.slow.configure(cfg)
-	env := Env{Engine: eng, Clock: clk, Logger: logger, Done: s.done, Config: s.Config, ReplicateSection: s.replicateSection, Publish: s.Publish, Clients: s.Clients}
+	env := s.env
+	env.Config, env.ReplicateSection, env.Publish, env.Clients = s.Config, s.replicateSection, s.Publish, s.Clients
 	env.Info, env.Stats, env.ResetStats = s.info, s.stats, s.resetStats
-	env.Directives, env.SetConfig, env.Shutdown = s.directives, s.SetConfig, s.shutdown
-	env.RunID, env.Started, env.Port = s.runID, s.started, s.port
-	env.Replication, env.BecomeReplica, env.BecomePrimary = s.repl, s.becomeReplica, s.becomePrimary
+	env.Directives, env.SetConfig, env.Shutdown = s.conf.directives, s.SetConfig, s.shutdown
+	env.RunID, env.Started, env.Port = s.life.runID, s.life.started, s.port
+	env.Replication, env.BecomeReplica, env.BecomePrimary = s.stream, s.becomeReplica, s.becomePrimary
 	env.ClusterRoles = cfg.ClusterEnabled == "yes"
-	env.Sections = &s.sections
+	env.Sections = &s.table.snapshot
 	s.registerReloads()
 	for _, f := range families {
 		f.Register(s.table, env)
-	}
-	for _, sec := range s.table.sections {
-		s.sections.Add(sec.name, sec.save, sec.load)
 	}
 	return s
 }
 
 // Engine is the keyspace the server serves.
-func (s *Server) Engine() *Engine { return s.eng }
+func (s *Server) Engine() *Engine { return s.env.Engine }
 
 // Engine is an alias so callers need not import engine for the type.
 type Engine = engine.Engine
 
 // Config returns a copy of the current configuration.
 func (s *Server) Config() config.Config {
-	s.cfgMu.RLock()
-	defer s.cfgMu.RUnlock()
-	return s.cfg
+	s.conf.mu.RLock()
+	defer s.conf.mu.RUnlock()
+	return s.conf.cfg
 }
 
 // Close stops the command layer's background work (the rules file's
 // watch). The node closes the connections.
 func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		close(s.done)
+	s.life.closeOnce.Do(func() {
+		close(s.life.done)
 		for _, stop := range s.table.closers {
 			stop()
 		}
-		if s.repl != nil {
-			s.repl.Close()
+		if s.stream != nil {
+			s.stream.Close()
 		}
 	})
 	return nil
@@ -183,19 +176,21 @@ func (s *Server) shutdown(save bool) error {
 }
 
 // Clock is the clock the command layer reads and waits on: the engine's.
-func (s *Server) Clock() clock.Clock { return s.clk }
+func (s *Server) Clock() clock.Clock { return s.env.Clock }
 
 // since is the time from t to now on the server's clock.
-func (s *Server) since(t time.Time) time.Duration { return time.Duration(s.clk.Now() - t.UnixNano()) }
+func (s *Server) since(t time.Time) time.Duration {
+	return time.Duration(s.env.Clock.Now() - t.UnixNano())
+}
 
 // Done is closed when the server closes.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} { return s.life.done }
 
 // newClient makes the state of a connection, or of a client with no
 // socket when conn is nil.
 func (s *Server) newClient(conn Conn) *Client {
-	now := clock.Time(s.clk)
-	c := &Client{srv: s, conn: conn, ID: s.nextID.Add(1), Created: now, proto: 2}
+	now := clock.Time(s.env.Clock)
+	c := &Client{srv: s, conn: conn, ID: s.clients.nextID.Add(1), Created: now, proto: 2}
 	if n := s.table.nSlots; n > 0 { // sized once, so that a family may read its slot from another goroutine
 		c.slots = make([]any, n)
 	}
@@ -241,8 +236,8 @@ func (s *Server) Closed(conn Conn, _ error) {
 // leaves, done once for the round (server.Handler): the append-only file
 // written (and fsynced under appendfsync always), replicas woken.
 func (s *Server) EndRound() {
-	if s.repl != nil {
-		s.repl.Publish()
+	if s.stream != nil {
+		s.stream.Publish()
 	}
 	for _, fn := range s.table.endRound { // the append-only file's write (OnEndRound)
 		fn()
@@ -265,7 +260,7 @@ func (s *Server) EndBatch(conn Conn) {
 // have been.
 func (s *Server) Prefetch(conn Conn, cmds []resp.Command) {
 	c, _ := conn.Context().(*Client)
-	if c == nil || s.eng == nil {
+	if c == nil || s.env.Engine == nil {
 		return
 	}
 	var keys [engine.PrefetchMax][]byte
@@ -285,7 +280,7 @@ func (s *Server) Prefetch(conn Conn, cmds []resp.Command) {
 			}
 		}
 	}
-	c.prefetched += s.eng.Prefetch(keys[:n])
+	c.prefetched += s.env.Engine.Prefetch(keys[:n])
 }
 
 // firstKey is the first key a command names, or nil; nil too for a
@@ -383,7 +378,7 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 				c.Err("OOM " + err.Error())
 				return
 			}
-			s.logger.Printf("panic in %s: %v\n%s", cmd.FullName(), r, debug.Stack())
+			s.env.Logger.Printf("panic in %s: %v\n%s", cmd.FullName(), r, debug.Stack())
 			c.Err("ERR internal error while running '" + cmd.Name + "'")
 		}
 	}()

@@ -106,7 +106,7 @@ func (st *LatencyStat) Percentile(p float64) float64 {
 // threshold; commands read from a connection call it directly (batch.go).
 func (s *Server) logIfSlow(c *Client, cmd *Command, args [][]byte, d time.Duration) {
 	if t := s.slow.threshold.Load(); t >= 0 && d.Microseconds() >= t && cmd.Name != "exec" {
-		s.slow.add(c, args, SecretArgs(cmd, args), clock.Time(s.clk).Add(-d), d)
+		s.slow.add(c, args, SecretArgs(cmd, args), clock.Time(s.env.Clock).Add(-d), d)
 	}
 }
 

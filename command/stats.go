@@ -24,10 +24,10 @@ func (s *Server) stats() Stats {
 	total, maxOut := s.clientMemory()
 	return Stats{
 		ConnectedClients:    s.clients.count(),
-		ConnectionsReceived: s.totalConns.Load(),
-		RejectedConnections: s.rejectedConn.Load(),
-		CommandsProcessed:   s.totalCmds.Load(),
-		EvictedKeys:         s.mem.evicted.Load(),
+		ConnectionsReceived: s.clients.accepted.Load(),
+		RejectedConnections: s.clients.rejected.Load(),
+		CommandsProcessed:   s.clients.commands.Load(),
+		EvictedKeys:         s.guard.mem.evicted.Load(),
 		ClientMemory:        total,
 		ClientMaxOutput:     maxOut,
 	}
@@ -64,7 +64,7 @@ func (s *Server) resetStats() {
 		}
 	}
 	each(s.table.Sorted())
-	s.totalCmds.Store(0)
+	s.clients.commands.Store(0)
 	for _, reset := range s.table.resetStat {
 		reset()
 	}
@@ -95,7 +95,7 @@ func (t *Table) CommandStats() []CommandStat {
 // port is the port the server listens on, or the configured one until it
 // listens (Env.Port).
 func (s *Server) port() int {
-	if p := s.listenPort.Load(); p != 0 {
+	if p := s.life.listenPort.Load(); p != 0 {
 		return int(p)
 	}
 	return s.Config().Port
@@ -106,10 +106,10 @@ func portOf(s *Server) string { return strconv.Itoa(s.port()) }
 
 // SetListenPort records the port the server listens on, which INFO shows
 // (the configured one may be 0: any free port).
-func (s *Server) SetListenPort(port int) { s.listenPort.Store(int64(port)) }
+func (s *Server) SetListenPort(port int) { s.life.listenPort.Store(int64(port)) }
 
 // Started is when the server was created.
-func (s *Server) Started() time.Time { return s.started }
+func (s *Server) Started() time.Time { return s.life.started }
 
 // ConnectedClients is the number of open connections.
 func (s *Server) ConnectedClients() int {
@@ -117,7 +117,7 @@ func (s *Server) ConnectedClients() int {
 }
 
 // ConnectionsReceived and CommandsProcessed are INFO stats' totals.
-func (s *Server) ConnectionsReceived() int64 { return s.totalConns.Load() }
+func (s *Server) ConnectionsReceived() int64 { return s.clients.accepted.Load() }
 
 // CommandsProcessed counts every command read, refused ones included.
-func (s *Server) CommandsProcessed() int64 { return s.totalCmds.Load() }
+func (s *Server) CommandsProcessed() int64 { return s.clients.commands.Load() }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"github.com/limitdb/limitdb/persistence"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -138,7 +139,7 @@ type Table struct {
 	nGates     int
 	info       []infoSection
 	limitsInfo []func(s *Server, eng *engine.Engine, b *strings.Builder)
-	sections   []section // family.go
+	snapshot   persistence.Sections // the snapshot sections families keep (AddSection)
 	resetStat  []func()
 	closers    []func()
 	endRound   []func()     // family.go: OnEndRound
