@@ -77,3 +77,34 @@ func TestTheGateOrderIsOneList(t *testing.T) {
 		t.Error("command/gate.go declares no gates")
 	}
 }
+
+// maxShare is the most of the module's non-test code one package may hold:
+// past it, a package has grown more than one concern.
+const maxShare = 0.15
+
+// TestNoPackageHoldsTooMuch: no package, the command core included, holds
+// more than maxShare of the module's non-test lines, so that a new
+// capability gets a package of its own rather than growing one that every
+// capability reaches into.
+func TestNoPackageHoldsTooMuch(t *testing.T) {
+	pkgs := load(t)
+	lines := map[string]int{}
+	total := 0
+	for _, dir := range sorted(pkgs) {
+		p := pkgs[dir]
+		for _, f := range p.files {
+			n := p.fset.Position(f.End()).Line
+			lines[dir] += n
+			total += n
+		}
+	}
+	for _, dir := range sorted(lines) {
+		if share := float64(lines[dir]) / float64(total); share > maxShare {
+			t.Errorf("%s holds %d of the module's %d non-test lines (%.0f%%, at most %.0f%%): split it", dir, lines[dir], total, 100*share, 100*maxShare)
+		}
+	}
+	if lines["command"] == 0 {
+		t.Error("no command core found")
+	}
+	t.Logf("command core: %d of %d non-test lines (%.1f%%)", lines["command"], total, 100*float64(lines["command"])/float64(total))
+}
