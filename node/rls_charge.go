@@ -245,13 +245,37 @@ func readStatuses(br *bufio.Reader, n int, sink statusSink) error {
 			if len(line) == 0 || line[0] != ':' {
 				return fmt.Errorf("rls: unexpected reply to RLS.CHARGE: %q", line)
 			}
-			if v[j], err = strconv.ParseInt(string(line[1:]), 10, 64); err != nil {
+			var ok bool
+			if v[j], ok = replyInt(line[1:]); !ok {
 				return fmt.Errorf("rls: unexpected reply to RLS.CHARGE: %q", line)
 			}
 		}
 		sink.set(k, rls.StatusOf(v[:]))
 	}
 	return nil
+}
+
+// replyInt reads an integer reply's digits, an optional minus sign
+// first, without allocating.
+func replyInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	n := int64(0)
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // readLine reads one RESP line without its CRLF.

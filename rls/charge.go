@@ -171,6 +171,10 @@ func (rc *RuleCache) ParseChargeArgs(args [][]byte) (mode Mode, nearRatio float3
 		if ch.Hits, err = strconv.ParseUint(string(rest[3*i+1]), 10, 32); err != nil {
 			return 0, 0, nil, fmt.Errorf("%w: hits must be an integer from 0 to 4294967295", ErrChargeSyntax)
 		}
+		var ok bool
+		if ch.Limit, ch.Start, ok = rc.cached(rest[3*i+2]); ok {
+			continue
+		}
 		if ch.Limit, ch.Start, err = rc.parse(string(rest[3*i+2])); err != nil {
 			return 0, 0, nil, err
 		}
@@ -203,8 +207,8 @@ func StatusOf(v []int64) Status {
 // read on every charge from every core and written once per rule, so its
 // reads take no lock.
 type RuleCache struct {
-	m sync.Map // rule text (without a fixed window's start) -> *RateLimit
-	n atomic.Int32
+	m  atomic.Pointer[map[string]*RateLimit] // rule text (without a fixed window's start) -> limit; replaced whole on a write
+	mu sync.Mutex                            // orders the writes
 }
 
 const maxCachedRules = 4096
@@ -240,8 +244,10 @@ func (rc *RuleCache) parse(s string) (*RateLimit, int64, error) {
 		}
 	}
 	if rc != nil {
-		if l, ok := rc.m.Load(name); ok {
-			return l.(*RateLimit), start, nil
+		if m := rc.m.Load(); m != nil {
+			if l, ok := (*m)[name]; ok {
+				return l, start, nil
+			}
 		}
 	}
 	u, ok := rlspb.RateLimitResponse_RateLimit_Unit_value[f[0]]
@@ -268,10 +274,60 @@ func (rc *RuleCache) parse(s string) (*RateLimit, int64, error) {
 			return bad(err.Error())
 		}
 	}
-	if rc != nil && rc.n.Load() < maxCachedRules {
-		if _, loaded := rc.m.LoadOrStore(name, l); !loaded {
-			rc.n.Add(1)
-		}
+	if rc != nil {
+		rc.store(name, l)
 	}
 	return l, start, nil
+}
+
+// cached finds rule b in the cache without allocating: a rule cached
+// whole, or a fixed window's "UNIT:requests_per_unit" with its start
+// after the last colon. ok is false when the rule must be parsed.
+func (rc *RuleCache) cached(b []byte) (l *RateLimit, start int64, ok bool) {
+	if rc == nil {
+		return nil, 0, false
+	}
+	m := rc.m.Load()
+	if m == nil {
+		return nil, 0, false
+	}
+	// An algorithm's rule, UNIT:requests_per_unit:algorithm:burst[:shadow],
+	// is cached whole; a fixed window's without its start, under one or two
+	// colons fewer, which no rule of three or more colons can be mistaken for.
+	colons := bytes.Count(b, []byte{':'})
+	if colons >= 3 {
+		l, ok := (*m)[string(b)]
+		return l, 0, ok
+	}
+	k := bytes.LastIndexByte(b, ':')
+	if colons != 2 || k == len(b)-1 || len(b)-k-1 > 18 {
+		return nil, 0, false
+	}
+	for _, c := range b[k+1:] {
+		if c < '0' || c > '9' {
+			return nil, 0, false
+		}
+		start = start*10 + int64(c-'0')
+	}
+	l, ok = (*m)[string(b[:k])]
+	return l, start, ok
+}
+
+// store caches l under name, unless the cache is full.
+func (rc *RuleCache) store(name string, l *RateLimit) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	old := rc.m.Load()
+	if old != nil && (len(*old) >= maxCachedRules || (*old)[name] != nil) {
+		return
+	}
+	next := make(map[string]*RateLimit, 1)
+	if old != nil {
+		next = make(map[string]*RateLimit, len(*old)+1)
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	next[name] = l
+	rc.m.Store(&next)
 }

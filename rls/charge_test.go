@@ -84,3 +84,32 @@ func TestChargeArgsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A rule read from the cache is the rule the parser reads, and a cache
+// warmed with every form still refuses what the parser refuses.
+func TestRuleCacheAnswersAsTheParser(t *testing.T) {
+	rc := NewRuleCache()
+	rules := []string{"HOUR:2:3600", "HOUR:2:7200", "HOUR:3:3600:shadow", "HOUR:5:gcra:7", "HOUR:5:gcra:7:shadow", "MINUTE:9:0060"}
+	for round := 0; round < 2; round++ { // the second round reads from the cache
+		for _, r := range rules {
+			fresh, fstart, err := (*RuleCache)(nil).parse(r)
+			if err != nil {
+				t.Fatalf("%s: %v", r, err)
+			}
+			_, _, got, err := rc.ParseChargeArgs([][]byte{[]byte("per_descriptor"), []byte("0.8"), []byte("k"), []byte("1"), []byte(r)})
+			if err != nil {
+				t.Fatalf("round %d: %s: %v", round, r, err)
+			}
+			g := got[0]
+			if g.Start != fstart || g.Limit.Unit != fresh.Unit || g.Limit.RequestsPerUnit != fresh.RequestsPerUnit ||
+				g.Limit.ShadowMode != fresh.ShadowMode || g.Limit.Algorithm != fresh.Algorithm || g.Limit.Burst != fresh.Burst {
+				t.Errorf("round %d: %s: %+v start %d, want %+v start %d", round, r, g.Limit, g.Start, fresh, fstart)
+			}
+		}
+	}
+	for _, bad := range []string{"HOUR:2:shadow:5", "HOUR:3:shadow", "HOUR:2:3600:5", "HOUR:2:"} {
+		if _, _, _, err := rc.ParseChargeArgs([][]byte{[]byte("per_descriptor"), []byte("0.8"), []byte("k"), []byte("1"), []byte(bad)}); !errors.Is(err, ErrChargeSyntax) {
+			t.Errorf("%q with a warm cache: %v, want ErrChargeSyntax", bad, err)
+		}
+	}
+}
