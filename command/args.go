@@ -3,6 +3,7 @@ package command
 import (
 	"errors"
 	"fmt"
+	"github.com/limitdb/limitdb/internal/redisarg"
 	"math"
 	"strconv"
 	"strings"
@@ -18,42 +19,11 @@ var (
 // ParseInt parses a base-10 int64 exactly as Redis's string2ll does: an
 // optional minus sign, no plus sign, no spaces, no leading zeros.
 func ParseInt(b []byte) (int64, error) {
-	if len(b) == 0 || len(b) > 20 {
+	n, ok := redisarg.ParseInt(b)
+	if !ok {
 		return 0, ErrNotInt
 	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, nil
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, ErrNotInt
-		}
-	}
-	if b[0] < '1' || b[0] > '9' {
-		return 0, ErrNotInt
-	}
-	var v uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, ErrNotInt
-		}
-		if v > (math.MaxUint64-9)/10 {
-			return 0, ErrNotInt
-		}
-		v = v*10 + uint64(ch-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, ErrNotInt
-		}
-		return -int64(v), nil
-	}
-	if v > math.MaxInt64 {
-		return 0, ErrNotInt
-	}
-	return int64(v), nil
+	return n, nil
 }
 
 // parsePositive parses an integer that must be at least min, naming the

@@ -159,18 +159,6 @@ func (c *Client) IntOrError(n int64, err error) {
 	c.Int(n)
 }
 
-// countTrue calls f on each item and counts the trues: how many members
-// SADD added, HDEL deleted, ZREM removed.
-func countTrue(items [][]byte, f func([]byte) bool) int64 {
-	n := int64(0)
-	for _, it := range items {
-		if f(it) {
-			n++
-		}
-	}
-	return n
-}
-
 // Bulk writes a bulk string.
 func (c *Client) Bulk(b []byte) { c.w.Bulk(b) }
 

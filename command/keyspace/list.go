@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"github.com/limitdb/limitdb/internal/redisarg"
 	"strings"
 
 	"github.com/limitdb/limitdb/command"
@@ -128,15 +129,6 @@ func cmdLLen(c *command.Client, args [][]byte) {
 	c.IntOrError(int64(n), err)
 }
 
-// listIndex is index of a list of n elements counted from the head (a
-// negative index counts from the tail); false when out of range.
-func listIndex(index int64, n int) (int, bool) {
-	if index < 0 {
-		index += int64(n)
-	}
-	return int(index), index >= 0 && index < int64(n)
-}
-
 // cmdLIndex looks the key up before it reads the index, as Redis does: an
 // index that is not an integer is an error only on a list.
 func cmdLIndex(c *command.Client, args [][]byte) {
@@ -145,7 +137,7 @@ func cmdLIndex(c *command.Client, args [][]byte) {
 	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 		var index int64
 		if index, perr = command.ParseInt(args[2]); perr == nil {
-			if i, ok := listIndex(index, l.Len()); ok {
+			if i, ok := redisarg.ListIndex(index, l.Len()); ok {
 				v = l.Index(i)
 			}
 		}
@@ -179,7 +171,7 @@ func cmdLRange(c *command.Client, args [][]byte) {
 		return
 	}
 	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
-		from, to, ok := rankRange(start, stop, l.Len())
+		from, to, ok := redisarg.RankRange(start, stop, l.Len())
 		if !ok {
 			c.Array(0)
 			return false
@@ -205,7 +197,7 @@ func cmdLTrim(c *command.Client, args [][]byte) {
 		return
 	}
 	_, err = c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
-		from, to, ok := rankRange(start, stop, l.Len())
+		from, to, ok := redisarg.RankRange(start, stop, l.Len())
 		switch {
 		case !ok:
 			l.Clear()
@@ -233,7 +225,7 @@ func cmdLSet(c *command.Client, args [][]byte) {
 			return false
 		}
 		var i int
-		if i, ok = listIndex(index, l.Len()); ok {
+		if i, ok = redisarg.ListIndex(index, l.Len()); ok {
 			l.Set(i, args[3])
 		}
 		return ok

@@ -1,6 +1,7 @@
 package keyspace
 
 import (
+	"github.com/limitdb/limitdb/internal/redisarg"
 	"math"
 	"strconv"
 	"strings"
@@ -328,29 +329,6 @@ func zrank(c *command.Client, args [][]byte, rev bool) {
 	}
 }
 
-// rankRange turns Redis's start and stop (negative counts from the end)
-// into ranks within a set of n members; ok is false when the range is
-// empty.
-func rankRange(start, stop int64, n int) (int, int, bool) {
-	l := int64(n)
-	if start < 0 {
-		start += l
-	}
-	if stop < 0 {
-		stop += l
-	}
-	if start < 0 {
-		start = 0
-	}
-	if start > stop || start >= l {
-		return 0, 0, false
-	}
-	if stop >= l {
-		stop = l - 1
-	}
-	return int(start), int(stop), true
-}
-
 const (
 	byRank = iota
 	byScore
@@ -466,7 +444,7 @@ func cmdZRange(form zrangeForm) func(c *command.Client, args [][]byte) {
 		_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 			switch by {
 			case byRank:
-				from, to, ok := rankRange(start, stop, z.Len())
+				from, to, ok := redisarg.RankRange(start, stop, z.Len())
 				if !ok {
 					return false
 				}
@@ -558,7 +536,7 @@ func cmdZRemRangeByRank(c *command.Client, args [][]byte) {
 	}
 	n := 0
 	_, err = c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
-		if from, to, ok := rankRange(start, stop, z.Len()); ok {
+		if from, to, ok := redisarg.RankRange(start, stop, z.Len()); ok {
 			n = z.RemoveRanks(from, to)
 		}
 		return n > 0

@@ -1,6 +1,7 @@
 package twins
 
 import (
+	"github.com/limitdb/limitdb/internal/redisarg"
 	"math"
 
 	"github.com/limitdb/limitdb/engine"
@@ -132,7 +133,7 @@ func limitsAcquireMovingWindow(h Host, w *resp.Writer, keys, argv [][]byte) bool
 		default:
 			return ent, false
 		}
-		if i, ok := listIndex(int64(limit-amount), l.Len()); ok {
+		if i, ok := redisarg.ListIndex(int64(limit-amount), l.Len()); ok {
 			newest, ok := luaNumber(l.Index(i))
 			if !ok {
 				return ent, false // tonumber(entry) is nil: Lua's error
@@ -146,7 +147,7 @@ func limitsAcquireMovingWindow(h Host, w *resp.Writer, keys, argv [][]byte) bool
 		for range int(amount) {
 			l.PushHead(value)
 		}
-		from, to, ok := rankRange(0, int64(limit)-1, l.Len())
+		from, to, ok := redisarg.RankRange(0, int64(limit)-1, l.Len())
 		switch {
 		case !ok:
 			return engine.Entry{}, true // trimmed empty: the key is gone, EXPIRE finds nothing
@@ -185,7 +186,7 @@ func limitsMovingWindow(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	count := 0
 	declined := false
 	_, err := h.Engine().DoList(keys[0], h.Now(), false, func(l *engine.List) bool {
-		from, to, ok := rankRange(0, int64(limit), l.Len())
+		from, to, ok := redisarg.RankRange(0, int64(limit), l.Len())
 		for i := from; ok && i <= to; i++ {
 			v, isNum := luaNumber(l.Index(i))
 			if !isNum {
