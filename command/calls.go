@@ -59,11 +59,11 @@ func (c *Client) SetFailed(failed bool) { c.failed = failed }
 // error so far.
 func (c *Client) Failed() bool { return c.failed }
 
-// AfterRun makes fn run once c's current command has run, as the last
-// thing dispatch does for it; a command a gate refuses runs no handler,
-// and fn then waits for c's next command that runs. One fn at a time: a
-// later call replaces it. The cluster gate ends its hold on a migrating
-// slot with it.
+// AfterRun makes fn run once c's current command is done with: after its
+// handler, or at once when a later gate refuses or queues it (MULTI). One
+// fn at a time: a later call replaces it. The cluster gate ends its hold
+// on a migrating slot with it, so that no refused command keeps a slot
+// from moving.
 func (c *Client) AfterRun(fn func(c *Client)) { c.afterRun = fn }
 
 // KeepInstant says that c's current command, though not FlagFast, ran in

@@ -357,16 +357,22 @@ func (s *Server) handle(c *Client, args [][]byte) {
 		if c.failed { // refused before running (NOAUTH, MOVED, OOM...): Redis's rejected_calls
 			cmd.stats.rejected.Add(1)
 		}
+		c.runAfter() // what an earlier gate took (a migrating slot's hold) ends with the refusal
 		return
 	}
 	c.enter(cmd)
 	s.run(c, cmd, args)
+	c.runAfter()
+	c.leave(cmd, args)
+}
+
+// runAfter runs what AfterRun asked for, once.
+func (c *Client) runAfter() {
 	if c.afterRun != nil {
 		fn := c.afterRun
 		c.afterRun = nil
 		fn(c)
 	}
-	c.leave(cmd, args)
 }
 
 // run calls the handler, turning a panic into an error reply so that one bad
