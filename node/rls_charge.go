@@ -30,20 +30,15 @@ import (
 type rlsCharger struct {
 	srv   *command.Server
 	route func(key []byte) (slot int, addr string) // the cluster family's RLSRoute
-	// take runs RLS.CHARGE on a LocalClient and hands back its statuses as
-	// values (the envoy family's ChargeLocal), or the refusal's reply.
-	take  func(lc *command.LocalClient, args [][]byte) ([]rls.Status, []byte)
 	mu    sync.Mutex
 	free  []*localCharge // idle LocalClients, at most maxIdleLocal
 	peers peerConns
 }
 
 // newRLSCharger charges through srv, sending each key where route says
-// (clustering.Family.RLSRoute) and taking a local charge's statuses with
-// take (envoy.Family.ChargeLocal).
-func newRLSCharger(srv *command.Server, route func(key []byte) (slot int, addr string),
-	take func(lc *command.LocalClient, args [][]byte) ([]rls.Status, []byte)) *rlsCharger {
-	return &rlsCharger{srv: srv, route: route, take: take, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
+// (clustering.Family.RLSRoute).
+func newRLSCharger(srv *command.Server, route func(key []byte) (slot int, addr string)) *rlsCharger {
+	return &rlsCharger{srv: srv, route: route, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
 }
 
 // maxIdleLocal bounds the LocalClients kept between requests: about the
@@ -169,17 +164,7 @@ func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink st
 	l := r.get()
 	l.lc.SetUser(req.User)
 	l.args, l.buf = rls.AppendChargeArgs(l.args[:0], l.buf, req.Mode, req.NearRatio, charges)
-	sts, reply := r.take(l.lc, l.args)
-	if sts != nil {
-		defer r.put(l)
-		if len(sts) != len(charges) {
-			return fmt.Errorf("rls: RLS.CHARGE answered %d statuses for %d charges", len(sts), len(charges))
-		}
-		for k, st := range sts {
-			sink.set(k, st)
-		}
-		return nil
-	}
+	reply := l.lc.Do(l.args...)
 	if len(reply) == 0 {
 		// CLIENT KILL closed it: it runs nothing more, and a new one
 		// takes its place.

@@ -52,14 +52,6 @@ func (f *Family) cmdCharge(c *command.Client, args [][]byte) {
 		c.Errf("%v", err)
 		return
 	}
-	if t, ok := c.Slot(f.taker).(*taker); ok && t.want {
-		for _, st := range sts {
-			c.CountLimit(st.Limited())
-		}
-		t.sts, t.want = append(t.sts[:0], sts...), false
-		c.OK()
-		return
-	}
 	c.Array(len(sts) * rls.StatusInts)
 	var buf [rls.StatusInts]int64
 	for _, st := range sts {
@@ -68,32 +60,4 @@ func (f *Family) cmdCharge(c *command.Client, args [][]byte) {
 		}
 		c.CountLimit(st.Limited())
 	}
-}
-
-// taker is what an in-process caller of RLS.CHARGE takes the statuses in,
-// instead of reading them back from the reply's integers.
-type taker struct {
-	want bool
-	sts  []rls.Status
-}
-
-// ChargeLocal runs RLS.CHARGE args on lc, through dispatch and the gates
-// as any command runs, and returns the statuses as values: for the node's
-// own rate limit service, which would otherwise encode them as RESP and
-// parse them back. The statuses are valid until lc's next charge. When a
-// gate or the command refuses, sts is nil and reply is the error reply
-// (valid until lc's next command); an empty reply means lc was closed.
-func (f *Family) ChargeLocal(lc *command.LocalClient, args [][]byte) (sts []rls.Status, reply []byte) {
-	t, _ := lc.Slot(f.taker).(*taker)
-	if t == nil {
-		t = &taker{}
-		lc.SetSlot(f.taker, t)
-	}
-	t.want = true
-	reply = lc.Do(args...)
-	if t.want { // the handler never took it: refused before or by it
-		t.want = false
-		return nil, reply
-	}
-	return t.sts, reply
 }

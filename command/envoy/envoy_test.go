@@ -2,7 +2,6 @@ package envoy_test
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"strconv"
@@ -178,60 +177,4 @@ func TestInfoRLS(t *testing.T) {
 	if strings.Contains(string(c.DoString("INFO")), "# Rls") {
 		t.Error("the default INFO shows rls")
 	}
-}
-
-// TestChargeLocal: an in-process caller takes RLS.CHARGE's statuses as
-// values, the same a RESP caller reads from the integers, counted in INFO
-// limits and commandstats alike; a refusal hands back the error reply.
-func TestChargeLocal(t *testing.T) {
-	t.Parallel()
-	f := envoy.New(nil)
-	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), keyspace.New(), f, admin.New())
-	if err := s.Prepare(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	local, wire := s.NewLocalClient(), s.NewLocalClient()
-	const rule = "HOUR:2:1699999200"
-	args := func(key string) [][]byte {
-		return [][]byte{[]byte("RLS.CHARGE"), []byte("per_descriptor"), []byte("0.8"), []byte(key), []byte("1"), []byte(rule)}
-	}
-	for i := 0; i < 3; i++ {
-		sts, reply := f.ChargeLocal(local, args("a"))
-		if len(sts) != 1 {
-			t.Fatalf("charge %d: %d statuses, reply %q", i, len(sts), reply)
-		}
-		var want [rls.StatusInts]int64
-		if err := parseInts(wire.Do(args("b")...), want[:]); err != nil {
-			t.Fatal(err)
-		}
-		taken := sts[0]
-		taken.Limit = nil // the rule charged, which the wire does not carry (rls.Merge sets it)
-		if got := rls.StatusOf(want[:]); taken != got {
-			t.Errorf("charge %d: %+v taken in process, %+v read from the wire", i, taken, got)
-		}
-	}
-	if sts, reply := f.ChargeLocal(local, [][]byte{[]byte("RLS.CHARGE"), []byte("sometimes"), []byte("0.8"), []byte("a"), []byte("1"), []byte(rule)}); sts != nil || !strings.HasPrefix(string(reply), "-ERR rls: bad charge") {
-		t.Errorf("a refused charge: %v, %q", sts, reply)
-	}
-	info := string(wire.DoString("INFO", "limits"))
-	if !strings.Contains(info, "limit_rls.charge:admitted=4,denied=2") {
-		t.Errorf("INFO limits counts both callers' decisions: %q", info)
-	}
-}
-
-// parseInts reads a RESP array of integers into v.
-func parseInts(reply []byte, v []int64) error {
-	lines := strings.Split(strings.TrimSuffix(string(reply), "\r\n"), "\r\n")
-	if len(lines) != len(v)+1 || lines[0] != "*"+strconv.Itoa(len(v)) {
-		return fmt.Errorf("reply %q is not %d integers", reply, len(v))
-	}
-	for i, l := range lines[1:] {
-		n, err := strconv.ParseInt(strings.TrimPrefix(l, ":"), 10, 64)
-		if err != nil {
-			return err
-		}
-		v[i] = n
-	}
-	return nil
 }
