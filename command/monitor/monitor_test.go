@@ -41,19 +41,19 @@ func TestMonitorSteps(t *testing.T) {
 	}
 	conns := map[string]*conn{"m": m, "c": c}
 	for i, st := range steps {
-		if got := conns[st.on].do(st.args...); got != st.want {
+		if got := conns[st.on].Do(st.args...); got != st.want {
 			t.Fatalf("step %d: %s %q answered %q, want %q", i, st.on, st.args, got, st.want)
 		}
-		if got := m.mailed(); got != st.shown {
+		if got := m.Mailed(); got != st.shown {
 			t.Fatalf("step %d: the monitor was shown %q, want %q", i, got, st.shown)
 		}
-		if got := c.mailed(); got != "" {
+		if got := c.Mailed(); got != "" {
 			t.Fatalf("step %d: a client that does not monitor was shown %q", i, got)
 		}
 	}
-	m.close()
-	c.do("ECHO", "gone")
-	if got := m.mailed(); got != "" {
+	m.Hangup()
+	c.Do("ECHO", "gone")
+	if got := m.Mailed(); got != "" {
 		t.Errorf("a closed monitor was shown %q", got)
 	}
 }

@@ -34,8 +34,8 @@ func FuzzPubSubArgs(f *testing.F) {
 			}
 		}
 		c := dial(t, s, "f:1")
-		defer c.close()
-		out := c.do(args...)
+		defer c.Hangup()
+		out := c.Do(args...)
 		want := 1
 		switch args[0] {
 		case "subscribe", "psubscribe", "unsubscribe", "punsubscribe":

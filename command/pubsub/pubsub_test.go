@@ -19,7 +19,7 @@ func TestPubSubSteps(t *testing.T) {
 	s := newServer(t)
 	a, b, r3, p := dial(t, s, "a:1"), dial(t, s, "b:1"), dial(t, s, "r3:1"), dial(t, s, "p:1")
 	conns := map[string]*conn{"a": a, "b": b, "r3": r3, "p": p}
-	if got := r3.do("HELLO", "3"); !strings.HasPrefix(got, "%") {
+	if got := r3.Do("HELLO", "3"); !strings.HasPrefix(got, "%") {
 		t.Fatalf("HELLO 3 answered %q", got)
 	}
 	subscribeNotAllowed := "-ERR Can't execute 'echo': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"
@@ -62,11 +62,11 @@ func TestPubSubSteps(t *testing.T) {
 		}},
 	}
 	for i, st := range steps {
-		if got := conns[st.on].do(st.args...); got != st.want {
+		if got := conns[st.on].Do(st.args...); got != st.want {
 			t.Fatalf("step %d: %s %q answered %q, want %q", i, st.on, st.args, got, st.want)
 		}
 		for name, c := range conns {
-			if got := c.mailed(); got != st.mail[name] {
+			if got := c.Mailed(); got != st.mail[name] {
 				t.Fatalf("step %d: %s was pushed %q, want %q", i, name, got, st.mail[name])
 			}
 		}
@@ -79,32 +79,32 @@ func TestSubscriptionsEndWithTheClient(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	a, b, p := dial(t, s, "a:1"), dial(t, s, "b:1"), dial(t, s, "p:1")
-	a.do("SUBSCRIBE", "ch")
-	a.do("PSUBSCRIBE", "c*")
-	b.do("SUBSCRIBE", "ch")
-	if a.class != config.ClassPubSub {
-		t.Fatalf("a subscribed client's class is %d", a.class)
+	a.Do("SUBSCRIBE", "ch")
+	a.Do("PSUBSCRIBE", "c*")
+	b.Do("SUBSCRIBE", "ch")
+	if a.Class() != config.ClassPubSub {
+		t.Fatalf("a subscribed client's class is %d", a.Class())
 	}
-	if got := a.do("RESET"); got != "+RESET\r\n" {
+	if got := a.Do("RESET"); got != "+RESET\r\n" {
 		t.Fatalf("RESET answered %q", got)
 	}
-	if a.class != config.ClassNormal {
-		t.Errorf("class after RESET is %d, want normal", a.class)
+	if a.Class() != config.ClassNormal {
+		t.Errorf("class after RESET is %d, want normal", a.Class())
 	}
-	if got := a.do("ECHO", "x"); got != bulk("x") {
+	if got := a.Do("ECHO", "x"); got != bulk("x") {
 		t.Errorf("after RESET, ECHO answered %q", got)
 	}
-	if got := p.do("PUBLISH", "ch", "m"); got != ":1\r\n" {
+	if got := p.Do("PUBLISH", "ch", "m"); got != ":1\r\n" {
 		t.Errorf("after RESET, PUBLISH reached %q", got)
 	}
-	b.close()
-	if got := p.do("PUBLISH", "ch", "m"); got != ":0\r\n" {
+	b.Hangup()
+	if got := p.Do("PUBLISH", "ch", "m"); got != ":0\r\n" {
 		t.Errorf("after the subscriber closed, PUBLISH reached %q", got)
 	}
-	if got := p.do("PUBSUB", "CHANNELS"); got != "*0\r\n" {
+	if got := p.Do("PUBSUB", "CHANNELS"); got != "*0\r\n" {
 		t.Errorf("channels left: %q", got)
 	}
-	if a.mailed() != "" || p.mailed() != "" {
+	if a.Mailed() != "" || p.Mailed() != "" {
 		t.Error("a message reached a client that no longer listens")
 	}
 }
@@ -115,18 +115,18 @@ func TestClientListShowsSubscriptions(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	a, p := dial(t, s, "a:1"), dial(t, s, "p:1")
-	a.do("SUBSCRIBE", "x", "y")
-	a.do("PSUBSCRIBE", "z*")
-	list := p.do("CLIENT", "LIST")
+	a.Do("SUBSCRIBE", "x", "y")
+	a.Do("PSUBSCRIBE", "z*")
+	list := p.Do("CLIENT", "LIST")
 	for _, want := range []string{"addr=a:1 ", " db=0 sub=2 psub=1 ssub=0 multi=-1 ", "addr=p:1 "} {
 		if !strings.Contains(list, want) {
 			t.Errorf("CLIENT LIST lacks %q:\n%s", want, list)
 		}
 	}
-	if info := p.do("CLIENT", "INFO"); !strings.Contains(info, " db=0 sub=0 psub=0 ssub=0 multi=-1 ") {
+	if info := p.Do("CLIENT", "INFO"); !strings.Contains(info, " db=0 sub=0 psub=0 ssub=0 multi=-1 ") {
 		t.Errorf("CLIENT INFO of a client that listens to nothing: %s", info)
 	}
-	if got := p.do("CLIENT", "KILL", "TYPE", "pubsub"); got != ":1\r\n" {
+	if got := p.Do("CLIENT", "KILL", "TYPE", "pubsub"); got != ":1\r\n" {
 		t.Errorf("CLIENT KILL TYPE pubsub killed %q, want the one subscriber", got)
 	}
 }
@@ -138,11 +138,11 @@ func TestPublishThroughTheServer(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
 	a := dial(t, s, "a:1")
-	a.do("PSUBSCRIBE", "b_*")
+	a.Do("PSUBSCRIBE", "b_*")
 	if n := s.Publish("b_7", []byte("blocked:")); n != 1 {
 		t.Fatalf("Publish reached %d, want 1", n)
 	}
-	if got, want := a.mailed(), "*4\r\n"+bulk("pmessage")+bulk("b_*")+bulk("b_7")+bulk("blocked:"); got != want {
+	if got, want := a.Mailed(), "*4\r\n"+bulk("pmessage")+bulk("b_*")+bulk("b_7")+bulk("blocked:"); got != want {
 		t.Errorf("pushed %q, want %q", got, want)
 	}
 	lc := s.NewLocalClient()
