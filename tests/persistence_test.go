@@ -139,6 +139,15 @@ var (
 	binErr  error
 )
 
+// TestMain removes the binary limitdbBinary built once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // limitdbBinary builds cmd/limitdb once per test run.
 func limitdbBinary(t *testing.T) string {
 	t.Helper()
