@@ -2,7 +2,6 @@ package command
 
 import (
 	"log"
-	"strings"
 	"time"
 
 	"github.com/limitdb/limitdb/clock"
@@ -105,31 +104,6 @@ func (t *Table) OnReload(r config.Reload, fn func() error) {
 // preamble and a replica's first sync, under name.
 func (t *Table) AddSection(name string, save func() ([]byte, error), load func([]byte) error) {
 	t.snapshot.Add(name, save, load)
-}
-
-// AddInfo adds an INFO section; order places it among the default ones,
-// and order < 0 shows it only when asked for by name or with "all".
-// render reads the keyspace through eng: inside EXEC, the transaction's.
-func (t *Table) AddInfo(name string, order int, render func(eng *engine.Engine, b *strings.Builder)) {
-	t.registerInfo(name, order, func(_ *Server, eng *engine.Engine, b *strings.Builder) { render(eng, b) })
-}
-
-// AddLimitsInfo adds lines after the per-command ones of INFO limits, for
-// example one per named policy:
-//
-//	policy_api:admitted=5,denied=1,shadow_denied=0
-//
-// Lines are "name:value" or "name:k=v,k=v" ending in "\r\n".
-func (t *Table) AddLimitsInfo(render func(b *strings.Builder)) {
-	t.registerLimitsInfo(func(_ *Server, _ *engine.Engine, b *strings.Builder) { render(b) })
-}
-
-// ExtendInfo adds lines at the end of the INFO section name, whichever
-// family renders the section (INFO stats' sync_* lines are the replicas'),
-// after those added before; render reads the keyspace through eng, the
-// transaction's inside EXEC.
-func (t *Table) ExtendInfo(name string, render func(eng *engine.Engine, b *strings.Builder)) {
-	t.extendInfo(name, func(_ *Server, eng *engine.Engine, b *strings.Builder) { render(eng, b) })
 }
 
 // OnResetStat adds what CONFIG RESETSTAT clears beside the command

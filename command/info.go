@@ -17,12 +17,14 @@ import (
 type infoSection struct {
 	name   string
 	order  int
-	render func(s *Server, eng *engine.Engine, b *strings.Builder)
+	render func(eng *engine.Engine, b *strings.Builder)
 }
 
-// registerInfo adds an INFO section; order places it among the default
-// ones, and sections of equal order keep the order they were added in.
-func (t *Table) registerInfo(name string, order int, render func(s *Server, eng *engine.Engine, b *strings.Builder)) {
+// AddInfo adds an INFO section; order places it among the default ones
+// (sections of equal order keep the order they were added in), and order
+// < 0 shows it only when asked for by name or with "all". render reads
+// the keyspace through eng: inside EXEC, the transaction's.
+func (t *Table) AddInfo(name string, order int, render func(eng *engine.Engine, b *strings.Builder)) {
 	t.info = append(t.info, infoSection{name, order, render})
 	sort.SliceStable(t.info, func(i, j int) bool {
 		oi, oj := t.info[i].order, t.info[j].order
@@ -33,11 +35,14 @@ func (t *Table) registerInfo(name string, order int, render func(s *Server, eng 
 	})
 }
 
-// extendInfo adds lines at the end of the INFO section name, whichever
-// part of the server renders the section.
-func (t *Table) extendInfo(name string, render func(s *Server, eng *engine.Engine, b *strings.Builder)) {
+// ExtendInfo adds lines at the end of the INFO section name, whichever
+// family renders the section, after those added before: INFO stats'
+// sync_* lines are the replicas', INFO limits' policy_* lines the named
+// policies'. Lines are "name:value" or "name:k=v,k=v" ending in "\r\n";
+// render reads the keyspace through eng, the transaction's inside EXEC.
+func (t *Table) ExtendInfo(name string, render func(eng *engine.Engine, b *strings.Builder)) {
 	if t.infoExtra == nil {
-		t.infoExtra = map[string][]func(s *Server, eng *engine.Engine, b *strings.Builder){}
+		t.infoExtra = map[string][]func(eng *engine.Engine, b *strings.Builder){}
 	}
 	t.infoExtra[name] = append(t.infoExtra[name], render)
 }
@@ -67,9 +72,9 @@ func (s *Server) info(eng *engine.Engine, sections ...[]byte) string {
 			title = "CPU" // as Redis spells it
 		}
 		b.WriteString("# " + title + "\r\n")
-		sec.render(s, eng, &b)
+		sec.render(eng, &b)
 		for _, render := range s.table.infoExtra[sec.name] {
-			render(s, eng, &b)
+			render(eng, &b)
 		}
 	}
 	return b.String()

@@ -18,21 +18,8 @@ import (
 //	limit_cl.throttle:admitted=10,denied=3
 //	limit_tb.take:admitted=2,denied=0
 //
-// Features with finer counts (named policies) add lines with
-// registerLimitsInfo.
-
-// registerLimitsInfo adds a renderer whose lines follow the per-command ones
-// in INFO limits, for example one line per named policy:
-//
-//	policy_api:admitted=5,denied=1,shadow_denied=0
-//
-// Lines are "name:value" or "name:k=v,k=v" ending in "\r\n", as in the rest
-// of INFO.
-func (t *Table) registerLimitsInfo(render func(s *Server, eng *engine.Engine, b *strings.Builder)) {
-	t.limitsInfo = append(t.limitsInfo, render)
-}
-
-func registerInfoLimits(t *Table) { t.registerInfo("limits", 60, infoLimits) }
+// Families with finer counts add lines after these with ExtendInfo: the
+// named policies' policy_api:admitted=5,denied=1,shadow_denied=0.
 
 // CountLimit records a limiter decision against the running command. It
 // counts in the connection's batch, which adds to the command's shared
@@ -75,7 +62,7 @@ func eachCommand(t *Table, fn func(cmd *Command)) {
 	}
 }
 
-func infoLimits(s *Server, eng *engine.Engine, b *strings.Builder) {
+func (s *Server) infoLimits(_ *engine.Engine, b *strings.Builder) {
 	stats := s.LimitStats()
 	var admitted, denied int64
 	for _, st := range stats {
@@ -86,8 +73,5 @@ func infoLimits(s *Server, eng *engine.Engine, b *strings.Builder) {
 	infoLine(b, "limits_denied", denied)
 	for _, st := range stats {
 		fmt.Fprintf(b, "limit_%s:admitted=%d,denied=%d\r\n", st.Command, st.Admitted, st.Denied)
-	}
-	for _, render := range s.table.limitsInfo {
-		render(s, eng, b)
 	}
 }

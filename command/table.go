@@ -134,16 +134,15 @@ func (cmd *Command) Categories() []string {
 // sections. New builds one for each
 // Server, so two servers in one process share nothing.
 type Table struct {
-	byName     map[string]*Command
-	gates      [numGates]GateFunc // gate.go: the one order
-	nGates     int
-	info       []infoSection
-	limitsInfo []func(s *Server, eng *engine.Engine, b *strings.Builder)
-	snapshot   persistence.Sections // the snapshot sections families keep (AddSection)
-	resetStat  []func()
-	closers    []func()
-	endRound   []func()     // family.go: OnEndRound
-	save       func() error // family.go: SetSave
+	byName    map[string]*Command
+	gates     [numGates]GateFunc // gate.go: the one order
+	nGates    int
+	info      []infoSection
+	snapshot  persistence.Sections // the snapshot sections families keep (AddSection)
+	resetStat []func()
+	closers   []func()
+	endRound  []func()     // family.go: OnEndRound
+	save      func() error // family.go: SetSave
 	// connection modes (modes.go) and per-client state (family.go)
 	modeChecks   [maxModes]GateFunc
 	nModes       int
@@ -166,7 +165,7 @@ type Table struct {
 	// what CONFIG SET redoes (config.go: OnReload), and lines added at
 	// the end of INFO sections (info.go: extendInfo)
 	reloads   map[config.Reload][]func() error
-	infoExtra map[string][]func(s *Server, eng *engine.Engine, b *strings.Builder)
+	infoExtra map[string][]func(eng *engine.Engine, b *strings.Builder)
 }
 
 // NewTable returns the table of every built-in family of commands.
@@ -174,7 +173,6 @@ func NewTable() *Table {
 	t := &Table{byName: map[string]*Command{}}
 	for _, family := range []func(*Table){
 		registerAuth,
-		registerInfoLimits,
 		registerLimits,
 		registerMemory,
 		registerMulti,

@@ -12,7 +12,10 @@ package ratelimit
 import (
 	"fmt"
 
+	"strings"
+
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/policy"
 )
 
@@ -34,7 +37,7 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	registerGcra(t)
 	registerLimiters(t)
 	f.registerPolicy(t)
-	t.AddLimitsInfo(f.policies.AppendInfo)
+	t.ExtendInfo("limits", func(_ *engine.Engine, b *strings.Builder) { f.policies.AppendInfo(b) })
 	t.AddSection("policies", f.policies.MarshalRuntime, f.policies.UnmarshalRuntime)
 	t.OnResetStat(f.policies.ResetCounters)
 }
