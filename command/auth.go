@@ -127,7 +127,7 @@ func cmdAuth(c *Client, args [][]byte) {
 		c.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
-	if c.authenticate(user, pass) {
+	if c.Authenticate(user, pass) {
 		c.OK()
 	}
 }

@@ -60,11 +60,7 @@ func (c *Client) Authenticated() bool { return c.authed }
 // aclfile). On success c is authenticated as that user; on failure c
 // stays as it was and the WRONGPASS error has been written. It reports
 // success.
-func (c *Client) Authenticate(user, pass []byte) bool { return c.authenticate(user, pass) }
-
-// authenticate is Authenticate, under the name AUTH's handler (auth.go)
-// calls it by.
-func (c *Client) authenticate(user, pass []byte) bool {
+func (c *Client) Authenticate(user, pass []byte) bool {
 	name, ok := "", false
 	if c.srv.Authenticate != nil {
 		name, ok = c.srv.Authenticate(string(user), string(pass))

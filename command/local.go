@@ -28,14 +28,7 @@ func (s *Server) NewLocalClient() *LocalClient {
 
 // Do runs one command and returns its reply, in RESP, valid until the
 // next call. Each call is a batch of its own: it reads the clock afresh.
-func (lc *LocalClient) Do(args ...[]byte) []byte {
-	lc.out.Reset()
-	lc.srv.handle(lc.Client, args)
-	lc.endBatch()
-	lc.srv.EndRound()
-	lc.w.Flush()
-	return lc.out.Bytes()
-}
+func (lc *LocalClient) Do(args ...[]byte) []byte { return lc.Pipeline([][][]byte{args}) }
 
 // Pipeline runs cmds as one batch, as the transport runs what one read of
 // a connection delivered (one instant, statistics published once), and
