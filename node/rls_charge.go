@@ -333,12 +333,12 @@ func (p *peerConns) timeout() time.Duration {
 func (p *peerConns) send(addr string, asking bool, req *rls.ChargeRequest, groups []group) *peerCall {
 	var out []byte
 	if asking {
-		out = appendCommand(out, [][]byte{[]byte("ASKING")})
+		out = persistence.AppendArgs(out, [][]byte{[]byte("ASKING")})
 	}
 	for _, g := range groups {
 		if g.addr == addr {
 			args := rls.ChargeArgs(nil, req.Mode, req.NearRatio, pick(req.Charges, g.idx))
-			out = appendCommand(out, args)
+			out = persistence.AppendArgs(out, args)
 		}
 	}
 	c := &peerCall{p: p, addr: addr, out: out, asking: asking}
@@ -495,19 +495,4 @@ func (p *peerConns) close() {
 		}
 	}
 	p.idle = nil
-}
-
-// appendCommand appends args as a RESP array of bulk strings.
-func appendCommand(b []byte, args [][]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
 }

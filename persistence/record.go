@@ -235,6 +235,16 @@ func AppendCommand(b []byte, args ...string) []byte {
 	return b
 }
 
+// AppendArgs is AppendCommand for arguments already in bytes: a command
+// for another node's client port.
+func AppendArgs(b []byte, args [][]byte) []byte {
+	b = appendArray(b, len(args))
+	for _, a := range args {
+		b = appendBulk(b, a)
+	}
+	return b
+}
+
 // AppendUnit appends the record of one engine unit; scratch is reused for
 // entries and returned.
 func AppendUnit(b, scratch []byte, flushed bool, changes []engine.Change) ([]byte, []byte, error) {

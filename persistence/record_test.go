@@ -206,3 +206,16 @@ func TestAppendCount(t *testing.T) {
 		}
 	}
 }
+
+// AppendArgs encodes what AppendCommand does, from bytes.
+func TestAppendArgsIsAppendCommand(t *testing.T) {
+	for _, args := range [][]string{{"PING"}, {"AUTH", "user", "p\r\nw"}, {"SET", "", "0123456789"}} {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		if got, want := string(AppendArgs(nil, b)), string(AppendCommand(nil, args...)); got != want {
+			t.Errorf("%q: AppendArgs %q, AppendCommand %q", args, got, want)
+		}
+	}
+}
