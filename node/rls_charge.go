@@ -47,11 +47,9 @@ var maxIdleLocal = 4 * runtime.GOMAXPROCS(0)
 
 // localCharge is a LocalClient and the buffers one charge reuses.
 type localCharge struct {
-	lc   *command.LocalClient
-	rd   bytes.Reader
-	br   *bufio.Reader
-	args [][]byte
-	buf  []byte
+	lc    *command.LocalClient
+	args  rls.ChargeArgsBuilder
+	reply replyLines
 }
 
 // group is the charges of one slot: where they go and which they are.
@@ -62,11 +60,10 @@ type group struct {
 }
 
 // Charge implements rls.Charger.
-func (r *rlsCharger) Charge(req *rls.ChargeRequest) ([]rls.Status, error) {
-	out := make([]rls.Status, len(req.Charges))
+func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	slot, addr := r.route(req.Charges[0].Key)
 	if slot < 0 { // not a cluster: every key here, in one command
-		return out, r.local(req, req.Charges, direct(out))
+		return r.local(req, req.Charges, direct(out))
 	}
 	groups := []group{{slot: slot, addr: addr, idx: []int{0}}}
 	for i := 1; i < len(req.Charges); i++ {
@@ -112,7 +109,7 @@ func (r *rlsCharger) Charge(req *rls.ChargeRequest) ([]rls.Status, error) {
 			err = e
 		}
 	}
-	return out, err
+	return err
 }
 
 // redirected reads a MOVED or ASK refusal: where the slot's keys are
@@ -163,8 +160,7 @@ func (d direct) set(k int, st rls.Status) { d[k] = st }
 func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink statusSink) error {
 	l := r.get()
 	l.lc.SetUser(req.User)
-	l.args, l.buf = rls.AppendChargeArgs(l.args[:0], l.buf, req.Mode, req.NearRatio, charges)
-	reply := l.lc.Do(l.args...)
+	reply := l.lc.Do(l.args.Build(req.Mode, req.NearRatio, charges)...)
 	if len(reply) == 0 {
 		// CLIENT KILL closed it: it runs nothing more, and a new one
 		// takes its place.
@@ -172,9 +168,8 @@ func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink st
 		return errors.New("rls: the rate limit service's client was killed; try again")
 	}
 	defer r.put(l)
-	l.rd.Reset(reply)
-	l.br.Reset(&l.rd)
-	return readStatuses(l.br, len(charges), sink)
+	l.reply = replyLines(reply)
+	return readStatuses(&l.reply, len(charges), sink)
 }
 
 func (r *rlsCharger) get() *localCharge {
@@ -186,9 +181,7 @@ func (r *rlsCharger) get() *localCharge {
 		return l
 	}
 	r.mu.Unlock()
-	l := &localCharge{lc: r.srv.NewRLSClient()}
-	l.br = bufio.NewReader(&l.rd)
-	return l
+	return &localCharge{lc: r.srv.NewRLSClient()}
 }
 
 func (r *rlsCharger) put(l *localCharge) {
@@ -220,9 +213,35 @@ type errReply string
 
 func (e errReply) Error() string { return string(e) }
 
+// lineReader gives a RESP reply's lines one by one, without their CRLF.
+type lineReader interface {
+	readLine() ([]byte, error)
+}
+
+// replyLines are the lines of a reply held whole (a LocalClient's).
+type replyLines []byte
+
+func (r *replyLines) readLine() ([]byte, error) {
+	i := bytes.IndexByte(*r, '\n')
+	if i < 0 {
+		if len(*r) == 0 {
+			return nil, io.EOF
+		}
+		return nil, io.ErrUnexpectedEOF
+	}
+	line := (*r)[:i]
+	*r = (*r)[i+1:]
+	return bytes.TrimSuffix(line, []byte("\r")), nil
+}
+
+// connLines are the lines of a reply read from a connection.
+type connLines struct{ br *bufio.Reader }
+
+func (c connLines) readLine() ([]byte, error) { return readLine(c.br) }
+
 // readStatuses reads an RLS.CHARGE reply of n charges into sink.
-func readStatuses(br *bufio.Reader, n int, sink statusSink) error {
-	line, err := readLine(br)
+func readStatuses(lr lineReader, n int, sink statusSink) error {
+	line, err := lr.readLine()
 	if err != nil {
 		return err
 	}
@@ -238,7 +257,7 @@ func readStatuses(br *bufio.Reader, n int, sink statusSink) error {
 	var v [rls.StatusInts]int64
 	for k := range n {
 		for j := range v {
-			line, err := readLine(br)
+			line, err := lr.readLine()
 			if err != nil {
 				return err
 			}
@@ -413,7 +432,7 @@ func (c *peerCall) finish(req *rls.ChargeRequest, groups []group, out []rls.Stat
 		if g.addr != c.addr {
 			continue
 		}
-		e := readStatuses(c.pc.br, len(g.idx), scatter{out, g.idx})
+		e := readStatuses(connLines{c.pc.br}, len(g.idx), scatter{out, g.idx})
 		var reply errReply
 		if e != nil && !errors.As(e, &reply) {
 			c.pc.conn.Close()

@@ -23,19 +23,25 @@ func TestReadStatuses(t *testing.T) {
 		{"not an integer", "*8\r\n+OK\r\n", 1, "rls: unexpected reply to RLS.CHARGE: \"+OK\"", rls.Status{}},
 		{"not an array", "$2\r\nhi\r\n", 1, "rls: unexpected reply to RLS.CHARGE: \"$2\"", rls.Status{}},
 	}
+	readers := map[string]func(reply string) lineReader{
+		"a connection":  func(reply string) lineReader { return connLines{bufio.NewReader(strings.NewReader(reply))} },
+		"a local reply": func(reply string) lineReader { r := replyLines(reply); return &r },
+	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			out := make(direct, c.n)
-			err := readStatuses(bufio.NewReader(strings.NewReader(c.reply)), c.n, out)
-			switch {
-			case c.err == "" && err != nil:
-				t.Fatalf("error %v", err)
-			case c.err != "" && (err == nil || err.Error() != c.err):
-				t.Fatalf("error %v, want %s", err, c.err)
-			case c.err == "" && out[0] != c.want:
-				t.Fatalf("%+v, want %+v", out[0], c.want)
-			}
-		})
+		for from, reader := range readers {
+			t.Run(c.name+" from "+from, func(t *testing.T) {
+				out := make(direct, c.n)
+				err := readStatuses(reader(c.reply), c.n, out)
+				switch {
+				case c.err == "" && err != nil:
+					t.Fatalf("error %v", err)
+				case c.err != "" && (err == nil || err.Error() != c.err):
+					t.Fatalf("error %v, want %s", err, c.err)
+				case c.err == "" && out[0] != c.want:
+					t.Fatalf("%+v, want %+v", out[0], c.want)
+				}
+			})
+		}
 	}
 }
 

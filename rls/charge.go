@@ -47,13 +47,14 @@ type ChargeRequest struct {
 	User string
 }
 
-// Charger charges a request's counters and returns one status per
-// charge, in order (Limit and StatsKey left for the service to fill).
-// An error is the store's refusal or failure (a gate's answer, an owner
-// that cannot be reached): the service answers it as
-// envoyproxy/ratelimit answers a Redis error.
+// Charger charges a request's counters and puts one status per charge in
+// out, in order (out has one per charge; Limit and StatsKey are left for
+// the service to fill). An error is the store's refusal or failure (a
+// gate's answer, an owner that cannot be reached): the service answers it
+// as envoyproxy/ratelimit answers a Redis error. Neither req nor out is
+// kept past the call: the service reuses their memory.
 type Charger interface {
-	Charge(req *ChargeRequest) ([]Status, error)
+	Charge(req *ChargeRequest, out []Status) error
 }
 
 // EngineCharger charges in an engine directly, past every gate: for
@@ -62,8 +63,10 @@ type Charger interface {
 type EngineCharger struct{ Eng *engine.Engine }
 
 // Charge implements Charger.
-func (e EngineCharger) Charge(req *ChargeRequest) ([]Status, error) {
-	return Apply(e.Eng, req.Charges, req.Now, req.Mode, req.NearRatio)
+func (e EngineCharger) Charge(req *ChargeRequest, out []Status) error {
+	sts, err := Apply(e.Eng, req.Charges, req.Now, req.Mode, req.NearRatio)
+	copy(out, sts)
+	return err
 }
 
 // ---- RLS.CHARGE's arguments and reply -------------------------------------
@@ -92,18 +95,30 @@ var ErrChargeSyntax = errors.New("rls: bad charge")
 // Unix second) or UNIT:requests_per_unit:algorithm:burst, either followed
 // by :shadow for a rule in shadow mode.
 func ChargeArgs(args [][]byte, mode Mode, nearRatio float32, charges []Charge) [][]byte {
-	args, _ = AppendChargeArgs(args, nil, mode, nearRatio, charges)
-	return args
+	var b ChargeArgsBuilder
+	b.args = args
+	return b.Build(mode, nearRatio, charges)
 }
 
-// AppendChargeArgs is ChargeArgs that writes the arguments' bytes into
-// buf (keys excepted, which are shared) and returns it too, so that a
-// caller reusing args and buf charges with no allocation.
-func AppendChargeArgs(args [][]byte, buf []byte, mode Mode, nearRatio float32, charges []Charge) ([][]byte, []byte) {
-	buf = buf[:0]
-	buf = append(buf, mode.String()...)
+// ChargeArgsBuilder builds ChargeArgs's commands one after another in the
+// same memory, so that a caller that charges over and over allocates
+// nothing. Its zero value is ready to use.
+type ChargeArgsBuilder struct {
+	args      [][]byte
+	buf       []byte // the arguments' bytes, keys excepted, which are shared
+	ratio     float32
+	ratioText []byte // ratio formatted: a service's near ratio rarely changes
+}
+
+// Build returns ChargeArgs(nil, mode, nearRatio, charges), valid until
+// the next Build.
+func (b *ChargeArgsBuilder) Build(mode Mode, nearRatio float32, charges []Charge) [][]byte {
+	if b.ratioText == nil || nearRatio != b.ratio {
+		b.ratio, b.ratioText = nearRatio, strconv.AppendFloat(b.ratioText[:0], float64(nearRatio), 'g', -1, 32)
+	}
+	buf := append(b.buf[:0], mode.String()...)
 	ends := [2]int{len(buf), 0}
-	buf = strconv.AppendFloat(buf, float64(nearRatio), 'g', -1, 32)
+	buf = append(buf, b.ratioText...)
 	ends[1] = len(buf)
 	for _, ch := range charges {
 		buf = strconv.AppendUint(buf, ch.Hits, 10)
@@ -111,7 +126,7 @@ func AppendChargeArgs(args [][]byte, buf []byte, mode Mode, nearRatio float32, c
 		buf = appendRule(buf, ch)
 		buf = append(buf, ' ')
 	}
-	args = append(args, []byte(ChargeCommand), buf[:ends[0]:ends[0]], buf[ends[0]:ends[1]:ends[1]])
+	args := append(b.args[:0], []byte(ChargeCommand), buf[:ends[0]:ends[0]], buf[ends[0]:ends[1]:ends[1]])
 	rest := buf[ends[1]:]
 	for _, ch := range charges {
 		i := bytes.IndexByte(rest, ' ')
@@ -121,12 +136,13 @@ func AppendChargeArgs(args [][]byte, buf []byte, mode Mode, nearRatio float32, c
 		args = append(args, ch.Key, hits, rest[:i:i])
 		rest = rest[i+1:]
 	}
-	return args, buf
+	b.args, b.buf = args, buf
+	return args
 }
 
 func appendRule(b []byte, ch Charge) []byte {
 	l := ch.Limit
-	b = append(b, l.Unit.String()...)
+	b = append(b, unitName(l.Unit)...)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, uint64(l.RequestsPerUnit), 10)
 	b = append(b, ':')
@@ -159,9 +175,8 @@ func (rc *RuleCache) ParseChargeArgs(args [][]byte) (mode Mode, nearRatio float3
 	default:
 		return 0, 0, nil, fmt.Errorf("%w: unknown mode '%s'", ErrChargeSyntax, args[0])
 	}
-	r, err := strconv.ParseFloat(string(args[1]), 32)
-	if err != nil || r < 0 || r > 1 {
-		return 0, 0, nil, fmt.Errorf("%w: near_ratio must be a number from 0 to 1", ErrChargeSyntax)
+	if nearRatio, err = rc.nearRatio(args[1]); err != nil {
+		return 0, 0, nil, err
 	}
 	rest := args[2:]
 	charges = make([]Charge, len(rest)/3)
@@ -179,7 +194,7 @@ func (rc *RuleCache) ParseChargeArgs(args [][]byte) (mode Mode, nearRatio float3
 			return 0, 0, nil, err
 		}
 	}
-	return mode, float32(r), charges, nil
+	return mode, nearRatio, charges, nil
 }
 
 // AppendStatus appends the integers RLS.CHARGE answers for one charge:
@@ -207,8 +222,31 @@ func StatusOf(v []int64) Status {
 // read on every charge from every core and written once per rule, so its
 // reads take no lock.
 type RuleCache struct {
-	m  atomic.Pointer[map[string]*RateLimit] // rule text (without a fixed window's start) -> limit; replaced whole on a write
-	mu sync.Mutex                            // orders the writes
+	m     atomic.Pointer[map[string]*RateLimit] // rule text (without a fixed window's start) -> limit; replaced whole on a write
+	mu    sync.Mutex                            // orders the writes
+	ratio atomic.Pointer[parsedRatio]           // the near ratio parsed last: a service sends the same one every time
+}
+
+type parsedRatio struct {
+	text string
+	r    float32
+}
+
+// nearRatio reads RLS.CHARGE's near_ratio, a number from 0 to 1.
+func (rc *RuleCache) nearRatio(b []byte) (float32, error) {
+	if rc != nil {
+		if p := rc.ratio.Load(); p != nil && p.text == string(b) {
+			return p.r, nil
+		}
+	}
+	r, err := strconv.ParseFloat(string(b), 32)
+	if err != nil || r < 0 || r > 1 {
+		return 0, fmt.Errorf("%w: near_ratio must be a number from 0 to 1", ErrChargeSyntax)
+	}
+	if rc != nil {
+		rc.ratio.Store(&parsedRatio{text: string(b), r: float32(r)})
+	}
+	return float32(r), nil
 }
 
 const maxCachedRules = 4096

@@ -113,3 +113,25 @@ func TestRuleCacheAnswersAsTheParser(t *testing.T) {
 		}
 	}
 }
+
+// A builder and a cache reused across charges keep each charge's own near
+// ratio and unit, whatever the charge before them carried.
+func TestChargeArgsReused(t *testing.T) {
+	var b ChargeArgsBuilder
+	rc := NewRuleCache()
+	units := []Unit{rlspb.RateLimitResponse_RateLimit_SECOND, rlspb.RateLimitResponse_RateLimit_WEEK, rlspb.RateLimitResponse_RateLimit_YEAR}
+	for i, ratio := range []float32{0.8, 0.5, 0.8, 1, 0} {
+		l := &RateLimit{RequestsPerUnit: 9, Unit: units[i%len(units)]}
+		args := b.Build(PerDescriptor, ratio, []Charge{{Key: []byte("k"), Limit: l, Hits: 1, Start: 60}})
+		_, got, charges, err := rc.ParseChargeArgs(args[1:])
+		if err != nil {
+			t.Fatalf("charge %d: %v", i, err)
+		}
+		if got != ratio || charges[0].Limit.Unit != l.Unit {
+			t.Errorf("charge %d: ratio %v unit %v, want %v %v", i, got, charges[0].Limit.Unit, ratio, l.Unit)
+		}
+		if want := l.Unit.String(); unitName(l.Unit) != want {
+			t.Errorf("unit %s named %s", want, unitName(l.Unit))
+		}
+	}
+}

@@ -52,6 +52,28 @@ var unitSeconds = map[Unit]int64{
 // a number Envoy does not define.
 func UnitSeconds(u Unit) int64 { return unitSeconds[u] }
 
+// unitName is u's name, as Unit.String gives it, without the reflection
+// protobuf's String goes through.
+func unitName(u Unit) string {
+	switch u {
+	case rlspb.RateLimitResponse_RateLimit_SECOND:
+		return "SECOND"
+	case rlspb.RateLimitResponse_RateLimit_MINUTE:
+		return "MINUTE"
+	case rlspb.RateLimitResponse_RateLimit_HOUR:
+		return "HOUR"
+	case rlspb.RateLimitResponse_RateLimit_DAY:
+		return "DAY"
+	case rlspb.RateLimitResponse_RateLimit_WEEK:
+		return "WEEK"
+	case rlspb.RateLimitResponse_RateLimit_MONTH:
+		return "MONTH"
+	case rlspb.RateLimitResponse_RateLimit_YEAR:
+		return "YEAR"
+	}
+	return u.String()
+}
+
 // RateLimit is one rule's limit: RequestsPerUnit per Unit, or no limit at
 // all when Unlimited.
 type RateLimit struct {

@@ -239,7 +239,7 @@ func TestMatchMetricsAndSharing(t *testing.T) {
 			}
 		})
 	}
-	if got := string(cacheKey("m", entries("org", "o", "path", "/v1/x"), []string{"", "/v1/*"}, 3600)); got != "m_org_o_path_/v1/*_3600" {
+	if got := string(appendCacheKey(nil, "m", entries("org", "o", "path", "/v1/x"), []string{"", "/v1/*"}, 3600)); got != "m_org_o_path_/v1/*_3600" {
 		t.Errorf("shared cache key %q", got)
 	}
 }

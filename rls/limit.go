@@ -3,6 +3,7 @@ package rls
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/limitdb/limitdb/engine"
@@ -141,32 +142,48 @@ func Check(eng *engine.Engine, domain string, hits []Hit, now int64, mode Mode, 
 // the hit of charges[k]. Apply charges them wherever their keys live;
 // Merge puts the answers back in place.
 func Plan(domain string, hits []Hit, now int64) (out []Status, charges []Charge, idx []int) {
-	out = make([]Status, len(hits))
+	var p plan
+	p.make(domain, hits, now)
+	return p.out, p.charges, p.idx
+}
+
+// plan is Plan's result in memory that a caller may reuse for the next
+// request: make overwrites it.
+type plan struct {
+	out     []Status
+	charges []Charge
+	idx     []int
+	keys    []byte // the charges' keys, one after another
+}
+
+func (p *plan) make(domain string, hits []Hit, now int64) {
+	p.out = append(p.out[:0], make([]Status, len(hits))...)
+	p.charges, p.idx, p.keys = p.charges[:0], p.idx[:0], p.keys[:0]
 	nowSec := floorDiv(now, 1e9)
 	for i, h := range hits {
 		switch {
 		case h.Limit == nil:
 			continue
 		case h.Limit.Unlimited:
-			out[i] = Status{Limit: h.Limit, Remaining: math.MaxUint32}
+			p.out[i] = Status{Limit: h.Limit, Remaining: math.MaxUint32}
 			continue
 		}
 		unit := UnitSeconds(h.Limit.Unit)
 		if unit == 0 { // an override with an unknown unit: no limit
-			out[i] = Status{}
 			continue
 		}
 		ch := Charge{Limit: h.Limit, Hits: h.Hits}
+		at := len(p.keys)
 		if h.Limit.Limiter != nil {
-			ch.Key = algorithmKey(domain, h.Entries, h.Shared, h.Limit.Algorithm)
+			p.keys = appendAlgorithmKey(p.keys, domain, h.Entries, h.Shared, h.Limit.Algorithm)
 		} else {
 			ch.Start = floorDiv(nowSec, unit) * unit
-			ch.Key = cacheKey(domain, h.Entries, h.Shared, ch.Start)
+			p.keys = appendCacheKey(p.keys, domain, h.Entries, h.Shared, ch.Start)
 		}
-		charges = append(charges, ch)
-		idx = append(idx, i)
+		ch.Key = p.keys[at:len(p.keys):len(p.keys)]
+		p.charges = append(p.charges, ch)
+		p.idx = append(p.idx, i)
 	}
-	return out, charges, idx
 }
 
 // Merge puts the statuses of Plan's charges in place in out, with each
@@ -413,9 +430,9 @@ func (t tally) decide(h Charge, before, after, resetAfter int64) Status {
 	return st
 }
 
-// cacheKey is envoyproxy/ratelimit's counter key: domain_key_value_..._start,
+// appendCacheKey appends envoyproxy/ratelimit's counter key: domain_key_value_..._start,
 // with shared[i] in place of entry i's value when it is not "".
-func cacheKey(domain string, entries []Entry, shared []string, start int64) []byte {
+func appendCacheKey(b []byte, domain string, entries []Entry, shared []string, start int64) []byte {
 	n := len(domain) + 21
 	for i, e := range entries {
 		n += len(e.Key) + len(e.Value) + 2
@@ -423,7 +440,7 @@ func cacheKey(domain string, entries []Entry, shared []string, start int64) []by
 			n += len(shared[i])
 		}
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = append(b, domain...)
 	b = append(b, '_')
 	for i, e := range entries {
@@ -439,12 +456,12 @@ func cacheKey(domain string, entries []Entry, shared []string, start int64) []by
 	return strconv.AppendInt(b, start, 10)
 }
 
-// algorithmKey is the state's key of a rule of another algorithm: the
+// appendAlgorithmKey appends the state's key of a rule of another algorithm: the
 // counter key's domain_key_value_... then the algorithm's name in place of
 // the window's start (a state that spans windows has none), so it never
 // meets envoyproxy/ratelimit's keys.
-func algorithmKey(domain string, entries []Entry, shared []string, a policy.Algorithm) []byte {
-	b := cacheKey(domain, entries, shared, 0)
+func appendAlgorithmKey(b []byte, domain string, entries []Entry, shared []string, a policy.Algorithm) []byte {
+	b = appendCacheKey(b, domain, entries, shared, 0)
 	return append(b[:len(b)-1], a...)
 }
 

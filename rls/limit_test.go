@@ -1,7 +1,9 @@
 package rls
 
 import (
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,7 +143,7 @@ func TestCacheKey(t *testing.T) {
 	}
 }
 
-func itoa(n int64) string { return string(cacheKey("", nil, nil, n)[1:]) }
+func itoa(n int64) string { return string(appendCacheKey(nil, "", nil, nil, n)[1:]) }
 
 // TestSeveralDescriptors: each descriptor is counted on its own, and every
 // one is charged even when another goes over, as envoyproxy/ratelimit
@@ -290,5 +292,58 @@ func TestStats(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%d -> %d: %+v, want %+v", c.before, c.after, got, c.want)
 		}
+	}
+}
+
+// TestConcurrentDecisions: requests decided at once, of one and of several
+// descriptors, each get their own descriptors' answers although the
+// service reuses its working memory from request to request, and every
+// hit is counted once.
+func TestConcurrentDecisions(t *testing.T) {
+	svc, _ := newService(t, "domain: d\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: hour\n      requests_per_unit: 1000000\n")
+	const workers, rounds = 8, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := fmt.Sprint("w", w)
+			for i := range rounds {
+				ds := []*rlcommon.RateLimitDescriptor{desc("user", mine)}
+				if i%2 == 1 { // a longer request: the user's, a shared one and one of no rule
+					ds = append(ds, desc("user", "shared"), desc("none", "x"))
+				}
+				resp, err := svc.Decide(&rlspb.RateLimitRequest{Domain: "d", Descriptors: ds}, t0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(resp.Statuses) != len(ds) {
+					errs <- fmt.Errorf("%s, request %d: %d statuses for %d descriptors", mine, i, len(resp.Statuses), len(ds))
+					return
+				}
+				if got, want := resp.Statuses[0].LimitRemaining, uint32(1000000-i-1); got != want {
+					errs <- fmt.Errorf("%s, request %d: remaining %d, want %d", mine, i, got, want)
+					return
+				}
+				if len(ds) == 3 && resp.Statuses[2].CurrentLimit != nil {
+					errs <- fmt.Errorf("%s, request %d: a descriptor of no rule answered with a limit", mine, i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	resp, err := svc.Decide(&rlspb.RateLimitRequest{Domain: "d", Descriptors: []*rlcommon.RateLimitDescriptor{desc("user", "shared")}}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resp.Statuses[0].LimitRemaining, uint32(1000000-workers*rounds/2-1); got != want {
+		t.Errorf("the shared user has %d left, want %d", got, want)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -53,6 +55,8 @@ type Service struct {
 	readOnly func() bool
 	// charger charges the counters (SetCharger); EngineCharger by default.
 	charger Charger
+	// scratch holds *decision: memory the requests reuse.
+	scratch sync.Pool
 }
 
 // SetCharger makes c charge the service's counters, in place of the
@@ -126,6 +130,7 @@ func (s *Service) SetResponseHeaders(on bool) { s.headers.Store(on) }
 // New returns a service of eng with rules (nil: none, every answer OK).
 func New(eng *engine.Engine, rules *Config) *Service {
 	s := &Service{eng: eng, charger: EngineCharger{eng}}
+	s.scratch.New = func() any { return new(decision) }
 	s.SetRules(rules)
 	s.SetNearLimitRatio(NearLimitRatio)
 	s.SetHeaderNames("", "", "")
@@ -170,13 +175,18 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 // denies the request with failure_mode_deny true and lets it through
 // with false.
 func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLimitResponse, error) {
+	d := s.scratch.Get().(*decision)
+	defer s.reuse(d)
 	rules := s.rules.Load()
-	hits := make([]Hit, len(req.Descriptors))
+	d.hits = slices.Grow(d.hits[:0], len(req.Descriptors))
 	replaced := false
-	for i, d := range req.Descriptors {
-		hits[i] = resolve(rules, req, d)
-		replaced = replaced || (hits[i].Limit != nil && len(hits[i].Limit.Replaces) > 0)
+	for _, desc := range req.Descriptors {
+		var h Hit
+		h, d.entries = resolve(rules, req, desc, d.entries)
+		d.hits = append(d.hits, h)
+		replaced = replaced || (h.Limit != nil && len(h.Limit.Replaces) > 0)
 	}
+	hits := d.hits
 	if replaced {
 		dropReplaced(hits)
 	}
@@ -190,14 +200,16 @@ func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64)
 	case s.stopWhenOver.Load():
 		mode = StopWhenOverLimit
 	}
-	sts, charges, idx := Plan(req.Domain, hits, now)
-	if len(charges) > 0 {
-		got, err := s.charger.Charge(&ChargeRequest{Charges: charges, Mode: mode,
-			NearRatio: math.Float32frombits(s.nearRatio.Load()), Now: now, User: user})
-		if err != nil {
+	d.plan.make(req.Domain, hits, now)
+	sts := d.plan.out
+	if charges := d.plan.charges; len(charges) > 0 {
+		d.req = ChargeRequest{Charges: charges, Mode: mode,
+			NearRatio: math.Float32frombits(s.nearRatio.Load()), Now: now, User: user}
+		d.got = append(d.got[:0], make([]Status, len(charges))...)
+		if err := s.charger.Charge(&d.req, d.got); err != nil {
 			return nil, chargeError(err)
 		}
-		Merge(sts, got, hits, idx)
+		Merge(sts, d.got, hits, d.plan.idx)
 	}
 	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK,
 		Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))}
@@ -291,11 +303,12 @@ func limitHeaders(sts []*rlspb.RateLimitResponse_DescriptorStatus, names *[3]str
 // as in envoyproxy/ratelimit, but only in a domain that has rules. A
 // per-descriptor hits_addend counts as given, 0 included (a check that
 // charges nothing); otherwise the request's, where 0 means 1.
-func resolve(rules *Config, req *rlspb.RateLimitRequest, d *rlcommon.RateLimitDescriptor) Hit {
-	entries := make([]Entry, len(d.GetEntries()))
-	for i, e := range d.GetEntries() {
-		entries[i] = Entry{Key: e.GetKey(), Value: e.GetValue()}
+func resolve(rules *Config, req *rlspb.RateLimitRequest, d *rlcommon.RateLimitDescriptor, slab []Entry) (Hit, []Entry) {
+	at := len(slab)
+	for _, e := range d.GetEntries() {
+		slab = append(slab, Entry{Key: e.GetKey(), Value: e.GetValue()})
 	}
+	entries := slab[at:len(slab):len(slab)]
 	h := Hit{Entries: entries, Hits: uint64(max(1, req.GetHitsAddend()))}
 	if a := d.GetHitsAddend(); a != nil {
 		h.Hits = min(a.GetValue(), math.MaxUint32)
@@ -305,11 +318,48 @@ func resolve(rules *Config, req *rlspb.RateLimitRequest, d *rlcommon.RateLimitDe
 		// units as the response's does.
 		h.Limit = &RateLimit{RequestsPerUnit: d.GetLimit().GetRequestsPerUnit(),
 			Unit: Unit(d.GetLimit().GetUnit()), FullKey: overrideKey(req.GetDomain(), entries)}
-		return h
+		return h, slab
 	}
 	m := rules.Match(req.GetDomain(), entries)
 	h.Limit, h.Shared, h.StatsKey = m.Limit, m.Shared, m.StatsKey
-	return h
+	return h, slab
+}
+
+// decision is one request's working memory, which the service's
+// requests take turns to reuse (Service.scratch).
+type decision struct {
+	hits    []Hit
+	entries []Entry // the hits' entries, one after another
+	plan    plan
+	req     ChargeRequest
+	got     []Status
+}
+
+// reuse gives d back for the next request, unless it grew too large to
+// keep.
+func (s *Service) reuse(d *decision) {
+	if d.reset() {
+		s.scratch.Put(d)
+	}
+}
+
+// maxScratch bounds what a decision keeps for the next request: a rare
+// request of many descriptors leaves its memory to the collector.
+const maxScratch = 64
+
+// reset forgets the request's rules and keys; false when d grew too
+// large to keep.
+func (d *decision) reset() bool {
+	if cap(d.hits) > maxScratch || cap(d.entries) > 4*maxScratch || cap(d.plan.keys) > 256*maxScratch {
+		return false
+	}
+	clear(d.hits[:cap(d.hits)])
+	clear(d.entries[:cap(d.entries)])
+	clear(d.plan.out[:cap(d.plan.out)])
+	clear(d.plan.charges[:cap(d.plan.charges)])
+	clear(d.got[:cap(d.got)])
+	d.req = ChargeRequest{}
+	return true
 }
 
 // dropReplaced leaves out of the decision every rule named in the replaces
