@@ -222,16 +222,22 @@ type lineReader interface {
 type replyLines []byte
 
 func (r *replyLines) readLine() ([]byte, error) {
-	i := bytes.IndexByte(*r, '\n')
-	if i < 0 {
-		if len(*r) == 0 {
-			return nil, io.EOF
+	b := *r
+	// A plain loop: the lines are a few bytes long, shorter than
+	// bytes.IndexByte's set-up is worth.
+	for i, c := range b {
+		if c == '\n' {
+			*r = b[i+1:]
+			if i > 0 && b[i-1] == '\r' {
+				return b[:i-1], nil
+			}
+			return b[:i], nil
 		}
-		return nil, io.ErrUnexpectedEOF
 	}
-	line := (*r)[:i]
-	*r = (*r)[i+1:]
-	return bytes.TrimSuffix(line, []byte("\r")), nil
+	if len(b) == 0 {
+		return nil, io.EOF
+	}
+	return nil, io.ErrUnexpectedEOF
 }
 
 // connLines are the lines of a reply read from a connection.

@@ -563,12 +563,13 @@ func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
 // without its '*' starts the entry's value, returned as wild ("path_/api/*");
 // else the rule with the key and no value (byValue false). nil: no rule.
 func (n *node) step(e Entry) (next *node, wild string, byValue bool) {
-	kv := e.Key + "_" + e.Value
-	if next = n.children[kv]; next != nil {
+	var buf [64]byte // key_value, on the stack for the usual short ones
+	kv := append(append(append(buf[:0], e.Key...), '_'), e.Value...)
+	if next = n.children[string(kv)]; next != nil {
 		return next, "", true
 	}
 	for _, w := range n.wildcards {
-		if strings.HasPrefix(kv, w[:len(w)-1]) {
+		if p := w[:len(w)-1]; len(kv) >= len(p) && string(kv[:len(p)]) == p {
 			return n.children[w], w, true
 		}
 	}
