@@ -63,7 +63,7 @@ type group struct {
 func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	slot, addr := r.route(req.Charges[0].Key)
 	if slot < 0 { // not a cluster: every key here, in one command
-		return r.local(req, req.Charges, direct(out))
+		return r.local(req, req.Charges, statuses{out: out})
 	}
 	groups := []group{{slot: slot, addr: addr, idx: []int{0}}}
 	for i := 1; i < len(req.Charges); i++ {
@@ -88,7 +88,7 @@ func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	errs := make([]error, len(groups))
 	for i, g := range groups {
 		if g.addr == "" {
-			errs[i] = r.local(req, pick(req.Charges, g.idx), scatter{out, g.idx})
+			errs[i] = r.local(req, pick(req.Charges, g.idx), statuses{out, g.idx})
 		}
 	}
 	for _, c := range calls {
@@ -143,21 +143,21 @@ func pick(charges []rls.Charge, idx []int) []rls.Charge {
 	return out
 }
 
-// statusSink takes a command's statuses, in its charges' order.
-type statusSink interface{ set(k int, st rls.Status) }
-
-type scatter struct {
+// statuses takes a command's statuses, in its charges' order: the k-th
+// goes to out[idx[k]], or to out[k] when idx is nil.
+type statuses struct {
 	out []rls.Status
 	idx []int
 }
 
-func (s scatter) set(k int, st rls.Status) { s.out[s.idx[k]] = st }
+func (s statuses) set(k int, st rls.Status) {
+	if s.idx != nil {
+		k = s.idx[k]
+	}
+	s.out[k] = st
+}
 
-type direct []rls.Status
-
-func (d direct) set(k int, st rls.Status) { d[k] = st }
-
-func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink statusSink) error {
+func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink statuses) error {
 	l := r.get()
 	l.lc.SetUser(req.User)
 	reply := l.lc.Do(l.args.Build(req.Mode, req.NearRatio, charges)...)
@@ -246,7 +246,7 @@ type connLines struct{ br *bufio.Reader }
 func (c connLines) readLine() ([]byte, error) { return readLine(c.br) }
 
 // readStatuses reads an RLS.CHARGE reply of n charges into sink.
-func readStatuses(lr lineReader, n int, sink statusSink) error {
+func readStatuses(lr lineReader, n int, sink statuses) error {
 	line, err := lr.readLine()
 	if err != nil {
 		return err
@@ -438,7 +438,7 @@ func (c *peerCall) finish(req *rls.ChargeRequest, groups []group, out []rls.Stat
 		if g.addr != c.addr {
 			continue
 		}
-		e := readStatuses(connLines{c.pc.br}, len(g.idx), scatter{out, g.idx})
+		e := readStatuses(connLines{c.pc.br}, len(g.idx), statuses{out, g.idx})
 		var reply errReply
 		if e != nil && !errors.As(e, &reply) {
 			c.pc.conn.Close()
