@@ -141,18 +141,11 @@ func isArrayKey(v LNumber) bool {
 }
 
 func parseNumber(number string) (LNumber, error) {
-	var value LNumber
-	number = strings.Trim(number, " \t\n")
-	if v, err := strconv.ParseInt(number, 0, LNumberBit); err != nil {
-		if v2, err2 := strconv.ParseFloat(number, LNumberBit); err2 != nil {
-			return LNumber(0), err2
-		} else {
-			value = LNumber(v2)
-		}
-	} else {
-		value = LNumber(v)
+	// limitdb: Lua 5.1's reading (str2number.go), not Go's.
+	if v, ok := StrToNumber(number); ok {
+		return LNumber(v), nil
 	}
-	return value, nil
+	return LNumber(0), errNotNumber
 }
 
 func popenArgs(arg string) (string, []string) {
