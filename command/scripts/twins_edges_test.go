@@ -32,17 +32,17 @@ import (
 // error, the same value and expiry left behind. A twin either computes
 // what the script computes or declines before changing anything.
 // (tests/native_test.go walks the plain arguments through time.)
-//
-// Left out: "-0", exponents ("1e3") and integers past int64, which the
-// interpreter (gopher-lua) reads otherwise than Lua 5.1's strtod, and so
-// Redis, does ("-0" as 0, the others as nil in tonumber); the twins read
-// them as Redis does.
+// Past int64 ("1e20", "9223372036854775808") the reply is what Redis's
+// Lua answers, INT64_MIN, on both sides.
 func TestNativeEdgesMatchLua(t *testing.T) {
 	t.Parallel()
 	edges := []string{"+1", "007", "0", "-5", " 1", "1 ", "1.5", "0x10", "", "abc",
-		"999999999999999", "1234567890123456", "-1234567890123456"}
+		"999999999999999", "1234567890123456", "-1234567890123456",
+		"-0", "00012", "1e3", "0x1p4", "0b101", "1_000", "\v1",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775809", "1e20", "-1e20", "inf", "-inf", "nan"}
 	states := [][]string{nil, {"SET", "k", "5"}, {"SET", "k", "2.5", "PX", "90000"}, {"SET", "k", "311234567.12345601"},
-		{"SET", "k", "word"}, {"HSET", "k", "f", "v"}}
+		{"SET", "k", "word"}, {"HSET", "k", "f", "v"}, {"SET", "k", "9223372036854775806"}, {"SET", "k", "9007199254740993"},
+		{"SET", "k", "1e3"}, {"SET", "k", "inf"}}
 	for _, sc := range []struct {
 		name string
 		body func(t testing.TB) string

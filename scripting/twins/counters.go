@@ -47,7 +47,7 @@ func rateLimitRedisIncrement(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	})
 	if handled {
 		w.Array(2)
-		w.Int(hits)
+		w.Int(luaInteger64(hits))
 		w.Int(ttl)
 	}
 	return handled
@@ -89,7 +89,7 @@ func limitsIncrExpire(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 		return engine.StringOfInt(current, expire), true
 	})
 	if handled {
-		w.Int(current)
+		w.Int(luaInteger64(current))
 	}
 	return handled
 }
