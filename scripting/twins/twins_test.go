@@ -108,6 +108,9 @@ func TestTwinsRunOnAHost(t *testing.T) {
 		{sha: "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", keys: []string{"b53"}, argv: []string{"9007199254740993", "0"},
 			reply: "*2\r\n:9007199254740992\r\n:0\r\n", value: "9007199254740993"},
 		{sha: "566f5c6a17e5fddb9a10bf389f754edd0d899c61", keys: []string{"u"}, reply: "*2\r\n:3\r\n:58500\r\n"},
+		// tonumber("-0") is -0, which redis.call writes "-0" and INCRBY
+		// refuses: the interpreter answers Redis's error.
+		{sha: "628bd136a573a06b346879695681af12ccef300f", keys: []string{"z"}, argv: []string{"60", "-0"}, declined: true},
 		{sha: "ebd682e30de074a6919bde872b507734c7c3ebe5", keys: []string{"t"}, argv: []string{"5", "7", "60"}, reply: "-key does not exist\r\n"},
 		{sha: "ebd682e30de074a6919bde872b507734c7c3ebe5", keys: []string{"u"}, argv: []string{"3", "7", "60"}, reply: ":1\r\n", value: "7"},
 		{sha: "9681e2eb0f886df26fa948812dbd55b6263256c4", keys: bnKeys,
