@@ -76,6 +76,11 @@ var numberScripts = []string{
 	"return tonumber(-1, 16)", "return tonumber('0x10', 10)", "return tonumber('0x10', 16)", "return tonumber('1e1', 16)",
 	"return tostring(tonumber('-1', 16))", "return tostring(tonumber('-0', 16))", "return tostring(tonumber('  1f  ', 16))",
 	"return '10' == 10", "return tostring('10' == 10)", "return #tostring('1e2' + 0)", "return ('1e1' + 0) .. ''",
+	// library arguments that must be integers take a numeric string
+	"return ('x'):rep('3')", "return ('x'):rep(' 0x2 ')", "return ('hello'):sub('2')", "return ('hello'):sub('2', '-0x2')",
+	"return string.char('65', '0x42')", "return ('abc'):byte('2')", "return table.concat({1, 2, 3}, ',', '2')",
+	"return ('x'):rep('1e1')", "return ('hello'):sub('00002')",
+	"return pcall(string.rep, 'x', 'three')", "return pcall(string.char, '0b1')",
 }
 
 // numberRow is one line of numbersFile: an operation on an input (or

@@ -22,6 +22,11 @@ func (ls *LState) CheckInt(n int) int {
 	if intv, ok := v.(LNumber); ok {
 		return int(intv)
 	}
+	if lv, ok := v.(LString); ok { // limitdb: a numeric string converts, as in Lua 5.1
+		if num, err := parseNumber(string(lv)); err == nil {
+			return int(num)
+		}
+	}
 	ls.TypeError(n, LTNumber)
 	return 0
 }
@@ -30,6 +35,11 @@ func (ls *LState) CheckInt64(n int) int64 {
 	v := ls.Get(n)
 	if intv, ok := v.(LNumber); ok {
 		return int64(intv)
+	}
+	if lv, ok := v.(LString); ok { // limitdb: a numeric string converts, as in Lua 5.1
+		if num, err := parseNumber(string(lv)); err == nil {
+			return int64(num)
+		}
 	}
 	ls.TypeError(n, LTNumber)
 	return 0
@@ -149,6 +159,11 @@ func (ls *LState) OptInt(n int, d int) int {
 	if intv, ok := v.(LNumber); ok {
 		return int(intv)
 	}
+	if lv, ok := v.(LString); ok { // limitdb: a numeric string converts, as in Lua 5.1
+		if num, err := parseNumber(string(lv)); err == nil {
+			return int(num)
+		}
+	}
 	ls.TypeError(n, LTNumber)
 	return 0
 }
@@ -161,6 +176,11 @@ func (ls *LState) OptInt64(n int, d int64) int64 {
 	if intv, ok := v.(LNumber); ok {
 		return int64(intv)
 	}
+	if lv, ok := v.(LString); ok { // limitdb: a numeric string converts, as in Lua 5.1
+		if num, err := parseNumber(string(lv)); err == nil {
+			return int64(num)
+		}
+	}
 	ls.TypeError(n, LTNumber)
 	return 0
 }
@@ -172,6 +192,11 @@ func (ls *LState) OptNumber(n int, d LNumber) LNumber {
 	}
 	if lv, ok := v.(LNumber); ok {
 		return lv
+	}
+	if lv, ok := v.(LString); ok { // limitdb: a numeric string converts, as in Lua 5.1
+		if num, err := parseNumber(string(lv)); err == nil {
+			return num
+		}
 	}
 	ls.TypeError(n, LTNumber)
 	return 0
