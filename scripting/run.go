@@ -168,54 +168,7 @@ func openLibs(L *lua.LState, vals *values) {
 		}
 		return 1
 	}))
-	// tonumber of a plain decimal integer, most of what scripts convert
-	// (hash fields, arguments), without gopher-lua's trimming and strconv;
-	// anything else, and every call with a base, as gopher-lua's.
-	toNumber := g.RawGetString("tonumber").(*lua.LFunction).GFunction
-	g.RawSetString("tonumber", L.NewFunction(func(L *lua.LState) int {
-		if L.GetTop() == 1 {
-			if s, ok := L.Get(1).(lua.LString); ok {
-				if n, ok := plainInteger(string(s)); ok {
-					L.Push(vals.number(n))
-					return 1
-				}
-			}
-		}
-		return toNumber(L)
-	}))
-}
-
-// plainInteger reads 1 to 15 decimal digits with an optional minus sign,
-// as gopher-lua's tonumber reads them (through an int64: "-0" is 0).
-func plainInteger(s string) (float64, bool) {
-	n, negative, ok := ShortInteger(s)
-	if negative {
-		n = -n
-	}
-	return float64(n), ok
-}
-
-// ShortInteger reads what limiter libraries send as numbers: 1 to 15
-// decimal digits with an optional minus sign, without strconv; every such
-// integer is a float64 exactly. negative reports the sign, so that a
-// caller can give "-0" the sign it needs (strtod keeps it, gopher-lua's
-// tonumber does not).
-func ShortInteger[T string | []byte](s T) (n int64, negative, ok bool) {
-	digits := s
-	if len(digits) > 0 && digits[0] == '-' {
-		digits, negative = digits[1:], true
-	}
-	if len(digits) == 0 || len(digits) > 15 {
-		return 0, false, false
-	}
-	for i := 0; i < len(digits); i++ {
-		ch := digits[i]
-		if ch < '0' || ch > '9' {
-			return 0, false, false
-		}
-		n = n*10 + int64(ch-'0')
-	}
-	return n, negative, true
+	g.RawSetString("tonumber", L.NewFunction(toNumber(vals))) // number.go
 }
 
 // numbersAsLua51 makes string.format's arguments on L's stack format as
