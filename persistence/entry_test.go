@@ -85,7 +85,7 @@ func payload(entry []byte) []byte {
 
 // snapshotWith is a snapshot image of one key whose entry is entry, with
 // a checksum that matches: what a primary or a file could hand over.
-func snapshotWith(t *testing.T, key string, entry []byte) []byte {
+func snapshotWith(t testing.TB, key string, entry []byte) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dump.ldb")
@@ -104,4 +104,103 @@ func snapshotWith(t *testing.T, key string, entry []byte) []byte {
 	img = append(img, entry...)
 	img = append(img, recEnd, 1, 0)
 	return binary.LittleEndian.AppendUint32(img, crc32.Checksum(img, castagnoli))
+}
+
+// checkKeyspace fails t for any entry of eng that CheckEntry refuses:
+// whatever a decoder let in must be a key later commands can serve.
+func checkKeyspace(t testing.TB, eng *engine.Engine) {
+	t.Helper()
+	for i := 0; i < eng.Shards(); i++ {
+		eng.RangeShardTransient(i, eng.Now(), func(key string, ent *engine.Entry) bool {
+			if err := CheckEntry(*ent); err != nil {
+				t.Fatalf("key %q was stored: %v", key, err)
+			}
+			return true
+		})
+	}
+}
+
+// FuzzDecodeEntry: any bytes decode to an entry CheckEntry accepts, which
+// serialises to bytes that decode again, or are refused; never a panic.
+func FuzzDecodeEntry(f *testing.F) {
+	h := engine.NewHash()
+	h.Set([]byte("f"), []byte("v"))
+	for _, ent := range []engine.Entry{
+		engine.StringEntry([]byte("value"), 0),
+		engine.StringOfInt(42, t0),
+		{Kind: engine.KindGCRA, A: t0, Expire: t0 + 1},
+		{Kind: engine.KindHash, Ext: h},
+	} {
+		b, err := ent.AppendBinary(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, b := range emptyCollections(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ent, err := DecodeEntry(b)
+		if err != nil {
+			return
+		}
+		if err := CheckEntry(ent); err != nil {
+			t.Fatalf("DecodeEntry accepted what CheckEntry refuses: %v", err)
+		}
+		again, err := ent.AppendBinary(nil)
+		if err != nil {
+			t.Fatalf("a decoded entry does not encode: %v", err)
+		}
+		if _, err := DecodeEntry(again); err != nil {
+			t.Fatalf("a decoded entry encodes to bytes that do not decode: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeSnapshot: any snapshot image whose checksum matches (the
+// fuzzer's bytes with a CRC appended) is refused or restores a keyspace
+// of entries CheckEntry accepts; never a panic.
+func FuzzDecodeSnapshot(f *testing.F) {
+	entries := [][]byte{{byte(engine.KindString), 0, 0, 0, 1, 'v'}}
+	for _, entry := range emptyCollections(f) {
+		entries = append(entries, entry)
+	}
+	for _, entry := range entries {
+		img := snapshotWith(f, "k", entry)
+		f.Add(img[:len(img)-4])
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		img := binary.LittleEndian.AppendUint32(bytes.Clone(body), crc32.Checksum(body, castagnoli))
+		eng := engine.New(clock.NewFake(t0), 2)
+		snap, err := Decode(img, t0)
+		if err != nil {
+			return
+		}
+		if _, err := snap.Restore(eng, &Sections{}, true); err != nil {
+			return
+		}
+		checkKeyspace(t, eng)
+	})
+}
+
+// FuzzAOFLoad: whatever an incr file holds, loading it stops at a clear
+// error or loads entries CheckEntry accepts; never a panic.
+func FuzzAOFLoad(f *testing.F) {
+	f.Add([]byte(rec("APPLY", "k", "\x07\x00\x00\x00\x01v") + rec("DROP", "k")))
+	f.Add([]byte(rec("RESET") + rec("PING")))
+	for _, entry := range emptyCollections(f) {
+		f.Add([]byte(rec("APPLY", "k", string(entry))))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		a := openAOF(t, dir)
+		a.Reopen()
+		a.Append(data)
+		a.Close()
+		eng := engine.New(clock.NewFake(t0), 2)
+		ap := Applier{Eng: eng, Sections: &Sections{}}
+		openAOF(t, dir).Load(eng, &Sections{}, func(args [][]byte) error { return ap.Apply(t0, args) }, true)
+		checkKeyspace(t, eng)
+	})
 }
