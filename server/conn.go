@@ -131,9 +131,15 @@ func (c *Conn) SetAuthenticated(ok bool) { c.authed = ok }
 // SetClass sets which of Limits.Output applies to the client.
 func (c *Conn) SetClass(class int) { c.class = class }
 
-// OutputMemory is the bytes of replies the client has not been sent yet;
-// safe from any goroutine.
-func (c *Conn) OutputMemory() int64 { return c.omem.Load() }
+// OutputMemory is the bytes of replies the client has not been sent yet,
+// pushed bytes not yet in the reply buffer included; safe from any
+// goroutine.
+func (c *Conn) OutputMemory() int64 {
+	c.mailMu.Lock()
+	mail := len(c.mail)
+	c.mailMu.Unlock()
+	return c.omem.Load() + int64(mail)
+}
 
 // Memory is what the connection holds: its unsent replies and its read
 // buffer. Safe from any goroutine, as of the end of its last batch.
