@@ -54,4 +54,3 @@ func TestCalendarWindowCommands(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
