@@ -54,3 +54,36 @@ func TestCalendarWindowCommands(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestCalendarPolicyCommands: RL.POLICY SET takes a calendar period with TZ
+// and HOLIDAYS, GET describes it, and RL.HIT counts to the zone's boundary.
+func TestCalendarPolicyCommands(t *testing.T) {
+	t.Parallel()
+	c, clk, _ := newLocal(t)
+	// t0: Friday 7 March 2025, 23:00 in New York (04:00 UTC on the 8th).
+	clk.Advance(time.Duration(time.Date(2025, 3, 8, 4, 0, 0, 0, time.UTC).UnixNano() - clk.Now()))
+	for i, st := range []struct {
+		advance time.Duration
+		args    []string
+		want    string
+	}{
+		{0, []string{"RL.POLICY", "SET", "bd", "fixed_window", "1", "business_day", "TZ", "America/New_York", "HOLIDAYS", "2025-03-10"}, "+OK\r\n"},
+		// Friday's window runs past the weekend and the Monday holiday, to
+		// Tuesday 00:00, and loses the hour clocks spring forward on Sunday.
+		{0, []string{"RL.HIT", "bd", "u"}, "*5\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:" + itoa((3*24)*3_600_000) + "\r\n"},
+		{0, []string{"RL.HIT", "bd", "u"}, "*5\r\n:1\r\n:1\r\n:0\r\n:" + itoa((3*24)*3_600_000) + "\r\n:" + itoa((3*24)*3_600_000) + "\r\n"},
+		{0, []string{"RL.POLICY", "GET", "bd"}, "*24\r\n$4\r\nname\r\n$2\r\nbd\r\n$9\r\nalgorithm\r\n$12\r\nfixed_window\r\n$5\r\nlimit\r\n:1\r\n$6\r\nperiod\r\n$12\r\nbusiness_day\r\n" +
+			"$5\r\nburst\r\n:1\r\n$6\r\nshadow\r\n:0\r\n$6\r\nsource\r\n$7\r\nruntime\r\n$8\r\nadmitted\r\n:1\r\n$6\r\ndenied\r\n:1\r\n$13\r\nshadow_denied\r\n:0\r\n" +
+			"$8\r\ntimezone\r\n$16\r\nAmerica/New_York\r\n$8\r\nholidays\r\n*1\r\n$10\r\n2025-03-10\r\n"},
+		{0, []string{"RL.POLICY", "SET", "m", "sliding_window", "5", "month", "TZ", "Europe/Pariss"}, "-ERR invalid timezone: unknown time zone \"Europe/Pariss\" (an IANA name such as Europe/Paris or America/New_York)\r\n"},
+		{0, []string{"RL.POLICY", "SET", "m", "gcra", "5", "month"}, "-ERR invalid period: a calendar period (month) applies to fixed_window and sliding_window only, not gcra\r\n"},
+		{0, []string{"RL.POLICY", "SET", "m", "fixed_window", "5", "1h", "TZ", "Europe/Paris"}, "-ERR invalid timezone: applies only to a calendar period (day, week, month, year or business_day)\r\n"},
+		{0, []string{"RL.POLICY", "SET", "m", "fixed_window", "5", "month", "HOLIDAYS", "2025-12-25"}, "-ERR invalid holidays: holidays apply only to business_day\r\n"},
+		{0, []string{"RL.POLICY", "SET", "m", "fixed_window", "5", "month", "TZ"}, "-ERR syntax error\r\n"},
+	} {
+		clk.Advance(st.advance)
+		if got := string(c.DoString(st.args...)); got != st.want {
+			t.Errorf("step %d: %q = %q, want %q", i, st.args, got, st.want)
+		}
+	}
+}
