@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // every zone, on hosts without /usr/share/zoneinfo
 )
@@ -92,7 +93,23 @@ type Calendar struct {
 	zone     string
 	loc      *time.Location
 	holidays *[]int64 // day numbers, sorted, each once; a pointer so a Calendar compares with ==
+	memo     *memo    // the bounds of the window last asked for, shared by the copies
 }
+
+// Bounds are a window's instants: where it starts, ends, and where the
+// window after it ends.
+type Bounds struct {
+	W                 int64 // the window's first day
+	Start, End, After int64
+}
+
+// memo keeps the bounds of the window last asked for. Finding a boundary
+// reads the zone's rules, which past the zone's last listed transition
+// means parsing its rule string, several times per boundary: a few
+// microseconds. Nearly every request falls in the window of the one before
+// it, so the memo answers it with one atomic load, for every copy of the
+// Calendar; a request in another window replaces it.
+type memo struct{ b atomic.Pointer[Bounds] }
 
 // New builds a calendar of unit in the IANA zone named zone ("" is UTC).
 // Holidays are dates written 2006-01-02, allowed only with BusinessDay:
@@ -112,7 +129,7 @@ func New(unit Unit, zone string, holidays []string) (Calendar, error) {
 	if err != nil {
 		return Calendar{}, fmt.Errorf("%w: unknown time zone %q (an IANA name such as Europe/Paris or America/New_York)", ErrInvalid, zone)
 	}
-	c := Calendar{unit: unit, zone: zone, loc: loc}
+	c := Calendar{unit: unit, zone: zone, loc: loc, memo: &memo{}}
 	if len(holidays) > 0 && unit != BusinessDay {
 		return Calendar{}, fmt.Errorf("%w: holidays apply only to business_day", ErrInvalid)
 	}
@@ -247,7 +264,29 @@ func (c Calendar) localDay(t int64) int64 {
 }
 
 // Window is the window containing instant t, named by its first day.
-func (c Calendar) Window(t int64) int64 { return c.windowOf(c.localDay(t)) }
+func (c Calendar) Window(t int64) int64 {
+	if c.memo != nil {
+		if b := c.memo.b.Load(); b != nil && b.Start <= t && t < b.End {
+			return b.W
+		}
+	}
+	return c.windowOf(c.localDay(t))
+}
+
+// Bounds are the instants of the window starting on day w.
+func (c Calendar) Bounds(w int64) Bounds {
+	if c.memo != nil {
+		if b := c.memo.b.Load(); b != nil && b.W == w {
+			return *b
+		}
+	}
+	next := c.Next(w)
+	b := Bounds{W: w, Start: c.Start(w), End: c.Start(next), After: c.Start(c.Next(next))}
+	if c.memo != nil {
+		c.memo.b.Store(&b)
+	}
+	return b
+}
 
 // windowOf is the first day of the window containing day n. A business
 // day's window runs until the next business day begins: a Saturday, a

@@ -196,3 +196,34 @@ func TestZonesWithoutSystemZoneinfo(t *testing.T) {
 		t.Fatal("cmd/limitdb does not link time/tzdata: a host without zoneinfo would not know Europe/Paris")
 	}
 }
+
+// TestMemoAgreesUnderConcurrency: copies of one Calendar share the memo of
+// the last window asked for; goroutines asking about different windows at
+// once always get the answer computed from the zone's rules.
+func TestMemoAgreesUnderConcurrency(t *testing.T) {
+	c := mustCal(t, Day, "Europe/Paris")
+	bare := c
+	bare.memo = nil // the same calendar without the memo
+	base := at(t, "2024-10-26T00:00:00+02:00")
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			for i := int64(0); i < 2000; i++ {
+				now := base + (i*7919+int64(g)*104729)*int64(time.Second)%(3*int64(day)) // 26 to 28 October, over the 25-hour day
+				if got, want := c.Window(now), bare.Window(now); got != want {
+					t.Errorf("Window(%v) = %s, want %s", time.Unix(0, now), FormatDay(got), FormatDay(want))
+					return
+				}
+				w := c.Window(now)
+				if got, want := c.Bounds(w), bare.Bounds(w); got != want {
+					t.Errorf("Bounds(%s) = %+v, want %+v", FormatDay(w), got, want)
+					return
+				}
+			}
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+}

@@ -70,8 +70,8 @@ type Decision struct {
 // view is a state seen from an instant: the window it counts in, that
 // window's bounds, and the two counts.
 type view struct {
-	w, start, end int64
-	cur, prev     int64
+	w, start, end, after int64
+	cur, prev            int64
 }
 
 // at sees s from now. The stored window is read in the calendar's current
@@ -90,7 +90,8 @@ func (l Window) at(s State, now int64) view {
 			v.prev = s.Count
 		}
 	}
-	v.start, v.end = c.Start(v.w), c.Start(c.Next(v.w))
+	b := c.Bounds(v.w)
+	v.start, v.end, v.after = b.Start, b.End, b.After
 	return v
 }
 
@@ -172,8 +173,7 @@ func (l Window) retryAt(v view, eff, cost int64) int64 {
 	if !l.Sliding {
 		return v.end
 	}
-	next := l.Cal.Start(l.Cal.Next(l.Cal.Next(v.w)))
-	return max(solve(l.Limit-cost, v.cur, next-v.end, next, true), v.end)
+	return max(solve(l.Limit-cost, v.cur, v.after-v.end, v.after, true), v.end)
 }
 
 // solve is the first t with prev*(end - t) <= room*length.
@@ -196,7 +196,7 @@ func (l Window) expire(v view) int64 {
 	case !l.Sliding && v.cur > 0:
 		return v.end
 	case l.Sliding && v.cur > 0:
-		return l.Cal.Start(l.Cal.Next(l.Cal.Next(v.w)))
+		return v.after
 	case l.Sliding && v.prev > 0:
 		return v.end
 	}
@@ -209,7 +209,6 @@ func (l Window) Expire(s State) int64 {
 	if s.empty() || !valid(s.Window) {
 		return 0
 	}
-	w := l.Cal.windowOf(s.Window)
-	v := view{w: w, cur: s.Count, prev: s.Prev, end: l.Cal.Start(l.Cal.Next(w))}
-	return l.expire(v)
+	b := l.Cal.Bounds(l.Cal.windowOf(s.Window))
+	return l.expire(view{w: b.W, end: b.End, after: b.After, cur: s.Count, prev: s.Prev})
 }
