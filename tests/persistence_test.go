@@ -77,6 +77,11 @@ var roundTrip = map[engine.Kind]struct {
 		before: [][]any{{"LPUSH", "{k}", "a", "b", "c"}, {"RPUSH", "{k}", ""}, {"EXPIRE", "{k}", 100}},
 		after:  [][]any{{"LRANGE", "{k}", 0, -1}, {"LPOP", "{k}"}, {"LTRIM", "{k}", 0, 1}, {"LRANGE", "{k}", 0, -1}},
 	},
+
+	engine.KindCalendarWindow: {
+		before: [][]any{{"FW.INCR", "{k}", 10, "month", 4, "TZ", "Europe/Paris"}},
+		after:  [][]any{{"FW.INCR", "{k}", 10, "month", 0, "TZ", "Europe/Paris"}, {"SW.INCR", "{k}", 10, "month", 5, "TZ", "Europe/Paris"}, {"FW.INCR", "{k}", 10, "month", "TZ", "Europe/Paris"}},
+	},
 }
 
 // serverFromDir starts an in-process server whose snapshots live in dir,

@@ -21,7 +21,7 @@ func registerKeys(t *command.Table) {
 		&command.Command{Name: "renamenx", Arity: 3, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
 			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name only if that name is free; answers 1 if moved.", Syntax: "key newkey", Handler: cmdRename(true)},
 		&command.Command{Name: "type", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
-			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, list, none).", Syntax: "key", Handler: cmdType},
+			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, list, cwindow, none).", Syntax: "key", Handler: cmdType},
 		&command.Command{Name: "ttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Seconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(false)},
 		&command.Command{Name: "pttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
