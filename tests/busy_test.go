@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -214,4 +215,41 @@ func TestBusyTransactionsAnswerAsRedis(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Contains(t, got, "EXEC -> -EXECABORT Transaction discarded because of previous errors.")
 	require.Equal(t, "GET xx -> $1\r\n1", got[len(got)-1])
+}
+
+// TestMigrateWaitFreesItsLoop: MIGRATE waiting for a target that does not
+// answer holds up no other connection of its event loop.
+func TestMigrateWaitFreesItsLoop(t *testing.T) {
+	t.Parallel()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var held []net.Conn
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			nc, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, nc)
+		}
+	}()
+	loops := runtime.GOMAXPROCS(0)
+	ts, conns := startLoops(t, time.Minute, 1+loops)
+	migrating, peer := conns[0], conns[loops] // on the same loop
+	require.Equal(t, "+OK\r\n", migrating.do("SET", "k", "v"))
+	host, port := hostPort(t, silent.Addr().String())
+	stop := ts.stepping(100 * time.Millisecond)
+	defer stop()
+	migrating.send(cmd("MIGRATE", host, port, "k", "0", "600000"))
+	awaitCommand(t, peer, "c0", "migrate")
+	require.Equal(t, "+PONG\r\n", peer.do("PING"))
+	silent.Close()
+	<-accepted
+	for _, nc := range held {
+		nc.Close()
+	}
+	require.True(t, strings.HasPrefix(migrating.await(), "-IOERR"))
+	require.Equal(t, "$1\r\nv\r\n", migrating.do("GET", "k"))
 }
