@@ -174,7 +174,7 @@ func TestBusyTransactionsAnswerAsRedis(t *testing.T) {
 		{"GET", "xx"},
 		{"EXEC"},
 		{"WATCH", "xx"}, {"UNWATCH"}, {"MULTI"}, {"DISCARD"},
-		{"FUNCTION", "KILL"},
+		{"FUNCTION", "KILL"}, {"SHUTDOWN"}, {"SHUTDOWN", "SAVE"},
 		{"MULTI"}, {"INCR", "xx"},
 		{"KILL"},
 		{"EXEC"},

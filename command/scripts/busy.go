@@ -236,19 +236,28 @@ func (f *Family) Watch() {
 
 // busyCheck answers -BUSY while a script is busy, to every client but the
 // script's own, for every command but those Redis 7 flags allow-busy (the
-// ones that end a busy script, the connection's identity, and MULTI,
+// ones that end a busy script, SHUTDOWN with NOSAVE only, the
+// connection's identity, and MULTI,
 // DISCARD, WATCH and UNWATCH, so that a transaction pipelined across the
 // threshold is refused whole) and the replication handshake. A command
 // refused inside MULTI fails the transaction (EXECABORT at EXEC); EXEC
 // itself is refused with the transaction discarded, as Redis does.
-func (f *Family) busyCheck(c *command.Client, cmd *command.Command, _ [][]byte) bool {
+func (f *Family) busyCheck(c *command.Client, cmd *command.Command, args [][]byte) bool {
 	if c.Calling() {
 		return true
 	}
 	switch cmd.Name {
-	case "script|kill", "function|kill", "shutdown", "auth", "hello", "quit", "reset",
+	case "script|kill", "function|kill", "auth", "hello", "quit", "reset",
 		"multi", "discard", "watch", "unwatch", "replconf", "psync", "sync":
 		return true
+	case "shutdown":
+		// Only SHUTDOWN NOSAVE: a snapshot would hold what the script has
+		// written so far.
+		for _, a := range args[1:] {
+			if command.EqualFold(a, "nosave") {
+				return true
+			}
+		}
 	}
 	msg := f.busy.busyReply()
 	if cmd.Name == "exec" {
