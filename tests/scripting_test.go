@@ -309,8 +309,7 @@ func TestFunctionsAreKept(t *testing.T) {
 // TestBusyScript: a script past busy-reply-threshold makes others get
 // -BUSY; SCRIPT KILL stops one that wrote nothing, and answers
 // UNKILLABLE for one that wrote, as Redis does. The server gives each
-// connection a goroutine (event-loop no): on an event loop, a busy
-// script holds up the other connections of its loop (docs/scripting.md).
+// connection a goroutine (event-loop no); busy_test.go has the event loop.
 func TestBusyScript(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(t0)

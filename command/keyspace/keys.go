@@ -195,17 +195,21 @@ func cmdScan(c *command.Client, args [][]byte) {
 	}
 }
 
+// cmdKeys walks the whole keyspace, which may take long: the connections
+// that share the client's event loop are served meanwhile (RunLong).
 func cmdKeys(c *command.Client, args [][]byte) {
 	eng, now, pattern := c.Engine(), c.Now(), string(args[1])
 	var keys []string
-	for i := 0; i < eng.Shards(); i++ {
-		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
-			if command.GlobMatch(pattern, k) {
-				keys = append(keys, k)
-			}
-			return true
-		})
-	}
+	c.RunLong(func() {
+		for i := 0; i < eng.Shards(); i++ {
+			eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
+				if command.GlobMatch(pattern, k) {
+					keys = append(keys, k)
+				}
+				return true
+			})
+		}
+	})
 	c.Array(len(keys))
 	for _, k := range keys {
 		c.BulkString(k)
@@ -217,6 +221,6 @@ func cmdFlush(c *command.Client, args [][]byte) {
 		c.Error(command.ErrSyntax)
 		return
 	}
-	c.Engine().Flush()
+	c.RunLong(func() { c.Engine().Flush() }) // every key: it may take long
 	c.OK()
 }

@@ -13,38 +13,56 @@ import (
 )
 
 // A script that runs past busy-reply-threshold makes the server busy, as
-// in Redis: other clients get -BUSY, except for the commands that end it
-// (SCRIPT KILL, FUNCTION KILL, SHUTDOWN) and a few connection commands,
-// until it ends or SCRIPT KILL stops it (only a script that wrote
-// nothing). A watchdog, ten times a second of the engine's clock, marks
-// the runs past the threshold; the modes gate costs one atomic load while
-// none is (command.Table.SetBusyCheck).
+// in Redis: other clients get -BUSY, except for the commands Redis allows
+// while busy (busyCheck), until it ends or SCRIPT KILL stops it (only a
+// script that wrote nothing). A watchdog, ten times a second of the
+// engine's clock, marks the runs past the threshold; the modes gate costs
+// one atomic load while none is (command.Table.SetBusyCheck).
+//
+// A script runs on its connection's goroutine, which on an event loop is
+// the loop's: it runs inside Client.RunLong, so that the loop's other
+// connections are served from another goroutine while it runs (the
+// transport's hand-over, server/poll_linux.go), and every connection can
+// send SCRIPT KILL. SCRIPT KILL sent before the script is busy waits for
+// it to be (Redis reads it only then) and kills it.
 
 // scriptRun is one script or function running.
 type scriptRun struct {
-	h     scripting.Handle
-	c     *command.Client
-	start time.Duration // on the watchdog's clock
-	wrote atomic.Bool
-	busy  bool   // guarded by busyScripts.mu
-	heap  uint64 // the heap's size when the watchdog first saw the run; guarded by busyScripts.mu
+	h        scripting.Handle
+	c        *command.Client
+	start    time.Duration // on the watchdog's clock
+	wrote    atomic.Bool
+	function bool   // FCALL's, not EVAL's
+	seq      uint64 // the order it started in; guarded by busyScripts.mu
+	busy     bool   // guarded by busyScripts.mu
+	heap     uint64 // the heap's size when the watchdog first saw the run; guarded by busyScripts.mu
 }
 
 // busyScripts are the runs under way.
 type busyScripts struct {
-	clk   clock.Clock
-	mu    sync.Mutex
-	runs  map[*scriptRun]struct{}
-	count atomic.Int32 // runs past the threshold: the server is busy while it is above zero
+	clk     clock.Clock
+	mu      sync.Mutex
+	changed sync.Cond // on mu: a run ended or became busy (kill waits for it)
+	runs    map[*scriptRun]struct{}
+	started uint64       // runs started so far
+	count   atomic.Int32 // runs past the threshold: the server is busy while it is above zero
+}
+
+func newBusyScripts() *busyScripts {
+	b := &busyScripts{runs: map[*scriptRun]struct{}{}}
+	b.changed.L = &b.mu
+	return b
 }
 
 // start registers r, the caller's own (reused from run to run), as c's
 // run from now.
-func (b *busyScripts) start(r *scriptRun, c *command.Client) *scriptRun {
-	r.c, r.start, r.busy, r.heap = c, b.clk.Mono(), false, 0
+func (b *busyScripts) start(r *scriptRun, c *command.Client, function bool) *scriptRun {
+	r.c, r.start, r.busy, r.heap, r.function = c, b.clk.Mono(), false, 0, function
 	r.wrote.Store(false)
 	r.h.Reset()
 	b.mu.Lock()
+	b.started++
+	r.seq = b.started
 	b.runs[r] = struct{}{}
 	b.mu.Unlock()
 	return r
@@ -57,6 +75,7 @@ func (b *busyScripts) end(r *scriptRun) {
 		b.count.Add(-1)
 	}
 	b.mu.Unlock()
+	b.changed.Broadcast()
 }
 
 // watch marks the runs past threshold as busy.
@@ -68,6 +87,7 @@ func (b *busyScripts) watch(threshold time.Duration, logf func(string, ...any)) 
 		if !r.busy && threshold > 0 && now-r.start >= threshold {
 			r.busy = true
 			b.count.Add(1)
+			b.changed.Broadcast()
 			logf("Slow script detected: still in execution after %d milliseconds. You can try killing the script using the SCRIPT KILL command.", (now-r.start)/time.Millisecond)
 		}
 	}
@@ -119,15 +139,38 @@ func heapBytes() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// kill stops the busy runs (SCRIPT KILL), unless one of them wrote.
-func (b *busyScripts) kill() error {
+// The -BUSY replies, as Redis words them for a script (EVAL) and for a
+// function (FCALL).
+const (
+	errBusyScript   = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	errBusyFunction = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+)
+
+// kill stops the busy runs, unless one of them wrote: SCRIPT KILL (the
+// runs of EVAL) or FUNCTION KILL (of FCALL). Runs under way that are not
+// busy yet are waited for, until one is busy or all have ended: Redis
+// reads SCRIPT KILL only once its script is busy, and an early one is
+// answered then. With no threshold (0: never busy), the runs under way
+// are killed at once.
+func (b *busyScripts) kill(function bool, threshold time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var busy []*scriptRun
-	for r := range b.runs {
-		if r.busy {
-			busy = append(busy, r)
+	upTo := b.started // the runs under way now, not those started while this waits
+	killable := func() (busy []*scriptRun, waiting bool) {
+		for r := range b.runs {
+			switch {
+			case r.busy || threshold <= 0:
+				busy = append(busy, r)
+			case r.seq <= upTo:
+				waiting = true
+			}
 		}
+		return busy, waiting
+	}
+	busy, waiting := killable()
+	for len(busy) == 0 && waiting {
+		b.changed.Wait()
+		busy, waiting = killable()
 	}
 	if len(busy) == 0 {
 		return command.WireError("NOTBUSY No scripts in execution right now.")
@@ -138,9 +181,30 @@ func (b *busyScripts) kill() error {
 		}
 	}
 	for _, r := range busy {
+		switch {
+		case r.function && !function:
+			return command.WireError(errBusyFunction)
+		case !r.function && function:
+			return command.WireError(errBusyScript)
+		}
+	}
+	for _, r := range busy {
 		r.h.Kill()
 	}
 	return nil
+}
+
+// busyReply is the -BUSY reply while runs are busy: a function's when
+// every busy run is a function's, as Redis words it.
+func (b *busyScripts) busyReply() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for r := range b.runs {
+		if r.busy && !r.function {
+			return errBusyScript
+		}
+	}
+	return errBusyFunction
 }
 
 // killAll stops every run, written or not: the server is closing.
@@ -171,15 +235,36 @@ func (f *Family) Watch() {
 }
 
 // busyCheck answers -BUSY while a script is busy, to every client but the
-// script's own and to all but the commands that end a busy script.
-func busyCheck(c *command.Client, cmd *command.Command, _ [][]byte) bool {
+// script's own, for every command but those Redis 7 flags allow-busy (the
+// ones that end a busy script, SHUTDOWN with NOSAVE only, the
+// connection's identity, and MULTI,
+// DISCARD, WATCH and UNWATCH, so that a transaction pipelined across the
+// threshold is refused whole) and the replication handshake. A command
+// refused inside MULTI fails the transaction (EXECABORT at EXEC); EXEC
+// itself is refused with the transaction discarded, as Redis does.
+func (f *Family) busyCheck(c *command.Client, cmd *command.Command, args [][]byte) bool {
 	if c.Calling() {
 		return true
 	}
 	switch cmd.Name {
-	case "script|kill", "function|kill", "shutdown", "auth", "hello", "replconf", "psync", "sync":
+	case "script|kill", "function|kill", "auth", "hello", "quit", "reset",
+		"multi", "discard", "watch", "unwatch", "replconf", "psync", "sync":
 		return true
+	case "shutdown":
+		// Only SHUTDOWN NOSAVE: a snapshot would hold what the script has
+		// written so far.
+		for _, a := range args[1:] {
+			if command.EqualFold(a, "nosave") {
+				return true
+			}
+		}
 	}
-	c.Err("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+	msg := f.busy.busyReply()
+	if cmd.Name == "exec" {
+		c.DiscardMulti()
+		c.Err("EXECABORT Transaction discarded because of: " + msg)
+		return false
+	}
+	c.Err(msg)
 	return false
 }
