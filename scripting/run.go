@@ -114,6 +114,8 @@ type state struct {
 	views  map[*lua.LTable]*lua.LTable // each library's read-only view, to the library (readonly.go)
 	hidden *lua.LTable                 // a protected metatable's __metatable: getmetatable gives nil
 
+	keepError *lua.LFunction // the message handler of a run's protected call (results.go)
+
 	memoryLimit func() int64
 	overMemory  bool // this run made a string larger than memoryLimit
 }
@@ -371,11 +373,16 @@ func AppendLuaNumber(dst []byte, f float64) []byte {
 }
 
 func (r *Runner) newState() *state {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
+	// The registry (the values of every frame of a run) grows by
+	// registryStep slots at a time, not gopher-lua's 32: a run that needs
+	// its thousands of slots gets them in a few copies, not thousands.
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: callStackSize, RegistrySize: 1024,
+		RegistryMaxSize: 1 << 20, RegistryGrowStep: registryStep})
 	vals := newValues()
 	openLibs(L, vals)
 	g := L.G.Global
-	st := &state{L: L, memoryLimit: r.opts.MemoryLimit, vals: vals}
+	boundResults(L, g)
+	st := &state{L: L, memoryLimit: r.opts.MemoryLimit, vals: vals, keepError: L.NewFunction(keepError)}
 	st.limitStrings()
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
@@ -447,7 +454,7 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 	if push != nil {
 		push()
 	}
-	err := L.PCall(nargs, 1, nil)
+	err := L.PCall(nargs, 1, st.keepError) // no traceback (results.go)
 	if h != nil {
 		h.cancel.Store(nil)
 	}
