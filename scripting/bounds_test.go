@@ -128,3 +128,97 @@ func TestResultsBoundedAsLua51(t *testing.T) {
 		}
 	}
 }
+
+const overLimit = "-ERR Script used more memory than script-memory-limit allows script: "
+
+// TestBuildersReserveFirst: with a 1 MB script-memory-limit, every
+// builder of large strings and tables is refused before it makes what
+// would pass the limit, alone or with what the run still holds; what the
+// run made and dropped does not count.
+func TestBuildersReserveFirst(t *testing.T) {
+	r := NewRunner(Options{MemoryLimit: func() int64 { return 1 << 20 }})
+	big := strings.Repeat("x", 2<<20)
+	json := "[" + strings.Repeat("1,", 1e5) + "1]"
+	for _, tc := range []struct {
+		name, body, arg, want string
+	}{
+		{"upper", "return #ARGV[1]:upper()", big, overLimit},
+		{"lower", "return #ARGV[1]:lower()", strings.ToUpper(big), overLimit},
+		{"reverse", "return #ARGV[1]:reverse()", big, overLimit},
+		{"held together", "local s = string.rep('x', 4e5) local t = {s:upper(), s:lower(), s:reverse()} return #t", "", overLimit},
+		{"rep, held", "local a, b, c = string.rep('x', 4e5), string.rep('y', 4e5), string.rep('z', 4e5) return #a + #b + #c", "", overLimit},
+		{"concat, held", "local s = string.rep('x', 3e5) local a = s .. 'a' local b = s .. 'b' local c = s .. 'c' return #c", "", overLimit},
+		{"cjson.encode, held", "local s = string.rep('x', 3e5) local a, b, c = cjson.encode({s}), cjson.encode({s}), cjson.encode({s}) return #a + #b + #c", "", overLimit},
+		{"cjson.encode, one call", "local s, t = string.rep('x', 3e5), {} for i = 1, 10 do t[i] = s end return #cjson.encode(t)", "", overLimit},
+		{"cjson.decode", "return #cjson.decode(ARGV[1])", json, overLimit},
+		{"format width", "return #string.format('%99999999d', 1)", "", "-ERR user_script:1: invalid format (width or precision too long) script: "},
+		{"format flags", "return string.format('%-+ #0-d', 1)", "", "-ERR user_script:1: invalid format (repeated flags) script: "},
+		{"made and dropped", "local s = string.rep('x', 2e5) for i = 1, 20 do local u = s:upper() end return #s", "", ":200000\r\n"},
+		{"decoded and dropped", "for i = 1, 5 do local t = cjson.decode(ARGV[1]) end return 1", "[" + strings.Repeat("1,", 1e4) + "1]", ":1\r\n"},
+		{"upper of ASCII", "return ('aZ\\233'):upper() .. ('aZ\\233'):lower()", "", "$6\r\nAZ\xe9az\xe9\r\n"},
+		{"format within", "return string.format('%5.2f|%-3d|%99s', 1.5, 7, 'x'):sub(1, 10)", "", "$10\r\n 1.50|7  |\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var argv []string
+			if tc.arg != "" {
+				argv = append(argv, tc.arg)
+			}
+			if got := runWith(t, r, tc.body, argv...); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSHA1HexCopiesNothing: redis.sha1hex hashes its argument where it
+// is.
+func TestSHA1HexCopiesNothing(t *testing.T) {
+	r := NewRunner(Options{MemoryLimit: func() int64 { return 1 << 20 }})
+	big := strings.Repeat("x", 4<<20)
+	allocated := func(body string) (uint64, string) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got := runWith(t, r, body, big)
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc, got
+	}
+	args, _ := allocated("return #ARGV[1]") // the argument's copies
+	n, got := allocated("return redis.sha1hex(ARGV[1])")
+	if want := "$40\r\n" + SHA1([]byte(big)) + "\r\n"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if n > args+1<<20 {
+		t.Errorf("%d bytes allocated, %d for the argument", n, args)
+	}
+}
+
+// TestKillStopsABuilder: SCRIPT KILL stops a run inside a library call
+// that makes a large value, even a run without a context of its own
+// (a straight-line script).
+func TestKillStopsABuilder(t *testing.T) {
+	big := strings.Repeat("x", 8<<20)
+	for _, body := range []string{
+		"redis.call('ping') return #ARGV[1]:upper()",
+		"redis.call('ping') return #ARGV[1]:reverse()",
+		"redis.call('ping') return #cjson.encode({ARGV[1]})",
+		"redis.call('ping') return redis.sha1hex(ARGV[1])",
+		"redis.call('ping') return #(ARGV[1] .. ARGV[1])",
+		"redis.call('ping') return #string.rep(ARGV[1], 2)",
+	} {
+		s, err := NewCache().Load([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.bounded {
+			t.Fatalf("%s: not a straight-line script", body)
+		}
+		h := &Handle{}
+		var out bytes.Buffer
+		w := resp.NewWriter(&out)
+		NewRunner(Options{}).Run(s, nil, [][]byte{[]byte(big)}, &killingCaller{h: h}, w, h)
+		w.Flush()
+		if !strings.HasPrefix(out.String(), "-ERR Script killed by user with SCRIPT KILL... script: ") {
+			t.Errorf("%s: %q", body, out.String())
+		}
+	}
+}

@@ -117,7 +117,8 @@ type state struct {
 	keepError *lua.LFunction // the message handler of a run's protected call (results.go)
 
 	memoryLimit func() int64
-	overMemory  bool // this run made a string larger than memoryLimit
+	overMemory  bool      // this run made a string larger than memoryLimit
+	mem         runMemory // this run's large strings (memory.go)
 }
 
 type global struct {
@@ -158,7 +159,6 @@ func openLibs(L *lua.LState, vals *values) {
 		g.RawSet(k, lua.LNil)
 	}
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
-	g.RawSetString("cjson", cjsonLib(L))
 	// Lua 5.1 writes a number as "%.14g" (1/3: 0.33333333333333, 1e15:
 	// 1e+15); gopher-lua's own tostring writes Go's shortest form.
 	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
@@ -383,6 +383,7 @@ func (r *Runner) newState() *state {
 	g := L.G.Global
 	boundResults(L, g)
 	st := &state{L: L, memoryLimit: r.opts.MemoryLimit, vals: vals, keepError: L.NewFunction(keepError)}
+	g.RawSetString("cjson", st.cjsonLib(L))
 	st.limitStrings()
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
@@ -491,7 +492,7 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 			g.RawSetString(gl.name, gl.v)
 		}
 	}
-	st.caller, st.overMemory = nil, false
+	st.caller, st.overMemory, st.mem = nil, false, runMemory{}
 	if st.ctx.Err() != nil { // killed: this interpreter needs a live context
 		st.ctx, st.cancel = context.WithCancel(context.Background())
 		L.SetContext(st.ctx)
@@ -585,7 +586,7 @@ func (st *state) redisLib(opts Options) *lua.LTable {
 			if L.GetTop() != 1 {
 				raise(L, "ERR wrong number of arguments")
 			}
-			L.Push(lua.LString(SHA1([]byte(L.ToString(1)))))
+			L.Push(lua.LString(st.sha1hex(L, L.ToString(1))))
 			return 1
 		},
 		"log": func(L *lua.LState) int {
