@@ -13,10 +13,17 @@ import (
 // push whatever range they are given (a million values, the registry
 // grown a few slots at a time), so both are replaced.
 //
-// A Lua function calling Lua functions is bounded by the interpreter's
-// call stack (callStackSize frames): past it the run fails with "stack
-// overflow", Lua's words. A tail call reuses its frame, as in Lua: an
-// endless tail recursion runs in constant memory until it is stopped.
+// Calls nest as deep as the interpreter's call stack, callStackSize
+// frames: past it the run fails with "stack overflow", Lua's words (a
+// pcall gets it as its error). Redis's Lua lets Lua functions nest 20000
+// deep (LUAI_MAXCALLS) and protected calls and metamethods 200
+// (LUAI_MAXCCALLS, "C stack overflow"); here both share the 200 frames.
+// gopher-lua's stack is an array of frames per interpreter and per
+// coroutine, allocated whole: 20000 frames would be 1.6 MB for each
+// (one interpreter per script running at once), and the stack that grows
+// as needed instead reports its overflow as a Go panic, without Lua's
+// error. A tail call reuses its frame, as in Lua: an endless tail
+// recursion runs in constant memory until it is stopped.
 // gopher-lua counts a frame's tail calls and, when an error ends a
 // protected call without a message handler, writes a traceback line for
 // each of them (millions of lines, hundreds of megabytes, seconds after
