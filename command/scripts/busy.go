@@ -46,6 +46,8 @@ type busyScripts struct {
 	runs    map[*scriptRun]struct{}
 	started uint64       // runs started so far
 	count   atomic.Int32 // runs past the threshold: the server is busy while it is above zero
+
+	tickHeap uint64 // the heap at the watchdog's last tick (watchMemory's goroutine only)
 }
 
 func newBusyScripts() *busyScripts {
@@ -94,29 +96,37 @@ func (b *busyScripts) watch(threshold time.Duration, logf func(string, ...any)) 
 }
 
 // watchMemory stops the runs under way while the heap has grown by more
-// than limit (script-memory-limit; 0: none) since the watchdog first saw
-// them, once a collection has shown that the growth is not garbage. A
-// script that grows a string past the limit is stopped by the interpreter
-// at once (scripting/memory.go); this catches growth by many values, within
-// a tick of the watchdog. The heap is the server's: what other clients add
-// while a long script runs counts too.
+// than limit (script-memory-limit; 0: none) since just before the
+// watchdog first saw them, once a collection has shown that the growth is
+// not garbage: a run is measured from the heap of the tick before it (or
+// the heap now, if smaller), so the first tick that sees it over the limit
+// stops it, within the watchdog's period of its passing the limit. A
+// script that makes a large string or table is stopped by the interpreter
+// before it allocates (scripting/memory.go); this catches growth by many
+// small values. The heap is the server's: what other clients add while a
+// long script runs counts too.
 func (b *busyScripts) watchMemory(limit uint64, logf func(string, ...any)) {
-	b.mu.Lock()
-	running := len(b.runs) > 0
-	b.mu.Unlock()
-	if limit == 0 || !running { // no heap to read
+	if limit == 0 {
+		b.tickHeap = 0
 		return
 	}
+	before := b.tickHeap
 	// over counts the runs over the limit, and stops them once collected.
 	over := func(collected bool) (n int) {
 		heap := heapBytes()
+		if !collected {
+			b.tickHeap = heap
+		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for r := range b.runs {
-			switch {
-			case r.heap == 0 && !collected:
+			if r.heap == 0 {
 				r.heap = heap
-			case r.heap != 0 && heap > r.heap+limit:
+				if before != 0 {
+					r.heap = min(before, heap)
+				}
+			}
+			if heap > r.heap+limit {
 				n++
 				if collected {
 					logf("Script stopped: the heap grew by more than script-memory-limit (%d bytes) while it ran.", limit)
