@@ -234,7 +234,12 @@ func Reserve(ent Entry, a Adjuster, now, cost, ttl int64, shadow bool) (next Ent
 	}
 	deadline := (now + ttl + 999_999) / 1_000_000
 	seq := res.Seq + 1
-	open = append(slices.Clip(open), Reservation{Seq: seq, Deadline: deadline * 1_000_000, Cost: charged, Mark: a.Mark(n)})
+	// A new slice of exactly the length: the stored one is never changed
+	// (Reserved), and its capacity is the key's memory.
+	grown := make([]Reservation, len(open)+1)
+	copy(grown, open)
+	grown[len(open)] = Reservation{Seq: seq, Deadline: deadline * 1_000_000, Cost: charged, Mark: a.Mark(n)}
+	open = grown
 	id = ReservationID{Deadline: deadline, Seq: seq}
 	return wrap(n, seq, max(res.Last, deadline*1_000_000), open, now), r, id, true, nil
 }
