@@ -49,12 +49,15 @@ const (
 
 	KindCalendarWindow // FW.INCR/SW.INCR over calendar windows: A = window's first day, B = counts (calendar.go)
 
+	KindReserve // a limiter's entry with reservations open (RL.RESERVE): Ext = *Reserved
+
 	kindCount
 )
 
 var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string", "hash", "set", "zset", "list",
 
 	KindCalendarWindow: "cwindow",
+	KindReserve:        "reserved",
 }
 
 // Limiter reports whether k is a limiter's state, which expires by itself
@@ -63,7 +66,8 @@ var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "sw
 func (k Kind) Limiter() bool {
 	return k >= KindGCRA && k <= KindSlidingLog ||
 
-		k == KindCalendarWindow
+		k == KindCalendarWindow ||
+		k == KindReserve
 }
 
 // String is the name TYPE answers.

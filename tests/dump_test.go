@@ -382,6 +382,7 @@ func TestMigrateEveryKind(t *testing.T) {
 		{"l", []any{"RPUSH", "l", "a", "", "c"}, []any{"LRANGE", "l", 0, -1}},
 
 		{"cw", []any{"SW.INCR", "cw", 5, "day", 3, "TZ", "America/New_York"}, []any{"SW.INCR", "cw", 5, "day", "TZ", "America/New_York"}},
+		{"rl:p:r", []any{"RL.RESERVE", "p", "r", 3}, []any{"RL.HIT", "p", "r"}},
 	}
 	args := []any{"MIGRATE", "", "", "", 0, 5000, "COPY", "KEYS"}
 	args[1], args[2] = hostPort(t, dst.addr)

@@ -39,6 +39,9 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	registerGcra(t)
 	f.registerLimiters(t)
 	f.registerPolicy(t)
+
+	f.registerReserve(t)
+
 	t.ExtendInfo("limits", func(_ *engine.Engine, b *strings.Builder) { f.policies.AppendInfo(b) })
 	t.AddSection("policies", f.policies.MarshalRuntime, f.policies.UnmarshalRuntime)
 	t.OnResetStat(f.policies.ResetCounters)
