@@ -41,6 +41,9 @@ func (c *compiled) adjuster() (engine.Adjuster, error) {
 	if a, ok := c.lim.(engine.Adjuster); ok {
 		return a, nil
 	}
+	if c.Calendar.Unit != 0 {
+		return nil, fmt.Errorf("policy '%s' counts in calendar windows, and a calendar period %w: use a period of fixed length", c.Name, ErrNoReservations)
+	}
 	why := "its state cannot give cost back"
 	switch c.Algorithm {
 	case LeakyQueue:

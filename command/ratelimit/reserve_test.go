@@ -94,6 +94,8 @@ func TestReserveSteps(t *testing.T) {
 			{0, []string{"RL.RESERVE", "q", "u", "4"}, "-ERR policy 'q' is leaky_queue, which takes no reservations: giving cost back would serve later requests ahead of those already queued behind it; use token_bucket\r\n"},
 			{0, []string{"RL.POLICY", "SET", "l", "sliding_log", "10", "1m"}, "+OK\r\n"},
 			{0, []string{"RL.SETTLE", "l", "u", "1700000300000-1", "0"}, "-ERR policy 'l' is sliding_log, which takes no reservations: it keeps one stamp per unit, at most limit of them, and giving cost back would remove stamps from the middle of its ring; use sliding_window\r\n"},
+			{0, []string{"RL.POLICY", "SET", "m", "fixed_window", "10", "month", "TZ", "Europe/Paris"}, "+OK\r\n"},
+			{0, []string{"RL.RESERVE", "m", "u", "4"}, "-ERR policy 'm' counts in calendar windows, and a calendar period takes no reservations: use a period of fixed length\r\n"},
 		}},
 		{"shadow", []step{
 			{0, []string{"RL.POLICY", "SET", "p", "fixed_window", "2", "1m", "SHADOW"}, "+OK\r\n"},
