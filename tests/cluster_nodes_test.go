@@ -323,7 +323,7 @@ func TestClusterFailsOverAPrimary(t *testing.T) {
 	id, err := victim.client(t).ClusterMyID(ctx).Result()
 	require.NoError(t, err)
 	// The replicas have every write: WAIT on the primary.
-	acked, err := victim.client(t).Do(ctx, "WAIT", 1, 5000).Int()
+	acked, err := victim.client(t).Do(ctx, "WAIT", 1, 30000).Int()
 	require.NoError(t, err)
 	require.Equal(t, 1, acked, "the primary's replica acknowledges its writes")
 
