@@ -254,7 +254,7 @@ func (c *Consensus) start() (fresh bool, err error) {
 	obs := make(chan raft.Observation, 64)
 	r.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
-		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation, raft.LeaderObservation:
 			return true
 		}
 		return false
@@ -494,7 +494,10 @@ func (c *Consensus) Close() {
 	})
 }
 
-// observe keeps, on the leader, since when each member's heartbeats fail.
+// observe keeps, on the leader, since when each member's heartbeats fail,
+// and logs each change of leader: elections an operator should not see
+// while every member runs (a node timeout too short for the machine's
+// load shows here first).
 func (c *Consensus) observe(ch chan raft.Observation) {
 	defer c.wg.Done()
 	for {
@@ -502,6 +505,14 @@ func (c *Consensus) observe(ch chan raft.Observation) {
 		case <-c.stop:
 			return
 		case o := <-ch:
+			if l, ok := o.Data.(raft.LeaderObservation); ok {
+				if l.LeaderID == "" {
+					c.cfg.Logger.Printf("cluster: no leader (term %d)", o.Raft.CurrentTerm())
+				} else {
+					c.cfg.Logger.Printf("cluster: %s leads (term %d)", l.LeaderID, o.Raft.CurrentTerm())
+				}
+				continue
+			}
 			c.failMu.Lock()
 			switch d := o.Data.(type) {
 			case raft.FailedHeartbeatObservation:

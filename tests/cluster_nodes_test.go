@@ -21,10 +21,12 @@ import (
 
 // A cluster of limitdb processes built and checked with the real
 // redis-cli --cluster, used through go-redis's ClusterClient and
-// redis-cli -c. The node timeout is short so that failovers take about a
-// second.
+// redis-cli -c. The node timeout is short so that failovers take seconds,
+// and long enough that a busy machine (tests/loaded.sh), whose processes
+// can wait hundreds of milliseconds for a core, causes no election: raft's
+// heartbeat timeout and lease are half of it (cluster.TimingsFor).
 
-const clusterNodeTimeout = "1000" // ms
+const clusterNodeTimeout = "3000" // ms
 
 // clusterNode is one limitdb process of a cluster, on fixed ports so that
 // it can be restarted at the address the others know.

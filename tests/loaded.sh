@@ -28,10 +28,12 @@ bin=$(mktemp -d)
 go test $race -c -o "$bin/tests.test" ./tests
 go build -o /dev/null ./cmd/limitdb
 
-pids=()
+pids=() # the busy loops
+group=  # the running test binary's process group, with the servers it started
 stop() {
+  [ -n "$group" ] && kill -- "-$group" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
   rm -rf "$bin"
 }
 trap stop EXIT INT TERM
@@ -43,7 +45,9 @@ done
 passed=0
 for ((i = 1; i <= count; i++)); do
   start=$SECONDS
-  if (cd tests && "$bin/tests.test" -test.run "$run" -test.count 1 -test.timeout 20m) >"$log/run$i.out" 2>&1; then
+  (cd tests && exec setsid "$bin/tests.test" -test.run "$run" -test.count 1 -test.timeout 20m) >"$log/run$i.out" 2>&1 &
+  group=$!
+  if wait "$group"; then
     passed=$((passed + 1))
     echo "run $i: ok ($((SECONDS - start))s)"
     rm -f "$log/run$i.out"
@@ -51,6 +55,7 @@ for ((i = 1; i <= count; i++)); do
     echo "run $i: FAIL ($((SECONDS - start))s), output in $log/run$i.out"
     grep -E '^\s*--- FAIL|Error:|panic:' "$log/run$i.out" | head -20 || true
   fi
+  group=
 done
 echo "passed $passed of $count with $busy busy processes (-run '$run')"
 [ "$passed" -eq "$count" ]
