@@ -105,10 +105,12 @@ var ErrNoMajority = Error("CLUSTERDOWN No cluster leader made the change within 
 
 // notLeader reports raft's errors that mean "ask the leader again": the
 // change may or may not have been committed, and another leader (or this
-// one, once its queue drains) can take it.
+// one, once its queue drains) can take it. A leader shutting down is one:
+// the members that stay elect another.
 func notLeader(err error) bool {
 	return errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
-		errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrEnqueueTimeout)
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrEnqueueTimeout) ||
+		errors.Is(err, raft.ErrRaftShutdown)
 }
 
 // asNotLeader is err as ErrNotLeader when raft says to ask the leader
