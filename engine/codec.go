@@ -37,6 +37,9 @@ func extCodecOf(kind Kind) (ExtCodec, bool) {
 		return zsetExt, true
 	case KindList:
 		return listExt, true
+
+	case KindLease:
+		return leaseExt, true
 	}
 	return ExtCodec{}, false
 }

@@ -45,15 +45,25 @@ const (
 	KindSet                       // SADD members: Ext = *Set
 	KindZSet                      // ZADD scored members: Ext = *ZSet
 	KindList                      // LPUSH elements: Ext = *List
+
+	KindLease // CL.ACQUIRE leases: Ext = *leaseBox (leases.go)
+
 	kindCount
 )
 
-var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string", "hash", "set", "zset", "list"}
+var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "swindow", "slog", "string", "hash", "set", "zset", "list",
+
+	KindLease: "lease",
+}
 
 // Limiter reports whether k is a limiter's state, which expires by itself
 // when its limit is fresh (ErrLimiterExpire), rather than a Redis data type
 // (string, hash, set, zset, list) whose expiry the client sets.
-func (k Kind) Limiter() bool { return k >= KindGCRA && k <= KindSlidingLog }
+func (k Kind) Limiter() bool {
+	return k >= KindGCRA && k <= KindSlidingLog ||
+
+		k == KindLease
+}
 
 // String is the name TYPE answers.
 func (k Kind) String() string {

@@ -76,6 +76,18 @@ var algorithms = []Algorithm{
 			"limit beyond a log": func() error { _, err := engine.NewSlidingLog(1e7, sec); return err },
 		},
 	},
+
+	{
+		// Leases of one ttl (the Period): a fresh key admits exactly limit
+		// permits, and each frees its share when its ttl passes.
+		Name: "CL.ACQUIRE (concurrency)", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewLeaseLimiter(limit, sec) },
+		Invalid: map[string]func() error{
+			"zero ttl":     func() error { _, err := engine.NewLeaseLimiter(1, 0); return err },
+			"negative ttl": func() error { _, err := engine.NewLeaseLimiter(1, -sec); return err },
+			"huge ttl":     func() error { _, err := engine.NewLeaseLimiter(1, math.MaxInt64); return err },
+		},
+	},
 }
 
 func TestConformance(t *testing.T) {
