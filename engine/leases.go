@@ -106,6 +106,26 @@ func (l LeaseLimiter) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bo
 	return leaseEntry(b), l.result(d), cost > 0 && !d.Limited, nil
 }
 
+// ApplyLease is Apply under a fresh id (lease.NewID), which it returns
+// ("" unless admitted): for a caller that decides on copies and may drop
+// them (RL.HITALL) but tells the holder its id when it keeps them.
+func (l LeaseLimiter) ApplyLease(ent Entry, now, cost int64) (Entry, limit.Result, string, bool, error) {
+	if cost < 0 {
+		return ent, limit.Result{}, "", false, ErrLeaseWeight
+	}
+	b := &leaseBox{}
+	if x, ok := ent.Ext.(*leaseBox); ok {
+		b = &leaseBox{s: x.s.Clone()}
+	}
+	b.s.Reclaim(now)
+	if d := b.s.Peek(now, l.Limit, cost); d.Limited || cost == 0 {
+		return leaseEntry(b), l.result(d), "", false, nil
+	}
+	id := lease.NewID()
+	d := b.s.Acquire(now, l.Limit, cost, l.TTL, id, true)
+	return leaseEntry(b), l.result(d), id, true, nil
+}
+
 // result is the uniform reply of a decision.
 func (l LeaseLimiter) result(d lease.Decision) limit.Result {
 	return result(d.Limited, l.Limit, d.Remaining, d.RetryAfter, d.ResetAfter)
