@@ -21,7 +21,10 @@ var layers = [][]string{
 	// The wire format, the clock, pure helpers and the storage table.
 	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "internal/archtest", "internal/testlog", "internal/libscripts", "internal/redisarg"},
 	// Pure algorithms; the configuration; the transport; the cluster's topology and consensus.
-	{"engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster"},
+	{"engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster",
+
+		"engine/lease",
+	},
 	// The keyspace.
 	{"engine"},
 	// What builds on the keyspace without the protocol.
