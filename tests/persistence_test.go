@@ -77,6 +77,11 @@ var roundTrip = map[engine.Kind]struct {
 		before: [][]any{{"LPUSH", "{k}", "a", "b", "c"}, {"RPUSH", "{k}", ""}, {"EXPIRE", "{k}", 100}},
 		after:  [][]any{{"LRANGE", "{k}", 0, -1}, {"LPOP", "{k}"}, {"LTRIM", "{k}", 0, 1}, {"LRANGE", "{k}", 0, -1}},
 	},
+
+	engine.KindLease: {
+		before: [][]any{{"CL.ACQUIRE", "{k}", 3, "10s", "a"}, {"CL.ACQUIRE", "{k}", 3, "2s", "b"}, {"CL.ACQUIRE", "{k}", 3, "1s"}},
+		after:  [][]any{{"CL.ACQUIRE", "{k}", 3, "5s", "c"}, {"CL.RELEASE", "{k}", "a"}, {"CL.RENEW", "{k}", "b", "1s"}, {"CL.ACQUIRE", "{k}", 3, "5s", "d"}},
+	},
 }
 
 // serverFromDir starts an in-process server whose snapshots live in dir,
