@@ -121,7 +121,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			http.Error(w, "cannot rate-limit this request: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		res, ok := m.decide(r, m.o.Prefix+key)
+		res, by, ok := m.decide(r, m.o.Prefix+key)
 		if !ok {
 			if m.o.Policy == FailClosed {
 				w.Header().Set("Retry-After", "1")
@@ -144,6 +144,11 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		if res.Delay > 0 && m.wait(r.Context(), res.Delay) != nil {
 			return
 		}
+
+		// An in-flight limit's slot is freed when the handler returns,
+		// and when it panics (the deferred call runs as the panic unwinds).
+		defer m.release(r, by, m.o.Prefix+key, res)
+
 		next.ServeHTTP(w, r)
 	})
 }
@@ -158,16 +163,17 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	}
 }
 
-// decide asks limitdb, or the fallback while limitdb is failing. ok is
-// false when there is no decision and FailOpen/FailClosed applies.
-func (m *Middleware) decide(r *http.Request, key string) (client.Result, bool) {
+// decide asks limitdb, or the fallback while limitdb is failing, and
+// returns which of them decided. ok is false when there is no decision and
+// FailOpen/FailClosed applies.
+func (m *Middleware) decide(r *http.Request, key string) (client.Result, Limiter, bool) {
 	now := m.o.Clock.Now()
 	if now >= m.downUntil.Load() {
 		ctx, cancel := context.WithTimeout(r.Context(), m.o.Timeout)
 		res, err := m.o.Limiter.Take(ctx, key)
 		cancel()
 		if err == nil {
-			return res, true
+			return res, m.o.Limiter, true
 		}
 		if m.o.Cooldown > 0 {
 			m.downUntil.Store(now + int64(m.o.Cooldown))
@@ -177,16 +183,16 @@ func (m *Middleware) decide(r *http.Request, key string) (client.Result, bool) {
 		}
 	}
 	if m.o.Policy != Fallback {
-		return client.Result{}, false
+		return client.Result{}, nil, false
 	}
 	res, err := m.o.Fallback.Take(r.Context(), key)
 	if err != nil {
 		if m.o.OnError != nil {
 			m.o.OnError(r, err)
 		}
-		return client.Result{}, false // a broken fallback fails open
+		return client.Result{}, nil, false // a broken fallback fails open
 	}
-	return res, true
+	return res, m.o.Fallback, true
 }
 
 // setHeaders writes the IETF draft's RateLimit-* fields (Reset in seconds
