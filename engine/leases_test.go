@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/limitdb/limitdb/clock"
@@ -177,5 +179,48 @@ func TestLeaseCodec(t *testing.T) {
 	}
 	if ok, _ := ReleaseLease(e, key, leaseT0+5e9-1, "a"); !ok {
 		t.Fatal("the original lost a when the copy reclaimed it")
+	}
+}
+
+// TestLeasesUnderContention: goroutines acquiring and releasing on one key
+// never hold more than the limit between them, and every lease they were
+// told is theirs to release.
+func TestLeasesUnderContention(t *testing.T) {
+	t.Parallel()
+	e := New(clock.NewFake(leaseT0), 4)
+	l, _ := NewLeaseLimiter(3, 60e9)
+	key := []byte("pool")
+	var held, peak atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				r, id, err := l.Acquire(e, key, leaseT0, 1, "")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Limited {
+					continue
+				}
+				n := held.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				held.Add(-1)
+				if ok, err := ReleaseLease(e, key, leaseT0, id); !ok || err != nil {
+					t.Errorf("release of %s: %v %v", id, ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > 3 || peak.Load() < 1 {
+		t.Fatalf("peak holders %d, limit 3", peak.Load())
+	}
+	if e.Len() != 0 || e.UsedBytes() != 0 {
+		t.Fatalf("after every release: %d keys, %d bytes", e.Len(), e.UsedBytes())
 	}
 }

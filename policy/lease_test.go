@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,19 @@ func TestConcurrencyPolicyHitAll(t *testing.T) {
 	}
 	if ok, _ := s.Release(e, []byte("inflight"), []byte("u"), id, clk.Now()); !ok {
 		t.Fatal("the lease RL.HITALL told is not held")
+	}
+}
+
+// The rules file takes a concurrency policy: limit slots, leases of
+// period; a burst is refused, as for every algorithm without one.
+func TestRulesFileConcurrency(t *testing.T) {
+	t.Parallel()
+	ps, err := ParseRules("limits.yaml", []byte("policies:\n  - name: inflight\n    algorithm: concurrency\n    limit: 20\n    period: 30s\n"))
+	if err != nil || len(ps) != 1 || ps[0] != (Policy{Name: "inflight", Algorithm: Concurrency, Limit: 20, Period: 30 * time.Second}) {
+		t.Fatalf("%+v %v", ps, err)
+	}
+	_, err = ParseRules("limits.yaml", []byte("policies:\n  - name: inflight\n    algorithm: concurrency\n    limit: 20\n    period: 30s\n    burst: 5\n"))
+	if err == nil || !strings.Contains(err.Error(), "concurrency has no burst") {
+		t.Fatalf("a burst on a concurrency policy: %v", err)
 	}
 }

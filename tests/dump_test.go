@@ -380,6 +380,8 @@ func TestMigrateEveryKind(t *testing.T) {
 		{"s", []any{"SADD", "s", 3, 1, "word"}, []any{"SMISMEMBER", "s", 1, 2, 3, "word"}},
 		{"z", []any{"ZADD", "z", 1.5, "a", -2, "b"}, []any{"ZRANGE", "z", 0, -1, "WITHSCORES"}},
 		{"l", []any{"RPUSH", "l", "a", "", "c"}, []any{"LRANGE", "l", 0, -1}},
+
+		{"lease", []any{"CL.ACQUIRE", "lease", 2, "2s", "a"}, []any{"CL.ACQUIRE", "lease", 2, "2s", "b"}},
 	}
 	args := []any{"MIGRATE", "", "", "", 0, 5000, "COPY", "KEYS"}
 	args[1], args[2] = hostPort(t, dst.addr)

@@ -126,6 +126,9 @@ func TestLeaseKeyspace(t *testing.T) {
 	more, _ := c.MemoryUsage(ctx, "pool").Result()
 	require.Greater(t, more, one, "MEMORY USAGE counts the leases")
 
+	require.True(t, first(acquire(t, c, "pool", 3, "10s")), "full")
+	require.Equal(t, "admitted=3,denied=1", infoOf(t, c, "limits", "limit_cl.acquire"), "INFO limits counts CL.ACQUIRE's decisions")
+
 	dump, err := c.Dump(ctx, "pool").Result()
 	require.NoError(t, err)
 	require.NoError(t, c.Restore(ctx, "copy", 30*time.Second, dump).Err())
