@@ -141,6 +141,23 @@ func TestTypedCalls(t *testing.T) {
 				{s, 1, client.Result{Limited: true, Limit: 10, RetryAfter: 10 * ms, ResetAfter: 100 * ms}},
 			})
 		})
+		// Calendar windows end where New York's calendar says: the next
+		// midnight and the next 1st, from wherever the clock is.
+		ny, _ := time.LoadLocation("America/New_York")
+		now := time.Unix(0, clk.Now()).In(ny)
+		toMonth := time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, ny).Sub(now).Truncate(ms)
+		toDay := time.Date(now.Year(), now.Month(), now.Day()+2, 0, 0, 0, 0, ny).Sub(now).Truncate(ms)
+		t.Run(fmt.Sprint("FW.INCR month/resp", proto), func(t *testing.T) {
+			walk(t, c, clk, fmt.Sprint("fwc", proto), client.FixedWindow{Limit: 3, Calendar: client.Calendar{Unit: "month", TZ: "America/New_York"}}, []step{
+				{0, 3, client.Result{Limit: 3, Remaining: 0, ResetAfter: toMonth}},
+				{0, 1, client.Result{Limited: true, Limit: 3, RetryAfter: toMonth, ResetAfter: toMonth}},
+			})
+		})
+		t.Run(fmt.Sprint("SW.INCR day/resp", proto), func(t *testing.T) {
+			walk(t, c, clk, fmt.Sprint("swc", proto), client.SlidingWindow{Limit: 2, Calendar: client.Calendar{Unit: "day", TZ: "America/New_York"}}, []step{
+				{0, 2, client.Result{Limit: 2, Remaining: 0, ResetAfter: toDay}},
+			})
+		})
 		t.Run(fmt.Sprint("SL.INCR/resp", proto), func(t *testing.T) {
 			walk(t, c, clk, fmt.Sprint("sl", proto), client.SlidingLog{Limit: 3, Window: s}, []step{
 				{0, 1, client.Result{Limit: 3, Remaining: 2, ResetAfter: s}},
@@ -189,6 +206,9 @@ func TestApprox(t *testing.T) {
 		{client.FixedWindow{Limit: 100, Window: time.Minute}, client.Rate{Burst: 99, Interval: 600 * time.Millisecond}},
 		{client.SlidingWindow{Limit: 10, Window: 10 * s}, client.Rate{Burst: 9, Interval: s}},
 		{client.SlidingLog{Limit: 1, Window: s}, client.Rate{Burst: 0, Interval: s}},
+
+		{client.FixedWindow{Limit: 30, Calendar: client.Calendar{Unit: "month"}}, client.Rate{Burst: 29, Interval: 24 * time.Hour}},
+		{client.SlidingWindow{Limit: 24, Calendar: client.Calendar{Unit: "day", TZ: "Europe/Paris"}}, client.Rate{Burst: 23, Interval: time.Hour}},
 	}
 	for _, tc := range cases {
 		if got := tc.l.Approx(); got != tc.want {

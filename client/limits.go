@@ -87,16 +87,22 @@ func (l LeakyQueue) args(key string, cost int64) ([]any, error) {
 	return msArgs("LB.QUEUE", key, l.Capacity, l.Rate, l.Period, cost)
 }
 
-// FixedWindow is FW.INCR key limit window [cost]: at most Limit units per
-// Window, windows aligned to the Unix epoch.
+// FixedWindow is FW.INCR key limit window [cost] [TZ zone]: at most Limit
+// units per Window, windows aligned to the Unix epoch; or, with Calendar
+// set, per calendar window in the zone TZ (Calendar).
 type FixedWindow struct {
 	Limit  int64
 	Window time.Duration
+
+	Calendar Calendar
 }
 
-func (l FixedWindow) Approx() Rate      { return gcraRate(l.Limit-1, l.Limit, l.Window) }
+func (l FixedWindow) Approx() Rate      { return gcraRate(l.Limit-1, l.Limit, l.Calendar.window(l.Window)) }
 func (FixedWindow) unit() time.Duration { return time.Millisecond }
 func (l FixedWindow) args(key string, cost int64) ([]any, error) {
+	if l.Calendar.Unit != "" {
+		return l.Calendar.args("FW.INCR", key, l.Limit, cost), nil
+	}
 	return msArgs("FW.INCR", key, l.Limit, 0, l.Window, cost)
 }
 
@@ -108,11 +114,18 @@ type SlidingWindow struct {
 	Limit     int64
 	Window    time.Duration
 	Precision int64
+
+	Calendar Calendar // instead of Window: the previous calendar window weighs in
 }
 
-func (l SlidingWindow) Approx() Rate      { return gcraRate(l.Limit-1, l.Limit, l.Window) }
+func (l SlidingWindow) Approx() Rate {
+	return gcraRate(l.Limit-1, l.Limit, l.Calendar.window(l.Window))
+}
 func (SlidingWindow) unit() time.Duration { return time.Millisecond }
 func (l SlidingWindow) args(key string, cost int64) ([]any, error) {
+	if l.Calendar.Unit != "" {
+		return l.Calendar.args("SW.INCR", key, l.Limit, cost), nil
+	}
 	args, err := msArgs("SW.INCR", key, l.Limit, 0, l.Window, cost)
 	if err == nil && l.Precision != 0 {
 		args = append(args, "PRECISION", l.Precision)

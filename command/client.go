@@ -122,6 +122,16 @@ func (c *Client) Deliver(b []byte) {
 	}
 }
 
+// OutputMemory is the bytes queued for c's connection that its socket has
+// not taken yet, replies and Deliver's messages; any goroutine may call
+// it. 0 without a connection.
+func (c *Client) OutputMemory() int64 {
+	if c.conn == nil {
+		return 0
+	}
+	return c.conn.OutputMemory()
+}
+
 // SetClass sets which client-output-buffer-limit class (config.ClassNormal,
 // ClassPubSub...) applies to c's connection. As Redis's client type, it is
 // also what CLIENT KILL TYPE matches and what makes PING answer a

@@ -42,7 +42,8 @@ func TestLocalClient(t *testing.T) {
 		{0, []string{"CL.THROTTLE", "k", "1", "1", "60"}, "*5\r\n:1\r\n:2\r\n:0\r\n:60\r\n:120\r\n"},
 		{60 * time.Second, []string{"CL.THROTTLE", "k", "1", "1", "60"}, "*5\r\n:0\r\n:2\r\n:0\r\n:-1\r\n:120\r\n"},
 		{0, []string{"CL.THROTTLE", "k", "1", "1", "60", "1", "x"}, "-ERR wrong number of arguments for 'cl.throttle' command\r\n"},
-		{0, []string{"FW.INCR", "w", "2", "10s", "1", "x"}, "-ERR wrong number of arguments for 'fw.incr' command\r\n"},
+		{0, []string{"FW.INCR", "w", "2", "month", "1", "TZ", "UTC", "x"}, "-ERR wrong number of arguments for 'fw.incr' command\r\n"},
+		{0, []string{"FW.INCR", "w", "2", "10s", "1", "x"}, "-ERR syntax error\r\n"},
 		{0, []string{"SLOWLOG", "GET", "1", "x"}, "-ERR wrong number of arguments for 'slowlog|get' command\r\n"},
 		{0, []string{"NOPE"}, "-ERR unknown command 'NOPE', with args beginning with: \r\n"},
 	}

@@ -169,9 +169,20 @@ func cmdWatch(c *Client, args [][]byte) {
 		return
 	}
 	now := c.Now()
-	for _, k := range args[1:] {
-		key := append([]byte(nil), k...)
-		m.watched = append(m.watched, watchedKey{key, entryState(c.Engine(), key, now)})
+	watch := func() {
+		for _, k := range args[1:] {
+			key := append([]byte(nil), k...)
+			m.watched = append(m.watched, watchedKey{key, entryState(c.Engine(), key, now)})
+		}
+	}
+	// WATCH is served while a script is busy, and a key's state is read
+	// under its shard's lock, which the script may hold until it ends:
+	// then the connections that share this one's event loop are served
+	// meanwhile.
+	if t := c.srv.table; t.busy != nil && t.busy.Load() != 0 {
+		c.RunLong(watch)
+	} else {
+		watch()
 	}
 	c.OK()
 }

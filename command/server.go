@@ -219,6 +219,11 @@ type Conn interface {
 	SetClass(class int)    // which client-output-buffer-limit class applies
 	Context() any
 	SetContext(any)
+	// BeginLong and EndLong bracket a part of a command that may run
+	// long, so that the transport serves the connections that share
+	// this one's event loop meanwhile (Client.RunLong).
+	BeginLong()
+	EndLong()
 }
 
 // Closed forgets a connection that has gone.

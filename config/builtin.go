@@ -386,6 +386,8 @@ func rls() []*Directive {
 		nearLimitRatio(),
 		Bool("rls-merge-domain-config", "merge the rules files of one domain instead of refusing them (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)", false,
 			func(c *Config) *bool { return &c.RLSMergeDomainConfig }),
+		Size("rls-config-max-bytes", "the most bytes the rules files of rls-config-dir may hold together; larger rules are refused with an error naming this directive (0: no cap; bytes, k, kb, m, mb, g, gb accepted)", false, 0,
+			func(c *Config) *int64 { return &c.RLSConfigMaxBytes }),
 	}
 }
 

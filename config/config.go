@@ -83,7 +83,7 @@ func Default() Config {
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, ReplSendInterval: 1000},
-		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto", RLSNearLimitRatio: 0.8,
+		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto", RLSNearLimitRatio: 0.8, RLSConfigMaxBytes: 8 << 20,
 			RLSHeaderLimit: "RateLimit-Limit", RLSHeaderRemaining: "RateLimit-Remaining", RLSHeaderReset: "RateLimit-Reset"}, Limits: DefaultLimits()}
 }
 
@@ -264,6 +264,9 @@ type RLS struct {
 	// rls-merge-domain-config: files of one domain are merged instead of
 	// refused (MERGE_DOMAIN_CONFIG).
 	RLSMergeDomainConfig bool
+	// rls-config-max-bytes: the most bytes the rules files may hold
+	// together (0: no cap).
+	RLSConfigMaxBytes int64
 	// grpc-tls: auto (TLS with the tls-* certificates when tls-cert-file
 	// and tls-key-file are set; "" means auto too), yes (TLS, refusing to
 	// start without them) or no (plain text).

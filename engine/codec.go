@@ -38,6 +38,9 @@ func extCodecOf(kind Kind) (ExtCodec, bool) {
 	case KindList:
 		return listExt, true
 
+	case KindReserve:
+		return reservedExt(), true
+
 	case KindLease:
 		return leaseExt, true
 	}

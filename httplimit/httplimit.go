@@ -78,6 +78,10 @@ type Options struct {
 	// Clock times Cooldown, X-RateLimit-Reset and LB.QUEUE's wait: an
 	// application passes clock.Real(), a test a clock.Fake it steps.
 	Clock clock.Clock
+
+	// Reserve, in place of Limiter, reserves an estimate before the
+	// handler and settles the cost it reports (reserve.go).
+	Reserve *Reservations
 }
 
 // Middleware rate-limits the handlers it wraps.
@@ -93,7 +97,7 @@ var ErrOptions = errors.New("httplimit: invalid options")
 // New checks o and fills its defaults.
 func New(o Options) (*Middleware, error) {
 	switch {
-	case o.Limiter == nil:
+	case o.Limiter == nil && o.Reserve == nil:
 		return nil, errors.Join(ErrOptions, errors.New("Limiter is required"))
 	case o.Key == nil:
 		return nil, errors.Join(ErrOptions, errors.New("Key is required"))
@@ -121,7 +125,13 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			http.Error(w, "cannot rate-limit this request: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		res, by, ok := m.decide(r, m.o.Prefix+key)
+		lim := m.o.Limiter
+		var rt *reserveTaker
+		if m.o.Reserve != nil {
+			rt = &reserveTaker{rs: m.o.Reserve, r: r}
+			lim = rt
+		}
+		res, by, ok := m.decide(r, lim, m.o.Prefix+key)
 		if !ok {
 			if m.o.Policy == FailClosed {
 				w.Header().Set("Retry-After", "1")
@@ -149,6 +159,10 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		// and when it panics (the deferred call runs as the panic unwinds).
 		defer m.release(r, by, m.o.Prefix+key, res)
 
+		if rt != nil && rt.res != nil {
+			m.serveReserved(w, r, next, rt)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -163,17 +177,17 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	}
 }
 
-// decide asks limitdb, or the fallback while limitdb is failing, and
-// returns which of them decided. ok is false when there is no decision and
-// FailOpen/FailClosed applies.
-func (m *Middleware) decide(r *http.Request, key string) (client.Result, Limiter, bool) {
+// decide asks limitdb (through lim), or the fallback while limitdb is
+// failing, and returns which of them decided. ok is false when there is no
+// decision and FailOpen/FailClosed applies.
+func (m *Middleware) decide(r *http.Request, lim Limiter, key string) (client.Result, Limiter, bool) {
 	now := m.o.Clock.Now()
 	if now >= m.downUntil.Load() {
 		ctx, cancel := context.WithTimeout(r.Context(), m.o.Timeout)
-		res, err := m.o.Limiter.Take(ctx, key)
+		res, err := lim.Take(ctx, key)
 		cancel()
 		if err == nil {
-			return res, m.o.Limiter, true
+			return res, lim, true
 		}
 		if m.o.Cooldown > 0 {
 			m.downUntil.Store(now + int64(m.o.Cooldown))

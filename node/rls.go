@@ -40,6 +40,7 @@ func (n *Node) configureRLS(cfg config.Config) {
 	s.SetQuotaMode(cfg.RLSQuotaMode)
 	s.SetNearLimitRatio(float32(cfg.RLSNearLimitRatio))
 	s.SetMergeDomains(cfg.RLSMergeDomainConfig)
+	s.SetMaxConfigBytes(cfg.RLSConfigMaxBytes)
 	if cfg.ClusterEnabled == "yes" {
 		s.SetReadOnly(nil)
 	} else {

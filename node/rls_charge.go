@@ -30,15 +30,19 @@ import (
 type rlsCharger struct {
 	srv   *command.Server
 	route func(key []byte) (slot int, addr string) // the cluster family's RLSRoute
-	mu    sync.Mutex
-	free  []*localCharge // idle LocalClients, at most maxIdleLocal
-	peers peerConns
+	// charge runs a local RLS.CHARGE, taking its statuses as values (the
+	// envoy family's ChargeLocal).
+	charge func(lc *command.LocalClient, req *rls.ChargeRequest, args [][]byte) (sts []rls.Status, reply []byte)
+	mu     sync.Mutex
+	free   []*localCharge // idle LocalClients, at most maxIdleLocal
+	peers  peerConns
 }
 
-// newRLSCharger charges through srv, sending each key where route says
-// (clustering.Family.RLSRoute).
-func newRLSCharger(srv *command.Server, route func(key []byte) (slot int, addr string)) *rlsCharger {
-	return &rlsCharger{srv: srv, route: route, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
+// newRLSCharger charges through srv with charge (envoy.Family.ChargeLocal),
+// sending each key where route says (clustering.Family.RLSRoute).
+func newRLSCharger(srv *command.Server, route func(key []byte) (slot int, addr string),
+	charge func(lc *command.LocalClient, req *rls.ChargeRequest, args [][]byte) ([]rls.Status, []byte)) *rlsCharger {
+	return &rlsCharger{srv: srv, route: route, charge: charge, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
 }
 
 // maxIdleLocal bounds the LocalClients kept between requests: about the
@@ -63,7 +67,7 @@ type group struct {
 func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	slot, addr := r.route(req.Charges[0].Key)
 	if slot < 0 { // not a cluster: every key here, in one command
-		return r.local(req, req.Charges, direct(out))
+		return r.local(req, statuses{out: out})
 	}
 	groups := []group{{slot: slot, addr: addr, idx: []int{0}}}
 	for i := 1; i < len(req.Charges); i++ {
@@ -88,7 +92,9 @@ func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	errs := make([]error, len(groups))
 	for i, g := range groups {
 		if g.addr == "" {
-			errs[i] = r.local(req, pick(req.Charges, g.idx), scatter{out, g.idx})
+			sub := *req
+			sub.Charges = pick(req.Charges, g.idx)
+			errs[i] = r.local(&sub, statuses{out, g.idx})
 		}
 	}
 	for _, c := range calls {
@@ -143,24 +149,25 @@ func pick(charges []rls.Charge, idx []int) []rls.Charge {
 	return out
 }
 
-// statusSink takes a command's statuses, in its charges' order.
-type statusSink interface{ set(k int, st rls.Status) }
-
-type scatter struct {
+// statuses takes a command's statuses, in its charges' order: the k-th
+// goes to out[idx[k]], or to out[k] when idx is nil.
+type statuses struct {
 	out []rls.Status
 	idx []int
 }
 
-func (s scatter) set(k int, st rls.Status) { s.out[s.idx[k]] = st }
+func (s statuses) set(k int, st rls.Status) {
+	if s.idx != nil {
+		k = s.idx[k]
+	}
+	s.out[k] = st
+}
 
-type direct []rls.Status
-
-func (d direct) set(k int, st rls.Status) { d[k] = st }
-
-func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink statusSink) error {
+// local charges req's charges here.
+func (r *rlsCharger) local(req *rls.ChargeRequest, sink statuses) error {
 	l := r.get()
 	l.lc.SetUser(req.User)
-	reply := l.lc.Do(l.args.Build(req.Mode, req.NearRatio, charges)...)
+	sts, reply := r.charge(l.lc, req, l.args.Build(req.Mode, req.NearRatio, req.Charges))
 	if len(reply) == 0 {
 		// CLIENT KILL closed it: it runs nothing more, and a new one
 		// takes its place.
@@ -168,8 +175,15 @@ func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink st
 		return errors.New("rls: the rate limit service's client was killed; try again")
 	}
 	defer r.put(l)
-	l.reply = replyLines(reply)
-	return readStatuses(&l.reply, len(charges), sink)
+	if sts == nil { // refused: the reply says why
+		l.reply = replyLines(reply)
+		return readStatuses(&l.reply, len(req.Charges), sink)
+	}
+	for k, st := range sts {
+		st.Limit = nil // the service fills it, as it does for statuses read from a reply
+		sink.set(k, st)
+	}
+	return nil
 }
 
 func (r *rlsCharger) get() *localCharge {
@@ -222,16 +236,22 @@ type lineReader interface {
 type replyLines []byte
 
 func (r *replyLines) readLine() ([]byte, error) {
-	i := bytes.IndexByte(*r, '\n')
-	if i < 0 {
-		if len(*r) == 0 {
-			return nil, io.EOF
+	b := *r
+	// A plain loop: the lines are a few bytes long, shorter than
+	// bytes.IndexByte's set-up is worth.
+	for i, c := range b {
+		if c == '\n' {
+			*r = b[i+1:]
+			if i > 0 && b[i-1] == '\r' {
+				return b[:i-1], nil
+			}
+			return b[:i], nil
 		}
-		return nil, io.ErrUnexpectedEOF
 	}
-	line := (*r)[:i]
-	*r = (*r)[i+1:]
-	return bytes.TrimSuffix(line, []byte("\r")), nil
+	if len(b) == 0 {
+		return nil, io.EOF
+	}
+	return nil, io.ErrUnexpectedEOF
 }
 
 // connLines are the lines of a reply read from a connection.
@@ -240,7 +260,7 @@ type connLines struct{ br *bufio.Reader }
 func (c connLines) readLine() ([]byte, error) { return readLine(c.br) }
 
 // readStatuses reads an RLS.CHARGE reply of n charges into sink.
-func readStatuses(lr lineReader, n int, sink statusSink) error {
+func readStatuses(lr lineReader, n int, sink statuses) error {
 	line, err := lr.readLine()
 	if err != nil {
 		return err
@@ -432,7 +452,7 @@ func (c *peerCall) finish(req *rls.ChargeRequest, groups []group, out []rls.Stat
 		if g.addr != c.addr {
 			continue
 		}
-		e := readStatuses(connLines{c.pc.br}, len(g.idx), scatter{out, g.idx})
+		e := readStatuses(connLines{c.pc.br}, len(g.idx), statuses{out, g.idx})
 		var reply errReply
 		if e != nil && !errors.As(e, &reply) {
 			c.pc.conn.Close()

@@ -30,8 +30,8 @@ func TestReadStatuses(t *testing.T) {
 	for _, c := range cases {
 		for from, reader := range readers {
 			t.Run(c.name+" from "+from, func(t *testing.T) {
-				out := make(direct, c.n)
-				err := readStatuses(reader(c.reply), c.n, out)
+				out := make([]rls.Status, c.n)
+				err := readStatuses(reader(c.reply), c.n, statuses{out: out})
 				switch {
 				case c.err == "" && err != nil:
 					t.Fatalf("error %v", err)

@@ -55,12 +55,9 @@ func ParseDump(p []byte) (engine.Entry, error) {
 		return engine.Entry{}, fmt.Errorf("%w: crc mismatch (payload says %016x, content hashes to %016x)", ErrDumpChecksum, want, got)
 	}
 	entry := body[:len(body)-2]
-	ent, n, err := engine.DecodeEntry(entry)
+	ent, err := DecodeEntry(entry)
 	if err != nil {
 		return engine.Entry{}, fmt.Errorf("%w: %v", ErrDumpFormat, err)
-	}
-	if n != len(entry) {
-		return engine.Entry{}, fmt.Errorf("%w: %d bytes after the entry", ErrDumpFormat, len(entry)-n)
 	}
 	ent.Expire = 0
 	return ent, nil

@@ -308,9 +308,9 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 		for i := 0; i < len(pairs); i += 2 {
 			var ent engine.Entry
 			if len(pairs[i+1]) > 0 {
-				e, n, err := engine.DecodeEntry(pairs[i+1])
-				if err != nil || n != len(pairs[i+1]) {
-					return fmt.Errorf("%w: key %q: entry does not decode (%v)", ErrBadRecord, pairs[i], err)
+				e, err := DecodeEntry(pairs[i+1])
+				if err != nil {
+					return fmt.Errorf("%w: key %q: entry does not decode: %w", ErrBadRecord, pairs[i], err)
 				}
 				ent = e
 			}

@@ -142,6 +142,7 @@ func FuzzApply(f *testing.F) {
 			}
 			ap.Apply(1, args)
 		}
+		checkKeyspace(t, ap.Eng)
 	})
 }
 

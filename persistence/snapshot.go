@@ -243,20 +243,59 @@ func Load(path string, eng *engine.Engine, sections *Sections) (LoadStats, error
 	return LoadBytes(data, eng, sections)
 }
 
-// LoadBytes is Load of a snapshot already in memory: a file's contents or
-// what a primary sent on a full resynchronisation.
+// LoadBytes is Load of a snapshot already in memory: a file's contents.
 func LoadBytes(data []byte, eng *engine.Engine, sections *Sections) (LoadStats, error) {
-	start := eng.Clock().Mono()
-	var st LoadStats
+	snap, err := Decode(data, eng.Now())
+	if err != nil {
+		return LoadStats{}, err
+	}
+	return snap.Restore(eng, sections, false)
+}
+
+// Decoded is a snapshot verified whole and decoded, not yet restored: what
+// a replica holds of its primary's snapshot before it replaces anything.
+type Decoded struct {
+	recs    records
+	created int64
+	data    []byte // the image the records are slices of
+}
+
+// Decode verifies a whole snapshot image and decodes it, every entry
+// checked (DecodeEntry), without touching any keyspace: the checksum, the
+// trailer's counts, each entry's structure, and that no limiter's state
+// reaches past what any limit can span from now. The records alias data.
+func Decode(data []byte, now int64) (*Decoded, error) {
 	recs, created, err := verify(data)
 	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs.keys {
+		if r.ent.Kind.Limiter() && r.ent.Live(now) && r.ent.Expire-now > maxLimiterSpan {
+			return nil, fmt.Errorf("snapshot: key %q: a %v state fresh again only in %d years: no limit spans that long; the file is corrupt",
+				r.key, r.ent.Kind, (r.ent.Expire-now)/(365*24*int64(time.Hour)))
+		}
+	}
+	return &Decoded{recs: recs, created: created, data: data}, nil
+}
+
+// Keys is the number of keys the snapshot holds, expired ones included.
+func (d *Decoded) Keys() int { return len(d.recs.keys) }
+
+// Restore stores the snapshot's live keys in eng at the engine's current
+// time, after emptying it when flush is set (a replica's full
+// resynchronisation), then hands its sections to their loaders. What can
+// still fail here is what a decoded snapshot cannot know: keys that do not
+// fit eng's shards (engine.ErrShardFull) and a section its loader refuses.
+func (d *Decoded) Restore(eng *engine.Engine, sections *Sections, flush bool) (LoadStats, error) {
+	start := eng.Clock().Mono()
+	st := LoadStats{Created: time.Unix(0, d.created)}
+	if flush {
+		eng.Flush()
+	}
+	if err := restore(eng, d.recs.keys, &st); err != nil {
 		return st, err
 	}
-	st.Created = time.Unix(0, created)
-	if err := restore(eng, recs.keys, &st); err != nil {
-		return st, err
-	}
-	for _, s := range recs.sections {
+	for _, s := range d.recs.sections {
 		sec, ok := sections.lookup(s.name)
 		if !ok {
 			st.UnknownSections = append(st.UnknownSections, s.name)
@@ -297,10 +336,6 @@ func restore(eng *engine.Engine, keys []keyRec, st *LoadStats) (err error) {
 		if !r.ent.Live(now) {
 			st.Expired++
 			continue
-		}
-		if r.ent.Kind.Limiter() && r.ent.Expire-now > maxLimiterSpan {
-			return fmt.Errorf("snapshot: key %q: a %v state fresh again only in %d years: no limit spans that long; the file is corrupt",
-				r.key, r.ent.Kind, (r.ent.Expire-now)/(365*24*int64(time.Hour)))
 		}
 		ent := r.ent
 		eng.Do(r.key, now, func(engine.Entry) (engine.Entry, bool) { return ent, true })
@@ -373,12 +408,9 @@ func verify(data []byte) (records, int64, error) {
 			if err != nil {
 				return recs, 0, err
 			}
-			ent, n, err := engine.DecodeEntry(eb)
+			ent, err := DecodeEntry(eb)
 			if err != nil {
 				return recs, 0, fmt.Errorf("snapshot: key %q: %w", key, err)
-			}
-			if n != len(eb) {
-				return recs, 0, fmt.Errorf("snapshot: key %q: %d stray bytes after the entry", key, len(eb)-n)
 			}
 			recs.keys = append(recs.keys, keyRec{key, ent})
 		case recSection:

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/limitdb/limitdb/engine/calendar"
 	"github.com/limitdb/limitdb/engine/limit"
 	"gopkg.in/yaml.v3"
 )
@@ -64,9 +65,16 @@ const maxFileErrors = 20
 //	    period: 1m
 //	    burst: 20
 //	    shadow: false
+//	  - name: monthly-quota
+//	    algorithm: fixed_window
+//	    limit: 10000
+//	    period: month
+//	    timezone: Europe/Paris
 //
 // name, algorithm, limit and period are required; burst and shadow are
-// optional. Unknown fields, duplicate names and invalid values are errors
+// optional. A period of day, week, month, year or business_day is a
+// calendar window, in the IANA zone timezone names (UTC if none), with
+// holidays (a list of 2006-01-02 dates) for business_day. Unknown fields, duplicate names and invalid values are errors
 // that name the line and the field. An empty file is an error (an editor
 // caught mid-write must not drop every policy); "policies: []" defines none.
 func ParseRules(file string, data []byte) ([]Policy, error) {
@@ -170,7 +178,7 @@ func where(i int, name string) string {
 // policy reads one list item; it reports false after recording errors.
 func (p *rulesParser) policy(i int, n *yaml.Node) (Policy, bool) {
 	if n.Kind != yaml.MappingNode {
-		p.add(n.Line, where(i, ""), "", "must be a mapping of name, algorithm, limit, period, burst, shadow")
+		p.add(n.Line, where(i, ""), "", "must be a mapping of name, algorithm, limit, period, burst, shadow, timezone, holidays")
 		return Policy{}, false
 	}
 	before := len(p.errs)
@@ -191,9 +199,9 @@ func (p *rulesParser) policy(i int, n *yaml.Node) (Policy, bool) {
 	at := where(i, pol.Name)
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		switch k := n.Content[j]; k.Value {
-		case "name", "algorithm", "limit", "period", "burst", "shadow":
+		case "name", "algorithm", "limit", "period", "burst", "shadow", "timezone", "holidays":
 		default:
-			p.add(k.Line, at, k.Value, "unknown field (expected name, algorithm, limit, period, burst, shadow)")
+			p.add(k.Line, at, k.Value, "unknown field (expected name, algorithm, limit, period, burst, shadow, timezone, holidays)")
 		}
 	}
 	for _, req := range []string{"name", "algorithm", "limit", "period"} {
@@ -215,7 +223,20 @@ func (p *rulesParser) policy(i int, n *yaml.Node) (Policy, bool) {
 		pol.Limit = p.integer(v, at, "limit")
 	}
 	if v := fields["period"]; v != nil {
-		pol.Period = p.period(v, at)
+		if u, ok := calendar.ParseUnit(scalar(v)); ok && v.Kind == yaml.ScalarNode {
+			pol.Calendar.Unit = u
+		} else {
+			pol.Period = p.period(v, at)
+		}
+	}
+	if v := fields["timezone"]; v != nil {
+		if v.Kind != yaml.ScalarNode || v.Tag != "!!str" || v.Value == "" {
+			p.add(v.Line, at, "timezone", fmt.Sprintf("must be an IANA zone name such as Europe/Paris, got %q", scalar(v)))
+		}
+		pol.Calendar.Timezone = v.Value
+	}
+	if v := fields["holidays"]; v != nil {
+		pol.Calendar.Holidays = p.holidays(v, at)
 	}
 	if v := fields["burst"]; v != nil {
 		pol.Burst = p.integer(v, at, "burst")
@@ -273,6 +294,24 @@ func (p *rulesParser) integer(v *yaml.Node, at, field string) int64 {
 	return n
 }
 
+// holidays reads a list of dates, joined with commas (their checks are
+// Validate's).
+func (p *rulesParser) holidays(v *yaml.Node, at string) string {
+	if v.Kind != yaml.SequenceNode {
+		p.add(v.Line, at, "holidays", fmt.Sprintf("must be a list of dates such as [2025-12-25, 2026-01-01], got %s", scalar(v)))
+		return ""
+	}
+	dates := make([]string, 0, len(v.Content))
+	for _, d := range v.Content {
+		if d.Kind != yaml.ScalarNode || d.Value == "" || strings.Contains(d.Value, ",") {
+			p.add(d.Line, at, "holidays", fmt.Sprintf("must be dates such as 2025-12-25, got %q", scalar(d)))
+			return ""
+		}
+		dates = append(dates, d.Value)
+	}
+	return strings.Join(dates, ",")
+}
+
 // period reads an integer (seconds) or a duration with a unit.
 func (p *rulesParser) period(v *yaml.Node, at string) time.Duration {
 	if v.Kind != yaml.ScalarNode {
@@ -281,7 +320,7 @@ func (p *rulesParser) period(v *yaml.Node, at string) time.Duration {
 	}
 	d, err := limit.ParseDuration(v.Value)
 	if err != nil {
-		p.add(v.Line, at, "period", fmt.Sprintf("invalid duration %q: %v", v.Value, err))
+		p.add(v.Line, at, "period", fmt.Sprintf("invalid duration %q: %v (or a calendar period: %s)", v.Value, err, calendar.Units))
 		return 0
 	}
 	return d

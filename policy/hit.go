@@ -39,6 +39,7 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 	ll, leased := c.lim.(engine.LeaseLimiter)
 	var id string
 	e.Do(k, now, func(ent engine.Entry) (engine.Entry, bool) {
+		orig := ent
 		if ent, err = own(ent, c.lim.Kind()); err != nil {
 			return ent, false
 		}
@@ -49,6 +50,7 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 		}
 		next, res, write, aerr := c.lim.Apply(ent, now, cost)
 		r, err = res, aerr
+		next = engine.Rewrap(orig, next, now)
 		return next, write && aerr == nil
 	})
 	if err != nil {
@@ -128,7 +130,7 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 		}
 		for i := range ents {
 			if owner[i] == i {
-				ents[i] = work[i]
+				ents[i] = engine.Rewrap(ents[i], work[i], now)
 			}
 		}
 		return true
@@ -171,6 +173,11 @@ func workBase(ents []engine.Entry, owner []int, cs []*compiled, i int) engine.En
 // error, never overwritten.
 func own(ent engine.Entry, k engine.Kind) (engine.Entry, error) {
 	switch ent.Kind {
+
+	case engine.KindReserve: // the state the reservations were charged to (reserve.go)
+		inner, _ := engine.Reservations(ent, k, 0)
+		return inner, nil
+
 	case engine.KindNone, k:
 		return ent, nil
 	}

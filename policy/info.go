@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/limitdb/limitdb/engine/limit"
+	"github.com/limitdb/limitdb/engine/calendar"
 )
 
 // AppendInfo writes one INFO line per policy in effect, ordered by name:
@@ -18,8 +18,12 @@ func (s *Store) AppendInfo(b *strings.Builder) {
 		if in.Shadow {
 			shadow = 1
 		}
+		period := in.PeriodString()
+		if in.Calendar.Unit != 0 {
+			period += ",timezone=" + in.Calendar.Zone()
+		}
 		fmt.Fprintf(b, "policy_%s:algorithm=%s,limit=%d,period=%s,burst=%d,shadow=%d,source=%s,admitted=%d,denied=%d,shadow_denied=%d\r\n",
-			in.Name, in.Algorithm, in.Limit, limit.FormatDuration(in.Period), in.EffectiveBurst(), shadow, in.Source,
+			in.Name, in.Algorithm, in.Limit, period, in.EffectiveBurst(), shadow, in.Source,
 			in.Admitted, in.Denied, in.ShadowDenied)
 	}
 }
@@ -32,6 +36,10 @@ type savedPolicy struct {
 	PeriodNs  int64  `json:"period_ns"`
 	Burst     int64  `json:"burst,omitempty"`
 	Shadow    bool   `json:"shadow,omitempty"`
+
+	Calendar string `json:"calendar,omitempty"` // a calendar period's unit
+	Timezone string `json:"timezone,omitempty"`
+	Holidays string `json:"holidays,omitempty"`
 }
 
 // savedRuntime is the snapshot section's contents: a version and the list.
@@ -45,7 +53,11 @@ type savedRuntime struct {
 func (s *Store) MarshalRuntime() ([]byte, error) {
 	out := savedRuntime{Version: 1, Policies: []savedPolicy{}}
 	for _, p := range s.Runtime() {
-		out.Policies = append(out.Policies, savedPolicy{p.Name, string(p.Algorithm), p.Limit, int64(p.Period), p.Burst, p.Shadow})
+		sp := savedPolicy{Name: p.Name, Algorithm: string(p.Algorithm), Limit: p.Limit, PeriodNs: int64(p.Period), Burst: p.Burst, Shadow: p.Shadow}
+		if p.Calendar.Unit != 0 {
+			sp.Calendar, sp.Timezone, sp.Holidays = p.Calendar.Unit.String(), p.Calendar.Timezone, p.Calendar.Holidays
+		}
+		out.Policies = append(out.Policies, sp)
 	}
 	return json.Marshal(out)
 }
@@ -63,6 +75,13 @@ func (s *Store) UnmarshalRuntime(b []byte) error {
 	ps := make([]Policy, len(in.Policies))
 	for i, sp := range in.Policies {
 		ps[i] = Policy{Name: sp.Name, Algorithm: Algorithm(sp.Algorithm), Limit: sp.Limit, Period: time.Duration(sp.PeriodNs), Burst: sp.Burst, Shadow: sp.Shadow}
+		if sp.Calendar != "" {
+			u, ok := calendar.ParseUnit(sp.Calendar)
+			if !ok {
+				return fmt.Errorf("policy: snapshot section: policy %q: unknown calendar period %q", sp.Name, sp.Calendar)
+			}
+			ps[i].Calendar = CalendarPeriod{Unit: u, Timezone: sp.Timezone, Holidays: sp.Holidays}
+		}
 	}
 	if err := s.ReplaceRuntime(ps); err != nil {
 		return fmt.Errorf("policy: snapshot section: %w", err)

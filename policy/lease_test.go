@@ -89,3 +89,16 @@ func TestRulesFileConcurrency(t *testing.T) {
 		t.Fatalf("a burst on a concurrency policy: %v", err)
 	}
 }
+
+// RL.RESERVE on a concurrency policy says what to use instead.
+func TestConcurrencyPolicyTakesNoReservations(t *testing.T) {
+	t.Parallel()
+	s, e, clk := newTest(t, Policy{Name: "inflight", Algorithm: Concurrency, Limit: 2, Period: time.Minute})
+	_, err := s.Reserve(e, []byte("inflight"), []byte("u"), clk.Now(), 1, 0)
+	if !errors.Is(err, ErrNoReservations) || !strings.Contains(err.Error(), "RL.RELEASE") {
+		t.Fatalf("RL.RESERVE on a concurrency policy: %v", err)
+	}
+	if e.Len() != 0 {
+		t.Fatal("a refused reservation wrote a key")
+	}
+}

@@ -47,6 +47,10 @@ func unwrap[L engine.Limiter](l L, err error) (engine.Limiter, error) {
 var errUnavailable = errors.New("algorithm not available in this build")
 
 func newLimiter(p Policy) (engine.Limiter, error) {
+	if p.Calendar.Unit != 0 {
+		return newCalendarLimiter(p)
+	}
+
 	b := builders[p.Algorithm]
 	if b == nil {
 		return nil, errUnavailable

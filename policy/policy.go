@@ -61,6 +61,11 @@ type Policy struct {
 	// limit. Only algorithms with HasBurst accept it.
 	Burst  int64
 	Shadow bool // never deny; count would-be denials instead
+
+	// Calendar, when its Unit is set, makes the period a calendar window
+	// (a local day, ISO week, month, year or business day in a zone)
+	// instead of Period, which is then 0 (calendar.go).
+	Calendar CalendarPeriod
 }
 
 // EffectiveBurst is the burst the limiter uses: Burst, or Limit when unset.
@@ -125,7 +130,10 @@ func (p Policy) Validate() error {
 	if p.Limit < 1 {
 		return &FieldError{"limit", fmt.Sprintf("must be at least 1, got %d", p.Limit)}
 	}
-	if p.Period <= 0 {
+	if err := p.validateCalendar(); err != nil {
+		return err
+	}
+	if p.Period <= 0 && p.Calendar.Unit == 0 {
 		return &FieldError{"period", "must be positive"}
 	}
 	if p.Burst < 0 {

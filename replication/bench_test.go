@@ -103,7 +103,9 @@ func (s *countingSink) Push(b []byte) {
 	s.n.Add(int64(len(b)))
 }
 
-func (s *countingSink) Kill() {}
+func (s *countingSink) Kill()              {}
+func (s *countingSink) Unsent() int64      { return 0 }
+func (s *countingSink) Limit() OutputLimit { return OutputLimit{} }
 
 // BenchmarkPrimary is the primary's cost per request of the load with 0, 1
 // and 2 replicas attached: the engine's work, the journal's records, the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,8 +188,10 @@ func (l *link) session() error {
 }
 
 // loadSnapshot reads the snapshot the primary sends as "$len\r\n" and len
-// bytes (newlines before it are keep-alives) and loads it in place of the
-// keyspace.
+// bytes (newlines before it are keep-alives), verifies and decodes it
+// whole, and only then loads it in place of the keyspace: a primary that
+// announces more than it sends, or sends a snapshot that does not verify,
+// leaves the replica's data as it was.
 func (l *link) loadSnapshot(br *bufio.Reader, deadline func()) error {
 	var header string
 	for {
@@ -202,25 +205,52 @@ func (l *link) loadSnapshot(br *bufio.Reader, deadline func()) error {
 		}
 	}
 	n, err := strconv.ParseInt(strings.TrimPrefix(header, "$"), 10, 64)
-	if !strings.HasPrefix(header, "$") || err != nil || n < 0 || n > 1<<40 {
+	if !strings.HasPrefix(header, "$") || err != nil || n < 0 {
 		return fmt.Errorf("bad snapshot header %q", header)
 	}
-	data := make([]byte, n)
-	for got := 0; got < len(data); {
+	data, err := readSnapshot(br, n, func() {
 		deadline()
-		k, err := br.Read(data[got:])
-		if err != nil {
-			return fmt.Errorf("reading the snapshot: %w", err)
-		}
-		got += k
 		l.lastIO.Store(int64(l.m.clk.Mono()))
+	})
+	if err != nil {
+		return fmt.Errorf("reading the snapshot: %w", err)
 	}
 	eng := l.m.eng
-	eng.Flush()
-	if _, err := persistence.LoadBytes(data, eng, l.m.host.Sections()); err != nil {
+	snap, err := persistence.Decode(data, eng.Now())
+	if err != nil {
+		return fmt.Errorf("the primary's snapshot does not load, the keyspace is kept: %w", err)
+	}
+	if _, err := snap.Restore(eng, l.m.host.Sections(), true); err != nil {
 		return fmt.Errorf("loading the primary's snapshot: %w", err)
 	}
 	return nil
+}
+
+// snapshotPiece is the most a replica reads of a snapshot at once. The
+// buffer grows with the bytes that arrive, never with the size the primary
+// announced: a primary can make a replica hold what it sends, not what it
+// claims it will.
+const snapshotPiece = 1 << 20
+
+// readSnapshot reads n bytes from r in pieces of at most snapshotPiece,
+// calling progress before each read.
+func readSnapshot(r io.Reader, n int64, progress func()) ([]byte, error) {
+	var data []byte
+	for int64(len(data)) < n {
+		piece := int(min(n-int64(len(data)), snapshotPiece))
+		start := len(data)
+		data = slices.Grow(data, piece)[:start+piece]
+		progress()
+		k, err := io.ReadFull(r, data[start:])
+		data = data[:start+k]
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("the primary announced %d bytes and sent %d", n, len(data))
+			}
+			return nil, err
+		}
+	}
+	return data, nil
 }
 
 // apply applies the stream until the connection fails or the link stops.

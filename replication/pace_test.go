@@ -38,7 +38,9 @@ func (p *pushLog) Push(b []byte) {
 	}
 }
 
-func (p *pushLog) Kill() {}
+func (p *pushLog) Kill()              {}
+func (p *pushLog) Unsent() int64      { return 0 }
+func (p *pushLog) Limit() OutputLimit { return OutputLimit{} }
 
 // find returns the index of the first push from index from on that holds
 // rec, and when it came, or -1.

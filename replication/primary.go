@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/limitdb/limitdb/clock"
 )
 
 // Sink is a replica's connection as the primary sees it: bytes pushed in
@@ -14,6 +16,21 @@ import (
 type Sink interface {
 	Push(b []byte)
 	Kill()
+	// Unsent is the bytes pushed that the replica's socket has not taken
+	// yet; safe from any goroutine.
+	Unsent() int64
+	// Limit is the output buffer limit of the replica class
+	// (client-output-buffer-limit replica), read at each check so that
+	// CONFIG SET applies at once.
+	Limit() OutputLimit
+}
+
+// OutputLimit bounds what a replica has not read of the stream: over Hard
+// bytes it is dropped at once, over Soft bytes for SoftFor it is dropped
+// too (0 turns a bound off).
+type OutputLimit struct {
+	Hard, Soft int64
+	SoftFor    time.Duration
 }
 
 // Replica states, as INFO's slaveN:state names them.
@@ -34,19 +51,37 @@ type Replica struct {
 	from   int64 // the offset of the stream it gets first
 
 	state   atomic.Value // string
+	acked   atomic.Bool  // it acknowledged since it had its snapshot: WAIT counts it
 	ack     atomic.Int64 // the offset it acknowledged (REPLCONF ACK)
 	ackMono atomic.Int64 // when, on the clock's Mono
 	done    chan struct{}
 	hurry   chan struct{} // a WAIT wants the stream sent now (pace)
+	acks    chan struct{} // it sent REPLCONF ACK: it reads, so its socket may have room
 	once    sync.Once
+
+	// Since when (on the clock's Mono) its unread stream is past the soft
+	// limit, when softOver; serve's own.
+	softSince time.Duration
+	softOver  bool
 }
 
 // State is its INFO state.
 func (r *Replica) State() string { return r.state.Load().(string) }
 
-// Ack records REPLCONF ACK off.
+// Ack records REPLCONF ACK off. An acknowledgement before the replica
+// was sent its whole snapshot, or of an offset past what it was sent, is
+// ignored: a replica cannot have applied what it was not given, and WAIT
+// counts only what replicas hold.
 func (r *Replica) Ack(off int64) {
+	select {
+	case r.acks <- struct{}{}:
+	default:
+	}
+	if r.State() != StateOnline || off < r.from || off > r.reader.Pos() {
+		return
+	}
 	r.ack.Store(off)
+	r.acked.Store(true)
 	r.ackMono.Store(int64(r.m.clk.Mono()))
 	r.m.checkWaiters()
 }
@@ -68,10 +103,11 @@ func (m *Manager) Attach(sink Sink, ip string, port int, id string, next int64) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.startJournal()
-	r := &Replica{m: m, sink: sink, IP: ip, Port: port, done: make(chan struct{}), hurry: make(chan struct{}, 1)}
+	r := &Replica{m: m, sink: sink, IP: ip, Port: port, done: make(chan struct{}), hurry: make(chan struct{}, 1), acks: make(chan struct{}, 1)}
 	r.ackMono.Store(int64(m.clk.Mono()))
 	if r.reader = m.stream.Continue(id, next); r.reader != nil {
 		r.from = next - 1
+		r.acked.Store(true) // it holds the stream up to from already
 		r.state.Store(StateOnline)
 		m.syncPartialOK.Add(1)
 		m.logf("replica %s:%d continues from offset %d (partial resynchronisation)", ip, port, r.from)
@@ -115,33 +151,27 @@ func (m *Manager) detachAll() {
 }
 
 // serve sends the replica its snapshot when it needs one, then the stream
-// as it grows.
+// as it grows. It pushes only while the replica's connection holds less
+// than pushWindow unsent: what the replica has not read stays in the
+// stream, and counts against its output limit (checkLimit).
 func (r *Replica) serve() {
 	defer r.reader.Close()
+	look := r.m.clk.NewTicker(5 * time.Millisecond) // for writes nobody publishes, and the socket's progress
+	defer look.Stop()
 	id, _, _ := r.m.stream.IDs()
 	if r.full {
-		r.sink.Push([]byte("+FULLRESYNC " + id + " " + strconv.FormatInt(r.from, 10) + "\r\n"))
-		var snap bytes.Buffer
-		if err := r.m.host.Snapshot(&snap); err != nil {
-			r.m.logf("replica %s:%d: snapshot failed: %v", r.IP, r.Port, err)
-			r.sink.Kill()
+		if !r.sendSnapshot(id, look) {
 			return
 		}
-		r.state.Store(StateSendBulk)
-		r.sink.Push(fmt.Appendf(nil, "$%d\r\n", snap.Len()))
-		r.sink.Push(snap.Bytes())
-		r.m.logf("replica %s:%d: snapshot of %d bytes sent", r.IP, r.Port, snap.Len())
 	} else {
 		r.sink.Push([]byte("+CONTINUE " + id + "\r\n"))
 	}
 	r.state.Store(StateOnline)
 	r.m.checkWaiters()
-	look := r.m.clk.NewTicker(5 * time.Millisecond) // for writes nobody publishes
-	defer look.Stop()
 	var sent time.Duration // when it last pushed, on the clock's Mono
 	for {
 		pushed := false
-		for {
+		for r.sink.Unsent() < pushWindow {
 			b, err := r.reader.NextView(1 << 20)
 			if err != nil {
 				r.m.logf("replica %s:%d: %v; dropping it", r.IP, r.Port, err)
@@ -157,9 +187,13 @@ func (r *Replica) serve() {
 		if pushed {
 			sent = r.m.clk.Mono()
 		}
+		if !r.checkLimit(r.sink.Unsent()) {
+			return
+		}
 		select {
 		case <-r.reader.Wake():
 		case <-look.C():
+		case <-r.acks:
 		case <-r.done:
 			return
 		}
@@ -167,6 +201,85 @@ func (r *Replica) serve() {
 			return
 		}
 	}
+}
+
+// pushWindow is the most a replica's connection is given to hold unsent
+// before the stream waits for it: enough for the socket never to run dry
+// between two looks, little enough that a replica that does not read
+// costs the primary its lag in the shared stream and no copy of it.
+const pushWindow = 4 << 20
+
+// sendSnapshot answers +FULLRESYNC and sends a snapshot made now, in
+// pieces of at most pushWindow, each once the connection has sent the
+// one before; it returns once the socket took the last byte (the snapshot
+// is delivered, as Redis counts a replica only after its RDB is
+// transferred), false when the replica is gone.
+func (r *Replica) sendSnapshot(id string, look clock.Ticker) bool {
+	r.sink.Push([]byte("+FULLRESYNC " + id + " " + strconv.FormatInt(r.from, 10) + "\r\n"))
+	var snap bytes.Buffer
+	if err := r.m.host.Snapshot(&snap); err != nil {
+		r.m.logf("replica %s:%d: snapshot failed: %v", r.IP, r.Port, err)
+		r.sink.Kill()
+		return false
+	}
+	r.state.Store(StateSendBulk)
+	r.sink.Push(fmt.Appendf(nil, "$%d\r\n", snap.Len()))
+	for b := snap.Bytes(); ; {
+		piece := b[:min(len(b), pushWindow)]
+		b = b[len(piece):]
+		r.sink.Push(piece)
+		below := int64(pushWindow)
+		if len(b) == 0 {
+			below = 1 // delivered: the socket took it all
+		}
+		for r.sink.Unsent() >= below {
+			// The stream it will get next waits in the stream: that
+			// counts against its output limit, as Redis counts the
+			// writes it buffers for a replica during its sync.
+			if !r.checkLimit(0) {
+				return false
+			}
+			select {
+			case <-look.C():
+			case <-r.reader.Wake(): // the stream grew: its lag is to check
+			case <-r.acks:
+			case <-r.done:
+				return false
+			}
+		}
+		if len(b) == 0 {
+			break
+		}
+	}
+	r.m.logf("replica %s:%d: snapshot of %d bytes sent", r.IP, r.Port, snap.Len())
+	return true
+}
+
+// checkLimit drops the replica when what it has not read of the stream
+// (the stream past what it was pushed, and unsent, pushed bytes its socket
+// has not taken) passes its output limit: the hard bound at once, the
+// soft one after SoftFor. It reports whether the replica is kept.
+func (r *Replica) checkLimit(unsent int64) bool {
+	unread := r.m.stream.Offset() - r.reader.Pos() + unsent
+	lim := r.sink.Limit()
+	switch {
+	case lim.Hard > 0 && unread > lim.Hard:
+	case lim.Soft > 0 && unread > lim.Soft:
+		now := r.m.clk.Mono()
+		if !r.softOver {
+			r.softSince, r.softOver = now, true
+			return true
+		}
+		if now-r.softSince < lim.SoftFor {
+			return true
+		}
+	default:
+		r.softOver = false
+		return true
+	}
+	r.m.logf("replica %s:%d closed for overcoming of output buffer limits (%d bytes of the stream unread)", r.IP, r.Port, unread)
+	r.sink.Kill()
+	return false
 }
 
 // pace waits until repl-send-interval has passed since the last push at

@@ -54,12 +54,12 @@ func (m *Manager) Wait(n int, timeout time.Duration, done func(acked int)) (int,
 	return 0, false
 }
 
-// ackedLocked counts the online replicas that acknowledged off. The
-// caller holds m.mu.
+// ackedLocked counts the online replicas that acknowledged off since they
+// had their snapshot. The caller holds m.mu.
 func (m *Manager) ackedLocked(off int64) int {
 	c := 0
 	for _, r := range m.replicas {
-		if r.State() == StateOnline && r.ack.Load() >= off {
+		if r.State() == StateOnline && r.acked.Load() && r.ack.Load() >= off {
 			c++
 		}
 	}

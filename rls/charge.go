@@ -104,6 +104,7 @@ func ChargeArgs(args [][]byte, mode Mode, nearRatio float32, charges []Charge) [
 // same memory, so that a caller that charges over and over allocates
 // nothing. Its zero value is ready to use.
 type ChargeArgsBuilder struct {
+	cmd       []byte // ChargeCommand
 	args      [][]byte
 	buf       []byte // the arguments' bytes, keys excepted, which are shared
 	ratio     float32
@@ -126,7 +127,10 @@ func (b *ChargeArgsBuilder) Build(mode Mode, nearRatio float32, charges []Charge
 		buf = appendRule(buf, ch)
 		buf = append(buf, ' ')
 	}
-	args := append(b.args[:0], []byte(ChargeCommand), buf[:ends[0]:ends[0]], buf[ends[0]:ends[1]:ends[1]])
+	if b.cmd == nil {
+		b.cmd = []byte(ChargeCommand)
+	}
+	args := append(b.args[:0], b.cmd, buf[:ends[0]:ends[0]], buf[ends[0]:ends[1]:ends[1]])
 	rest := buf[ends[1]:]
 	for _, ch := range charges {
 		i := bytes.IndexByte(rest, ' ')

@@ -15,6 +15,7 @@ package rls
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -149,32 +150,89 @@ func (c *Config) Domains() []string {
 // Files lists the files the rules came from, in load order.
 func (c *Config) Files() []string { return c.files }
 
+// DefaultMaxConfigBytes is rls-config-max-bytes' default: the most bytes
+// the rules files of a directory may hold together. A rules file of tens of
+// thousands of descriptors is a few megabytes; parsing one costs tens of
+// times its size in memory, so the cap is what keeps a runaway generator's
+// output from taking the server's memory with it.
+const DefaultMaxConfigBytes = 8 << 20
+
 // LoadDir loads every regular file of dir whose name ends in .yaml or .yml
 // (envoyproxy/ratelimit loads every file; editors' backups and dotfiles
 // are left out here), in name order. Any broken file fails the whole load,
 // naming the file, the line and the field. Two files of one domain are an
 // error, as in envoyproxy/ratelimit without MERGE_DOMAIN_CONFIG; with
 // mergeDomains (MERGE_DOMAIN_CONFIG=true) they are merged as Add merges.
-func LoadDir(dir string, mergeDomains bool) (*Config, error) {
+// Files that hold more than maxBytes together (0: no cap) are refused
+// before any is parsed, and none is read past the cap.
+func LoadDir(dir string, mergeDomains bool, maxBytes int64) (*Config, error) {
+	files, err := readRuleFiles(dir, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{domains: map[string]*node{}, mergeDomains: mergeDomains}
+	for _, f := range files {
+		if err := c.Add(f.path, f.data); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// ruleData is one rules file's name and contents.
+type ruleData struct {
+	name, path string
+	data       []byte
+}
+
+// readRuleFiles reads dir's rules files (ruleFile) in name order, refusing
+// them once they hold more than maxBytes together (0: no cap).
+func readRuleFiles(dir string, maxBytes int64) ([]ruleData, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c := &Config{domains: map[string]*node{}, mergeDomains: mergeDomains}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	var out []ruleData
+	total := int64(0)
 	for _, e := range ents {
 		if !ruleFile(e) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
+		data, err := readCapped(path, maxBytes-total, maxBytes <= 0)
+		if err != nil {
+			return nil, err
+		}
+		total += int64(len(data))
+		if maxBytes > 0 && total > maxBytes {
+			return nil, fmt.Errorf("%w: %s: the rules files of %s hold more than rls-config-max-bytes (%d bytes): split the rules over fewer descriptors or raise the cap",
+				ErrConfig, path, dir, maxBytes)
+		}
+		out = append(out, ruleData{e.Name(), path, data})
+	}
+	return out, nil
+}
+
+// readCapped reads path, at most room+1 bytes of it unless unlimited.
+func readCapped(path string, room int64, unlimited bool) ([]byte, error) {
+	if unlimited {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		if err := c.Add(path, data); err != nil {
-			return nil, err
-		}
+		return data, nil
 	}
-	return c, nil
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max(room, 0)+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return data, nil
 }
 
 // Parse loads one file's rules into a new Config.
@@ -563,12 +621,13 @@ func (c *Config) Lookup(domain string, entries []Entry) *RateLimit {
 // without its '*' starts the entry's value, returned as wild ("path_/api/*");
 // else the rule with the key and no value (byValue false). nil: no rule.
 func (n *node) step(e Entry) (next *node, wild string, byValue bool) {
-	kv := e.Key + "_" + e.Value
-	if next = n.children[kv]; next != nil {
+	var buf [64]byte // key_value, on the stack for the usual short ones
+	kv := append(append(append(buf[:0], e.Key...), '_'), e.Value...)
+	if next = n.children[string(kv)]; next != nil {
 		return next, "", true
 	}
 	for _, w := range n.wildcards {
-		if strings.HasPrefix(kv, w[:len(w)-1]) {
+		if p := w[:len(w)-1]; len(kv) >= len(p) && string(kv[:len(p)]) == p {
 			return n.children[w], w, true
 		}
 	}

@@ -341,7 +341,7 @@ func TestLoadDir(t *testing.T) {
 		write(dir, "messaging.yml", readmeMessaging)
 		write(dir, "notes.txt", "not yaml: [")
 		write(dir, ".edge.yaml.swp", "not yaml: [")
-		c, err := LoadDir(dir, false)
+		c, err := LoadDir(dir, false, DefaultMaxConfigBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestLoadDir(t *testing.T) {
 		dir := t.TempDir()
 		write(dir, "a.yaml", readmeMongo)
 		write(dir, "b.yaml", "domain: b\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: lots}\n")
-		_, err := LoadDir(dir, false)
+		_, err := LoadDir(dir, false, DefaultMaxConfigBytes)
 		want := filepath.Join(dir, "b.yaml") + ":4: descriptors[0].rate_limit.requests_per_unit: want a number"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want %q", err, want)
@@ -363,13 +363,13 @@ func TestLoadDir(t *testing.T) {
 		dir := t.TempDir()
 		write(dir, "a.yaml", readmeMongo)
 		write(dir, "b.yaml", readmeMongo)
-		_, err := LoadDir(dir, false)
+		_, err := LoadDir(dir, false, DefaultMaxConfigBytes)
 		if err == nil || !strings.Contains(err.Error(), "b.yaml: domain: duplicate domain 'mongo_cps'") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("no directory", func(t *testing.T) {
-		if _, err := LoadDir(filepath.Join(t.TempDir(), "missing"), false); !errors.Is(err, os.ErrNotExist) {
+		if _, err := LoadDir(filepath.Join(t.TempDir(), "missing"), false, DefaultMaxConfigBytes); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("err = %v", err)
 		}
 	})

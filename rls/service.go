@@ -134,6 +134,7 @@ func New(eng *engine.Engine, rules *Config) *Service {
 	s.SetRules(rules)
 	s.SetNearLimitRatio(NearLimitRatio)
 	s.SetHeaderNames("", "", "")
+	s.SetMaxConfigBytes(DefaultMaxConfigBytes)
 	return s
 }
 

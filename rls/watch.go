@@ -6,7 +6,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +33,16 @@ type watchState struct {
 	seen    [32]byte // hash of the files last read, good or not
 	lastErr string   // the problem in the files last read, "" when they loaded
 	merge   bool     // files of one domain are merged (SetMergeDomains)
+	max     int64    // the most bytes the files may hold (SetMaxConfigBytes)
+}
+
+// SetMaxConfigBytes sets rls-config-max-bytes: the most bytes the rules
+// directory's files may hold together (0: no cap). It applies from the
+// next load.
+func (s *Service) SetMaxConfigBytes(n int64) {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	s.watch.max = n
 }
 
 // SetMergeDomains chooses whether two files of one domain are merged, as
@@ -55,11 +64,11 @@ func (s *Service) LoadDir(dir string, logger *log.Logger) error {
 	w := &s.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	sum, err := hashDir(dir)
+	sum, err := hashDir(dir, w.max)
 	if err != nil {
 		return err
 	}
-	c, err := LoadDir(dir, w.merge)
+	c, err := LoadDir(dir, w.merge, w.max)
 	if err != nil {
 		return err
 	}
@@ -107,7 +116,7 @@ func (s *Service) poll(force bool) error {
 	if w.dir == "" {
 		return nil
 	}
-	sum, err := hashDir(w.dir)
+	sum, err := hashDir(w.dir, w.max)
 	switch {
 	case err != nil:
 	case !force && sum == w.good:
@@ -121,7 +130,7 @@ func (s *Service) poll(force bool) error {
 	default:
 		w.seen = sum
 		var c *Config
-		if c, err = LoadDir(w.dir, w.merge); err == nil {
+		if c, err = LoadDir(w.dir, w.merge, w.max); err == nil {
 			s.SetRules(c)
 			w.good, w.lastErr = sum, ""
 			w.logger.Printf("rls: applied %d domains from %s", len(c.Domains()), w.dir)
@@ -138,23 +147,15 @@ func (s *Service) poll(force bool) error {
 
 // hashDir hashes the names and contents of the files LoadDir would read,
 // so a poll loads only when something it reads changed.
-func hashDir(dir string) ([32]byte, error) {
-	ents, err := os.ReadDir(dir)
+func hashDir(dir string, maxBytes int64) ([32]byte, error) {
+	files, err := readRuleFiles(dir, maxBytes)
 	if err != nil {
-		return [32]byte{}, fmt.Errorf("%w: %w", ErrConfig, err)
+		return [32]byte{}, err
 	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	h := sha256.New()
-	for _, e := range ents {
-		if !ruleFile(e) {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return [32]byte{}, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(data))
-		h.Write(data)
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.name, len(f.data))
+		h.Write(f.data)
 	}
 	var sum [32]byte
 	h.Sum(sum[:0])

@@ -57,5 +57,7 @@
 //
 // A run can be cancelled (busy-reply-threshold, SCRIPT KILL,
 // script-memory-limit): the interpreter checks its context between
-// instructions. memory.go bounds the strings a run makes.
+// instructions, and the library functions that make large values check it
+// as they go. memory.go bounds the large strings and tables a run makes,
+// results.go its results, stack and tracebacks as Redis's Lua 5.1 does.
 package scripting

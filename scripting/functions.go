@@ -207,7 +207,7 @@ func registerAll(L *lua.LState, lib *Library) (map[string]registered, error) {
 	fn := L.NewFunctionFromProto(lib.proto)
 	fn.Env = env
 	L.Push(fn)
-	err := L.PCall(0, 0, nil)
+	err := L.PCall(0, 0, L.NewFunction(keepError)) // no traceback (results.go)
 	env.RawSetString("redis", full)
 	env.RawSetString("server", full)
 	if err != nil {

@@ -114,8 +114,11 @@ type state struct {
 	views  map[*lua.LTable]*lua.LTable // each library's read-only view, to the library (readonly.go)
 	hidden *lua.LTable                 // a protected metatable's __metatable: getmetatable gives nil
 
+	keepError *lua.LFunction // the message handler of a run's protected call (results.go)
+
 	memoryLimit func() int64
-	overMemory  bool // this run made a string larger than memoryLimit
+	overMemory  bool      // this run made a string larger than memoryLimit
+	mem         runMemory // this run's large strings (memory.go)
 }
 
 type global struct {
@@ -156,7 +159,6 @@ func openLibs(L *lua.LState, vals *values) {
 		g.RawSet(k, lua.LNil)
 	}
 	g.RawSetString("gcinfo", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
-	g.RawSetString("cjson", cjsonLib(L))
 	// Lua 5.1 writes a number as "%.14g" (1/3: 0.33333333333333, 1e15:
 	// 1e+15); gopher-lua's own tostring writes Go's shortest form.
 	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
@@ -168,54 +170,7 @@ func openLibs(L *lua.LState, vals *values) {
 		}
 		return 1
 	}))
-	// tonumber of a plain decimal integer, most of what scripts convert
-	// (hash fields, arguments), without gopher-lua's trimming and strconv;
-	// anything else, and every call with a base, as gopher-lua's.
-	toNumber := g.RawGetString("tonumber").(*lua.LFunction).GFunction
-	g.RawSetString("tonumber", L.NewFunction(func(L *lua.LState) int {
-		if L.GetTop() == 1 {
-			if s, ok := L.Get(1).(lua.LString); ok {
-				if n, ok := plainInteger(string(s)); ok {
-					L.Push(vals.number(n))
-					return 1
-				}
-			}
-		}
-		return toNumber(L)
-	}))
-}
-
-// plainInteger reads 1 to 15 decimal digits with an optional minus sign,
-// as gopher-lua's tonumber reads them (through an int64: "-0" is 0).
-func plainInteger(s string) (float64, bool) {
-	n, negative, ok := ShortInteger(s)
-	if negative {
-		n = -n
-	}
-	return float64(n), ok
-}
-
-// ShortInteger reads what limiter libraries send as numbers: 1 to 15
-// decimal digits with an optional minus sign, without strconv; every such
-// integer is a float64 exactly. negative reports the sign, so that a
-// caller can give "-0" the sign it needs (strtod keeps it, gopher-lua's
-// tonumber does not).
-func ShortInteger[T string | []byte](s T) (n int64, negative, ok bool) {
-	digits := s
-	if len(digits) > 0 && digits[0] == '-' {
-		digits, negative = digits[1:], true
-	}
-	if len(digits) == 0 || len(digits) > 15 {
-		return 0, false, false
-	}
-	for i := 0; i < len(digits); i++ {
-		ch := digits[i]
-		if ch < '0' || ch > '9' {
-			return 0, false, false
-		}
-		n = n*10 + int64(ch-'0')
-	}
-	return n, negative, true
+	g.RawSetString("tonumber", L.NewFunction(toNumber(vals))) // number.go
 }
 
 // numbersAsLua51 makes string.format's arguments on L's stack format as
@@ -371,11 +326,17 @@ func AppendLuaNumber(dst []byte, f float64) []byte {
 }
 
 func (r *Runner) newState() *state {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1 << 20})
+	// The registry (the values of every frame of a run) grows by
+	// registryStep slots at a time, not gopher-lua's 32: a run that needs
+	// its thousands of slots gets them in a few copies, not thousands.
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: callStackSize, RegistrySize: 1024,
+		RegistryMaxSize: 1 << 20, RegistryGrowStep: registryStep})
 	vals := newValues()
 	openLibs(L, vals)
 	g := L.G.Global
-	st := &state{L: L, memoryLimit: r.opts.MemoryLimit, vals: vals}
+	boundResults(L, g)
+	st := &state{L: L, memoryLimit: r.opts.MemoryLimit, vals: vals, keepError: L.NewFunction(keepError)}
+	g.RawSetString("cjson", st.cjsonLib(L))
 	st.limitStrings()
 	rl := st.redisLib(r.opts)
 	g.RawSetString("redis", rl)
@@ -447,7 +408,7 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 	if push != nil {
 		push()
 	}
-	err := L.PCall(nargs, 1, nil)
+	err := L.PCall(nargs, 1, st.keepError) // no traceback (results.go)
 	if h != nil {
 		h.cancel.Store(nil)
 	}
@@ -484,7 +445,7 @@ func (r *Runner) runFunc(st *state, fn *lua.LFunction, name string, push func(),
 			g.RawSetString(gl.name, gl.v)
 		}
 	}
-	st.caller, st.overMemory = nil, false
+	st.caller, st.overMemory, st.mem = nil, false, runMemory{}
 	if st.ctx.Err() != nil { // killed: this interpreter needs a live context
 		st.ctx, st.cancel = context.WithCancel(context.Background())
 		L.SetContext(st.ctx)
@@ -578,7 +539,7 @@ func (st *state) redisLib(opts Options) *lua.LTable {
 			if L.GetTop() != 1 {
 				raise(L, "ERR wrong number of arguments")
 			}
-			L.Push(lua.LString(SHA1([]byte(L.ToString(1)))))
+			L.Push(lua.LString(st.sha1hex(L, L.ToString(1))))
 			return 1
 		},
 		"log": func(L *lua.LState) int {

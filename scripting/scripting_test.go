@@ -391,33 +391,3 @@ func TestBounded(t *testing.T) {
 		}
 	}
 }
-
-// TestToNumberAsGopherLua: the fast tonumber answers every string as
-// gopher-lua's own does, those it reads itself and those it hands on.
-func TestToNumberAsGopherLua(t *testing.T) {
-	ref := lua.NewState()
-	defer ref.Close()
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer L.Close()
-	openLibs(L, newValues())
-	call := func(L *lua.LState, args ...lua.LValue) lua.LValue {
-		if err := L.CallByParam(lua.P{Fn: L.GetGlobal("tonumber"), NRet: 1, Protect: true}, args...); err != nil {
-			return lua.LString("error: " + err.Error())
-		}
-		defer L.Pop(1)
-		return L.Get(-1)
-	}
-	for _, s := range []string{"0", "-0", "7", "-7", "007", "123456789012345", "-123456789012345",
-		"1234567890123456", "+5", " 5", "5 ", "1e5", "0x10", "", "-", "--1", "1.5", "-1.", "٣", "12a"} {
-		for _, base := range [][]lua.LValue{nil, {lua.LNumber(10)}, {lua.LNumber(16)}} {
-			args := append([]lua.LValue{lua.LString(s)}, base...)
-			got, want := call(L, args...), call(ref, args...)
-			gn, gok := got.(lua.LNumber)
-			wn, wok := want.(lua.LNumber)
-			same := got == want || (gok && wok && float64(gn) == float64(wn) && math.Signbit(float64(gn)) == math.Signbit(float64(wn)))
-			if !same {
-				t.Errorf("tonumber(%q, %v) = %v, gopher-lua's %v", s, base, got, want)
-			}
-		}
-	}
-}

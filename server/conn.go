@@ -39,6 +39,15 @@ type Conn struct {
 
 	fc    *fdConn // the socket, when a poller owns the connection
 	dirty bool    // has replies for the poller to flush this round
+
+	// A long command (BeginLong) and the hand-over of its loop
+	// (poll_linux.go): the goroutine running the connection's commands
+	// owns the first four, the loop's goroutine away.
+	longDepth int    // BeginLong calls not yet ended
+	longOn    bool   // the outermost BeginLong told the poller
+	longSeq   uint64 // the poller's long count it set
+	detached  bool   // the loop was taken over during the long command: hand the connection back
+	away      bool   // out of the poller until handed back
 }
 
 // Writer is where replies go; the transport flushes it after each batch.
@@ -112,6 +121,34 @@ func (c *Conn) hasMail() bool {
 // nothing more once its current command returns.
 func (c *Conn) Kill() { c.nc.Close() }
 
+// BeginLong says that the command the connection is running may run long:
+// a script, a walk of the whole keyspace, a wait for another server. Until
+// the matching EndLong, the connection's event loop may go on serving its
+// other connections from another goroutine once the command has run for a
+// moment (a tenth of a second of the server's clock), instead of waiting
+// for it; the connection's replies keep their order. Calls nest. Only from
+// Handler.Command, on the connection's goroutine; a connection with a
+// goroutine of its own holds up no other, and the calls do nothing.
+func (c *Conn) BeginLong() {
+	c.longDepth++
+	if c.longDepth == 1 && c.fc != nil && !c.detached {
+		c.longOn = true
+		c.fc.p.beginLong(c)
+	}
+}
+
+// EndLong ends what BeginLong began.
+func (c *Conn) EndLong() {
+	if c.longDepth == 0 {
+		return
+	}
+	c.longDepth--
+	if c.longDepth == 0 && c.longOn {
+		c.longOn = false
+		c.fc.p.endLong(c)
+	}
+}
+
 // Context is the handler's state for the connection.
 func (c *Conn) Context() any { return c.ctx }
 
@@ -131,9 +168,15 @@ func (c *Conn) SetAuthenticated(ok bool) { c.authed = ok }
 // SetClass sets which of Limits.Output applies to the client.
 func (c *Conn) SetClass(class int) { c.class = class }
 
-// OutputMemory is the bytes of replies the client has not been sent yet;
-// safe from any goroutine.
-func (c *Conn) OutputMemory() int64 { return c.omem.Load() }
+// OutputMemory is the bytes of replies the client has not been sent yet,
+// pushed bytes not yet in the reply buffer included; safe from any
+// goroutine.
+func (c *Conn) OutputMemory() int64 {
+	c.mailMu.Lock()
+	mail := len(c.mail)
+	c.mailMu.Unlock()
+	return c.omem.Load() + int64(mail)
+}
 
 // Memory is what the connection holds: its unsent replies and its read
 // buffer. Safe from any goroutine, as of the end of its last batch.

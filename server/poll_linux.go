@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -69,11 +70,18 @@ type poller struct {
 
 	mu     sync.Mutex
 	inbox  []*Conn
-	mailed []*Conn   // connections Push gave mail to
-	killed []*fdConn // closed by other goroutines (fdConn.Close)
-	stop   bool      // asked to stop
-	gone   bool      // stopped: its descriptors are closed
-	woken  bool      // the poller will look at the lists above without another byte in the pipe: a byte is there, or it is in a round (collect)
+	mailed []*Conn       // connections Push gave mail to
+	killed []*fdConn     // closed by other goroutines (fdConn.Close)
+	back   []backConn    // connections whose long command ended on a goroutine that lost the loop
+	stop   bool          // asked to stop
+	gone   bool          // stopped: its descriptors are closed
+	woken  bool          // the poller will look at the lists above without another byte in the pipe: a byte is there, or it is in a round (collect)
+	quit   chan struct{} // closed once gone: ends watch
+
+	// long is odd while the loop's goroutine runs a long command
+	// (Conn.BeginLong) of longConn: watch may then take the loop over.
+	long     atomic.Uint64
+	longConn *Conn
 
 	conns map[int32]*Conn // owned by the poller's goroutine, by socket
 	dirty []*Conn         // connections with replies to write this round
@@ -81,11 +89,18 @@ type poller struct {
 	yield time.Time       // last yield (yieldEvery)
 }
 
+// backConn is a connection handed back to its poller, with what its last
+// read ended with.
+type backConn struct {
+	c   *Conn
+	err error
+}
+
 // newPollers starts n pollers for l.
 func newPollers(l *Server, n int) ([]*poller, error) {
 	var ps []*poller
 	for i := 0; i < n; i++ {
-		p := &poller{s: l, conns: map[int32]*Conn{}}
+		p := &poller{s: l, conns: map[int32]*Conn{}, quit: make(chan struct{})}
 		fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 		if err != nil {
 			stopPollers(ps)
@@ -118,6 +133,7 @@ func newPollers(l *Server, n int) ([]*poller, error) {
 		}
 		ps = append(ps, p)
 		go p.run()
+		go p.watch()
 	}
 	return ps, nil
 }
@@ -130,13 +146,14 @@ func stopPollers(ps []*poller) {
 }
 
 // post changes the poller's shared state with fn, under its lock, and
-// wakes it to look. Once the poller has gone it does nothing: its pipe is
-// closed, and the descriptor may already be another file's.
-func (p *poller) post(fn func()) {
+// wakes it to look. Once the poller has gone it does nothing and reports
+// false: its pipe is closed, and the descriptor may already be another
+// file's.
+func (p *poller) post(fn func()) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.gone {
-		return
+		return false
 	}
 	fn()
 	if !p.woken { // one byte wakes it for every post before collect; none during a round
@@ -147,6 +164,7 @@ func (p *poller) post(fn func()) {
 		// and back when the core is shared (bench/README.md, "Replication").
 		rawWrite(p.wake[1], []byte{1})
 	}
+	return true
 }
 
 // adopt takes over nc's socket for p when it is a TCP connection (possibly
@@ -221,7 +239,9 @@ func (p *poller) run() {
 			if c == nil {
 				continue
 			}
-			p.ready(c, ev.Events)
+			if !p.ready(c, ev.Events) {
+				return
+			}
 			p.maybeYield()
 		}
 		if !p.collect() {
@@ -234,10 +254,118 @@ func (p *poller) run() {
 		now := time.Now()
 		if now.Sub(p.last) >= tick {
 			p.last = now
-			p.expire(now)
+			if !p.expire(now) {
+				return
+			}
 		}
 		p.maybeYield()
 	}
+}
+
+// A command that runs long (a script, a walk of the whole keyspace) would
+// hold up every other connection of its loop: the loop's goroutine is the
+// one running it. The handler says when a command may run long
+// (Conn.BeginLong, EndLong); a poller's watch then hands the loop to a
+// new goroutine once the command has run for a tick of the server's
+// clock, and the other connections are served from there. The connection
+// whose command runs long leaves the poller (no longer watched, read or
+// flushed by it) until that command returns; the goroutine running it
+// then runs the rest of what the connection had sent, as it would have,
+// and hands the connection back (collect), whose replies the poller
+// flushes in order. A short command costs nothing of this: the handler's
+// hooks are called only around commands that may run long, and only the
+// hand-over starts a goroutine.
+
+// watch hands the loop over when its goroutine has been in the same long
+// command for a tick of the server's clock.
+func (p *poller) watch() {
+	t := p.s.clk.NewTicker(tick)
+	defer t.Stop()
+	var seen uint64
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C():
+		}
+		if v := p.long.Load(); v&1 == 1 && v == seen && p.long.CompareAndSwap(v, v+1) {
+			go p.takeOver()
+		}
+		seen = p.long.Load()
+	}
+}
+
+// takeOver runs the loop on a new goroutine, without the connection whose
+// command holds the old one: the old goroutine, inside that command, no
+// longer touches the poller, and learns it lost the loop when the command
+// returns (endLong).
+func (p *poller) takeOver() {
+	c := p.longConn
+	p.longConn = nil
+	c.away = true
+	fd := c.fc.fd
+	delete(p.conns, int32(fd))
+	syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_DEL, fd, nil)
+	if c.dirty {
+		c.dirty = false
+		p.dirty = slices.DeleteFunc(p.dirty, func(d *Conn) bool { return d == c })
+	}
+	// Posts made while the loop was held found it awake and wrote no byte
+	// to the pipe: take them now.
+	if p.collect() {
+		p.run()
+	}
+}
+
+// beginLong marks the loop's goroutine as running c's long command.
+func (p *poller) beginLong(c *Conn) {
+	p.longConn = c
+	c.longSeq = p.long.Add(1)
+}
+
+// endLong ends c's long command; c is detached if the loop was taken over
+// meanwhile.
+func (p *poller) endLong(c *Conn) {
+	if !p.long.CompareAndSwap(c.longSeq, c.longSeq+1) {
+		c.detached = true
+	}
+}
+
+// handBack returns c, whose long command ran on a goroutine that lost the
+// loop, to the poller; once the poller has gone, it closes c itself.
+func (p *poller) handBack(c *Conn, err error) {
+	if p.post(func() { p.back = append(p.back, backConn{c, err}) }) {
+		return
+	}
+	c.wr.Flush()
+	c.fc.drain()
+	c.fc.release()
+	c.closed = true
+	if err == errDraining || err == errWouldBlock {
+		err = nil
+	}
+	p.s.gone(c, err)
+}
+
+// rejoin takes back a connection that had left for its long command: it is
+// watched again, its replies and the mail that waited are flushed with the
+// round's, and what ended its last read is acted on as serve would.
+func (p *poller) rejoin(b backConn) {
+	c, fc := b.c, b.c.fc
+	c.detached, c.away, fc.waiting = false, false, false
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fc.fd)}
+	if err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, fc.fd, &ev); err != nil {
+		p.finish(c, os.NewSyscallError("epoll_ctl", err))
+		return
+	}
+	p.conns[int32(fc.fd)] = c
+	c.deliverMail()
+	p.mark(c)
+	err := b.err
+	if err == errWouldBlock {
+		err = nil
+	}
+	p.settle(c, err)
 }
 
 // maybeYield yields the poller's core when it has not for yieldEvery.
@@ -269,20 +397,50 @@ func (p *poller) welcome() bool {
 	return p.collect()
 }
 
-// collect takes what was posted: it delivers mail, registers the
-// connections in the inbox and closes those killed. It returns false when
-// the poller is stopping, after closing every connection it had.
+// collect takes what was posted: it delivers mail, closes the connections
+// killed, takes back those handed back, and registers the connections in
+// the inbox. It returns false when the goroutine no longer runs the loop:
+// the poller is stopping (every connection it had is closed), or a long
+// command of a new connection lost it the loop.
 func (p *poller) collect() bool {
 	p.mu.Lock()
-	in, killed, mailed, stop := p.inbox, p.killed, p.mailed, p.stop
-	p.inbox, p.killed, p.mailed, p.woken = nil, nil, nil, false
+	in, killed, mailed, back, stop := p.inbox, p.killed, p.mailed, p.back, p.stop
+	p.inbox, p.killed, p.mailed, p.back, p.woken = nil, nil, nil, nil, false
 	p.mu.Unlock()
 	for _, c := range mailed {
-		if c.fc != nil && c.fc.fd >= 0 && c.deliverMail() {
+		// A connection away for its long command has its mail delivered
+		// when it is back (rejoin): its writer is another goroutine's.
+		if c.fc != nil && c.fc.fd >= 0 && !c.away && c.deliverMail() {
 			p.mark(c)
 		}
 	}
-	for _, c := range in {
+	for _, fc := range killed {
+		// Usually the shut read side has woken the poller already; not
+		// when the connection waits only for room to write.
+		if c := p.conns[int32(fc.fd)]; c != nil && c.fc == fc {
+			p.finish(c, nil)
+		}
+	}
+	for _, b := range back {
+		p.rejoin(b)
+	}
+	if stop {
+		for _, c := range in {
+			p.finish(c, nil)
+		}
+		for _, c := range p.conns {
+			p.finish(c, nil)
+		}
+		p.mu.Lock()
+		p.gone = true
+		p.ef.Close()
+		syscall.Close(p.wake[0])
+		syscall.Close(p.wake[1])
+		close(p.quit)
+		p.mu.Unlock()
+		return false
+	}
+	for i, c := range in {
 		fd := c.fc.fd
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(fd)}
 		if err := syscall.EpollCtl(p.epfd, syscall.EPOLL_CTL_ADD, fd, &ev); err != nil {
@@ -292,65 +450,66 @@ func (p *poller) collect() bool {
 		p.conns[int32(fd)] = c
 		// A first read, as a connection's goroutine makes at once: it
 		// starts the guard's idle deadline and takes what already came.
-		p.serve(c)
-	}
-	for _, fc := range killed {
-		// Usually the shut read side has woken the poller already; not
-		// when the connection waits only for room to write.
-		if c := p.conns[int32(fc.fd)]; c != nil && c.fc == fc {
-			p.finish(c, nil)
+		if !p.serve(c) {
+			// The loop was taken over during a long command: the new
+			// goroutine welcomes the rest.
+			rest := in[i+1:]
+			p.post(func() { p.inbox = append(rest, p.inbox...) })
+			return false
 		}
-	}
-	if stop {
-		for _, c := range p.conns {
-			p.finish(c, nil)
-		}
-		p.mu.Lock()
-		p.gone = true
-		p.ef.Close()
-		syscall.Close(p.wake[0])
-		syscall.Close(p.wake[1])
-		p.mu.Unlock()
-		return false
 	}
 	return true
 }
 
-// ready handles the events of one connection.
-func (p *poller) ready(c *Conn, events uint32) {
+// ready handles the events of one connection; false when the goroutine
+// lost the loop (serve).
+func (p *poller) ready(c *Conn, events uint32) bool {
 	fc := c.fc
 	if events&syscall.EPOLLOUT != 0 {
 		if err := fc.drain(); err != nil {
 			p.finish(c, err)
-			return
+			return true
 		}
 		c.setOmem(c.unsent())
 		if len(fc.out) == 0 {
-			p.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+			p.watchFor(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
 		}
 	}
 	if events&(syscall.EPOLLIN|syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) == 0 {
-		return
+		return true
 	}
 	if fc.lingering() {
 		p.linger(c)
-		return
+		return true
 	}
-	p.serve(c)
+	return p.serve(c)
 }
 
 // serve runs the commands that arrived on c; their replies wait for flush.
-func (p *poller) serve(c *Conn) {
+// It returns false when a long command of c lost the goroutine the loop
+// (takeOver): c is then handed back, and the caller must return without
+// touching the poller.
+func (p *poller) serve(c *Conn) bool {
 	err := p.s.step(c)
 	for err == nil && !c.closed && c.rd.Buffered() {
 		// The reader holds a command back (judged after the commands
 		// before it ran) or an error: no readiness will announce them.
 		err = p.s.step(c)
 	}
+	if c.detached {
+		p.handBack(c, err)
+		return false
+	}
 	if err == errWouldBlock {
-		return
+		return true
 	}
 	p.mark(c)
+	p.settle(c, err)
+	return true
+}
+
+// settle acts on what ended c's last read: shutdown, an error, a close.
+func (p *poller) settle(c *Conn, err error) {
 	switch {
 	case errors.Is(err, errDraining):
 		p.s.h.EndRound()
@@ -387,15 +546,15 @@ func (p *poller) flush() {
 		}
 		c.setOmem(c.unsent())
 		if len(c.fc.out) > 0 && !c.fc.waiting {
-			p.watch(c, syscall.EPOLLOUT)
+			p.watchFor(c, syscall.EPOLLOUT)
 		}
 	}
 	clear(p.dirty)
 	p.dirty = p.dirty[:0]
 }
 
-// watch sets the events c's socket is watched for.
-func (p *poller) watch(c *Conn, events uint32) {
+// watchFor sets the events c's socket is watched for.
+func (p *poller) watchFor(c *Conn, events uint32) {
 	fc := c.fc
 	fc.waiting = events&syscall.EPOLLOUT != 0
 	ev := syscall.EpollEvent{Events: events, Fd: int32(fc.fd)}
@@ -408,7 +567,9 @@ func (p *poller) watch(c *Conn, events uint32) {
 // fail (the guard then decides: idle timeout or shutdown), a write
 // deadline passed with replies still unsent closes the connection, and a
 // lingering connection closes after its second.
-func (p *poller) expire(now time.Time) {
+//
+// It returns false when the goroutine lost the loop (serve).
+func (p *poller) expire(now time.Time) bool {
 	t := now.UnixNano()
 	for _, c := range p.conns {
 		fc := c.fc
@@ -426,7 +587,9 @@ func (p *poller) expire(now time.Time) {
 		default:
 			if d := fc.rdeadline.Load(); d != 0 && t >= d {
 				fc.expired = true
-				p.serve(c)
+				if !p.serve(c) {
+					return false
+				}
 			}
 		}
 	}
@@ -434,6 +597,7 @@ func (p *poller) expire(now time.Time) {
 		p.s.h.EndRound()
 	}
 	p.flush()
+	return true
 }
 
 // linger discards what a lingering connection still sends (see

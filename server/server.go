@@ -23,7 +23,11 @@ import (
 
 // Handler is what the transport calls; the command layer implements it.
 // Every call for one connection comes from that connection's goroutine or
-// event loop, in order.
+// event loop, one at a time and in order. An event loop may go on on
+// another goroutine while a command that said it may run long
+// (Conn.BeginLong) runs: that command's connection is then served by the
+// goroutine running it until it hands the connection back to the loop,
+// and each call still happens after the one before it.
 type Handler interface {
 	// Open is called for each accepted connection before it is read. It
 	// returns false to refuse it, having written its refusal to

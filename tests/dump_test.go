@@ -381,6 +381,9 @@ func TestMigrateEveryKind(t *testing.T) {
 		{"z", []any{"ZADD", "z", 1.5, "a", -2, "b"}, []any{"ZRANGE", "z", 0, -1, "WITHSCORES"}},
 		{"l", []any{"RPUSH", "l", "a", "", "c"}, []any{"LRANGE", "l", 0, -1}},
 
+		{"cw", []any{"SW.INCR", "cw", 5, "day", 3, "TZ", "America/New_York"}, []any{"SW.INCR", "cw", 5, "day", "TZ", "America/New_York"}},
+		{"rl:p:r", []any{"RL.RESERVE", "p", "r", 3}, []any{"RL.HIT", "p", "r"}},
+
 		{"lease", []any{"CL.ACQUIRE", "lease", 2, "2s", "a"}, []any{"CL.ACQUIRE", "lease", 2, "2s", "b"}},
 	}
 	args := []any{"MIGRATE", "", "", "", 0, 5000, "COPY", "KEYS"}

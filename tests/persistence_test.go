@@ -78,6 +78,18 @@ var roundTrip = map[engine.Kind]struct {
 		after:  [][]any{{"LRANGE", "{k}", 0, -1}, {"LPOP", "{k}"}, {"LTRIM", "{k}", 0, 1}, {"LRANGE", "{k}", 0, -1}},
 	},
 
+	engine.KindCalendarWindow: {
+		before: [][]any{{"FW.INCR", "{k}", 10, "month", 4, "TZ", "Europe/Paris"}},
+		after:  [][]any{{"FW.INCR", "{k}", 10, "month", 0, "TZ", "Europe/Paris"}, {"SW.INCR", "{k}", 10, "month", 5, "TZ", "Europe/Paris"}, {"FW.INCR", "{k}", 10, "month", "TZ", "Europe/Paris"}},
+	},
+
+	// Reservations open on a policy's key (its ids: deadline ms - number).
+	engine.KindReserve: {
+		before: [][]any{{"RL.POLICY", "SET", "p", "gcra", 10, "1m"}, {"RL.RESERVE", "p", "{k}", 4, "60s"}, {"RL.RESERVE", "p", "{k}", 3, "60s"}},
+		after: [][]any{{"TYPE", "rl:p:{k}"}, {"PTTL", "rl:p:{k}"}, {"RL.SETTLE", "p", "{k}", fmt.Sprintf("%d-1", t0/1e6+60500), 1},
+			{"RL.SETTLE", "p", "{k}", fmt.Sprintf("%d-2", t0/1e6+60750), 9}, {"RL.HIT", "p", "{k}", 0}},
+	},
+
 	engine.KindLease: {
 		before: [][]any{{"CL.ACQUIRE", "{k}", 3, "10s", "a"}, {"CL.ACQUIRE", "{k}", 3, "2s", "b"}, {"CL.ACQUIRE", "{k}", 3, "1s"}},
 		after:  [][]any{{"CL.ACQUIRE", "{k}", 3, "5s", "c"}, {"CL.RELEASE", "{k}", "a"}, {"CL.RENEW", "{k}", "b", "1s"}, {"CL.ACQUIRE", "{k}", 3, "5s", "d"}},

@@ -54,6 +54,8 @@ func load(t testing.TB, c *redis.Client, prefix string, n int) {
 			{"SET", "s:" + k, fmt.Sprint(i), "PX", 100000},
 			{"INCR", "n:" + k},
 			{"MSET", "m1:" + k, "a", "m2:" + k, "b"},
+
+			{"FW.INCR", "cw:" + k, 1000, "month", "TZ", "Europe/Paris"},
 		} {
 			require.NoError(t, c.Do(ctx, cmd...).Err(), "%v", cmd)
 		}

@@ -25,7 +25,7 @@ import (
 // newServer is a command layer with every family, in the order the node
 // registers them: the keys the cluster commands route, count and move
 // are the other families'.
-func newServer(t *testing.T, cfg config.Config, clk clock.Clock) *command.Server {
+func newServer(t testing.TB, cfg config.Config, clk clock.Clock) *command.Server {
 	t.Helper()
 	s := command.New(cfg, engine.New(clk, 0), log.New(io.Discard, "", 0),
 		conn.New(), keyspace.New(), scripts.New(), ratelimit.New(), pubsub.New(), monitor.New(), admin.New(), replicas.New(), clustering.New())
@@ -37,7 +37,7 @@ func newServer(t *testing.T, cfg config.Config, clk clock.Clock) *command.Server
 }
 
 // newLocal is a client of a server outside cluster mode, and its clock.
-func newLocal(t *testing.T) (*command.LocalClient, *clock.Fake) {
+func newLocal(t testing.TB) (*command.LocalClient, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(1_700_000_000e9)
 	return newServer(t, config.Default(), clk).NewLocalClient(), clk

@@ -25,7 +25,9 @@ func (f *Family) registerDump(t *command.Table) {
 			Syntax: "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]", Handler: cmdRestore}
 	}
 	const restoreDoc = "Creates a key from a DUMP payload (limitdb's own, not Redis's RDB form) expiring after ttl ms (0: never; " +
-		"ABSTTL: at ttl, a Unix time in ms). IDLETIME and FREQ are checked and ignored: limitdb keeps no LRU or LFU data."
+		"ABSTTL: at ttl, a Unix time in ms). IDLETIME and FREQ are checked and ignored: limitdb keeps no LRU or LFU data. " +
+		"The entry is always checked as Redis's sanitize-dump-payload yes checks it: one whose lengths or counts do not match its bytes, " +
+		"or a hash, set, sorted set or list with no elements, is refused with ERR Bad data format."
 	t.Register(
 		&command.Command{Name: "dump", Arity: 2, Flags: command.FlagReadonly, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.2.0",
 			Complexity: "O(N) where N is the size of the value",

@@ -229,3 +229,29 @@ func TestMigratePasswordsRedacted(t *testing.T) {
 		t.Errorf("SLOWLOG lost the keys: %q", got)
 	}
 }
+
+// TestRestoreRefusesEmptyCollections: a payload with a valid checksum
+// whose hash, set, sorted set or list has no elements is refused as Redis
+// refuses a malformed one, and no key is made; a key that existed stays.
+func TestRestoreRefusesEmptyCollections(t *testing.T) {
+	t.Parallel()
+	c, _ := newLocal(t)
+	do(c, "SET", "kept", "v")
+	for _, kind := range []byte{8, 9, 10, 11} { // engine.KindHash, KindSet, KindZSet, KindList
+		for _, entry := range [][]byte{{kind, 0, 0, 0, 0}, {kind, 0, 0, 0, 1, 0}} {
+			p := binary.LittleEndian.AppendUint16(append([]byte(nil), entry...), persistence.DumpVersion)
+			p = binary.LittleEndian.AppendUint64(p, crc64.Checksum(p, crc64.MakeTable(crc64.ECMA)))
+			for _, key := range []string{"new", "kept"} {
+				if got := do(c, "RESTORE", key, "0", p, "REPLACE"); got != "-ERR Bad data format\r\n" {
+					t.Errorf("RESTORE %s of %x = %q, want Bad data format", key, entry, got)
+				}
+			}
+			if got := do(c, "EXISTS", "new"); got != ":0\r\n" {
+				t.Errorf("after RESTORE of %x, EXISTS = %q", entry, got)
+			}
+			if got := do(c, "GET", "kept"); got != "$1\r\nv\r\n" {
+				t.Errorf("after RESTORE REPLACE of %x, the key holds %q", entry, got)
+			}
+		}
+	}
+}

@@ -100,7 +100,13 @@ type migrating struct {
 	pttl         int64
 }
 
+// cmdMigrate waits for another server, up to its timeout: the connections
+// that share the client's event loop are served meanwhile (RunLong).
 func (f *Family) cmdMigrate(c *command.Client, args [][]byte) {
+	c.RunLong(func() { f.migrate(c, args) })
+}
+
+func (f *Family) migrate(c *command.Client, args [][]byte) {
 	m, err := parseMigrate(args)
 	if err != nil {
 		c.Error(err)

@@ -178,3 +178,70 @@ func TestInfoRLS(t *testing.T) {
 		t.Error("the default INFO shows rls")
 	}
 }
+
+// TestChargeLocal: an in-process caller hands RLS.CHARGE its charges and
+// takes the statuses as values, the same a RESP caller reads from the
+// integers, counted in INFO limits alike; a refusal hands back the error
+// reply, and a RESP caller on the same server is answered in integers.
+func TestChargeLocal(t *testing.T) {
+	t.Parallel()
+	f := envoy.New(nil)
+	s := command.New(config.Default(), engine.New(clock.NewFake(1_700_000_000e9), 0), log.New(io.Discard, "", 0), keyspace.New(), f, admin.New())
+	if err := s.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	local, wire := s.NewLocalClient(), s.NewLocalClient()
+	limit := &rls.RateLimit{RequestsPerUnit: 2, Unit: rls.Unit(3)} // 2 an hour
+	charge := func(key string) *rls.ChargeRequest {
+		return &rls.ChargeRequest{Mode: rls.PerDescriptor, NearRatio: 0.8,
+			Charges: []rls.Charge{{Key: []byte(key), Limit: limit, Hits: 1, Start: 1699999200}}}
+	}
+	var b rls.ChargeArgsBuilder
+	for i := 0; i < 3; i++ {
+		req := charge("a")
+		sts, reply := f.ChargeLocal(local, req, b.Build(req.Mode, req.NearRatio, req.Charges))
+		if len(sts) != 1 {
+			t.Fatalf("charge %d: %d statuses, reply %q", i, len(sts), reply)
+		}
+		other := charge("b")
+		var want [rls.StatusInts]int64
+		if err := parseInts(wire.Do(rls.ChargeArgs(nil, other.Mode, other.NearRatio, other.Charges)...), want[:]); err != nil {
+			t.Fatal(err)
+		}
+		taken := sts[0]
+		taken.Limit = nil // the rule charged, which the wire does not carry
+		if got := rls.StatusOf(want[:]); taken != got {
+			t.Errorf("charge %d: %+v taken in process, %+v read from the wire", i, taken, got)
+		}
+	}
+	req := charge("a")
+	args := b.Build(req.Mode, req.NearRatio, req.Charges)
+	args[1] = []byte("sometimes") // a mode no parser would take: the handed-over charges are charged
+	if sts, _ := f.ChargeLocal(local, req, args); len(sts) != 1 || !sts[0].Over {
+		t.Errorf("a fourth charge of a: %+v, want one status over the limit", sts)
+	}
+	if sts, reply := f.ChargeLocal(local, req, args[:4]); sts != nil || !strings.HasPrefix(string(reply), "-ERR wrong number of arguments") {
+		t.Errorf("a refused charge: %v, %q", sts, reply)
+	}
+	info := string(wire.DoString("INFO", "limits"))
+	if !strings.Contains(info, "limit_rls.charge:admitted=4,denied=3") {
+		t.Errorf("INFO limits counts both callers' decisions: %q", info)
+	}
+}
+
+// parseInts reads a RESP array of integers into v.
+func parseInts(reply []byte, v []int64) error {
+	lines := strings.Split(strings.TrimSuffix(string(reply), "\r\n"), "\r\n")
+	if len(lines) != len(v)+1 || lines[0] != "*"+strconv.Itoa(len(v)) {
+		return errors.New("reply " + strconv.Quote(string(reply)) + " is not " + strconv.Itoa(len(v)) + " integers")
+	}
+	for i, l := range lines[1:] {
+		n, err := strconv.ParseInt(strings.TrimPrefix(l, ":"), 10, 64)
+		if err != nil {
+			return err
+		}
+		v[i] = n
+	}
+	return nil
+}

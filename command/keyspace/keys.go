@@ -21,7 +21,7 @@ func registerKeys(t *command.Table) {
 		&command.Command{Name: "renamenx", Arity: 3, Flags: command.FlagWrite | command.FlagFast, FirstKey: 1, LastKey: 2, Step: 1, Group: "generic", Since: "0.2.0",
 			Complexity: "O(N) where N is the size of the value", Summary: "Moves a key's value and expiry to another name only if that name is free; answers 1 if moved.", Syntax: "key newkey", Handler: cmdRename(true)},
 		&command.Command{Name: "type", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
-			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, list, none).", Syntax: "key", Handler: cmdType},
+			Complexity: "O(1)", Summary: "Names the algorithm or type that owns the key (gcra, tbucket, lbqueue, fwindow, swindow, slog, string, hash, set, zset, list, cwindow, none).", Syntax: "key", Handler: cmdType},
 		&command.Command{Name: "ttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Seconds until the key expires (-1 never, -2 absent).", Syntax: "key", Handler: cmdTTL(false)},
 		&command.Command{Name: "pttl", Arity: 2, Flags: command.FlagReadonly | command.FlagFast, FirstKey: 1, LastKey: 1, Step: 1, Group: "generic", Since: "0.1.0",
@@ -195,17 +195,21 @@ func cmdScan(c *command.Client, args [][]byte) {
 	}
 }
 
+// cmdKeys walks the whole keyspace, which may take long: the connections
+// that share the client's event loop are served meanwhile (RunLong).
 func cmdKeys(c *command.Client, args [][]byte) {
 	eng, now, pattern := c.Engine(), c.Now(), string(args[1])
 	var keys []string
-	for i := 0; i < eng.Shards(); i++ {
-		eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
-			if command.GlobMatch(pattern, k) {
-				keys = append(keys, k)
-			}
-			return true
-		})
-	}
+	c.RunLong(func() {
+		for i := 0; i < eng.Shards(); i++ {
+			eng.RangeShard(i, now, func(k string, _ *engine.Entry) bool {
+				if command.GlobMatch(pattern, k) {
+					keys = append(keys, k)
+				}
+				return true
+			})
+		}
+	})
 	c.Array(len(keys))
 	for _, k := range keys {
 		c.BulkString(k)
@@ -217,6 +221,6 @@ func cmdFlush(c *command.Client, args [][]byte) {
 		c.Error(command.ErrSyntax)
 		return
 	}
-	c.Engine().Flush()
+	c.RunLong(func() { c.Engine().Flush() }) // every key: it may take long
 	c.OK()
 }

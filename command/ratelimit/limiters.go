@@ -10,7 +10,7 @@ import (
 // its arguments, building the engine's Limiter (which validates the
 // combination) and writing the uniform reply in milliseconds.
 
-func registerLimiters(t *command.Table) {
+func (f *Family) registerLimiters(t *command.Table) {
 	const flags = command.FlagWrite | command.FlagDenyOOM | command.FlagFast
 	t.Register(
 		&command.Command{Name: "tb.take", Arity: -5, MaxArgs: 6, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 5,
@@ -21,14 +21,14 @@ func registerLimiters(t *command.Table) {
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Leaky bucket as a queue: admit into a queue of capacity served at rate per period; the sixth field is the delay in ms.",
 			Syntax:  "key capacity rate period [cost]", Handler: cmdLBQueue},
-		&command.Command{Name: "fw.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
+		&command.Command{Name: "fw.incr", Arity: -4, MaxArgs: 7, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1)",
-			Summary: "Fixed window aligned to the Unix epoch: count cost (default 1) against limit per window. Reply in ms.",
-			Syntax:  "key limit window [cost]", Handler: cmdFWIncr},
+			Summary: "Fixed window aligned to the Unix epoch, or a calendar window (day, week, month, year, business_day) in zone TZ (default UTC): count cost (default 1) against limit per window. Reply in ms.",
+			Syntax:  "key limit window [cost] [TZ zone]", Handler: f.cmdFWIncr},
 		&command.Command{Name: "sw.incr", Arity: -4, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) with precision 1, O(precision) otherwise",
-			Summary: "Sliding-window counter: the previous (sub-)window weighted by its share still inside the window. Reply in ms.",
-			Syntax:  "key limit window [cost] [PRECISION n]", Handler: cmdSWIncr},
+			Summary: "Sliding-window counter: the previous (sub-)window weighted by its share still inside the window; the window a duration or a calendar unit in zone TZ. Reply in ms.",
+			Syntax:  "key limit window [cost] [PRECISION n] [TZ zone]", Handler: f.cmdSWIncr},
 		&command.Command{Name: "sl.incr", Arity: -4, MaxArgs: 5, Flags: flags, FirstKey: 1, LastKey: 1, Step: 1, CostArg: 4,
 			Group: "rate_limit", Since: "0.1.0", Complexity: "O(1) amortized; memory O(limit) per key",
 			Summary: "Sliding log, exact: admit when the cost logged in the last window plus cost fits the limit. Reply in ms.",
@@ -123,18 +123,28 @@ func parseCost(c *command.Client, args [][]byte, a *limiterArgs) bool {
 	return true
 }
 
-// cmdFWIncr answers FW.INCR key limit window [cost].
-func cmdFWIncr(c *command.Client, args [][]byte) {
-	a, ok := parseWindowArgs(c, args)
-	if !ok || !parseCost(c, args, &a) {
+// cmdFWIncr answers FW.INCR key limit window [cost] [TZ zone].
+func (f *Family) cmdFWIncr(c *command.Client, args [][]byte) {
+	a, err := parseWindow(args, false)
+	if err != nil {
+		c.Error(err)
 		return
 	}
-	l, err := engine.NewFixedWindow(a.count, a.period)
+	if a.unit != 0 {
+		l, err := f.calendarWindow(a, false)
+		limitReply(c, args, l, err, a.cost, false)
+		return
+	}
+	l, err := engine.NewFixedWindow(a.limit, a.period)
 	limitReply(c, args, l, err, a.cost, false)
 }
 
 // cmdSLIncr answers SL.INCR key limit window [cost].
 func cmdSLIncr(c *command.Client, args [][]byte) {
+	if _, ok := calendarUnit(args[3]); ok {
+		c.Error(errLogCalendar)
+		return
+	}
 	a, ok := parseWindowArgs(c, args)
 	if !ok || !parseCost(c, args, &a) {
 		return
@@ -143,35 +153,19 @@ func cmdSLIncr(c *command.Client, args [][]byte) {
 	limitReply(c, args, l, err, a.cost, false)
 }
 
-// cmdSWIncr answers SW.INCR key limit window [cost] [PRECISION n]; the
-// cost and the PRECISION option may come in either order.
-func cmdSWIncr(c *command.Client, args [][]byte) {
-	a, ok := parseWindowArgs(c, args)
-	if !ok {
+// cmdSWIncr answers SW.INCR key limit window [cost] [PRECISION n] [TZ
+// zone]; the cost and the options may come in any order.
+func (f *Family) cmdSWIncr(c *command.Client, args [][]byte) {
+	a, err := parseWindow(args, true)
+	if err != nil {
+		c.Error(err)
 		return
 	}
-	precision, haveCost := int64(1), false
-	for i := 4; i < len(args); i++ {
-		var err error
-		switch {
-		case command.EqualFold(args[i], "precision"):
-			if i+1 == len(args) {
-				c.Error(command.ErrSyntax)
-				return
-			}
-			i++
-			precision, err = command.ParseAtLeast(args[i], 1, "precision")
-		case !haveCost:
-			haveCost = true
-			a.cost, err = command.ParseAtLeast(args[i], 0, "cost")
-		default:
-			err = command.ErrSyntax
-		}
-		if err != nil {
-			c.Error(err)
-			return
-		}
+	if a.unit != 0 {
+		l, err := f.calendarWindow(a, true)
+		limitReply(c, args, l, err, a.cost, false)
+		return
 	}
-	l, err := engine.NewSlidingWindow(a.count, a.period, precision)
+	l, err := engine.NewSlidingWindow(a.limit, a.period, a.precision)
 	limitReply(c, args, l, err, a.cost, false)
 }

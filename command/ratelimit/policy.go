@@ -35,7 +35,7 @@ func (f *Family) registerPolicy(t *command.Table) {
 				{Name: "rl.policy|set", Arity: -6, Flags: command.FlagWrite | command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies",
 					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused.",
-					Syntax:     "name algorithm limit period [BURST burst] [SHADOW]",
+					Syntax:     "name algorithm limit period [BURST burst] [SHADOW] [TZ zone] [HOLIDAYS date,...]",
 					Handler:    f.cmdPolicySet},
 				{Name: "rl.policy|get", Arity: 3, Flags: command.FlagReadonly | command.FlagFast, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Describes a policy in effect and its counters, or null.",
@@ -145,7 +145,8 @@ func writeLimit(c *command.Client, r limit.Result, withDelay bool) {
 	}
 }
 
-// cmdPolicySet answers RL.POLICY SET name algorithm limit period [BURST n] [SHADOW].
+// cmdPolicySet answers RL.POLICY SET name algorithm limit period [BURST n]
+// [SHADOW] [TZ zone] [HOLIDAYS date,...]; period may be a calendar unit.
 func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 	p := policy.Policy{Name: string(args[2])}
 	alg, ok := policy.ParseAlgorithm(string(args[3]))
@@ -159,14 +160,24 @@ func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	d, err := limit.ParseDuration(string(args[5]))
-	if err != nil {
-		c.Errf("invalid period '%s': %v", command.Clip(args[5]), err)
-		return
+	if u, ok := calendarUnit(args[5]); ok {
+		p.Calendar.Unit = u
+	} else {
+		d, err := limit.ParseDuration(string(args[5]))
+		if err != nil {
+			c.Errf("invalid period '%s': %v (or a calendar period: day, week, month, year or business_day)", command.Clip(args[5]), err)
+			return
+		}
+		p.Period = d
 	}
-	p.Period = d
 	for i := 6; i < len(args); i++ {
 		switch {
+		case command.EqualFold(args[i], "tz") && i+1 < len(args) && p.Calendar.Timezone == "":
+			p.Calendar.Timezone = string(args[i+1])
+			i++
+		case command.EqualFold(args[i], "holidays") && i+1 < len(args) && p.Calendar.Holidays == "":
+			p.Calendar.Holidays = string(args[i+1])
+			i++
 		case command.EqualFold(args[i], "burst") && i+1 < len(args) && p.Burst == 0:
 			if p.Burst, err = command.ParseAtLeast(args[i+1], 1, "burst"); err != nil {
 				c.Error(err)
@@ -196,7 +207,11 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 		c.Null()
 		return
 	}
-	c.Map(10)
+	if in.Calendar.Unit != 0 {
+		c.Map(12)
+	} else {
+		c.Map(10)
+	}
 	c.BulkString("name")
 	c.BulkString(in.Name)
 	c.BulkString("algorithm")
@@ -204,7 +219,7 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 	c.BulkString("limit")
 	c.Int(in.Limit)
 	c.BulkString("period")
-	c.BulkString(limit.FormatDuration(in.Period))
+	c.BulkString(in.PeriodString())
 	c.BulkString("burst")
 	c.Int(in.EffectiveBurst())
 	c.BulkString("shadow")
@@ -217,6 +232,17 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 	c.Int(in.Denied)
 	c.BulkString("shadow_denied")
 	c.Int(in.ShadowDenied)
+
+	if in.Calendar.Unit != 0 {
+		c.BulkString("timezone")
+		c.BulkString(in.Calendar.Zone())
+		holidays := in.Calendar.HolidayList()
+		c.BulkString("holidays")
+		c.Array(len(holidays))
+		for _, h := range holidays {
+			c.BulkString(h)
+		}
+	}
 }
 
 func (f *Family) cmdPolicyDel(c *command.Client, args [][]byte) {

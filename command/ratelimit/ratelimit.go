@@ -24,6 +24,8 @@ type Family struct {
 	policies  *policy.Store
 	env       command.Env
 	replicate func(name string, save func() ([]byte, error))
+
+	calendars calendars // the window commands' resolved calendars (calendar.go)
 }
 
 // New returns the family with no policies yet.
@@ -35,8 +37,10 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	f.env = env
 	f.replicate = env.ReplicateSection
 	registerGcra(t)
-	registerLimiters(t)
+	f.registerLimiters(t)
 	f.registerPolicy(t)
+
+	f.registerReserve(t)
 
 	f.registerLeases(t)
 

@@ -93,7 +93,7 @@ func (f *Family) startReplica(c *command.Client, id string, next int64) {
 		ip, _, _ = net.SplitHostPort(c.Addr)
 	}
 	c.SetClass(config.ClassReplica)
-	rc.replica = f.repl.Attach(sink{c}, ip, rc.port, id, next)
+	rc.replica = f.repl.Attach(sink{c, f}, ip, rc.port, id, next)
 }
 
 func (f *Family) cmdReplconf(c *command.Client, args [][]byte) {

@@ -110,10 +110,20 @@ func (f *Family) detach(c *command.Client) {
 }
 
 // sink is a replica's connection as the Manager pushes to it.
-type sink struct{ c *command.Client }
+type sink struct {
+	c *command.Client
+	f *Family
+}
 
 func (s sink) Push(b []byte) { s.c.Deliver(b) }
 func (s sink) Kill()         { s.c.Kill(nil) }
+func (s sink) Unsent() int64 { return s.c.OutputMemory() }
+
+// Limit is client-output-buffer-limit's replica class, as it is now.
+func (s sink) Limit() replication.OutputLimit {
+	lim := s.f.env.Config().OutputBuffer[config.ClassReplica]
+	return replication.OutputLimit{Hard: lim.Hard, Soft: lim.Soft, SoftFor: time.Duration(lim.SoftSeconds) * time.Second}
+}
 
 func (f *Family) infoSyncs(_ *engine.Engine, b *strings.Builder) {
 	if f.repl != nil {

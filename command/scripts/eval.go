@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
@@ -146,21 +147,25 @@ func (f *Family) runScript(st *clientState, script *scripting.Script, n *twins.T
 		}
 		return
 	}
-	f.runScriptWith(st, keys, ro, func(sc *caller) error {
+	f.runScriptWith(st, keys, ro, false, func(sc *caller) error {
 		return f.runner.Run(script, keys, argv, sc, c.Writer(), &sc.run.h)
 	})
 }
 
 // runScriptWith runs a script or function for the client of st, inside
-// its transaction when it has one (EVAL queued in MULTI), or in one holding the shards of
-// keys.
-func (f *Family) runScriptWith(st *clientState, keys [][]byte, ro bool, run func(sc *caller) error) {
+// its transaction when it has one (EVAL queued in MULTI), or in one
+// holding the shards of keys. It may run long: the connections that share
+// the client's event loop are served meanwhile (RunLong), waiting for the
+// script's shards included.
+func (f *Family) runScriptWith(st *clientState, keys [][]byte, ro, function bool, run func(sc *caller) error) {
 	sc, c := st.caller, st.caller.c
 	sc.ro = ro
-	sc.run = f.busy.start(&sc.runState, c)
-	defer f.busy.end(sc.run)
 	var err error
-	c.Exclusive(keys, func(*engine.Engine) { err = run(sc) })
+	c.RunLong(func() {
+		sc.run = f.busy.start(&sc.runState, c, function)
+		defer f.busy.end(sc.run)
+		c.Exclusive(keys, func(*engine.Engine) { err = run(sc) })
+	})
 	c.SetFailed(err != nil)
 }
 
@@ -245,8 +250,14 @@ func (f *Family) cmdScriptFlush(c *command.Client, args [][]byte) {
 	c.OK()
 }
 
-func (f *Family) cmdScriptKill(c *command.Client, _ [][]byte) {
-	if err := f.busy.kill(); err != nil {
+// cmdScriptKill is SCRIPT KILL and FUNCTION KILL. It may wait for a run
+// to become busy: meanwhile the connections that share the client's event
+// loop are served (RunLong).
+func (f *Family) cmdScriptKill(c *command.Client, args [][]byte) {
+	threshold := time.Duration(f.env.Config().BusyReplyThreshold) * time.Millisecond
+	var err error
+	c.RunLong(func() { err = f.busy.kill(command.EqualFold(args[0], "function"), threshold) })
+	if err != nil {
 		c.Error(err)
 		return
 	}

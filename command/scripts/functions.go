@@ -55,7 +55,7 @@ func (f *Family) cmdFCall(c *command.Client, args [][]byte, ro bool) {
 		return
 	}
 	keys, argv := args[3:3+n], args[3+n:]
-	f.runScriptWith(f.client(c), keys, ro || fn.NoWrites(), func(sc *caller) error {
+	f.runScriptWith(f.client(c), keys, ro || fn.NoWrites(), true, func(sc *caller) error {
 		return f.runner.Call(f.functions, fn, keys, argv, sc, c.Writer(), &sc.run.h)
 	})
 }

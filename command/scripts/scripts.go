@@ -37,7 +37,7 @@ type Family struct {
 	functions *scripting.Functions // FUNCTION's libraries, kept in snapshots
 	natives   *twins.Registry      // library scripts run without Lua, by SHA1
 	runner    *scripting.Runner
-	busy      busyScripts // runs under way, -BUSY past busy-reply-threshold
+	busy      *busyScripts // runs under way, -BUSY past busy-reply-threshold
 }
 
 // New returns the family with no scripts or libraries yet.
@@ -46,7 +46,7 @@ func New() *Family {
 		scripts:   scripting.NewCache(),
 		functions: scripting.NewFunctions(),
 		natives:   twins.New(),
-		busy:      busyScripts{runs: map[*scriptRun]struct{}{}},
+		busy:      newBusyScripts(),
 	}
 }
 
@@ -66,7 +66,7 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	f.registerFunctions(t)
 	t.AddInfo("scripting", 75, f.infoScripting)
 	t.AddSection("functions", f.functions.Save, f.functions.LoadSection)
-	t.SetBusyCheck(&f.busy.count, busyCheck)
+	t.SetBusyCheck(&f.busy.count, f.busyCheck)
 	t.OnClose(f.busy.killAll)
 }
 

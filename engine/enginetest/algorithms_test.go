@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/engine/calendar"
 	"github.com/limitdb/limitdb/engine/gcra"
 )
 
@@ -88,6 +89,34 @@ var algorithms = []Algorithm{
 			"huge ttl":     func() error { _, err := engine.NewLeaseLimiter(1, math.MaxInt64); return err },
 		},
 	},
+
+	calendarAlgorithm("FW.INCR day Europe/Paris", calendar.Day, "Europe/Paris", false),
+	calendarAlgorithm("SW.INCR day America/New_York", calendar.Day, "America/New_York", true),
+	calendarAlgorithm("SW.INCR month Europe/Paris", calendar.Month, "Europe/Paris", true),
+	calendarAlgorithm("FW.INCR business_day UTC", calendar.BusinessDay, "UTC", false),
+}
+
+// calendarAlgorithm is a calendar window to the suite: its time scale the
+// unit's nominal length.
+func calendarAlgorithm(name string, u calendar.Unit, zone string, sliding bool) Algorithm {
+	return Algorithm{
+		Name: name, Period: int64(u.Nominal()), Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) {
+			cal, err := calendar.New(u, zone, nil)
+			if err != nil {
+				return nil, err
+			}
+			return engine.NewCalendarWindow(limit, cal, sliding)
+		},
+		Invalid: map[string]func() error{
+			"unknown zone": func() error { _, err := calendar.New(u, "Nowhere/Atlantis", nil); return err },
+			"beyond 32 bits": func() error {
+				cal, _ := calendar.New(u, zone, nil)
+				_, err := engine.NewCalendarWindow(1<<32, cal, sliding)
+				return err
+			},
+		},
+	}
 }
 
 func TestConformance(t *testing.T) {

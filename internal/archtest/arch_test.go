@@ -23,6 +23,8 @@ var layers = [][]string{
 	// Pure algorithms; the configuration; the transport; the cluster's topology and consensus.
 	{"engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster",
 
+		"engine/calendar",
+
 		"engine/lease",
 	},
 	// The keyspace.
@@ -41,6 +43,8 @@ var layers = [][]string{
 	{"node", "metrics"},
 	// Programs and end-to-end tests.
 	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "bench/loadgen", "bench/rlsload", "bench/repllag", "bench/clusterload", "tests",
+
+		"bench/reservepair",
 
 		"bench/leasebench",
 	},
@@ -114,6 +118,9 @@ func load(t *testing.T) map[string]*pkg {
 		if d.IsDir() {
 			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
 				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+				return filepath.SkipDir // another module (third_party/...), not this one's package
 			}
 			return nil
 		}

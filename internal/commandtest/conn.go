@@ -80,6 +80,8 @@ func (c *Conn) Memory() int64         { return 0 }
 func (c *Conn) SetClass(class int)    { c.class = class }
 func (c *Conn) Context() any          { return c.ctx }
 func (c *Conn) SetContext(v any)      { c.ctx = v }
+func (c *Conn) BeginLong()            {}
+func (c *Conn) EndLong()              {}
 
 // Push queues a message, as the transport's Push does.
 func (c *Conn) Push(b []byte) {

@@ -47,7 +47,7 @@ func rateLimitRedisIncrement(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	})
 	if handled {
 		w.Array(2)
-		w.Int(hits)
+		w.Int(luaInteger64(hits))
 		w.Int(ttl)
 	}
 	return handled
@@ -89,7 +89,7 @@ func limitsIncrExpire(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 		return engine.StringOfInt(current, expire), true
 	})
 	if handled {
-		w.Int(current)
+		w.Int(luaInteger64(current))
 	}
 	return handled
 }
@@ -217,8 +217,11 @@ func limitsMovingWindow(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 }
 
 // luaInteger reports whether f is an integer that redis.call writes as
-// one ("%.17g" of it has no point or exponent).
-func luaInteger(f float64) bool { return f == math.Trunc(f) && math.Abs(f) < 1e15 }
+// one a command reads ("%.17g" of it has no point or exponent; -0, which
+// tonumber("-0") is, is written "-0", which Redis reads as no integer).
+func luaInteger(f float64) bool {
+	return f == math.Trunc(f) && math.Abs(f) < 1e15 && !(f == 0 && math.Signbit(f))
+}
 
 // throttledCAS is throttled's compare-and-swap (goredisstore.v9): GET key;
 // no value: the error reply "key does not exist"; a value other than

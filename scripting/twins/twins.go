@@ -3,8 +3,6 @@ package twins
 import (
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 
 	"github.com/limitdb/limitdb/engine"
@@ -110,18 +108,19 @@ func (r *Registry) Each(fn func(sha string, t *Twin)) {
 	}
 }
 
-// luaNumber converts an argument as Lua's arithmetic coerces a string
-// (decimal only: anything else declines).
+// luaNumber converts an argument as Lua's arithmetic and tonumber read a
+// string (scripting.ReadNumber: strtod's decimal, hexadecimal and
+// exponents). An infinity or a NaN declines: no library sends one, and
+// the interpreter runs the script on it as Redis would.
 func luaNumber(b []byte) (float64, bool) {
 	if f, ok := shortInteger(b); ok {
 		return f, true
 	}
-	s := strings.TrimSpace(string(b))
-	if s == "" || strings.ContainsAny(s, "xXnN_") { // hex, inf, nan, Go's digit separators
+	f, ok := scripting.ReadNumber(string(b))
+	if !ok || math.IsInf(f, 0) || math.IsNaN(f) {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	return f, err == nil
+	return f, true
 }
 
 // shortInteger reads the arguments libraries send (scripting.ShortInteger)
@@ -256,13 +255,20 @@ func redisRate(h Host, w *resp.Writer, keys, argv [][]byte, decide func(tat, now
 	return handled
 }
 
-// toLuaInteger is Redis's conversion of a Lua number to an integer reply.
+// toLuaInteger is Redis's conversion of a Lua number to an integer reply:
+// C's (long long) cast on x86-64, toward zero, and INT64_MIN for a NaN and
+// for anything at or past ±2^63 (2^63 itself, 1e20, -1e20 alike).
 func toLuaInteger(f float64) int64 {
 	if math.IsNaN(f) || f >= math.MaxInt64 || f <= math.MinInt64 {
 		return math.MinInt64
 	}
 	return int64(f)
 }
+
+// luaInteger64 is a command's integer reply (INCRBY's) as a script that
+// returns it replies: through a Lua number, so that past 2^53 it is
+// rounded to a double, and INT64_MAX, which rounds to 2^63, is INT64_MIN.
+func luaInteger64(n int64) int64 { return toLuaInteger(float64(n)) }
 
 func redisRateAllowN(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	return redisRate(h, w, keys, argv, func(tat, now, emission, burstOffset, cost float64) redisRateAnswer {
@@ -354,7 +360,7 @@ func ululeIncr(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	})
 	if handled {
 		w.Array(2)
-		w.Int(ret)
+		w.Int(luaInteger64(ret))
 		w.Int(left)
 	}
 	return handled
@@ -427,7 +433,7 @@ func flexibleIncrTTL(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 	})
 	if handled {
 		w.Array(2)
-		w.Int(consumed)
+		w.Int(luaInteger64(consumed))
 		w.Int(ttl)
 	}
 	return handled

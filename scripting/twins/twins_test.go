@@ -101,7 +101,16 @@ func TestTwinsRunOnAHost(t *testing.T) {
 		{sha: "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", keys: []string{"u"}, argv: []string{"2", "60000"}, advance: 1500 * time.Millisecond,
 			reply: "*2\r\n:3\r\n:58500\r\n", value: "3"},
 		{sha: "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", keys: []string{"u"}, argv: []string{"abc", "60000"}, declined: true, value: "3"},
+		// INCRBY's INT64_MAX reaches the reply through a Lua number, 2^63,
+		// which Redis answers as INT64_MIN.
+		{sha: "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", keys: []string{"big"}, argv: []string{"9223372036854775807", "60000"},
+			reply: "*2\r\n:-9223372036854775808\r\n:60000\r\n", value: "9223372036854775807"},
+		{sha: "f74233f556d3f99c50b61169cf8aa8d5deb63fb2", keys: []string{"b53"}, argv: []string{"9007199254740993", "0"},
+			reply: "*2\r\n:9007199254740992\r\n:0\r\n", value: "9007199254740993"},
 		{sha: "566f5c6a17e5fddb9a10bf389f754edd0d899c61", keys: []string{"u"}, reply: "*2\r\n:3\r\n:58500\r\n"},
+		// tonumber("-0") is -0, which redis.call writes "-0" and INCRBY
+		// refuses: the interpreter answers Redis's error.
+		{sha: "628bd136a573a06b346879695681af12ccef300f", keys: []string{"z"}, argv: []string{"60", "-0"}, declined: true},
 		{sha: "ebd682e30de074a6919bde872b507734c7c3ebe5", keys: []string{"t"}, argv: []string{"5", "7", "60"}, reply: "-key does not exist\r\n"},
 		{sha: "ebd682e30de074a6919bde872b507734c7c3ebe5", keys: []string{"u"}, argv: []string{"3", "7", "60"}, reply: ":1\r\n", value: "7"},
 		{sha: "9681e2eb0f886df26fa948812dbd55b6263256c4", keys: bnKeys,
@@ -134,7 +143,7 @@ func TestTwinsRunOnAHost(t *testing.T) {
 }
 
 // TestLuaNumber: an argument reads as Lua 5.1's coercion of a string
-// (strtod) reads it, or declines.
+// (strtod) reads it; an infinity or a NaN declines.
 func TestLuaNumber(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -146,8 +155,9 @@ func TestLuaNumber(t *testing.T) {
 		{"007", 7, true}, {"+1", 1, true}, {" 1 ", 1, true}, {"1.5", 1.5, true}, {"1e3", 1000, true},
 		{"999999999999999", 999999999999999, true}, {"-999999999999999", -999999999999999, true},
 		{"1234567890123456789", 1234567890123456789, true}, {"9223372036854775808", 9223372036854775808, true},
-		{"", 0, false}, {"-", 0, false}, {"abc", 0, false}, {"0x10", 0, false}, {"inf", 0, false},
-		{"nan", 0, false}, {"1_000", 0, false}, {"1-", 0, false},
+		{"00012", 12, true}, {"0x10", 16, true}, {"0x1p4", 16, true}, {"\v1\f", 1, true}, {"1e400", 0, false},
+		{"", 0, false}, {"-", 0, false}, {"abc", 0, false}, {"inf", 0, false}, {"-inf", 0, false},
+		{"nan", 0, false}, {"1_000", 0, false}, {"0b101", 0, false}, {"1-", 0, false},
 	} {
 		got, ok := luaNumber([]byte(tc.in))
 		if ok != tc.ok || got != tc.want || math.Signbit(got) != math.Signbit(tc.want) {

@@ -1,0 +1,137 @@
+// Command reservepair drives reserve-then-settle pairs against one server
+// for bench/reserve.sh: on limitdb RL.RESERVE then RL.SETTLE with the id
+// it answered; on redis-server the hand-written equivalent, the reserve
+// script (EVALSHA of INCRBY, PEXPIRE on a new counter, DECRBY on a
+// denial) then DECRBY by estimate - actual. Each connection pipelines
+// -pipeline reserves, then the settles of the admitted ones, closed loop,
+// over -keys random keys. It prints "mode,pairs,seconds,pairs_per_s".
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/limitdb/limitdb/clock"
+	"github.com/redis/go-redis/v9"
+)
+
+// reserveLua is the reserve half a team writes on Redis
+// (tests/reserve_redis_test.go runs the same text).
+const reserveLua = `
+local used = redis.call('INCRBY', KEYS[1], ARGV[1])
+if used == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+if used > tonumber(ARGV[2]) then
+  redis.call('DECRBY', KEYS[1], ARGV[1])
+  return 0
+end
+return 1`
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:6379", "server address")
+	mode := flag.String("mode", "limitdb", "limitdb (RL.RESERVE/RL.SETTLE) or redis (the Lua script and DECRBY)")
+	conns := flag.Int("conns", 8, "connections, each a closed loop")
+	pipeline := flag.Int("pipeline", 16, "pairs per round trip")
+	keys := flag.Int("keys", 10000, "distinct keys")
+	duration := flag.Duration("duration", 5*time.Second, "how long to run")
+	flag.Parse()
+	if err := run(*addr, *mode, *conns, *pipeline, *keys, *duration); err != nil {
+		fmt.Fprintln(os.Stderr, "reservepair:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, mode string, conns, pipeline, keys int, duration time.Duration) error {
+	ctx := context.Background()
+	clk := clock.Real()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: conns, Protocol: 2})
+	defer rdb.Close()
+	var sha string
+	switch mode {
+	case "limitdb":
+		// A large budget: the figure is the cost of a pair, not of denials.
+		if err := rdb.Do(ctx, "RL.POLICY", "SET", "tpm", "fixed_window", 1<<40, "1m").Err(); err != nil {
+			return err
+		}
+	case "redis":
+		var err error
+		if sha, err = rdb.ScriptLoad(ctx, reserveLua).Result(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
+	}
+	var pairs atomic.Int64
+	var firstErr atomic.Value
+	start := clk.Now()
+	end := start + int64(duration)
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keyNames := make([]string, pipeline)
+			for clk.Now() < end {
+				for i := range keyNames {
+					keyNames[i] = fmt.Sprintf("k%d", rand.IntN(keys))
+				}
+				n, err := round(ctx, rdb, mode, sha, keyNames)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				pairs.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return err
+	}
+	secs := float64(clk.Now()-start) / 1e9
+	fmt.Printf("%s,%d,%.2f,%.0f\n", mode, pairs.Load(), secs, float64(pairs.Load())/secs)
+	return nil
+}
+
+// round reserves 100 units on each key in one pipeline, then settles each
+// admitted reservation at 40 in a second one; it returns the pairs done.
+func round(ctx context.Context, rdb *redis.Client, mode, sha string, keys []string) (int, error) {
+	p := rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(keys))
+	for i, k := range keys {
+		if mode == "limitdb" {
+			cmds[i] = p.Do(ctx, "RL.RESERVE", "tpm", k, 100)
+		} else {
+			cmds[i] = p.EvalSha(ctx, sha, []string{k}, 100, int64(1)<<40, 60000)
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return 0, err
+	}
+	p = rdb.Pipeline()
+	n := 0
+	for i, c := range cmds {
+		if mode == "limitdb" {
+			v, err := c.Slice()
+			if err != nil || len(v) != 6 || v[5] == nil {
+				return 0, fmt.Errorf("RL.RESERVE: %v %v", v, err)
+			}
+			p.Do(ctx, "RL.SETTLE", "tpm", keys[i], v[5], 40)
+		} else {
+			if v, err := c.Int64(); err != nil || v != 1 {
+				return 0, fmt.Errorf("reserve script: %v %v", v, err)
+			}
+			p.DecrBy(ctx, keys[i], 60)
+		}
+		n++
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

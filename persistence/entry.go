@@ -1,0 +1,71 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/limitdb/limitdb/engine"
+)
+
+// ErrBadEntry is the wrapped error of an entry that decodes but that
+// limitdb never writes: a hash, set, sorted set or list with no contents
+// (limitdb deletes a collection's key with its last element), or one whose
+// contents are missing altogether. Such an entry would be a key that every
+// later command trips over, kept by SAVE, the append-only file and every
+// replica, so it is refused wherever entries come from another process: a
+// snapshot, a primary's stream, the append-only file, RESTORE and MIGRATE.
+// This is Redis's sanitize-dump-payload, always on.
+var ErrBadEntry = errors.New("structurally invalid entry")
+
+// DecodeEntry decodes the one entry that b holds, every byte of it, and
+// checks its structure (ErrBadEntry). It is engine.DecodeEntry for bytes
+// another process wrote.
+func DecodeEntry(b []byte) (engine.Entry, error) {
+	ent, n, err := engine.DecodeEntry(b)
+	if err != nil {
+		return engine.Entry{}, err
+	}
+	if n != len(b) {
+		return engine.Entry{}, fmt.Errorf("%w: %d stray bytes after the entry", ErrBadEntry, len(b)-n)
+	}
+	if err := CheckEntry(ent); err != nil {
+		return engine.Entry{}, err
+	}
+	return ent, nil
+}
+
+// CheckEntry reports (ErrBadEntry) an entry whose structure limitdb never
+// makes. The codec already refuses counts that do not match the bytes,
+// lengths past the end, repeated members and NaN scores; what is left is
+// what decodes cleanly and is still wrong.
+func CheckEntry(ent engine.Entry) error {
+	var n int
+	switch ent.Kind {
+	case engine.KindHash:
+		h, ok := ent.Ext.(*engine.Hash)
+		if ok {
+			n = h.Len()
+		}
+	case engine.KindSet:
+		s, ok := ent.Ext.(*engine.Set)
+		if ok {
+			n = s.Len()
+		}
+	case engine.KindZSet:
+		z, ok := ent.Ext.(*engine.ZSet)
+		if ok {
+			n = z.Len()
+		}
+	case engine.KindList:
+		l, ok := ent.Ext.(*engine.List)
+		if ok {
+			n = l.Len()
+		}
+	default:
+		return nil
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: a %v with no elements", ErrBadEntry, ent.Kind)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package tests
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The hand-written reserve-then-correct a team runs on Redis instead of
+// RL.RESERVE and RL.SETTLE (docs/algorithms.md, bench/reserve.sh): reserve
+// the estimate on a fixed-window counter in one script, and correct it
+// afterwards with DECRBY by estimate - actual.
+const reserveLua = `
+local used = redis.call('INCRBY', KEYS[1], ARGV[1])
+if used == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+if used > tonumber(ARGV[2]) then
+  redis.call('DECRBY', KEYS[1], ARGV[1])
+  return 0
+end
+return 1`
+
+// TestReserveSettleRacesOnRedisNotOnLimitdb makes the two failures of
+// INCRBY then DECRBY happen on a real redis-server, step by step, and runs
+// the same steps on limitdb:
+//
+//   - a retried correction (the settle timed out and was sent again, or
+//     two workers both correct) gives the difference back twice, and the
+//     window admits more than its limit;
+//   - a correction that arrives after the window rolled over recreates the
+//     counter, negative and with no expiry: that budget never resets.
+func TestReserveSettleRacesOnRedisNotOnLimitdb(t *testing.T) {
+	t.Parallel()
+	rc := startRedis(t)
+	s := startServer(t)
+	lc := s.client(t, 2)
+	require.NoError(t, lc.Do(ctx, "RL.POLICY", "SET", "tpm", "fixed_window", 1000, "1m").Err())
+
+	t.Run("retried correction", func(t *testing.T) {
+		// Redis: 800 reserved, 100 used; the correction is sent twice.
+		require.Equal(t, int64(1), rc.Eval(ctx, reserveLua, []string{"tpm:a"}, 800, 1000, 60000).Val())
+		require.NoError(t, rc.DecrBy(ctx, "tpm:a", 700).Err())
+		require.NoError(t, rc.DecrBy(ctx, "tpm:a", 700).Err()) // the retry
+		used := rc.Get(ctx, "tpm:a").Val()
+		require.Equal(t, "-600", used, "Redis: 100 used, the counter says -600: the window now admits 1600")
+		require.Equal(t, int64(1), rc.Eval(ctx, reserveLua, []string{"tpm:a"}, 1000, 1000, 60000).Val(),
+			"Redis admits a whole limit on top of what was used")
+
+		// limitdb: the same steps; the retry changes nothing.
+		id := reserve(t, lc, "tpm", "a", 800)
+		require.Equal(t, int64(1), ints(t, lc.Do(ctx, "RL.SETTLE", "tpm", "a", id, 100))[5])
+		require.Equal(t, int64(0), ints(t, lc.Do(ctx, "RL.SETTLE", "tpm", "a", id, 100))[5], "the retry says it settled nothing")
+		require.Equal(t, int64(900), ints(t, lc.Do(ctx, "RL.HIT", "tpm", "a", 0))[2])
+		require.Equal(t, int64(1), ints(t, lc.Do(ctx, "RL.HIT", "tpm", "a", 1000))[0], "limitdb denies past the limit")
+	})
+
+	t.Run("correction after the window", func(t *testing.T) {
+		// Redis: a 100 ms window (the test cannot step Redis's clock);
+		// the response outlives it.
+		require.Equal(t, int64(1), rc.Eval(ctx, reserveLua, []string{"tpm:b"}, 800, 1000, 100).Val())
+		require.Eventually(t, func() bool { return rc.Exists(ctx, "tpm:b").Val() == 0 }, 30*time.Second, 5*time.Millisecond)
+		require.NoError(t, rc.DecrBy(ctx, "tpm:b", 700).Err())
+		require.Equal(t, "-700", rc.Get(ctx, "tpm:b").Val())
+		require.Equal(t, time.Duration(-1), rc.PTTL(ctx, "tpm:b").Val(), "Redis: the counter came back with no expiry")
+		// It never resets: the script sets the expiry only on a counter
+		// its own INCRBY created, so 1700 units from now the key refuses
+		// every request for ever.
+		require.Equal(t, int64(1), rc.Eval(ctx, reserveLua, []string{"tpm:b"}, 1000, 1000, 100).Val())
+		require.Equal(t, int64(1), rc.Eval(ctx, reserveLua, []string{"tpm:b"}, 700, 1000, 100).Val())
+		require.Equal(t, time.Duration(-1), rc.PTTL(ctx, "tpm:b").Val())
+		require.Equal(t, int64(0), rc.Eval(ctx, reserveLua, []string{"tpm:b"}, 1, 1000, 100).Val(), "Redis: the budget is gone for good")
+
+		// limitdb: the give-back to a window that has passed is dropped,
+		// the new window holds its whole limit and the key expires.
+		id := reserve(t, lc, "tpm", "b", 800)
+		s.clk.Advance(time.Minute)
+		require.Equal(t, []int64{0, 1000, 1000, -1, 0, 1}, ints(t, lc.Do(ctx, "RL.SETTLE", "tpm", "b", id, 100)))
+		require.Equal(t, int64(0), ints(t, lc.Do(ctx, "RL.HIT", "tpm", "b", 1000))[0])
+		require.Equal(t, int64(1), ints(t, lc.Do(ctx, "RL.HIT", "tpm", "b", 1))[0], "limitdb: exactly the limit")
+		require.Greater(t, lc.PTTL(ctx, "rl:tpm:b").Val(), time.Duration(0), "limitdb: the key still expires")
+	})
+}
