@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +39,13 @@ import (
 // failed, and when it was a primary one of its replicas takes its slots.
 // A member that has not heard from a leader for the node timeout knows it
 // may be on the minority side of a partition, and Healthy turns false.
+//
+// A change survives a change of leader: OnLeader retries it on the new
+// leader (or waits for one) when leadership is lost, a transfer is under
+// way or the leader's queue is full, for up to twice the node timeout. A
+// change raft reports as lost may have been committed all the same, so
+// each proposal carries an ID (Change.Proposal) and the log applies an ID
+// once: a retry answers what the first attempt did.
 
 // Config is what a member needs to take part.
 type Config struct {
@@ -83,9 +92,70 @@ type Consensus struct {
 	wg        sync.WaitGroup
 }
 
-// ErrNotLeader is returned by Propose on a member that is not the leader;
-// Leader says which member is.
+// ErrNotLeader is returned by Propose on a member that is not the leader,
+// or that lost the lead (or is handing it over) before the change was
+// known to be committed: the change is to be retried on the leader,
+// with the same proposal ID. Leader says which member leads.
 var ErrNotLeader = errors.New("cluster: not the leader")
+
+// ErrNoMajority is OnLeader's answer when no leader could make the change
+// within twice the node timeout: the cluster has no majority, or has had
+// none for that long.
+var ErrNoMajority = Error("CLUSTERDOWN No cluster leader made the change within twice cluster-node-timeout; the cluster may have lost its majority")
+
+// notLeader reports raft's errors that mean "ask the leader again": the
+// change may or may not have been committed, and another leader (or this
+// one, once its queue drains) can take it. A leader shutting down is one:
+// the members that stay elect another.
+func notLeader(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrEnqueueTimeout) ||
+		errors.Is(err, raft.ErrRaftShutdown)
+}
+
+// asNotLeader is err as ErrNotLeader when raft says to ask the leader
+// again, else err prefixed with what failed.
+func asNotLeader(err error, what string) error {
+	if notLeader(err) {
+		return fmt.Errorf("%w: %s: %v", ErrNotLeader, what, err)
+	}
+	return fmt.Errorf("cluster: %s: %w", what, err)
+}
+
+// NewProposalID is a proposal's ID: 96 random bits, so that IDs from every
+// member and every restart never meet.
+func NewProposalID() string {
+	var b [12]byte
+	rand.Read(b[:]) // never fails (crypto/rand's contract since Go 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// Timings are raft's timers as derived from the node timeout.
+type Timings struct {
+	// Heartbeat is raft's HeartbeatTimeout and ElectionTimeout: a
+	// follower that has heard nothing from the leader for a random time
+	// between Heartbeat and twice it starts an election; the leader
+	// sends heartbeats ten times as often.
+	Heartbeat time.Duration
+	// Lease is how long a leader keeps leading without hearing from a
+	// majority (LeaderLeaseTimeout): raft allows no more than Heartbeat.
+	Lease time.Duration
+	// Commit is how long an idle leader waits before it tells the
+	// followers the latest commit index (CommitTimeout): how soon a
+	// follower applies a change the leader has committed.
+	Commit time.Duration
+}
+
+// TimingsFor derives raft's timers from the node timeout: a leader lost is
+// replaced within the node timeout (Heartbeat is half of it, so a follower
+// notices within the node timeout), and a leader or follower that is not
+// scheduled for up to half the node timeout (a busy CPU) causes no
+// election and no lost lead. Heartbeat is kept within 50 ms and 2 s, so
+// that a large node timeout still elects a new leader in seconds.
+func TimingsFor(nodeTimeout time.Duration) Timings {
+	beat := min(max(nodeTimeout/2, 50*time.Millisecond), 2*time.Second)
+	return Timings{Heartbeat: beat, Lease: beat, Commit: min(max(beat/10, 10*time.Millisecond), 50*time.Millisecond)}
+}
 
 // Open starts this node's part in the cluster: it reloads the log from
 // Dir, or starts a cluster of one.
@@ -121,15 +191,10 @@ func Open(cfg Config) (*Consensus, error) {
 func (c *Consensus) start() (fresh bool, err error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(c.cfg.Self.ID)
-	// Heartbeats and elections scale with the node timeout, so that a
-	// leader is replaced well within it.
-	beat := min(max(c.cfg.NodeTimeout/5, 50*time.Millisecond), time.Second)
-	rc.HeartbeatTimeout, rc.ElectionTimeout = beat, beat
-	rc.LeaderLeaseTimeout = beat / 2
-	// Idle, the leader sends every follower an append this often to
-	// carry the commit index: what a follower waits to apply a change
-	// (WaitApplied), against what an idle cluster spends.
-	rc.CommitTimeout = max(beat/4, 10*time.Millisecond)
+	tm := TimingsFor(c.cfg.NodeTimeout)
+	rc.HeartbeatTimeout, rc.ElectionTimeout = tm.Heartbeat, tm.Heartbeat
+	rc.LeaderLeaseTimeout = tm.Lease
+	rc.CommitTimeout = tm.Commit
 	rc.SnapshotThreshold = 1024
 	rc.TrailingLogs = 1024
 	// raft logs every failed heartbeat to a member that is down, many a
@@ -179,7 +244,7 @@ func (c *Consensus) start() (fresh bool, err error) {
 		trans.Close()
 		return false, fmt.Errorf("cluster: %w", err)
 	}
-	f := &fsm{c: c, cur: Empty()}
+	f := &fsm{c: c, cur: Empty(), proposals: map[string]outcome{}}
 	r, err := raft.NewRaft(rc, f, logs, stable, snaps, trans)
 	if err != nil {
 		if store != nil {
@@ -191,7 +256,7 @@ func (c *Consensus) start() (fresh bool, err error) {
 	obs := make(chan raft.Observation, 64)
 	r.RegisterObserver(raft.NewObserver(obs, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
-		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation, raft.LeaderObservation:
 			return true
 		}
 		return false
@@ -268,8 +333,10 @@ func (c *Consensus) Leader() string {
 }
 
 // Propose appends a change to the log and waits until it is applied here:
-// ErrNotLeader unless this member leads, a cluster Error when the topology
-// refuses it. It returns the change's log index.
+// ErrNotLeader unless this member leads until the change is committed, a
+// cluster Error when the topology refuses it. It returns the change's log
+// index. A change with a Proposal ID the log has applied already is not
+// made again: Propose answers what it answered the first time.
 func (c *Consensus) Propose(ch Change) (uint64, error) {
 	r := c.current()
 	if r.State() != raft.Leader {
@@ -280,10 +347,7 @@ func (c *Consensus) Propose(ch Change) (uint64, error) {
 	}
 	f := r.Apply(ch.Encode(), c.cfg.NodeTimeout)
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return 0, ErrNotLeader
-		}
-		return 0, fmt.Errorf("cluster: %w", err)
+		return 0, asNotLeader(err, string(ch.Op))
 	}
 	if err, ok := f.Response().(error); ok {
 		return 0, err
@@ -307,10 +371,15 @@ func (c *Consensus) WaitApplied(index uint64) {
 type Forward func(leader *Node) (index uint64, retry bool, err error)
 
 // OnLeader runs do, which needs the leader, here when this member leads;
-// otherwise it hands the request to the leader with forward, retrying
-// while a leader is elected, for at most twice the node timeout. With
-// wait it returns once this member has applied the change, so that the
-// client that asked reads its own change here.
+// otherwise it hands the request to the leader with forward. While no
+// leader takes it (none is elected, the leader lost the lead or is handing
+// it over, or cannot be reached) it tries again, for at most twice the
+// node timeout: the time a lost leader takes to be noticed (at most the
+// node timeout, TimingsFor) and replaced. Then it answers ErrNoMajority.
+// do and forward must be safe to repeat: a change that raft reported as
+// lost may have been made (Member.Propose gives each change a proposal ID
+// for that). With wait it returns once this member has applied the
+// change, so that the client that asked reads its own change here.
 func (c *Consensus) OnLeader(do func() (uint64, error), forward Forward, wait bool) error {
 	deadline := c.clk.Mono() + 2*c.cfg.NodeTimeout
 	for {
@@ -330,38 +399,61 @@ func (c *Consensus) OnLeader(do func() (uint64, error), forward Forward, wait bo
 			}
 		}
 		if c.clk.Mono() > deadline {
-			return errors.New("cluster: no leader answered; the cluster may have lost its majority")
+			return ErrNoMajority
 		}
 		c.clk.Sleep(20 * time.Millisecond)
 	}
 }
 
 // Join adds node n to the cluster with the slots it serves; only the
-// leader can. n must have wiped its own log (Reset) first.
+// leader can. n must have wiped its own log (Reset) first. Both of its
+// steps may be repeated: a node the topology holds is not added again, and
+// adding a voter raft has already is a no-op change.
 func (c *Consensus) Join(n Node, slots []Range) (uint64, error) {
 	if _, err := c.Propose(Change{Op: OpAddNode, Node: &n, Slots: slots, Epoch: n.Epoch}); err != nil {
 		return 0, err
 	}
 	f := c.current().AddVoter(raft.ServerID(n.ID), raft.ServerAddress(c.busAddr(&n)), 0, c.cfg.NodeTimeout)
 	if err := f.Error(); err != nil {
-		return 0, fmt.Errorf("cluster: adding %s: %w", n.ID, err)
+		return 0, asNotLeader(err, "adding "+n.ID)
 	}
 	return f.Index(), nil
 }
 
-// Forget removes member id from the cluster; only the leader can.
+// Forget removes member id from the cluster; only the leader can. It may
+// be repeated: a node forgotten already is only taken out of raft's
+// voters if a lost lead left it there.
 func (c *Consensus) Forget(id string) (uint64, error) {
-	if c.Topology().Forgotten(id) && c.current().State() == raft.Leader {
-		return c.current().AppliedIndex(), nil // every member but the first asked redis-cli sends it again
+	r := c.current()
+	if r.State() != raft.Leader {
+		return 0, ErrNotLeader
 	}
-	if _, err := c.Propose(Change{Op: OpForget, ID: id}); err != nil {
-		return 0, err
+	if !c.Topology().Forgotten(id) {
+		if _, err := c.Propose(Change{Op: OpForget, ID: id}); err != nil {
+			return 0, err
+		}
+	} else if !c.isVoter(id) {
+		return r.AppliedIndex(), nil // every member but the first asked redis-cli sends it again
 	}
-	f := c.current().RemoveServer(raft.ServerID(id), 0, c.cfg.NodeTimeout)
+	f := r.RemoveServer(raft.ServerID(id), 0, c.cfg.NodeTimeout)
 	if err := f.Error(); err != nil {
-		return 0, fmt.Errorf("cluster: removing %s: %w", id, err)
+		return 0, asNotLeader(err, "removing "+id)
 	}
 	return f.Index(), nil
+}
+
+// isVoter reports whether raft's configuration holds member id.
+func (c *Consensus) isVoter(id string) bool {
+	f := c.current().GetConfiguration()
+	if f.Error() != nil {
+		return true // unknown: removing it again is harmless
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Reset wipes this node's log and waits, with no cluster, to be added to
@@ -404,7 +496,10 @@ func (c *Consensus) Close() {
 	})
 }
 
-// observe keeps, on the leader, since when each member's heartbeats fail.
+// observe keeps, on the leader, since when each member's heartbeats fail,
+// and logs each change of leader: elections an operator should not see
+// while every member runs (a node timeout too short for the machine's
+// load shows here first).
 func (c *Consensus) observe(ch chan raft.Observation) {
 	defer c.wg.Done()
 	for {
@@ -412,6 +507,14 @@ func (c *Consensus) observe(ch chan raft.Observation) {
 		case <-c.stop:
 			return
 		case o := <-ch:
+			if l, ok := o.Data.(raft.LeaderObservation); ok {
+				if l.LeaderID == "" {
+					c.cfg.Logger.Printf("cluster: no leader (term %d)", o.Raft.CurrentTerm())
+				} else {
+					c.cfg.Logger.Printf("cluster: %s leads (term %d)", l.LeaderID, o.Raft.CurrentTerm())
+				}
+				continue
+			}
 			c.failMu.Lock()
 			switch d := o.Data.(type) {
 			case raft.FailedHeartbeatObservation:
@@ -527,6 +630,37 @@ func (c *Consensus) promotable(rs []Node) string {
 type fsm struct {
 	c   *Consensus
 	cur *Topology // touched only by raft's apply goroutine
+	// proposals are the outcomes of the last maxProposals changes that
+	// carried a proposal ID, and order those IDs oldest first: a change
+	// retried after a lost lead finds its first outcome here. They are
+	// part of the replicated state (snapshots carry them), so that every
+	// member, and every later leader, deduplicates alike.
+	proposals map[string]outcome
+	order     []string
+}
+
+// maxProposals bounds the proposal IDs the log remembers. A retry comes
+// within twice the node timeout of its first attempt; a reshard, the
+// busiest proposer, makes a few hundred changes a second.
+const maxProposals = 8192
+
+// outcome is what applying a proposal answered: nothing, a refusal (an
+// Error, Refused) or another error.
+type outcome struct {
+	ID      string `json:"id"`
+	Err     string `json:"err,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
+}
+
+func (o outcome) err() error {
+	switch {
+	case o.Err == "":
+		return nil
+	case o.Refused:
+		return Error(o.Err)
+	default:
+		return errors.New(o.Err)
+	}
 }
 
 func (f *fsm) Apply(l *raft.Log) any {
@@ -534,12 +668,36 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if err != nil {
 		return err
 	}
+	if ch.Proposal != "" {
+		if o, ok := f.proposals[ch.Proposal]; ok {
+			return o.err()
+		}
+	}
 	next, err := f.cur.Apply(ch)
+	if ch.Proposal != "" {
+		f.remember(ch.Proposal, err)
+	}
 	if err != nil {
 		return err
 	}
 	f.publish(next)
 	return nil
+}
+
+// remember keeps the outcome of proposal id, forgetting the oldest beyond
+// maxProposals.
+func (f *fsm) remember(id string, err error) {
+	o := outcome{ID: id}
+	if err != nil {
+		var refused Error
+		o.Err, o.Refused = err.Error(), errors.As(err, &refused)
+	}
+	f.proposals[id] = o
+	f.order = append(f.order, id)
+	if len(f.order) > maxProposals {
+		delete(f.proposals, f.order[0])
+		f.order = f.order[1:]
+	}
 }
 
 func (f *fsm) publish(t *Topology) {
@@ -550,16 +708,50 @@ func (f *fsm) publish(t *Topology) {
 	}
 }
 
+// fsmState is the snapshot of the log's state: the topology and the
+// outcomes of the last proposals, oldest first. A snapshot that is a bare
+// topology (written before proposals were remembered) restores with none.
+type fsmState struct {
+	Topology  json.RawMessage `json:"topology"`
+	Proposals []outcome       `json:"proposals,omitempty"`
+}
+
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	b, err := json.Marshal(f.cur)
+	top, err := json.Marshal(f.cur)
+	if err != nil {
+		return nil, err
+	}
+	st := fsmState{Topology: top, Proposals: make([]outcome, 0, len(f.order))}
+	for _, id := range f.order {
+		st.Proposals = append(st.Proposals, f.proposals[id])
+	}
+	b, err := json.Marshal(st)
 	return snapshotBytes(b), err
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	t := Empty()
-	if err := json.NewDecoder(rc).Decode(t); err != nil {
+	b, err := io.ReadAll(rc)
+	if err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	var st fsmState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	if st.Topology == nil {
+		st.Topology = b
+	}
+	t := Empty()
+	if err := json.Unmarshal(st.Topology, t); err != nil {
+		return fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	f.proposals, f.order = make(map[string]outcome, len(st.Proposals)), nil
+	for _, o := range st.Proposals {
+		if _, dup := f.proposals[o.ID]; !dup && o.ID != "" {
+			f.proposals[o.ID] = o
+			f.order = append(f.order, o.ID)
+		}
 	}
 	f.publish(t)
 	return nil

@@ -33,7 +33,7 @@ func openMember(t *testing.T, id byte, dir string, offsets ...func([]Node) map[s
 		Offsets:     off,
 		Self:        Node{ID: nodeID(id), Shard: nodeID(id), IP: "127.0.0.1", Port: bus - 10000, BusPort: bus},
 		Dir:         dir,
-		NodeTimeout: 500 * time.Millisecond,
+		NodeTimeout: 2 * time.Second, // raft's lease is half of it: a busy machine causes no election
 		Logger:      log.New(io.Discard, "", 0),
 		Clock:       clock.Real(), // raft runs on the system clock: its members' waits must too
 	})
@@ -45,7 +45,7 @@ func openMember(t *testing.T, id byte, dir string, offsets ...func([]Node) map[s
 
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if ok() {
 			return
 		}

@@ -125,8 +125,22 @@ func (m *Member) replicaOffsets(replicas []Node) map[string]int64 {
 	return out
 }
 
+// Propose makes change ch through the leader (OnLeader, the leader's
+// CLUSTER RAFT-PROPOSE when this node does not lead) under a proposal ID
+// of its own, so that the retries after a lost lead make it once. With
+// wait it returns once this node has applied it.
+func (m *Member) Propose(ch Change, wait bool) error {
+	if ch.Proposal == "" {
+		ch.Proposal = NewProposalID()
+	}
+	return m.OnLeader(func() (uint64, error) { return m.cons.Propose(ch) }, wait,
+		"CLUSTER", "RAFT-PROPOSE", string(ch.Encode()))
+}
+
 // OnLeader runs do on the leader (Consensus.OnLeader), handing args to it
-// over its client port when this node does not lead.
+// over its client port when this node does not lead. The leader answers
+// TRYAGAIN when it no longer leads; a leader that cannot be reached, or
+// whose answer does not come, is asked again as well.
 func (m *Member) OnLeader(do func() (uint64, error), wait bool, args ...string) error {
 	return m.cons.OnLeader(do, func(leader *Node) (uint64, bool, error) {
 		r, err := m.Call(leader.Addr(), args...)
@@ -155,24 +169,38 @@ func ReplyError(r resp.Reply) error {
 }
 
 // Call sends one command to the node at addr's client port and reads its
-// reply.
+// reply, waiting for it up to three times the node timeout, and at least
+// callWait: the other node may itself wait up to twice the node timeout
+// for its leader (OnLeader), then make the change, which for a join means
+// sending the new member the log.
 func (m *Member) Call(addr string, args ...string) (resp.Reply, error) {
-	r, _, err := m.read(addr, args...)
+	r, _, err := m.readWithin(max(3*m.cfg.NodeTimeout, callWait), addr, args...)
 	return r, err
 }
+
+// callWait is the least time Call waits for an answer: a member that gave
+// up on a change still under way (a join) would act on a wrong belief,
+// and a busy machine can take seconds to make a change that an idle one
+// makes in milliseconds.
+const callWait = 30 * time.Second
 
 // maxPeerBulk bounds the bulk reply read keeps: an INFO section.
 const maxPeerBulk = 1 << 20
 
-// read is Call that also returns a bulk reply's body.
+// read sends one command and returns its reply and a bulk reply's body,
+// waiting up to twice the node timeout.
 func (m *Member) read(addr string, args ...string) (resp.Reply, []byte, error) {
-	timeout := m.cfg.NodeTimeout
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	return m.readWithin(2*m.cfg.NodeTimeout, addr, args...)
+}
+
+// readWithin is read that waits up to limit.
+func (m *Member) readWithin(limit time.Duration, addr string, args ...string) (resp.Reply, []byte, error) {
+	conn, err := net.DialTimeout("tcp", addr, m.cfg.NodeTimeout)
 	if err != nil {
 		return resp.Reply{}, nil, err
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(2 * timeout))
+	conn.SetDeadline(time.Now().Add(limit))
 	w := resp.NewWriter(conn)
 	user, pass := m.cfg.Auth()
 	if pass != "" {
@@ -247,9 +275,19 @@ func (m *Member) join(addr string) error {
 	if err := cons.Reset(); err != nil {
 		return err
 	}
-	r, err := m.Call(addr, "CLUSTER", "RAFT-JOIN", string(node), string(rs))
-	if err == nil {
-		err = ReplyError(r)
+	// The other node hands the join to its leader, retrying while it
+	// has none; a leader that lost the lead answers TRYAGAIN. Joining
+	// again is harmless (Consensus.Join), so this node asks again, for
+	// up to twice the node timeout.
+	var err error
+	for deadline := m.cfg.Clock.Mono() + 2*m.cfg.NodeTimeout; ; m.cfg.Clock.Sleep(50 * time.Millisecond) {
+		var r resp.Reply
+		if r, err = m.Call(addr, "CLUSTER", "RAFT-JOIN", string(node), string(rs)); err == nil {
+			err = ReplyError(r)
+		}
+		if err == nil || !strings.HasPrefix(r.Line, "TRYAGAIN") || m.cfg.Clock.Mono() > deadline {
+			break
+		}
 	}
 	if err != nil {
 		if berr := cons.Rebootstrap(slots); berr != nil {

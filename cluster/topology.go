@@ -180,12 +180,17 @@ const (
 
 // Change is one entry of the consensus log.
 type Change struct {
-	Op     Op      `json:"op"`
-	ID     string  `json:"id,omitempty"`
-	Target string  `json:"target,omitempty"`
-	Node   *Node   `json:"node,omitempty"`
-	Slots  []Range `json:"slots,omitempty"`
-	Epoch  uint64  `json:"epoch,omitempty"`
+	// Proposal, when set, names the proposal: the log applies a change
+	// with a given Proposal once, and answers a repeat (a retry after a
+	// lost lead, which may have been committed) with the first outcome.
+	// NewProposalID makes one.
+	Proposal string  `json:"proposal,omitempty"`
+	Op       Op      `json:"op"`
+	ID       string  `json:"id,omitempty"`
+	Target   string  `json:"target,omitempty"`
+	Node     *Node   `json:"node,omitempty"`
+	Slots    []Range `json:"slots,omitempty"`
+	Epoch    uint64  `json:"epoch,omitempty"`
 }
 
 // Encode is the change as it is written to the log.

@@ -13,6 +13,7 @@
 package rls
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -200,12 +201,12 @@ func readRuleFiles(dir string, maxBytes int64) ([]ruleData, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		data, err := readCapped(path, maxBytes-total, maxBytes <= 0)
+		data, over, err := readCapped(path, maxBytes-total, maxBytes <= 0)
 		if err != nil {
 			return nil, err
 		}
 		total += int64(len(data))
-		if maxBytes > 0 && total > maxBytes {
+		if over {
 			return nil, fmt.Errorf("%w: %s: the rules files of %s hold more than rls-config-max-bytes (%d bytes): split the rules over fewer descriptors or raise the cap",
 				ErrConfig, path, dir, maxBytes)
 		}
@@ -214,25 +215,34 @@ func readRuleFiles(dir string, maxBytes int64) ([]ruleData, error) {
 	return out, nil
 }
 
-// readCapped reads path, at most room+1 bytes of it unless unlimited.
-func readCapped(path string, room int64, unlimited bool) ([]byte, error) {
-	if unlimited {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		return data, nil
-	}
+// readCapped reads path unless it holds more than room bytes (over);
+// unlimited reads it whatever its size. A file over its room is known by
+// its size and never read, and one within it costs its size in memory.
+func readCapped(path string, room int64, unlimited bool) (data []byte, over bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, false, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max(room, 0)+1))
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, false, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return data, nil
+	if !unlimited && fi.Size() > room {
+		return nil, true, nil
+	}
+	r := io.Reader(f)
+	if !unlimited {
+		r = io.LimitReader(f, room+1) // a file that grew since Stat
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+1))
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if !unlimited && int64(buf.Len()) > room {
+		return nil, true, nil
+	}
+	return buf.Bytes(), false, nil
 }
 
 // Parse loads one file's rules into a new Config.

@@ -31,7 +31,7 @@ func TestClusterAdminMatchesRedis(t *testing.T) {
 	t.Cleanup(func() { rcmd.Process.Kill(); rcmd.Wait() })
 	rc := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), Protocol: 2})
 	t.Cleanup(func() { rc.Close() })
-	require.Eventually(t, func() bool { return rc.Ping(ctx).Err() == nil }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return rc.Ping(ctx).Err() == nil }, 30*time.Second, 20*time.Millisecond)
 
 	n := &clusterNode{dir: t.TempDir(), port: ports[1], bus: ports[2]}
 	n.start(t)

@@ -37,7 +37,7 @@ func replicate(t testing.TB, replica *redis.Client, primary *testServer) {
 	host, port, _ := net.SplitHostPort(primary.addr)
 	require.NoError(t, replica.Do(ctx, "REPLICAOF", host, port).Err())
 	require.Eventually(t, func() bool { return infoOf(t, replica, "replication", "master_link_status") == "up" },
-		10*time.Second, 10*time.Millisecond, "the replica's link never came up")
+		30*time.Second, 10*time.Millisecond, "the replica's link never came up")
 }
 
 // load writes keys of every kind on c: limiters, strings, a multi-key
@@ -121,7 +121,7 @@ func TestReplicaContinuesAfterADroppedLink(t *testing.T) {
 	require.Eventually(t, func() bool {
 		n, err := pc.Do(ctx, "WAIT", 1, 100).Int()
 		return err == nil && n == 1
-	}, 10*time.Second, 50*time.Millisecond)
+	}, 30*time.Second, 50*time.Millisecond)
 	require.Equal(t, keyspaceOf(t, p.srv.Engine()), keyspaceOf(t, r.srv.Engine()))
 	require.Equal(t, "1", infoOf(t, pc, "stats", "sync_full"))
 	require.Equal(t, "1", infoOf(t, pc, "stats", "sync_partial_ok"))

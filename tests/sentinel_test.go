@@ -74,18 +74,11 @@ func TestSentinelsFindEachOtherThroughLimitdb(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
 	sentinels := startSentinels(t, 3, ts.addr)
-	deadline := time.Now().Add(30 * time.Second)
 	var last string
-	for {
+	eventually(t, 60*time.Second, func() bool {
 		last, _ = sentinels[0].Do(ctx, "SENTINEL", "CKQUORUM", "mymaster").Text()
-		if strings.HasPrefix(last, "OK 3 usable Sentinels") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("SENTINEL CKQUORUM after 30 s: %q", last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return strings.HasPrefix(last, "OK 3 usable Sentinels")
+	}, func() string { return fmt.Sprintf("SENTINEL CKQUORUM: %q", last) })
 	// Each sentinel learns of the others on its own schedule: the first
 	// may count three while the second still knows one other.
 	fields := map[string]string{}
@@ -98,7 +91,7 @@ func TestSentinelsFindEachOtherThroughLimitdb(t *testing.T) {
 			fields[master[i]] = master[i+1]
 		}
 		return fields["num-other-sentinels"] == "2"
-	}, 30*time.Second, 100*time.Millisecond, "the second sentinel never saw two others: %v", fields)
+	}, 60*time.Second, 100*time.Millisecond, "the second sentinel never saw two others: %v", fields)
 	require.Equal(t, "master", fields["flags"], "the primary is up, not s_down")
 	require.Regexp(t, `^[0-9a-f]{40}$`, fields["runid"], "the run_id Sentinel read from INFO")
 }

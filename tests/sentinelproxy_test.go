@@ -225,7 +225,7 @@ func TestRESPProxyRecordsCommands(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, line)
 	}
-	require.Eventually(t, func() bool { return len(p.commands("probe")) == 3 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(p.commands("probe")) == 3 }, 30*time.Second, 10*time.Millisecond)
 	var got [][]string
 	for _, c := range p.commands("probe") {
 		got = append(got, c.args)

@@ -142,16 +142,15 @@ func clusterError(c *command.Client, err error) {
 
 // propose makes a change through the leader and answers OK or why not,
 // once this node has applied it.
-func (f *Family) propose(c *command.Client, cons *cluster.Consensus, ch cluster.Change) {
-	f.proposeWait(c, cons, ch, true)
+func (f *Family) propose(c *command.Client, ch cluster.Change) {
+	f.proposeWait(c, ch, true)
 }
 
 // proposeWait is propose that, without wait, answers as soon as the
-// leader has applied the change.
-func (f *Family) proposeWait(c *command.Client, cons *cluster.Consensus, ch cluster.Change, wait bool) {
-	err := f.onLeader(func() (uint64, error) { return cons.Propose(ch) }, wait,
-		"CLUSTER", "RAFT-PROPOSE", string(ch.Encode()))
-	clusterReply(c, err)
+// leader has applied the change. The change survives a change of leader
+// (cluster.Member.Propose): it is retried, and made once.
+func (f *Family) proposeWait(c *command.Client, ch cluster.Change, wait bool) {
+	clusterReply(c, f.cs.member.Load().Propose(ch, wait))
 }
 
 // slotOrReply parses a slot of the subcommands that change slots, which
@@ -195,24 +194,24 @@ func slotRanges(c *command.Client, args [][]byte, pairs bool) ([]cluster.Range, 
 }
 
 func (f *Family) cmdClusterAddSlots(c *command.Client, args [][]byte) {
-	cons, ok := f.realCluster(c)
+	_, ok := f.realCluster(c)
 	if !ok {
 		return
 	}
 	rs, ok := slotRanges(c, args[2:], command.EqualFold(args[1], "addslotsrange"))
 	if ok {
-		f.propose(c, cons, cluster.Change{Op: cluster.OpAddSlots, ID: f.cs.id, Slots: rs})
+		f.propose(c, cluster.Change{Op: cluster.OpAddSlots, ID: f.cs.id, Slots: rs})
 	}
 }
 
 func (f *Family) cmdClusterDelSlots(c *command.Client, args [][]byte) {
-	cons, ok := f.realCluster(c)
+	_, ok := f.realCluster(c)
 	if !ok {
 		return
 	}
 	rs, ok := slotRanges(c, args[2:], command.EqualFold(args[1], "delslotsrange"))
 	if ok {
-		f.propose(c, cons, cluster.Change{Op: cluster.OpDelSlots, Slots: rs})
+		f.propose(c, cluster.Change{Op: cluster.OpDelSlots, Slots: rs})
 	}
 }
 
@@ -284,7 +283,7 @@ func (f *Family) cmdClusterSetSlot(c *command.Client, args [][]byte) {
 		if id == cs.id {
 			cs.claim(slot, true)
 		}
-		f.proposeWait(c, cons, cluster.Change{Op: cluster.OpSetSlot, ID: id, Slots: []cluster.Range{{First: slot, Last: slot}}}, false)
+		f.proposeWait(c, cluster.Change{Op: cluster.OpSetSlot, ID: id, Slots: []cluster.Range{{First: slot, Last: slot}}}, false)
 		if c.Failed() {
 			cs.claim(slot, false)
 		}
@@ -292,7 +291,7 @@ func (f *Family) cmdClusterSetSlot(c *command.Client, args [][]byte) {
 }
 
 func (f *Family) cmdClusterSetEpoch(c *command.Client, args [][]byte) {
-	cons, ok := f.realCluster(c)
+	_, ok := f.realCluster(c)
 	if !ok {
 		return
 	}
@@ -301,7 +300,7 @@ func (f *Family) cmdClusterSetEpoch(c *command.Client, args [][]byte) {
 		c.Errf("Invalid config epoch specified: %s", args[2])
 		return
 	}
-	f.propose(c, cons, cluster.Change{Op: cluster.OpSetEpoch, ID: f.cs.id, Epoch: uint64(e)})
+	f.propose(c, cluster.Change{Op: cluster.OpSetEpoch, ID: f.cs.id, Epoch: uint64(e)})
 }
 
 func (f *Family) cmdClusterBumpEpoch(c *command.Client, _ [][]byte) {
@@ -322,8 +321,7 @@ func (f *Family) cmdClusterBumpEpoch(c *command.Client, _ [][]byte) {
 			return
 		}
 	}
-	ch := cluster.Change{Op: cluster.OpBumpEpoch, ID: id}
-	if err := f.onLeader(func() (uint64, error) { return cons.Propose(ch) }, true, "CLUSTER", "RAFT-PROPOSE", string(ch.Encode())); err != nil {
+	if err := f.cs.member.Load().Propose(cluster.Change{Op: cluster.OpBumpEpoch, ID: id}, true); err != nil {
 		clusterError(c, err)
 		return
 	}
@@ -356,7 +354,7 @@ func (f *Family) cmdClusterReplicate(c *command.Client, args [][]byte) {
 		c.Errf("To set a master the node must be empty and without assigned slots.")
 		return
 	}
-	f.propose(c, cons, cluster.Change{Op: cluster.OpReplicate, ID: f.cs.id, Target: id})
+	f.propose(c, cluster.Change{Op: cluster.OpReplicate, ID: f.cs.id, Target: id})
 }
 
 // cmdClusterFailover promotes this replica in its primary's place. The
@@ -389,7 +387,7 @@ func (f *Family) cmdClusterFailover(c *command.Client, args [][]byte) {
 		c.Errf("Master is down or failed, please use CLUSTER FAILOVER FORCE")
 		return
 	}
-	f.propose(c, cons, cluster.Change{Op: cluster.OpFailover, ID: f.cs.id})
+	f.propose(c, cluster.Change{Op: cluster.OpFailover, ID: f.cs.id})
 }
 
 // cmdClusterForget removes a node from the whole cluster: unlike Redis's
@@ -408,11 +406,10 @@ func (f *Family) cmdClusterForget(c *command.Client, args [][]byte) {
 		c.Errf("Can't forget my master!")
 		return
 	}
-	if _, known := t.Node(id); !known {
-		if t.Forgotten(id) { // removed for every member by an earlier FORGET
-			c.OK()
-			return
-		}
+	// A node removed by an earlier FORGET (redis-cli sends one to every
+	// member) goes to the leader too: a lead lost between the topology's
+	// change and raft's may have left it a voter, which the leader removes.
+	if _, known := t.Node(id); !known && !t.Forgotten(id) {
 		c.Errf("Unknown node %s", id)
 		return
 	}
