@@ -35,6 +35,11 @@ type Result struct {
 	// Delay is LB.QUEUE's answer: how long an admitted request waits in the
 	// queue before it may run. 0 for every other command and when denied.
 	Delay time.Duration
+
+	// LeaseID is the lease a concurrency limit took (Acquire,
+	// AcquirePolicy, a concurrency policy's pair of HitAll): "" when
+	// denied, and for every other limit.
+	LeaseID string
 }
 
 // Never is Result.RetryAfter for a request that can never be admitted.

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,4 +26,28 @@ func Example() {
 		return
 	}
 	fmt.Printf("%d of %d left\n", res.Remaining, res.Limit)
+}
+
+func ExampleClient_Acquire() {
+	rdb := redis.NewClient(client.Options("127.0.0.1:6379"))
+	defer rdb.Close()
+	lim := client.New(rdb)
+	ctx := context.Background()
+
+	// At most 20 jobs of this user at once; a crashed worker's slot frees
+	// itself after a minute.
+	lease, err := lim.Acquire(ctx, "jobs:user:42", client.Concurrency{Limit: 20, TTL: time.Minute})
+	if err != nil {
+		fmt.Println("limitdb:", err)
+		return
+	}
+	if lease.Limited {
+		fmt.Printf("busy: a slot frees in at most %v\n", lease.RetryAfter)
+		return
+	}
+	defer lim.Release(ctx, "jobs:user:42", lease.LeaseID)
+	// ... the job; a long one renews its lease before it expires:
+	if _, err := lim.Renew(ctx, "jobs:user:42", lease.LeaseID, time.Minute); errors.Is(err, client.ErrNoLease) {
+		fmt.Println("lost the slot: stop")
+	}
 }

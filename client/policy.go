@@ -53,6 +53,16 @@ func (c *Client) HitAll(ctx context.Context, cost int64, pairs ...Pair) (limited
 		if !ok {
 			return false, nil, fmt.Errorf("%w: RL.HITALL pair %d is %T", ErrReply, i, x)
 		}
+
+		if len(arr) == 6 {
+			if _, lease := arr[5].(int64); !lease { // a concurrency policy's lease id
+				if results[i], err = decodeLeaseFields(arr); err != nil {
+					return false, nil, err
+				}
+				continue
+			}
+		}
+
 		ns := make([]int64, len(arr))
 		for j, n := range arr {
 			if ns[j], ok = n.(int64); !ok {

@@ -40,6 +40,9 @@ func extCodecOf(kind Kind) (ExtCodec, bool) {
 
 	case KindReserve:
 		return reservedExt(), true
+
+	case KindLease:
+		return leaseExt, true
 	}
 	return ExtCodec{}, false
 }

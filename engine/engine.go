@@ -51,6 +51,8 @@ const (
 
 	KindReserve // a limiter's entry with reservations open (RL.RESERVE): Ext = *Reserved
 
+	KindLease // CL.ACQUIRE leases: Ext = *leaseBox (leases.go)
+
 	kindCount
 )
 
@@ -58,6 +60,8 @@ var kindNames = [...]string{"none", "gcra", "tbucket", "lbqueue", "fwindow", "sw
 
 	KindCalendarWindow: "cwindow",
 	KindReserve:        "reserved",
+
+	KindLease: "lease",
 }
 
 // Limiter reports whether k is a limiter's state, which expires by itself
@@ -67,7 +71,9 @@ func (k Kind) Limiter() bool {
 	return k >= KindGCRA && k <= KindSlidingLog ||
 
 		k == KindCalendarWindow ||
-		k == KindReserve
+		k == KindReserve ||
+
+		k == KindLease
 }
 
 // String is the name TYPE answers.

@@ -131,7 +131,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			rt = &reserveTaker{rs: m.o.Reserve, r: r}
 			lim = rt
 		}
-		res, ok := m.decide(r, lim, m.o.Prefix+key)
+		res, by, ok := m.decide(r, lim, m.o.Prefix+key)
 		if !ok {
 			if m.o.Policy == FailClosed {
 				w.Header().Set("Retry-After", "1")
@@ -154,6 +154,11 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		if res.Delay > 0 && m.wait(r.Context(), res.Delay) != nil {
 			return
 		}
+
+		// An in-flight limit's slot is freed when the handler returns,
+		// and when it panics (the deferred call runs as the panic unwinds).
+		defer m.release(r, by, m.o.Prefix+key, res)
+
 		if rt != nil && rt.res != nil {
 			m.serveReserved(w, r, next, rt)
 			return
@@ -172,16 +177,17 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) error {
 	}
 }
 
-// decide asks limitdb, or the fallback while limitdb is failing. ok is
-// false when there is no decision and FailOpen/FailClosed applies.
-func (m *Middleware) decide(r *http.Request, lim Limiter, key string) (client.Result, bool) {
+// decide asks limitdb (through lim), or the fallback while limitdb is
+// failing, and returns which of them decided. ok is false when there is no
+// decision and FailOpen/FailClosed applies.
+func (m *Middleware) decide(r *http.Request, lim Limiter, key string) (client.Result, Limiter, bool) {
 	now := m.o.Clock.Now()
 	if now >= m.downUntil.Load() {
 		ctx, cancel := context.WithTimeout(r.Context(), m.o.Timeout)
 		res, err := lim.Take(ctx, key)
 		cancel()
 		if err == nil {
-			return res, true
+			return res, lim, true
 		}
 		if m.o.Cooldown > 0 {
 			m.downUntil.Store(now + int64(m.o.Cooldown))
@@ -191,16 +197,16 @@ func (m *Middleware) decide(r *http.Request, lim Limiter, key string) (client.Re
 		}
 	}
 	if m.o.Policy != Fallback {
-		return client.Result{}, false
+		return client.Result{}, nil, false
 	}
 	res, err := m.o.Fallback.Take(r.Context(), key)
 	if err != nil {
 		if m.o.OnError != nil {
 			m.o.OnError(r, err)
 		}
-		return client.Result{}, false // a broken fallback fails open
+		return client.Result{}, nil, false // a broken fallback fails open
 	}
-	return res, true
+	return res, m.o.Fallback, true
 }
 
 // setHeaders writes the IETF draft's RateLimit-* fields (Reset in seconds

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/limitdb/limitdb/engine"
@@ -12,6 +13,12 @@ import (
 type Reply struct {
 	limit.Result
 	WithDelay bool
+
+	// Leased marks a concurrency policy's reply, which carries Lease: the
+	// id of the lease acquired, "" when none was (denied, a peek, or a
+	// shadow policy's would-be denial).
+	Leased bool
+	Lease  string
 }
 
 // Pair is one (policy, client key) check of RL.HITALL.
@@ -29,10 +36,17 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 	k := Key(buf[:0], c.Name, key)
 	var r limit.Result
 	var err error
+	ll, leased := c.lim.(engine.LeaseLimiter)
+	var id string
 	e.Do(k, now, func(ent engine.Entry) (engine.Entry, bool) {
 		orig := ent
 		if ent, err = own(ent, c.lim.Kind()); err != nil {
 			return ent, false
+		}
+		if leased {
+			next, res, got, write, aerr := ll.AcquireIn(ent, now, cost, "")
+			r, id, err = res, got, aerr
+			return next, write && aerr == nil
 		}
 		next, res, write, aerr := c.lim.Apply(ent, now, cost)
 		r, err = res, aerr
@@ -45,7 +59,9 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 	if cost > 0 {
 		c.count(r.Limited, !r.Limited || c.Shadow)
 	}
-	return c.reply(r), nil
+	rep := c.reply(r)
+	rep.Lease = id
+	return rep, nil
 }
 
 // HitAll applies every pair at one instant, all or nothing: every key's
@@ -68,6 +84,7 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 	// state for every repeat.
 	owner := engine.FirstPlaces(keys)
 	rs := make([]limit.Result, len(pairs))
+	ids := make([]string, len(pairs))     // a concurrency policy's lease
 	refused := make([]bool, len(pairs))   // this pair's policy denied
 	wouldDeny := make([]bool, len(pairs)) // ... or would have, were it not shadow
 	e.DoMulti(keys, now, func(ents []engine.Entry) bool {
@@ -79,7 +96,15 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 					return false
 				}
 			}
-			next, r, write, aerr := c.lim.Apply(work[o], now, cost)
+			var next engine.Entry
+			var r limit.Result
+			var write bool
+			var aerr error
+			if ll, ok := c.lim.(engine.LeaseLimiter); ok {
+				next, r, ids[i], write, aerr = ll.ApplyLease(work[o], now, cost)
+			} else {
+				next, r, write, aerr = c.lim.Apply(work[o], now, cost)
+			}
 			if aerr != nil {
 				err = aerr
 				return false
@@ -119,6 +144,9 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 			c.count(wouldDeny[i], !limited)
 		}
 		replies[i] = c.reply(rs[i])
+		if !limited {
+			replies[i].Lease = ids[i]
+		}
 	}
 	return limited, replies, nil
 }
@@ -183,5 +211,69 @@ func (c *compiled) reply(r limit.Result) Reply {
 			r.Delay = 0
 		}
 	}
-	return Reply{Result: r, WithDelay: c.Algorithm == LeakyQueue}
+	return Reply{Result: r, WithDelay: c.Algorithm == LeakyQueue,
+
+		Leased: c.Algorithm == Concurrency,
+	}
+}
+
+// Release releases the lease id that concurrency policy name holds for the
+// client key: released is false when no live lease has that id (released
+// already, expired, or never acquired), which is not an error. A policy of
+// another algorithm is ErrNotConcurrency.
+func (s *Store) Release(e *engine.Engine, name, key []byte, id string, now int64) (released bool, err error) {
+	c, err := s.leasePolicy(name)
+	if err != nil {
+		return false, err
+	}
+	var buf [128]byte
+	e.Do(Key(buf[:0], c.Name, key), now, func(ent engine.Entry) (engine.Entry, bool) {
+		if ent, err = own(ent, engine.KindLease); err != nil {
+			return ent, false
+		}
+		next, rel, write, rerr := engine.ReleaseIn(ent, now, id)
+		released, err = rel, rerr
+		return next, write && rerr == nil
+	})
+	return released, err
+}
+
+// Renew extends the live lease id of concurrency policy name for the
+// client key to expire ttl nanoseconds after now (the policy's period
+// when ttl is 0) and returns its new expiry; lease.ErrNoLease when no live
+// lease has that id.
+func (s *Store) Renew(e *engine.Engine, name, key []byte, id string, ttl, now int64) (expire int64, err error) {
+	c, err := s.leasePolicy(name)
+	if err != nil {
+		return 0, err
+	}
+	if ttl == 0 {
+		ttl = int64(c.Period)
+	}
+	var buf [128]byte
+	e.Do(Key(buf[:0], c.Name, key), now, func(ent engine.Entry) (engine.Entry, bool) {
+		if ent, err = own(ent, engine.KindLease); err != nil {
+			return ent, false
+		}
+		next, exp, write, rerr := engine.RenewIn(ent, now, id, ttl)
+		expire, err = exp, rerr
+		return next, write
+	})
+	return expire, err
+}
+
+// ErrNotConcurrency is RL.RELEASE or RL.RENEW naming a policy whose
+// algorithm holds no leases.
+var ErrNotConcurrency = errors.New("holds no leases: its algorithm is not concurrency")
+
+// leasePolicy is the concurrency policy name.
+func (s *Store) leasePolicy(name []byte) (*compiled, error) {
+	c := s.lookup(name)
+	if c == nil {
+		return nil, unknown(name)
+	}
+	if c.Algorithm != Concurrency {
+		return nil, fmt.Errorf("policy '%s' %w", c.Name, ErrNotConcurrency)
+	}
+	return c, nil
 }

@@ -29,6 +29,10 @@ var builders = map[Algorithm]func(p Policy) (engine.Limiter, error){
 	SlidingLog: func(p Policy) (engine.Limiter, error) {
 		return unwrap(engine.NewSlidingLog(p.Limit, int64(p.Period)))
 	},
+
+	Concurrency: func(p Policy) (engine.Limiter, error) {
+		return unwrap(engine.NewLeaseLimiter(p.Limit, int64(p.Period)))
+	},
 }
 
 // unwrap boxes a constructor's limiter once, when the policy is compiled,

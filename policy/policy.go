@@ -30,10 +30,17 @@ const (
 	FixedWindow   Algorithm = "fixed_window"
 	SlidingWindow Algorithm = "sliding_window"
 	SlidingLog    Algorithm = "sliding_log"
+
+	// Concurrency admits at most Limit leases held at once, each for
+	// Period unless released or renewed (engine.LeaseLimiter).
+	Concurrency Algorithm = "concurrency"
 )
 
 // Algorithms lists every algorithm name, in the order the docs give them.
-var Algorithms = []Algorithm{GCRA, TokenBucket, LeakyQueue, FixedWindow, SlidingWindow, SlidingLog}
+var Algorithms = []Algorithm{GCRA, TokenBucket, LeakyQueue, FixedWindow, SlidingWindow, SlidingLog,
+
+	Concurrency,
+}
 
 // HasBurst reports whether the algorithm takes a burst (a capacity apart
 // from its rate). Window algorithms admit exactly limit per period and have

@@ -50,6 +50,9 @@ func (c *compiled) adjuster() (engine.Adjuster, error) {
 		why = "giving cost back would serve later requests ahead of those already queued behind it; use token_bucket"
 	case SlidingLog:
 		why = "it keeps one stamp per unit, at most limit of them, and giving cost back would remove stamps from the middle of its ring; use sliding_window"
+
+	case Concurrency:
+		why = "its leases give their slots back themselves: RL.RELEASE frees one, RL.RENEW keeps it longer"
 	}
 	return nil, fmt.Errorf("policy '%s' is %s, which %w: %s", c.Name, c.Algorithm, ErrNoReservations, why)
 }

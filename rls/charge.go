@@ -303,7 +303,7 @@ func (rc *RuleCache) parse(s string) (*RateLimit, int64, error) {
 	l := &RateLimit{Unit: Unit(u), RequestsPerUnit: uint32(rpu), ShadowMode: shadow}
 	if len(f) == 4 {
 		a, ok := policy.ParseAlgorithm(f[2])
-		if !ok || a == policy.FixedWindow || a == policy.LeakyQueue {
+		if !ok || a == policy.FixedWindow || a == policy.LeakyQueue || a == policy.Concurrency {
 			return bad("unknown algorithm")
 		}
 		if l.Burst, err = strconv.ParseInt(f[3], 10, 64); err != nil {

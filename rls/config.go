@@ -547,7 +547,7 @@ func (p *parser) algorithm(lim *RateLimit, alg string, m, algNode, burstNode *ya
 		return nil
 	}
 	a, ok := policy.ParseAlgorithm(alg)
-	if !ok || a == policy.LeakyQueue {
+	if !ok || a == policy.LeakyQueue || a == policy.Concurrency {
 		return p.errf(algNode, field+".algorithm", "unknown algorithm '%s' (use fixed_window, gcra, token_bucket, sliding_window or sliding_log)", alg)
 	}
 	if lim.Unlimited {

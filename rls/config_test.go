@@ -281,6 +281,8 @@ func TestBrokenFiles(t *testing.T) {
 			"f.yaml:7: descriptors[0].rate_limit.burst: burst needs an algorithm that has one (gcra, token_bucket)"},
 		{"unknown algorithm", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: leaky_queue\n",
 			"f.yaml:7: descriptors[0].rate_limit.algorithm: unknown algorithm 'leaky_queue' (use fixed_window, gcra, token_bucket, sliding_window or sliding_log)"},
+		{"concurrency, which Envoy never releases", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: concurrency\n",
+			"f.yaml:7: descriptors[0].rate_limit.algorithm: unknown algorithm 'concurrency' (use fixed_window, gcra, token_bucket, sliding_window or sliding_log)"},
 		{"burst on a sliding window", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      algorithm: sliding_window\n      burst: 3\n",
 			"f.yaml:8: descriptors[0].rate_limit.burst: sliding_window has no burst: it admits exactly limit per period"},
 		{"algorithm with no requests", "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 0\n      algorithm: gcra\n",

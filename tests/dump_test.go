@@ -383,6 +383,8 @@ func TestMigrateEveryKind(t *testing.T) {
 
 		{"cw", []any{"SW.INCR", "cw", 5, "day", 3, "TZ", "America/New_York"}, []any{"SW.INCR", "cw", 5, "day", "TZ", "America/New_York"}},
 		{"rl:p:r", []any{"RL.RESERVE", "p", "r", 3}, []any{"RL.HIT", "p", "r"}},
+
+		{"lease", []any{"CL.ACQUIRE", "lease", 2, "2s", "a"}, []any{"CL.ACQUIRE", "lease", 2, "2s", "b"}},
 	}
 	args := []any{"MIGRATE", "", "", "", 0, 5000, "COPY", "KEYS"}
 	args[1], args[2] = hostPort(t, dst.addr)

@@ -89,6 +89,11 @@ var roundTrip = map[engine.Kind]struct {
 		after: [][]any{{"TYPE", "rl:p:{k}"}, {"PTTL", "rl:p:{k}"}, {"RL.SETTLE", "p", "{k}", fmt.Sprintf("%d-1", t0/1e6+60500), 1},
 			{"RL.SETTLE", "p", "{k}", fmt.Sprintf("%d-2", t0/1e6+60750), 9}, {"RL.HIT", "p", "{k}", 0}},
 	},
+
+	engine.KindLease: {
+		before: [][]any{{"CL.ACQUIRE", "{k}", 3, "10s", "a"}, {"CL.ACQUIRE", "{k}", 3, "2s", "b"}, {"CL.ACQUIRE", "{k}", 3, "1s"}},
+		after:  [][]any{{"CL.ACQUIRE", "{k}", 3, "5s", "c"}, {"CL.RELEASE", "{k}", "a"}, {"CL.RENEW", "{k}", "b", "1s"}, {"CL.ACQUIRE", "{k}", 3, "5s", "d"}},
+	},
 }
 
 // serverFromDir starts an in-process server whose snapshots live in dir,

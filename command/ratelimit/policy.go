@@ -69,6 +69,13 @@ func (f *Family) cmdRLHit(c *command.Client, args [][]byte) {
 		c.Error(policyError(err))
 		return
 	}
+
+	if r.Leased {
+		c.CountLimit(r.Limited)
+		writeLease(c, r.Result, r.Lease)
+		return
+	}
+
 	c.Limit(r.Result, r.WithDelay)
 }
 
@@ -109,6 +116,12 @@ func (f *Family) cmdRLHitAll(c *command.Client, args [][]byte) {
 	c.Array(1 + len(replies))
 	c.Int(int64(boolInt(limited)))
 	for _, r := range replies {
+
+		if r.Leased {
+			writeLease(c, r.Result, r.Lease)
+			continue
+		}
+
 		writeLimit(c, r.Result, r.WithDelay)
 	}
 }
@@ -138,7 +151,7 @@ func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 	p := policy.Policy{Name: string(args[2])}
 	alg, ok := policy.ParseAlgorithm(string(args[3]))
 	if !ok {
-		c.Errf("unknown algorithm '%s' (use gcra, token_bucket, leaky_queue, fixed_window, sliding_window or sliding_log)", command.Clip(args[3]))
+		c.Errf("unknown algorithm '%s' (use gcra, token_bucket, leaky_queue, fixed_window, sliding_window, sliding_log or concurrency)", command.Clip(args[3]))
 		return
 	}
 	p.Algorithm = alg

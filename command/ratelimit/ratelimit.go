@@ -42,6 +42,8 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 
 	f.registerReserve(t)
 
+	f.registerLeases(t)
+
 	t.ExtendInfo("limits", func(_ *engine.Engine, b *strings.Builder) { f.policies.AppendInfo(b) })
 	t.AddSection("policies", f.policies.MarshalRuntime, f.policies.UnmarshalRuntime)
 	t.OnResetStat(f.policies.ResetCounters)

@@ -78,6 +78,18 @@ var algorithms = []Algorithm{
 		},
 	},
 
+	{
+		// Leases of one ttl (the Period): a fresh key admits exactly limit
+		// permits, and each frees its share when its ttl passes.
+		Name: "CL.ACQUIRE (concurrency)", Period: sec, Unit: 1e6, ExactRetry: true,
+		New: func(limit int64) (engine.Limiter, error) { return engine.NewLeaseLimiter(limit, sec) },
+		Invalid: map[string]func() error{
+			"zero ttl":     func() error { _, err := engine.NewLeaseLimiter(1, 0); return err },
+			"negative ttl": func() error { _, err := engine.NewLeaseLimiter(1, -sec); return err },
+			"huge ttl":     func() error { _, err := engine.NewLeaseLimiter(1, math.MaxInt64); return err },
+		},
+	},
+
 	calendarAlgorithm("FW.INCR day Europe/Paris", calendar.Day, "Europe/Paris", false),
 	calendarAlgorithm("SW.INCR day America/New_York", calendar.Day, "America/New_York", true),
 	calendarAlgorithm("SW.INCR month Europe/Paris", calendar.Month, "Europe/Paris", true),

@@ -24,6 +24,8 @@ var layers = [][]string{
 	{"engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster",
 
 		"engine/calendar",
+
+		"engine/lease",
 	},
 	// The keyspace.
 	{"engine"},
@@ -43,6 +45,8 @@ var layers = [][]string{
 	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "bench/loadgen", "bench/rlsload", "bench/repllag", "bench/clusterload", "tests",
 
 		"bench/reservepair",
+
+		"bench/leasebench",
 	},
 }
 
