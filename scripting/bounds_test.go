@@ -222,3 +222,29 @@ func TestKillStopsABuilder(t *testing.T) {
 		}
 	}
 }
+
+// TestKillStopsAPatternMatch: SCRIPT KILL reaches a script inside a
+// pattern match that backtracks for long (lazy wildcards over a string
+// that never matches), in every function that matches patterns.
+func TestKillStopsAPatternMatch(t *testing.T) {
+	subject := strings.Repeat("a", 400) // '.-.-b' tries every split at every start: 400^3 steps
+	for _, body := range []string{
+		"redis.call('ping') return string.find(ARGV[1], '.-.-b')",
+		"redis.call('ping') return string.match(ARGV[1], '.-.-b')",
+		"redis.call('ping') return select(2, string.gsub(ARGV[1], '.-.-b', ''))",
+		"redis.call('ping') for m in string.gmatch(ARGV[1], '.-.-b') do return m end return 0",
+	} {
+		s, err := NewCache().Load([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := &Handle{}
+		var out bytes.Buffer
+		w := resp.NewWriter(&out)
+		NewRunner(Options{}).Run(s, nil, [][]byte{[]byte(subject)}, &killingCaller{h: h}, w, h)
+		w.Flush()
+		if !strings.HasPrefix(out.String(), "-ERR Script killed by user with SCRIPT KILL... script: ") {
+			t.Errorf("%s: %q", body, out.String())
+		}
+	}
+}

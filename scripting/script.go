@@ -214,7 +214,24 @@ func straightLine(proto *lua.FunctionProto) bool {
 			}
 		}
 	}
+	for _, c := range proto.Constants {
+		if name, ok := c.(lua.LString); ok && backtracks(string(name)) {
+			return false
+		}
+	}
 	return len(proto.FunctionPrototypes) == 0
+}
+
+// backtracks names the library functions one call of which can run for
+// long without building anything the memory checks see: the pattern
+// matchers. A script that names one keeps the context, which they check as
+// they backtrack.
+func backtracks(name string) bool {
+	switch name {
+	case "find", "match", "gmatch", "gsub":
+		return true
+	}
+	return false
 }
 
 // compileMessage turns gopher-lua's parse error into Lua's "user_script:1:

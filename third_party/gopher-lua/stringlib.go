@@ -112,7 +112,7 @@ func strFind(L *LState) int {
 		return 2
 	}
 
-	mds, err := pm.Find(pattern, unsafeFastStringToReadOnlyBytes(str), init, 1)
+	mds, err := pm.FindStop(pattern, unsafeFastStringToReadOnlyBytes(str), init, 1, stopOf(L))
 	if err != nil {
 		L.RaiseError(err.Error())
 	}
@@ -152,7 +152,7 @@ func strGsub(L *LState) int {
 	repl := L.CheckAny(3)
 	limit := L.OptInt(4, -1)
 
-	mds, err := pm.Find(pat, unsafeFastStringToReadOnlyBytes(str), 0, limit)
+	mds, err := pm.FindStop(pat, unsafeFastStringToReadOnlyBytes(str), 0, limit, stopOf(L))
 	if err != nil {
 		L.RaiseError(err.Error())
 	}
@@ -201,21 +201,18 @@ func capturedString(L *LState, m *pm.MatchData, str string, idx int) string {
 }
 
 func strGsubDoReplace(str string, info []replaceInfo) string {
-	offset := 0
-	buf := []byte(str)
+	// limitdb: one pass over str, where upstream copied the whole result
+	// once per replacement (a gsub of a megabyte's every character copied
+	// a terabyte). The replacements are in order and never overlap.
+	var b strings.Builder
+	prev := 0
 	for _, replace := range info {
-		oldlen := len(buf)
-		b1 := append([]byte(""), buf[0:offset+replace.Indicies[0]]...)
-		b2 := []byte("")
-		index2 := offset + replace.Indicies[1]
-		if index2 <= len(buf) {
-			b2 = append(b2, buf[index2:len(buf)]...)
-		}
-		buf = append(b1, replace.String...)
-		buf = append(buf, b2...)
-		offset += len(buf) - oldlen
+		b.WriteString(str[prev:replace.Indicies[0]])
+		b.WriteString(replace.String)
+		prev = replace.Indicies[1]
 	}
-	return string(buf)
+	b.WriteString(str[prev:])
+	return b.String()
 }
 
 func strGsubStr(L *LState, str string, repl string, matches []*pm.MatchData) string {
@@ -327,7 +324,7 @@ func strGmatchIter(L *LState) int {
 func strGmatch(L *LState) int {
 	str := L.CheckString(1)
 	pattern := L.CheckString(2)
-	mds, err := pm.Find(pattern, []byte(str), 0, -1)
+	mds, err := pm.FindStop(pattern, []byte(str), 0, -1, stopOf(L))
 	if err != nil {
 		L.RaiseError(err.Error())
 	}
@@ -363,7 +360,7 @@ func strMatch(L *LState) int {
 		offset = 0
 	}
 
-	mds, err := pm.Find(pattern, unsafeFastStringToReadOnlyBytes(str), offset, 1)
+	mds, err := pm.FindStop(pattern, unsafeFastStringToReadOnlyBytes(str), offset, 1, stopOf(L))
 	if err != nil {
 		L.RaiseError(err.Error())
 	}
@@ -446,3 +443,14 @@ func luaIndex2StringIndex(str string, i int, start bool) int {
 }
 
 //
+
+// stopOf ends a pattern match of L's once L's context is done (limitdb:
+// SCRIPT KILL and the watchdog reach a script inside string.find, match,
+// gmatch and gsub), with the context's error, as the VM's own check does.
+func stopOf(L *LState) func() error {
+	ctx := L.Context()
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Err
+}

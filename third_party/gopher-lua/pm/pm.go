@@ -46,9 +46,31 @@ type MatchData struct {
 	// xxxx xxxx xxxx xxx0 : caputured positions
 	// xxxx xxxx xxxx xxx1 : position captured positions
 	captures []uint32
+	// stop, when set, is asked every stopEvery steps whether to stop
+	// (limitdb: a killed script's match ends mid-way).
+	stop *stopper
 }
 
-func newMatchState() *MatchData { return &MatchData{[]uint32{}} }
+func newMatchState() *MatchData { return &MatchData{captures: []uint32{}} }
+
+// stopper asks fn every stopEvery steps of a match whether to stop.
+type stopper struct {
+	steps uint32
+	fn    func() error
+}
+
+const stopEvery = 1 << 12
+
+// stopped is the panic that carries fn's error out of the match.
+type stopped struct{ err error }
+
+func (s *stopper) step() {
+	if s.steps++; s.steps%stopEvery == 0 {
+		if err := s.fn(); err != nil {
+			panic(stopped{err})
+		}
+	}
+}
 
 func (st *MatchData) addPosCapture(s, pos int) {
 	for s+1 >= len(st.captures) {
@@ -539,6 +561,9 @@ func recursiveVM(src []byte, insts []inst, pc, sp, recLevel int, ms ...*MatchDat
 		m = ms[0]
 	}
 redo:
+	if m.stop != nil {
+		m.stop.step()
+	}
 	inst := insts[pc]
 	switch inst.OpCode {
 	case opChar:
@@ -614,20 +639,34 @@ redo:
 /* API {{{ */
 
 func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err error) {
+	return FindStop(p, src, offset, limit, nil)
+}
+
+// FindStop is Find that asks stop, every few thousand steps of the match,
+// whether to go on: a non-nil error ends the match with that error.
+func FindStop(p string, src []byte, offset, limit int, stop func() error) (matches []*MatchData, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if perr, ok := v.(*Error); ok {
 				err = perr
+			} else if s, ok := v.(stopped); ok {
+				matches, err = nil, s.err
 			} else {
 				panic(v)
 			}
 		}
 	}()
+	var st *stopper
+	if stop != nil {
+		st = &stopper{fn: stop}
+	}
 	pat := parsePattern(newScanner([]byte(p)), true)
 	insts := compilePattern(pat)
 	matches = []*MatchData{}
 	for sp := offset; sp <= len(src); {
-		ok, nsp, ms := recursiveVM(src, insts, 0, sp, 0)
+		m := newMatchState()
+		m.stop = st
+		ok, nsp, ms := recursiveVM(src, insts, 0, sp, 0, m)
 		sp++
 		if ok {
 			if sp < nsp {
