@@ -88,19 +88,18 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 		logger = log.Default()
 	}
 	limits, scripts, cluster, persist, svc := ratelimit.New(), scripts.New(), clustering.New(), persist.New(), rls.New(eng, nil)
-	charges := envoy.New(rlsCommands{svc})
 	// The envoy family comes before admin, so that INFO all shows its
 	// hidden rls section before commandstats and latencystats; persist
 	// comes last, so that Close stops the append-only file after what the
 	// other families stop, as the last writes to the stream.
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, charges, pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster, persist)
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster, persist)
 	n := &Node{cmds: cmds, limits: limits, scripts: scripts, cluster: cluster, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
 	cmds.ClientMemory = n.net.ClientMemory
 	cmds.RequestShutdown = func(save bool) { go n.Shutdown(save, ShutdownGrace) }
-	n.charger = newRLSCharger(cmds, cluster.RLSRoute, charges.ChargeLocal)
+	n.charger = newRLSCharger(cmds, cluster.RLSRoute)
 	n.rls.SetCharger(n.charger)
 	n.configureRLS(cfg)
 	return n

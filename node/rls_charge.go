@@ -30,19 +30,15 @@ import (
 type rlsCharger struct {
 	srv   *command.Server
 	route func(key []byte) (slot int, addr string) // the cluster family's RLSRoute
-	// charge runs a local RLS.CHARGE, taking its statuses as values (the
-	// envoy family's ChargeLocal).
-	charge func(lc *command.LocalClient, req *rls.ChargeRequest, args [][]byte) (sts []rls.Status, reply []byte)
-	mu     sync.Mutex
-	free   []*localCharge // idle LocalClients, at most maxIdleLocal
-	peers  peerConns
+	mu    sync.Mutex
+	free  []*localCharge // idle LocalClients, at most maxIdleLocal
+	peers peerConns
 }
 
-// newRLSCharger charges through srv with charge (envoy.Family.ChargeLocal),
-// sending each key where route says (clustering.Family.RLSRoute).
-func newRLSCharger(srv *command.Server, route func(key []byte) (slot int, addr string),
-	charge func(lc *command.LocalClient, req *rls.ChargeRequest, args [][]byte) ([]rls.Status, []byte)) *rlsCharger {
-	return &rlsCharger{srv: srv, route: route, charge: charge, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
+// newRLSCharger charges through srv, sending each key where route says
+// (clustering.Family.RLSRoute).
+func newRLSCharger(srv *command.Server, route func(key []byte) (slot int, addr string)) *rlsCharger {
+	return &rlsCharger{srv: srv, route: route, peers: peerConns{srv: srv, idle: map[string][]*peerConn{}}}
 }
 
 // maxIdleLocal bounds the LocalClients kept between requests: about the
@@ -67,7 +63,7 @@ type group struct {
 func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	slot, addr := r.route(req.Charges[0].Key)
 	if slot < 0 { // not a cluster: every key here, in one command
-		return r.local(req, statuses{out: out})
+		return r.local(req, req.Charges, statuses{out: out})
 	}
 	groups := []group{{slot: slot, addr: addr, idx: []int{0}}}
 	for i := 1; i < len(req.Charges); i++ {
@@ -92,9 +88,7 @@ func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	errs := make([]error, len(groups))
 	for i, g := range groups {
 		if g.addr == "" {
-			sub := *req
-			sub.Charges = pick(req.Charges, g.idx)
-			errs[i] = r.local(&sub, statuses{out, g.idx})
+			errs[i] = r.local(req, pick(req.Charges, g.idx), statuses{out, g.idx})
 		}
 	}
 	for _, c := range calls {
@@ -163,11 +157,10 @@ func (s statuses) set(k int, st rls.Status) {
 	s.out[k] = st
 }
 
-// local charges req's charges here.
-func (r *rlsCharger) local(req *rls.ChargeRequest, sink statuses) error {
+func (r *rlsCharger) local(req *rls.ChargeRequest, charges []rls.Charge, sink statuses) error {
 	l := r.get()
 	l.lc.SetUser(req.User)
-	sts, reply := r.charge(l.lc, req, l.args.Build(req.Mode, req.NearRatio, req.Charges))
+	reply := l.lc.Do(l.args.Build(req.Mode, req.NearRatio, charges)...)
 	if len(reply) == 0 {
 		// CLIENT KILL closed it: it runs nothing more, and a new one
 		// takes its place.
@@ -175,15 +168,8 @@ func (r *rlsCharger) local(req *rls.ChargeRequest, sink statuses) error {
 		return errors.New("rls: the rate limit service's client was killed; try again")
 	}
 	defer r.put(l)
-	if sts == nil { // refused: the reply says why
-		l.reply = replyLines(reply)
-		return readStatuses(&l.reply, len(req.Charges), sink)
-	}
-	for k, st := range sts {
-		st.Limit = nil // the service fills it, as it does for statuses read from a reply
-		sink.set(k, st)
-	}
-	return nil
+	l.reply = replyLines(reply)
+	return readStatuses(&l.reply, len(charges), sink)
 }
 
 func (r *rlsCharger) get() *localCharge {

@@ -38,14 +38,8 @@ func (f *Family) registerCharge(t *command.Table) {
 }
 
 func (f *Family) cmdCharge(c *command.Client, args [][]byte) {
-	var mode rls.Mode
-	var ratio float32
-	var charges []rls.Charge
-	var err error
-	lc, _ := c.Slot(f.local).(*localCall)
-	if lc != nil && lc.pending {
-		mode, ratio, charges = lc.req.Mode, lc.req.NearRatio, lc.req.Charges
-	} else if mode, ratio, charges, err = f.rules.ParseChargeArgs(args[1:]); err != nil {
+	mode, ratio, charges, err := f.rules.ParseChargeArgs(args[1:])
+	if err != nil {
 		c.Errf("%v", err)
 		return
 	}
@@ -58,49 +52,12 @@ func (f *Family) cmdCharge(c *command.Client, args [][]byte) {
 		c.Errf("%v", err)
 		return
 	}
-	for _, st := range sts {
-		c.CountLimit(st.Limited())
-	}
-	if lc != nil && lc.pending {
-		lc.sts, lc.pending = sts, false
-		c.OK()
-		return
-	}
 	c.Array(len(sts) * rls.StatusInts)
 	var buf [rls.StatusInts]int64
 	for _, st := range sts {
 		for _, v := range rls.AppendStatus(buf[:0], st) {
 			c.Int(v)
 		}
+		c.CountLimit(st.Limited())
 	}
-}
-
-// localCall is an in-process caller's RLS.CHARGE: the charges its
-// arguments were built from, and the statuses, handed over as values.
-type localCall struct {
-	req     *rls.ChargeRequest
-	pending bool // the command has not run yet
-	sts     []rls.Status
-}
-
-// ChargeLocal runs RLS.CHARGE on lc with args, which must be
-// rls.ChargeArgs of req's charges (rls.ChargeArgsBuilder), through
-// dispatch and the gates as any command runs, and returns the statuses as
-// values: the node's own rate limit service charges this way instead of
-// encoding the statuses as RESP and parsing them back. The arguments
-// still name the keys for the gates, and are what MONITOR and the slow log
-// show. When a gate or the command refuses, sts is nil and reply is the
-// refusal (valid until lc's next command); an empty reply means lc was
-// closed (CLIENT KILL).
-func (f *Family) ChargeLocal(lc *command.LocalClient, req *rls.ChargeRequest, args [][]byte) (sts []rls.Status, reply []byte) {
-	call, _ := lc.Slot(f.local).(*localCall)
-	if call == nil {
-		call = &localCall{}
-		lc.SetSlot(f.local, call)
-	}
-	call.req, call.pending, call.sts = req, true, nil
-	reply = lc.Do(args...)
-	sts = call.sts
-	call.req, call.pending, call.sts = nil, false, nil
-	return sts, reply
 }

@@ -55,7 +55,6 @@ type Status struct {
 type Family struct {
 	svc   Service
 	rules *rls.RuleCache // RLS.CHARGE's parsed rules, this family's own
-	local command.Slot   // an in-process caller's charge, handed over as values (ChargeLocal)
 }
 
 // New returns the family answering RL.SHOULD and INFO rls from svc. With
@@ -69,7 +68,6 @@ var errNoRLS = errors.New("the Envoy rate limit service is not available on this
 // shown only when asked for by name or with "all", among the hidden
 // sections in the order families register them.
 func (f *Family) Register(t *command.Table, _ command.Env) {
-	f.local = t.NewSlot()
 	f.registerCharge(t)
 	t.AddInfo("rls", -1, f.info)
 	t.Register(&command.Command{Name: "rl.should", Arity: -4, Flags: command.FlagWrite | command.FlagDenyOOM | command.FlagNoMulti,
