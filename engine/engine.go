@@ -12,7 +12,6 @@ package engine
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,29 +250,14 @@ func (e *Engine) Do(key []byte, now int64, fn func(ent Entry) (Entry, bool)) (ex
 // one entry per key (a key named twice is given once, in its first place,
 // and KindNone in the others) and returns true to store them all.
 func (e *Engine) DoMulti(keys [][]byte, now int64, fn func(ents []Entry) (write bool)) {
-	// Each key is hashed once, for its shard and for both lookups. A call
-	// of a few keys keeps its bookkeeping on the stack.
-	var smallAt [4]keyAt
-	var smallIdx [4]int
-	at, idx := smallAt[:0], smallIdx[:0] // idx for lockShards, which sorts it
-	if len(keys) > len(smallAt) {
-		at, idx = make([]keyAt, 0, len(keys)), make([]int, 0, len(keys))
-	}
-	at, idx = at[:len(keys)], idx[:len(keys)]
-	var first []int
-	if len(keys) > smallMulti {
-		first = FirstPlaces(keys)
-	}
+	// Each key is hashed once, for its shard and for both lookups.
+	at := make([]keyAt, len(keys))
+	idx := make([]int, len(keys)) // for lockShards, which sorts it
+	first := FirstPlaces(keys)
 	for k, key := range keys {
 		at[k].h = e.tab.Hash(key)
 		at[k].i = e.tab.IndexOf(at[k].h)
-		if first != nil {
-			at[k].dup = first[k] != k
-		} else {
-			for j := 0; j < k && !at[k].dup; j++ {
-				at[k].dup = string(keys[j]) == string(key)
-			}
-		}
+		at[k].dup = first[k] != k
 		idx[k] = at[k].i
 	}
 	locked := e.lockShards(idx)
@@ -332,13 +316,8 @@ const smallMulti = 16
 
 // FirstPlaces returns, for each key, the index of its first place in keys:
 // where DoMulti puts the entry of a key named more than once.
-func FirstPlaces(keys [][]byte) []int { return AppendFirstPlaces(nil, keys) }
-
-// AppendFirstPlaces appends FirstPlaces(keys) to dst.
-func AppendFirstPlaces(dst []int, keys [][]byte) []int {
-	at := len(dst)
-	dst = slices.Grow(dst, len(keys))[:at+len(keys)]
-	first := dst[at:]
+func FirstPlaces(keys [][]byte) []int {
+	first := make([]int, len(keys))
 	if len(keys) <= smallMulti {
 		for k := range keys {
 			first[k] = k
@@ -349,7 +328,7 @@ func AppendFirstPlaces(dst []int, keys [][]byte) []int {
 				}
 			}
 		}
-		return dst
+		return first
 	}
 	seen := make(map[string]int, len(keys))
 	for k, key := range keys {
@@ -360,7 +339,7 @@ func AppendFirstPlaces(dst []int, keys [][]byte) []int {
 		seen[string(key)] = k
 		first[k] = k
 	}
-	return dst
+	return first
 }
 
 // roomForMany is roomFor in one pass over the keys, for many keys: the

@@ -203,26 +203,16 @@ func Merge(out, sts []Status, hits []Hit, idx []int) {
 func Apply(eng *engine.Engine, charges []Charge, now int64, mode Mode, nearRatio float32) ([]Status, error) {
 	out := make([]Status, len(charges))
 	t := tally{now: now, nowSec: floorDiv(now, 1e9), nearRatio: nearRatio}
-	// A request of a few descriptors keeps its bookkeeping on the stack.
-	var small struct {
-		keys  [4][]byte
-		first [4]int
-		work  [4]engine.Entry
-		dirty [4]bool
-	}
-	keys, first, work, dirty := small.keys[:0], small.first[:0], small.work[:0], small.dirty[:0]
-	if n := len(charges); n > len(small.keys) {
-		keys, first, work, dirty = make([][]byte, 0, n), make([]int, 0, n), make([]engine.Entry, 0, n), make([]bool, 0, n)
-	}
+	keys := make([][]byte, len(charges))
 	for k := range charges {
-		keys = append(keys, charges[k].Key)
+		keys[k] = charges[k].Key
 	}
-	first = engine.AppendFirstPlaces(first, keys)
-	work, dirty = work[:len(keys)], dirty[:len(keys)]
+	first := engine.FirstPlaces(keys)
 	var err error
 	eng.DoMulti(keys, now, func(ents []engine.Entry) bool {
 		// work holds each key's state as the earlier charges left it (at
 		// its first place): a key charged twice sees the first charge.
+		work := make([]engine.Entry, len(keys))
 		for k := range keys {
 			if first[k] == k {
 				if work[k], err = own(ents[k], charges[k].Limit); err != nil {
@@ -236,6 +226,7 @@ func Apply(eng *engine.Engine, charges []Charge, now int64, mode Mode, nearRatio
 				return false
 			}
 		}
+		dirty := make([]bool, len(keys))
 		refused := false
 		for k := range keys {
 			ch, f := charges[k], first[k]
