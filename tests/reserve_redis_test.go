@@ -1,24 +1,12 @@
 package tests
 
 import (
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
-
-// The hand-written reserve-then-correct a team runs on Redis instead of
-// RL.RESERVE and RL.SETTLE (docs/algorithms.md, bench/reserve.sh): reserve
-// the estimate on a fixed-window counter in one script, and correct it
-// afterwards with DECRBY by estimate - actual.
-const reserveLua = `
-local used = redis.call('INCRBY', KEYS[1], ARGV[1])
-if used == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-if used > tonumber(ARGV[2]) then
-  redis.call('DECRBY', KEYS[1], ARGV[1])
-  return 0
-end
-return 1`
 
 // TestReserveSettleRacesOnRedisNotOnLimitdb makes the two failures of
 // INCRBY then DECRBY happen on a real redis-server, step by step, and runs
@@ -30,6 +18,13 @@ return 1`
 //   - a correction that arrives after the window rolled over recreates the
 //     counter, negative and with no expiry: that budget never resets.
 func TestReserveSettleRacesOnRedisNotOnLimitdb(t *testing.T) {
+	// The hand-written reserve-then-correct a team runs on Redis instead of
+	// RL.RESERVE and RL.SETTLE: reserve the estimate on a fixed-window
+	// counter in one script, correct it afterwards with DECRBY.
+	src, err := os.ReadFile("../bench/lua/reserve.lua")
+	require.NoError(t, err)
+	reserveLua := string(src)
+
 	t.Parallel()
 	rc := startRedis(t)
 	s := startServer(t)

@@ -21,17 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// reserveLua is the reserve half a team writes on Redis
-// (tests/reserve_redis_test.go runs the same text).
-const reserveLua = `
-local used = redis.call('INCRBY', KEYS[1], ARGV[1])
-if used == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-if used > tonumber(ARGV[2]) then
-  redis.call('DECRBY', KEYS[1], ARGV[1])
-  return 0
-end
-return 1`
-
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "server address")
 	mode := flag.String("mode", "limitdb", "limitdb (RL.RESERVE/RL.SETTLE) or redis (the Lua script and DECRBY)")
@@ -39,14 +28,15 @@ func main() {
 	pipeline := flag.Int("pipeline", 16, "pairs per round trip")
 	keys := flag.Int("keys", 10000, "distinct keys")
 	duration := flag.Duration("duration", 5*time.Second, "how long to run")
+	script := flag.String("script", "bench/lua/reserve.lua", "the reserve script, for -mode redis")
 	flag.Parse()
-	if err := run(*addr, *mode, *conns, *pipeline, *keys, *duration); err != nil {
+	if err := run(*addr, *mode, *script, *conns, *pipeline, *keys, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "reservepair:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, mode string, conns, pipeline, keys int, duration time.Duration) error {
+func run(addr, mode, script string, conns, pipeline, keys int, duration time.Duration) error {
 	ctx := context.Background()
 	clk := clock.Real()
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: conns, Protocol: 2})
@@ -59,8 +49,11 @@ func run(addr, mode string, conns, pipeline, keys int, duration time.Duration) e
 			return err
 		}
 	case "redis":
-		var err error
-		if sha, err = rdb.ScriptLoad(ctx, reserveLua).Result(); err != nil {
+		src, err := os.ReadFile(script)
+		if err != nil {
+			return err
+		}
+		if sha, err = rdb.ScriptLoad(ctx, string(src)).Result(); err != nil {
 			return err
 		}
 	default:
