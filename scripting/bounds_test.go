@@ -122,6 +122,12 @@ func TestResultsBoundedAsLua51(t *testing.T) {
 		{"return ('abc'):byte(1, -1)", ":97\r\n"},
 		{"local function f(n) return 1 + f(n + 1) end return f(1)", "-ERR user_script:1: stack overflow script: "},
 		{"local function f(n) return 1 + f(n + 1) end local ok, e = pcall(f, 1) return e", "$29\r\nuser_script:1: stack overflow\r\n"},
+		// Lua functions nest 20000 deep (Redis: 19997 here, one frame fewer),
+		// pcalls 198 (Redis's own figures).
+		{"local d = 0 local function f(n) d = n return 1 + f(n + 1) end pcall(f, 1) return d", ":19998\r\n"},
+		{"local d = 0 local function f(n) d = n return pcall(f, n + 1) end f(1) return d", ":199\r\n"},
+		{"local d = 0 local function f(n) d = n local ok, e = pcall(f, n + 1) if not ok then error(e, 0) end end local ok, e = pcall(f, 1) return {d, e}",
+			"*2\r\n:198\r\n$16\r\nC stack overflow\r\n"},
 	} {
 		if got := runWith(t, r, tc.body); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.body, got, tc.want)

@@ -13,17 +13,15 @@ import (
 // push whatever range they are given (a million values, the registry
 // grown a few slots at a time), so both are replaced.
 //
-// Calls nest as deep as the interpreter's call stack, callStackSize
-// frames: past it the run fails with "stack overflow", Lua's words (a
-// pcall gets it as its error). Redis's Lua lets Lua functions nest 20000
-// deep (LUAI_MAXCALLS) and protected calls and metamethods 200
-// (LUAI_MAXCCALLS, "C stack overflow"); here both share the 200 frames.
-// gopher-lua's stack is an array of frames per interpreter and per
-// coroutine, allocated whole: 20000 frames would be 1.6 MB for each
-// (one interpreter per script running at once), and the stack that grows
-// as needed instead reports its overflow as a Go panic, without Lua's
-// error. A tail call reuses its frame, as in Lua: an endless tail
-// recursion runs in constant memory until it is stopped.
+// Calls nest as Redis's Lua 5.1 lets them: Lua functions up to
+// callStackSize frames (LUAI_MAXCALLS), past which the run fails with
+// "stack overflow", Lua's words (a pcall gets it as its error), and
+// protected calls maxProtected deep (LUAI_MAXCCALLS counts them with the
+// other C calls), past which pcall answers false, "C stack overflow".
+// The interpreter's stack of frames grows as a run needs it, in segments,
+// so an interpreter that never recurses holds a few frames, not 20000. A
+// tail call reuses its frame, as in Lua: an endless tail recursion runs in
+// constant memory until it is stopped.
 // gopher-lua counts a frame's tail calls and, when an error ends a
 // protected call without a message handler, writes a traceback line for
 // each of them (millions of lines, hundreds of megabytes, seconds after
@@ -36,8 +34,15 @@ import (
 const maxResults = 8000
 
 // callStackSize is the most call frames of a run: Lua functions, and the
-// library functions between them.
-const callStackSize = 200
+// library functions between them (Lua 5.1's LUAI_MAXCALLS). The frames come
+// in segments of eight, and a recursion inside pcall reaches one level
+// deeper than in Redis (19998 against 19997).
+const callStackSize = 20000
+
+// maxProtected is how deep pcalls nest: the 199th nested pcall fails, as
+// in Redis, whose LUAI_MAXCCALLS of 200 counts the C call into the script
+// too.
+const maxProtected = 198
 
 // keepError is the message handler of a protected call: the error as it
 // was raised.
@@ -51,8 +56,16 @@ func boundResults(L *lua.LState, g *lua.LTable) {
 	if str, ok := g.RawGetString("string").(*lua.LTable); ok {
 		str.RawSetString("byte", L.NewFunction(stringByte))
 	}
+	depth := 0 // pcalls under way, nested
 	g.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
 		L.CheckAny(1)
+		if depth >= maxProtected {
+			L.Push(lua.LFalse)
+			L.Push(lua.LString("C stack overflow"))
+			return 2
+		}
+		depth++
+		defer func() { depth-- }()
 		v := L.Get(1)
 		if v.Type() != lua.LTFunction && L.GetMetaField(v, "__call").Type() != lua.LTFunction {
 			L.Push(lua.LFalse)

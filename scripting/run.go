@@ -329,8 +329,8 @@ func (r *Runner) newState() *state {
 	// The registry (the values of every frame of a run) grows by
 	// registryStep slots at a time, not gopher-lua's 32: a run that needs
 	// its thousands of slots gets them in a few copies, not thousands.
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: callStackSize, RegistrySize: 1024,
-		RegistryMaxSize: 1 << 20, RegistryGrowStep: registryStep})
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: callStackSize, MinimizeStackMemory: true,
+		RegistrySize: 1024, RegistryMaxSize: 1 << 20, RegistryGrowStep: registryStep})
 	vals := newValues()
 	openLibs(L, vals)
 	g := L.G.Global
