@@ -2,11 +2,13 @@ package scripting
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/limitdb/limitdb/resp"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // runWith runs body with argv on r and returns the reply.
@@ -252,5 +254,27 @@ func TestKillStopsAPatternMatch(t *testing.T) {
 		if !strings.HasPrefix(out.String(), "-ERR Script killed by user with SCRIPT KILL... script: ") {
 			t.Errorf("%s: %q", body, out.String())
 		}
+	}
+}
+
+// TestKillStopsASort: a cancelled run stops inside table.sort without a
+// comparator, which runs no Lua code while it sorts: the sort is called
+// straight from Go on an interpreter whose context is already cancelled,
+// so only the sort's own look at the context can end it.
+func TestKillStopsASort(t *testing.T) {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer L.Close()
+	lua.OpenTable(L)
+	tbl := L.NewTable()
+	for i := 1; i <= 100000; i++ {
+		tbl.Append(lua.LNumber((i * 7919) % 100003))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	L.SetContext(ctx)
+	sortFn := L.GetField(L.GetGlobal("table"), "sort")
+	err := L.CallByParam(lua.P{Fn: sortFn, NRet: 0, Protect: true}, tbl)
+	if err == nil || !strings.Contains(err.Error(), context.Canceled.Error()) {
+		t.Errorf("sorting on a cancelled run: %v, want the context's error", err)
 	}
 }

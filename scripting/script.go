@@ -224,11 +224,11 @@ func straightLine(proto *lua.FunctionProto) bool {
 
 // backtracks names the library functions one call of which can run for
 // long without building anything the memory checks see: the pattern
-// matchers. A script that names one keeps the context, which they check as
-// they backtrack.
+// matchers, and table.sort. A script that names one keeps the context,
+// which they check as they backtrack or compare.
 func backtracks(name string) bool {
 	switch name {
-	case "find", "match", "gmatch", "gsub":
+	case "find", "match", "gmatch", "gsub", "sort":
 		return true
 	}
 	return false

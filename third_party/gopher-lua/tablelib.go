@@ -21,9 +21,11 @@ var tableFuncs = map[string]LGFunction{
 
 func tableSort(L *LState) int {
 	tbl := L.CheckTable(1)
-	sorter := lValueArraySorter{L, nil, tbl.array}
+	sorter := lValueArraySorter{L, nil, tbl.array, nil}
 	if L.GetTop() != 1 {
 		sorter.Fn = L.CheckFunction(2)
+	} else {
+		sorter.steps = new(int) // limitdb: see Less
 	}
 	sort.Sort(sorter)
 	return 0
