@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -474,5 +475,28 @@ func TestLoadRulesBrokenAtStart(t *testing.T) {
 	}
 	if err := s.Reload(); !errors.Is(err, ErrNoRulesFile) {
 		t.Fatalf("Reload without a file: %v", err)
+	}
+}
+
+// A rules file over MaxRulesFileBytes is refused by its size, unread: the
+// rules in effect stay, and Reload says why.
+func TestRulesFileOverTheCap(t *testing.T) {
+	t.Parallel()
+	s := NewStore(log.New(io.Discard, "", 0))
+	path := filepath.Join(t.TempDir(), "limits.yaml")
+	if err := os.WriteFile(path, []byte("policies:\n  - name: api\n    algorithm: gcra\n    limit: 10\n    period: 1m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LoadRules(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, MaxRulesFileBytes+1); err != nil { // sparse: nothing written
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "more than the 16777216 a rules file may hold") {
+		t.Fatalf("Reload of a file over the cap: %v", err)
+	}
+	if in, _ := s.Get("api"); in.Limit != 10 {
+		t.Fatalf("limit %d after a refused file, want the last good 10", in.Limit)
 	}
 }

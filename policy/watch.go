@@ -119,6 +119,11 @@ func (s *Store) poll() {
 	s.logFailure(s.loadLocked(false))
 }
 
+// MaxRulesFileBytes bounds the rules file: a larger one is refused by its
+// size, unread, and the rules in effect stay. 16 MiB is over 100,000
+// policies.
+const MaxRulesFileBytes = 16 << 20
+
 // loadLocked reads, validates and applies the rules file; the caller holds
 // watch.mu. Unless forced, contents already seen (good or broken) are left
 // alone. It logs what it applies; the callers log failures, because only
@@ -126,6 +131,9 @@ func (s *Store) poll() {
 func (s *Store) loadLocked(force bool) error {
 	w := &s.watch
 	fi, statErr := os.Stat(w.path)
+	if statErr == nil && fi.Size() > MaxRulesFileBytes {
+		return fmt.Errorf("policy: %s holds %d bytes, more than the %d a rules file may hold", w.path, fi.Size(), int64(MaxRulesFileBytes))
+	}
 	data, err := os.ReadFile(w.path)
 	if err != nil {
 		return err // the os error names the file
