@@ -65,7 +65,7 @@ func TestWaitCountsOnlyReplicasThatHoldTheData(t *testing.T) {
 // TestReplicaThatDoesNotReadCostsItsLag: a replica connection that never
 // reads holds the primary's stream in the stream's own memory, counted
 // against client-output-buffer-limit's replica class, and not as copies
-// queued on its connection (CLIENT LIST's omem stays within a few MB);
+// queued on its connection (CLIENT LIST's omem stays under 16 MB of 40);
 // past the hard limit it is cut, as Redis cuts it.
 func TestReplicaThatDoesNotReadCostsItsLag(t *testing.T) {
 	t.Parallel()
@@ -97,7 +97,10 @@ func TestReplicaThatDoesNotReadCostsItsLag(t *testing.T) {
 			worst = max(worst, replicaOmem())
 		}
 	}
-	if worst > 8<<20 {
+	// The stream is pushed while the connection holds under 4 MB; one push
+	// carries what accumulated since the last, several MB when the machine
+	// is busy. Copies of the whole lag reached 30 MiB here.
+	if worst > 16<<20 {
 		t.Errorf("a replica that does not read held %d MiB queued on its connection", worst>>20)
 	}
 	require.Equal(t, "1", infoOf(t, c, "replication", "connected_slaves"), "with no limit the replica stays")
