@@ -78,6 +78,7 @@ type AOF struct {
 	// rewrites
 	rewriting     atomic.Bool
 	scheduled     atomic.Bool  // the writer asked for one while one ran: it starts when that one ends
+	claimed       atomic.Bool  // BGREWRITEAOF claimed the rewrite (rewriting) for the writer to start
 	rewriteStart  atomic.Int64 // Unix ns
 	statMu        sync.Mutex
 	lastStatus    string // "ok" or "err"
@@ -231,6 +232,9 @@ func (a *AOF) writer(r *aofRun) {
 	for {
 		select {
 		case <-r.stop:
+			if a.claimed.CompareAndSwap(true, false) { // asked for, never started
+				a.rewriting.Store(false)
+			}
 			r.ioMu.Lock()
 			a.write(r, true)
 			r.reader.Close()
@@ -337,7 +341,7 @@ func (a *AOF) writeFailed(r *aofRun, err error) {
 // does (aof_rewrite_scheduled): a replica's full copy that arrives during
 // the first rewrite must still become a base.
 func (a *AOF) rotateAndRewrite(r *aofRun) {
-	if !a.beginRewrite() {
+	if !a.claimed.CompareAndSwap(true, false) && !a.beginRewrite() {
 		a.scheduled.Store(true)
 		return
 	}
@@ -408,6 +412,13 @@ func (a *AOF) Rewrite() error {
 	}
 	r := a.run.Load()
 	if r != nil {
+		// Claimed here, before BGREWRITEAOF answers, as Redis forks before
+		// it answers: INFO says it is in progress, and a second one is
+		// refused, from the reply on.
+		if !a.beginRewrite() {
+			return ErrAOFRewriting
+		}
+		a.claimed.Store(true)
 		select {
 		case r.rewrite <- struct{}{}:
 		default:
