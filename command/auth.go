@@ -148,6 +148,21 @@ func (s *Server) aclUsers() []*acl.User {
 	return us.List()
 }
 
+// UserExists reports whether name is an ACL user (the default user
+// always is); any user may exist when the embedder's Authenticate hook
+// checks passwords, its users being its own.
+func (c *Client) UserExists(name string) bool {
+	if c.srv.Authenticate != nil {
+		return true
+	}
+	for _, u := range c.srv.aclUsers() {
+		if u.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
 func cmdACLList(c *Client, _ [][]byte) {
 	users := c.srv.aclUsers()
 	c.Array(len(users))

@@ -47,3 +47,16 @@ func TestExpireRangeMatchesRedis(t *testing.T) {
 		[]any{"EXISTS", "k"}, []any{"PEXPIRE", "k", "-9223372036854775808"}, []any{"EXISTS", "k"},
 	)
 }
+
+// TestClientKillUserMatchesRedis: CLIENT KILL USER names a user that must
+// exist.
+func TestClientKillUserMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	matchRedis(t, ours, theirs,
+		[]any{"CLIENT", "KILL", "USER", "wrong_user"},
+		[]any{"CLIENT", "KILL", "USER", "wrong_user", "SKIPME", "no"},
+		[]any{"CLIENT", "KILL", "USER", "default", "TYPE", "pubsub"},
+	)
+}
