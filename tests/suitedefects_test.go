@@ -60,3 +60,26 @@ func TestClientKillUserMatchesRedis(t *testing.T) {
 		[]any{"CLIENT", "KILL", "USER", "default", "TYPE", "pubsub"},
 	)
 }
+
+// TestConfigSetMatchesRedis: CONFIG SET refuses a parameter given twice,
+// checks every name before any value, and takes save "" for never.
+func TestConfigSetMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	matchRedis(t, ours, theirs,
+		[]any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "MAXMEMORY", "1", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "MaxMemory", "x"},
+		[]any{"CONFIG", "SET", "maxmemory", "x", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "nosuch", "2", "maxmemory", "3"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2", "nosuch", "3"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "cluster-enabled", "no", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2", "cluster-enabled", "no"},
+		[]any{"CONFIG", "SET", "nosuch", "1", "dbfilename", "x.rdb"}, []any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2", "dbfilename", "x.rdb"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "DBFILENAME", "x.rdb", "maxmemory", "2"},
+		[]any{"CONFIG", "GET", "maxmemory"},
+		[]any{"CONFIG", "SET", "save", ""},
+		[]any{"CONFIG", "SET", "save", "", "save", ""},
+	)
+}
