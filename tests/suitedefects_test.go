@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +19,7 @@ func matchRedis(t *testing.T, ours, theirs *redis.Client, cmds ...[]any) {
 		want := reply(theirs.Do(ctx, cmd...).Result())
 		got := reply(ours.Do(ctx, cmd...).Result())
 		if got != want {
-			t.Errorf("step %d %.200v: limitdb %.300s, redis %.300s", i, cmd, got, want)
+			t.Errorf("step %d %.200q: limitdb %.300q, redis %.300q", i, fmt.Sprint(cmd), got, want)
 		}
 	}
 }
@@ -82,4 +83,24 @@ func TestConfigSetMatchesRedis(t *testing.T) {
 		[]any{"CONFIG", "SET", "save", ""},
 		[]any{"CONFIG", "SET", "save", "", "save", ""},
 	)
+}
+
+// TestErrorReplyMatchesRedis: redis.error_reply makes the error table
+// Redis's does (an error code, ERR when the text has none), and a script
+// returning it sends Redis's error line.
+func TestErrorReplyMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	var cmds [][]any
+	for _, arg := range []string{"''", "'x'", "'-x'", "'My Error'", "'-MY Error'", "'-'", "'- x'", "' x'", "'x\\r\\n'", "1", "nil", "{}", "'a', 'b'"} {
+		cmds = append(cmds,
+			[]any{"EVAL", "return redis.error_reply(" + arg + ")", 0},
+			[]any{"EVAL", "return type(redis.error_reply(" + arg + "))", 0},
+			[]any{"EVAL", "return redis.error_reply(" + arg + ").err", 0},
+		)
+	}
+	cmds = append(cmds, []any{"EVAL", "return redis.error_reply()", 0}, []any{"EVAL", "return redis.error_reply().err", 0},
+		[]any{"EVAL", "return {err=''}", 0}, []any{"EVAL", "return {err='x'}", 0}, []any{"EVAL", "return {err='-x'}", 0})
+	matchRedis(t, ours, theirs, cmds...)
 }
