@@ -2,9 +2,12 @@ package tests
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 )
 
 // The differential tests in this file each pin a defect that Redis 7.0's
@@ -103,4 +106,35 @@ func TestErrorReplyMatchesRedis(t *testing.T) {
 	cmds = append(cmds, []any{"EVAL", "return redis.error_reply()", 0}, []any{"EVAL", "return redis.error_reply().err", 0},
 		[]any{"EVAL", "return {err=''}", 0}, []any{"EVAL", "return {err='x'}", 0}, []any{"EVAL", "return {err='-x'}", 0})
 	matchRedis(t, ours, theirs, cmds...)
+}
+
+// TestACLCategoriesMatchRedis: the transaction and scripting categories
+// hold Redis's commands, and ACL CAT and ACL LOAD answer Redis's errors.
+func TestACLCategoriesMatchRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	for _, cat := range []string{"transaction", "scripting"} {
+		// Redis's members, less the commands limitdb lacks (COMMAND INFO
+		// answers nil for them).
+		var want []string
+		names, err := theirs.Do(ctx, "ACL", "CAT", cat).StringSlice()
+		require.NoError(t, err)
+		for _, name := range names {
+			if info, _ := ours.Do(ctx, "COMMAND", "INFO", name).Slice(); len(info) == 1 && info[0] != nil {
+				want = append(want, name)
+			}
+		}
+		got, err := ours.Do(ctx, "ACL", "CAT", cat).StringSlice()
+		require.NoError(t, err)
+		sort.Strings(want)
+		sort.Strings(got)
+		if len(want) < 5 || !slices.Equal(got, want) {
+			t.Errorf("ACL CAT %s: limitdb %v, redis %v", cat, got, want)
+		}
+	}
+	matchRedis(t, ours, theirs,
+		[]any{"ACL", "CAT", "transactions"}, []any{"ACL", "CAT", "a", "b"}, []any{"acl", "Cat", "a", "b"},
+		[]any{"ACL", "CAT", "nosuch"}, []any{"ACL", "LOAD"},
+	)
 }
