@@ -1,10 +1,14 @@
 package tests
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -137,4 +141,44 @@ func TestACLCategoriesMatchRedis(t *testing.T) {
 		[]any{"ACL", "CAT", "transactions"}, []any{"ACL", "CAT", "a", "b"}, []any{"acl", "Cat", "a", "b"},
 		[]any{"ACL", "CAT", "nosuch"}, []any{"ACL", "LOAD"},
 	)
+}
+
+// TestUnauthenticatedLengthsMatchRedis: a client that has not
+// authenticated gets Redis's protocol errors for a command longer than
+// Redis lets it send (10 arguments, 16 KiB each), and the plain invalid
+// length errors past the limits that apply to everyone.
+func TestUnauthenticatedLengthsMatchRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ts := startServer(t)
+	ours := ts.client(t, 2)
+	for _, c := range []*redis.Client{ours, theirs} {
+		require.NoError(t, c.ConfigSet(ctx, "requirepass", "s3cret").Err())
+	}
+	firstLine := func(network, addr, send string) string {
+		nc, err := net.Dial(network, addr)
+		require.NoError(t, err)
+		defer nc.Close()
+		require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
+		_, err = nc.Write([]byte(send))
+		require.NoError(t, err)
+		line, err := bufio.NewReader(nc).ReadString('\n')
+		if err != nil {
+			return "read error: " + err.Error()
+		}
+		return line
+	}
+	for _, send := range []string{
+		"*11\r\n", "*10\r\n$16385\r\n", "*1\r\n$16385\r\n", "*99999999999\r\n", "*11x\r\n",
+		"*1\r\n$-1\r\n", "*1\r\n$999999999999\r\n",
+		"*2\r\n$4\r\nECHO\r\n$16384\r\n" + strings.Repeat("x", 16384) + "\r\n",
+		"*11\r\n$3\r\nDEL\r\n" + strings.Repeat("$1\r\na\r\n", 10),
+		"*2\r\n$4\r\nECHO\r\n$16385\r\n" + strings.Repeat("x", 16385) + "\r\n",
+		"*10\r\n$3\r\nDEL\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n",
+	} {
+		want := firstLine("unix", theirs.Options().Addr, send)
+		if got := firstLine("tcp", ts.addr, send); got != want {
+			t.Errorf("%.40q: limitdb %q, redis %q", send, got, want)
+		}
+	}
 }
