@@ -145,6 +145,9 @@ func openLibs(L *lua.LState, vals *values) {
 		L.Call(1, 0)
 	}
 	g := L.G.Global
+	if m, ok := g.RawGetString("math").(*lua.LTable); ok {
+		openRandom(L, m)
+	}
 	keep := map[string]bool{}
 	for _, n := range redisGlobals {
 		keep[n] = true

@@ -182,3 +182,27 @@ func TestUnauthenticatedLengthsMatchRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestMathRandomMatchesRedis: math.randomseed takes what luaL_checkint
+// takes (a numeric string too), and a seeded math.random draws Redis's
+// numbers.
+func TestMathRandomMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	draw := "return {tostring(math.random()), tostring(math.random()), math.random(10), math.random(3, 7), math.random(-5, -5), math.random(2147483647)}"
+	var cmds [][]any
+	for _, seed := range []string{"ARGV[1]", "'10'", "10", "10.7", "'1e1'", "' 10 '", "-3", "0", "4294967306", "'x'", "nil", "{}"} {
+		cmds = append(cmds, []any{"EVAL", "math.randomseed(" + seed + ") " + draw, 0, "10"})
+	}
+	cmds = append(cmds,
+		[]any{"EVAL", "math.randomseed(ARGV[1]) return tostring(math.random())", 0, "20"},
+		[]any{"EVAL", "math.randomseed(1) return math.random(0)", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random(5, 4)", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random(1, 2, 3)", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random('x')", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random(1, 'x')", 0},
+		[]any{"EVAL", "math.randomseed() return 1", 0},
+	)
+	matchRedis(t, ours, theirs, cmds...)
+}
