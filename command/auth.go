@@ -148,6 +148,21 @@ func (s *Server) aclUsers() []*acl.User {
 	return us.List()
 }
 
+// UserExists reports whether name is an ACL user (the default user
+// always is); any user may exist when the embedder's Authenticate hook
+// checks passwords, its users being its own.
+func (c *Client) UserExists(name string) bool {
+	if c.srv.Authenticate != nil {
+		return true
+	}
+	for _, u := range c.srv.aclUsers() {
+		if u.Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
 func cmdACLList(c *Client, _ [][]byte) {
 	users := c.srv.aclUsers()
 	c.Array(len(users))
@@ -165,6 +180,10 @@ func cmdACLUsers(c *Client, _ [][]byte) {
 }
 
 func cmdACLCat(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		c.Errf("unknown subcommand or wrong number of arguments for '%.128s'. Try ACL HELP.", args[1])
+		return
+	}
 	cats := acl.Categories(c.srv.table.aclCommands())
 	if len(args) == 2 {
 		c.Array(len(cats))
@@ -194,7 +213,7 @@ func cmdACLCat(c *Client, args [][]byte) {
 
 func cmdACLLoad(c *Client, _ [][]byte) {
 	if c.srv.Config().ACLFile == "" {
-		c.Err("ERR This instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.")
+		c.Err("ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.")
 		return
 	}
 	if err := c.srv.loadACL(); err != nil {

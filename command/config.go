@@ -11,19 +11,14 @@ import (
 // mutable does the copy replace the running one, and the parts of the
 // server the directives name are reloaded.
 func (s *Server) SetConfig(pairs ...[2]string) error {
+	if err := s.checkConfigNames(pairs); err != nil {
+		return err
+	}
 	s.conf.mu.Lock()
 	next := s.conf.cfg
 	var reload []*config.Directive
 	for _, p := range pairs {
 		d := s.conf.directives.Lookup(p[0])
-		if d == nil || d.Set == nil {
-			s.conf.mu.Unlock()
-			return WireError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0]))
-		}
-		if !d.Mutable {
-			s.conf.mu.Unlock()
-			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", d.Name))
-		}
 		if err := d.Set(&next, p[1]); err != nil {
 			s.conf.mu.Unlock()
 			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
@@ -38,6 +33,26 @@ func (s *Server) SetConfig(pairs ...[2]string) error {
 		if err := s.reload(d.Reload); err != nil {
 			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - %v", d.Name, err))
 		}
+	}
+	return nil
+}
+
+// checkConfigNames checks the names CONFIG SET is given, in order, before
+// any value, as Redis does: an unknown name, an immutable one or one given
+// twice is the error, quoted as the client wrote it.
+func (s *Server) checkConfigNames(pairs [][2]string) error {
+	seen := make(map[*config.Directive]bool, len(pairs))
+	for _, p := range pairs {
+		d := s.conf.directives.Lookup(p[0])
+		switch {
+		case d == nil || d.Set == nil:
+			return WireError(fmt.Sprintf("ERR Unknown option or number of arguments for CONFIG SET - '%s'", p[0]))
+		case !d.Mutable:
+			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - can't set immutable config", p[0]))
+		case seen[d]:
+			return WireError(fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - duplicate parameter", p[0]))
+		}
+		seen[d] = true
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func invalidExpire(cmd string) error {
 	return WireError("ERR invalid expire time in '" + cmd + "' command")
 }
 
-// ExpireAtSigned is ExpireAt for EXPIRE and RESTORE, where zero and
+// ExpireAtSigned is ExpireAt for RESTORE, where zero and
 // negative times are allowed (they delete the key); false when the instant
 // is outside the int64 range.
 func ExpireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
@@ -44,6 +44,49 @@ func ExpireAtSigned(now, n, unit int64, abs bool) (int64, bool) {
 		return 0, false
 	}
 	return now + at, true
+}
+
+// ExpireAtMillis is the instant EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT
+// set for n (seconds when seconds, else milliseconds; after now unless
+// abs). It does Redis's millisecond arithmetic and fails where Redis
+// answers "invalid expire time": converting seconds to milliseconds, or
+// adding now, overflows int64. Instants are nanoseconds, so a millisecond
+// instant past their range (after 2262-04-11, before 1677-09-21) is kept
+// as the range's last or first nanosecond: the key still expires long
+// after any running server, or at once.
+func ExpireAtMillis(now, n int64, seconds, abs bool) (int64, bool) {
+	ms := n
+	if seconds {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return 0, false
+		}
+		ms = n * 1000
+	}
+	if abs {
+		return saturatingMillis(ms), true
+	}
+	if ms > math.MaxInt64-now/1_000_000 {
+		return 0, false
+	}
+	at := saturatingMillis(ms)
+	switch {
+	case at > 0 && now > math.MaxInt64-at:
+		return math.MaxInt64, true
+	case at < 0 && now < math.MinInt64-at:
+		return math.MinInt64, true
+	}
+	return now + at, true
+}
+
+// saturatingMillis is ms in nanoseconds, held within the int64 range.
+func saturatingMillis(ms int64) int64 {
+	switch {
+	case ms > math.MaxInt64/1_000_000:
+		return math.MaxInt64
+	case ms < math.MinInt64/1_000_000:
+		return math.MinInt64
+	}
+	return ms * 1_000_000
 }
 
 // PTTL is PTTL's answer for a key expiring at expire: milliseconds, rounded

@@ -121,8 +121,10 @@ func (cmd *Command) Categories() []string {
 		} else {
 			out = append(out, "@rate_limit")
 		}
-	case "connection", "string", "transactions", "pubsub", "hash", "set", "list":
+	case "connection", "string", "pubsub", "hash", "set", "list", "scripting":
 		out = append(out, "@"+cmd.Group)
+	case "transactions": // Redis's group; its ACL category is singular
+		out = append(out, "@transaction")
 	case "sorted_set":
 		out = append(out, "@sortedset")
 	}

@@ -62,10 +62,25 @@ func security() []*Directive {
 	}
 }
 
+// saveDirective is save: seconds between automatic snapshots. The empty
+// string is Redis's spelling of "never" (CONFIG SET save ""), as 0 is.
+func saveDirective() *Directive {
+	d := Int("save", "seconds between automatic snapshots when anything changed (0 or \"\": never)", true, 0,
+		func(c *Config) *int { return &c.Save })
+	set := d.Set
+	d.Set = func(c *Config, v string) error {
+		if v == "" {
+			c.Save = 0
+			return nil
+		}
+		return set(c, v)
+	}
+	return d
+}
+
 func persistence() []*Directive {
 	return []*Directive{
-		Int("save", "seconds between automatic snapshots when anything changed (0: never)", true, 0,
-			func(c *Config) *int { return &c.Save }),
+		saveDirective(),
 		(&Directive{Name: "dbfilename", Help: "snapshot file name inside --dir (CONFIG SET only with enable-protected-configs)", Mutable: true,
 			Get: func(c *Config) string { return c.DBFilename },
 			Set: func(c *Config, v string) error {

@@ -22,6 +22,12 @@ type Limits struct {
 	MaxArgs  int   // proto-max-multibulk-len: most arguments in one command
 	MaxBulk  int64 // proto-max-bulk-len: longest argument, bytes
 	MaxQuery int64 // client-query-buffer-limit: longest unfinished command, bytes
+	// UnauthArgs and UnauthBulk, when not 0, are the lower limits of a
+	// client that has not authenticated; a length over them (and within
+	// MaxArgs, MaxBulk) is Redis's "unauthenticated multibulk length" or
+	// "unauthenticated bulk length", checked once the length is read.
+	UnauthArgs int
+	UnauthBulk int64
 }
 
 // Unlimited returns limits no real command reaches; they keep the
@@ -177,7 +183,7 @@ func (r *Reader) whole(b []byte, lim Limits) int {
 		return 0
 	}
 	count, i := fastLen(b, 1)
-	if i < 0 || count < 1 || count > int64(lim.MaxArgs) {
+	if i < 0 || count < 1 || count > int64(lim.MaxArgs) || lim.UnauthArgs > 0 && count > int64(lim.UnauthArgs) {
 		return 0
 	}
 	first := len(r.args)
@@ -187,7 +193,7 @@ func (r *Reader) whole(b []byte, lim Limits) int {
 			return 0
 		}
 		size, j := fastLen(b, i+1)
-		if j < 0 || size > lim.MaxBulk || int64(len(b)-j) < size+2 {
+		if j < 0 || size > lim.MaxBulk || lim.UnauthBulk > 0 && size > lim.UnauthBulk || int64(len(b)-j) < size+2 {
 			r.args = r.args[:first]
 			return 0
 		}
@@ -304,8 +310,14 @@ func (sc *scanner) scan(b []byte, lim Limits) (end int, bad string) {
 			switch {
 			case ch == '\r' && sc.digits > 0:
 				if isCount {
+					if !sc.neg && lim.UnauthArgs > 0 && sc.num > int64(lim.UnauthArgs) {
+						return -1, "unauthenticated multibulk length"
+					}
 					sc.state = scanCountLF
 				} else {
+					if !sc.neg && lim.UnauthBulk > 0 && sc.num > lim.UnauthBulk {
+						return -1, "unauthenticated bulk length"
+					}
 					sc.state = scanLenLF
 				}
 			case ch == '-' && sc.digits == 0 && !sc.neg:

@@ -93,9 +93,13 @@ func toNumber(vals *values) lua.LGFunction {
 	}
 }
 
-// checkInt is luaL_checkint: a number, or a string arithmetic reads as
-// one, truncated as C casts a double to a long and the long to an int.
-func checkInt(L *lua.LState, n int) int {
+// checkInt is luaL_checkint for tonumber's argument n.
+func checkInt(L *lua.LState, n int) int { return checkIntOf(L, n, "tonumber") }
+
+// checkIntOf is luaL_checkint for argument n of the library function fn:
+// a number, or a string arithmetic reads as one, truncated as C casts a
+// double to a long and the long to an int.
+func checkIntOf(L *lua.LState, n int, fn string) int {
 	var f float64
 	switch v := L.Get(n).(type) {
 	case lua.LNumber:
@@ -103,10 +107,10 @@ func checkInt(L *lua.LState, n int) int {
 	case lua.LString:
 		var ok bool
 		if f, ok = lua.StrToNumber(string(v)); !ok {
-			argError(L, n, "number expected, got string")
+			L.RaiseError("bad argument #%d to '%s' (number expected, got string)", n, fn)
 		}
 	default:
-		argError(L, n, "number expected, got "+typeName(L, n))
+		L.RaiseError("bad argument #%d to '%s' (number expected, got %s)", n, fn, typeName(L, n))
 	}
 	return int(int32(toInteger(f)))
 }

@@ -145,6 +145,9 @@ func openLibs(L *lua.LState, vals *values) {
 		L.Call(1, 0)
 	}
 	g := L.G.Global
+	if m, ok := g.RawGetString("math").(*lua.LTable); ok {
+		openRandom(L, m)
+	}
 	keep := map[string]bool{}
 	for _, n := range redisGlobals {
 		keep[n] = true
@@ -516,6 +519,19 @@ func errorReply(name, chunk string, err error) string {
 	return fmt.Sprintf("%s script: %s, on @%s:%s.", msg, name, chunk, line)
 }
 
+// errorReplyText is the err field redis.error_reply(s) makes, as Redis
+// makes it: s's first word after an optional '-' is the error code when s
+// has a space, else the code is ERR and all of s the message; the message
+// loses leading and trailing CR and LF. An empty text is "ERR ".
+func errorReplyText(s string) string {
+	s = strings.TrimPrefix(s, "-")
+	code, msg, ok := strings.Cut(s, " ")
+	if !ok {
+		code, msg = "ERR", s
+	}
+	return code + " " + strings.Trim(msg, "\r\n")
+}
+
 // redisLib is the redis table of one interpreter.
 func (st *state) redisLib(opts Options) *lua.LTable {
 	L := st.L
@@ -524,8 +540,12 @@ func (st *state) redisLib(opts Options) *lua.LTable {
 		"call":  func(L *lua.LState) int { return st.call(L, true, true) },
 		"pcall": func(L *lua.LState) int { return st.call(L, false, true) },
 		"error_reply": func(L *lua.LState) int {
+			text := "ERR wrong number or type of arguments"
+			if s, ok := L.Get(1).(lua.LString); ok && L.GetTop() == 1 {
+				text = errorReplyText(string(s))
+			}
 			e := L.NewTable()
-			e.RawSetString("err", lua.LString(L.CheckString(1)))
+			e.RawSetString("err", lua.LString(text))
 			L.Push(e)
 			return 1
 		},

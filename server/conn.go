@@ -216,7 +216,7 @@ func (c *Conn) Loopback() bool {
 func (c *Conn) frameLimits() resp.Limits {
 	lim := c.nc.s.limits().Frame
 	if !c.authed {
-		lim.MaxArgs, lim.MaxBulk = min(lim.MaxArgs, unauthMaxArgs), min(lim.MaxBulk, unauthMaxBulk)
+		lim.UnauthArgs, lim.UnauthBulk = unauthMaxArgs, unauthMaxBulk
 	}
 	return lim
 }

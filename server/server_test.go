@@ -104,9 +104,11 @@ func TestServeStream(t *testing.T) {
 		{"close stops the batch", true, "QUIT\r\nPING\r\n",
 			[]string{"QUIT"}, "+OK\r\n"},
 		{"unauthenticated: at most 10 arguments", false, "*11\r\n",
-			nil, "-ERR Protocol error: invalid multibulk length\r\n"},
+			nil, "-ERR Protocol error: unauthenticated multibulk length\r\n"},
 		{"unauthenticated: arguments of at most 16 KiB", false, "*1\r\n$16385\r\n",
-			nil, "-ERR Protocol error: invalid bulk length\r\n"},
+			nil, "-ERR Protocol error: unauthenticated bulk length\r\n"},
+		{"unauthenticated: a whole command of 11 arguments", false, "*11\r\n" + strings.Repeat("$1\r\nx\r\n", 11),
+			nil, "-ERR Protocol error: unauthenticated multibulk length\r\n"},
 		{"authenticated: the configured limits", true, "*11\r\n" + strings.Repeat("$1\r\nx\r\n", 11),
 			[]string{strings.TrimSpace(strings.Repeat("x ", 11))}, "$21\r\n" + strings.TrimSpace(strings.Repeat("x ", 11)) + "\r\n"},
 	}

@@ -179,12 +179,12 @@ func TestClientLimits(t *testing.T) {
 		ts, _ := startWith(t, func(c *config.Config) { c.RequirePass = "pw" }, nil)
 		r := dialRaw(t, ts.addr)
 		r.send("*11\r\n")
-		if got := r.mustLine(); got != "-ERR Protocol error: invalid multibulk length" {
+		if got := r.mustLine(); got != "-ERR Protocol error: unauthenticated multibulk length" {
 			t.Errorf("11 args before AUTH: %q", got)
 		}
 		r = dialRaw(t, ts.addr)
 		r.send("*2\r\n$4\r\nAUTH\r\n$20000\r\n")
-		if got := r.mustLine(); got != "-ERR Protocol error: invalid bulk length" {
+		if got := r.mustLine(); got != "-ERR Protocol error: unauthenticated bulk length" {
 			t.Errorf("20000-byte argument before AUTH: %q", got)
 		}
 		r = dialRaw(t, ts.addr)

@@ -53,9 +53,23 @@ func (f *Family) cmdConfigSet(c *command.Client, args [][]byte) {
 	pairs := make([][2]string, 0, len(args)/2)
 	for i := 2; i < len(args); i += 2 {
 		pairs = append(pairs, [2]string{string(args[i]), string(args[i+1])})
-		if d := f.env.Directives.Lookup(string(args[i])); d != nil && d.Protected && !f.mayChangeProtected(c) {
-			c.Errf("CONFIG SET failed (possibly related to argument '%s') - can't set protected config", d.Name)
+	}
+	// Names are checked in order and the first bad one is the error: a
+	// protected one here, the others (unknown, immutable, given twice) by
+	// SetConfig, so this check stops at the first name SetConfig refuses.
+	seen := map[*config.Directive]bool{}
+	for _, p := range pairs {
+		d := f.env.Directives.Lookup(p[0])
+		if d == nil || d.Set == nil || seen[d] {
+			break
+		}
+		seen[d] = true
+		if d.Protected && !f.mayChangeProtected(c) {
+			c.Errf("CONFIG SET failed (possibly related to argument '%s') - can't set protected config", p[0])
 			return
+		}
+		if !d.Mutable {
+			break
 		}
 	}
 	if err := f.env.SetConfig(pairs...); err != nil {

@@ -152,7 +152,7 @@ func TestClientKill(t *testing.T) {
 		{"k", []string{"CLIENT", "KILL", "NOPE", "x"}, "-ERR syntax error\r\n"},
 		{"k", []string{"CLIENT", "KILL", "TYPE", "master"}, ":0\r\n"},
 		{"k", []string{"CLIENT", "KILL", "TYPE", "pubsub"}, ":0\r\n"},
-		{"k", []string{"CLIENT", "KILL", "USER", "nobody"}, ":0\r\n"},
+		{"k", []string{"CLIENT", "KILL", "USER", "nobody"}, "-ERR No such user 'nobody'\r\n"},
 		{"k", []string{"CLIENT", "KILL", "ID", "2"}, ":1\r\n"}, // a
 		{"a", []string{"PING"}, ""},
 		{"k", []string{"CLIENT", "KILL", "ID", "2"}, ":0\r\n"},                           // killed already

@@ -51,6 +51,10 @@ func (f *Family) cmdClientKill(c *command.Client, args [][]byte) {
 			laddr = string(v)
 		case command.EqualFold(args[i], "user"):
 			user = string(v)
+			if !c.UserExists(user) {
+				c.Errf("No such user '%s'", command.Clip(v))
+				return
+			}
 		case command.EqualFold(args[i], "type"):
 			// Client.Type's names, and Redis's: slave for replica. TYPE
 			// master matches nothing, a replica's link to its primary

@@ -67,7 +67,7 @@ func cmdExpire(unit int64, abs bool, name string) func(c *command.Client, args [
 			return
 		}
 		now := c.Now()
-		at, ok := command.ExpireAtSigned(now, n, unit, abs)
+		at, ok := command.ExpireAtMillis(now, n, unit == 1e9, abs)
 		if !ok {
 			c.Err("ERR invalid expire time in '" + name + "' command")
 			return

@@ -1,0 +1,208 @@
+package tests
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// The differential tests in this file each pin a defect that Redis 7.0's
+// own test suite found in a command limitdb claims: every step runs on
+// limitdb and on a real redis-server, and the replies must be equal.
+
+// matchRedis runs each command on ours and on theirs, in order, and
+// reports every reply that differs.
+func matchRedis(t *testing.T, ours, theirs *redis.Client, cmds ...[]any) {
+	t.Helper()
+	for i, cmd := range cmds {
+		want := reply(theirs.Do(ctx, cmd...).Result())
+		got := reply(ours.Do(ctx, cmd...).Result())
+		if got != want {
+			t.Errorf("step %d %.200q: limitdb %.300q, redis %.300q", i, fmt.Sprint(cmd), got, want)
+		}
+	}
+}
+
+// TestExpireRangeMatchesRedis: the expiry commands accept every instant
+// Redis accepts, up to the int64 millisecond limits, and refuse exactly
+// where Redis's arithmetic overflows.
+func TestExpireRangeMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	matchRedis(t, ours, theirs,
+		[]any{"SET", "k", "v"}, []any{"PEXPIREAT", "k", "9223372036854770000"}, []any{"EXISTS", "k"},
+		[]any{"PEXPIREAT", "k", "9223372036854775807"}, []any{"EXISTS", "k"},
+		[]any{"PEXPIREAT", "k", "-9223372036854770000"}, []any{"EXISTS", "k"}, []any{"TTL", "k"},
+		[]any{"SET", "k", "v"}, []any{"PEXPIREAT", "k", "-9223372036854775808"}, []any{"EXISTS", "k"},
+		[]any{"SET", "k", "v"}, []any{"EXPIREAT", "k", "10000000000"}, []any{"EXISTS", "k"},
+		[]any{"EXPIREAT", "k", "9223372036854775"}, []any{"EXPIREAT", "k", "9223372036854776"},
+		[]any{"EXPIREAT", "k", "-9223372036854776"}, []any{"EXISTS", "k"},
+		[]any{"SET", "k", "v"}, []any{"EXPIRE", "k", "100000000000"}, []any{"EXISTS", "k"},
+		[]any{"PEXPIRE", "k", "9000000000000000000"}, []any{"EXISTS", "k"},
+		[]any{"PEXPIRE", "k", "9223372036854775807"}, []any{"EXPIRE", "k", "9223372036854775"},
+		[]any{"EXPIRE", "k", "9223372036854776"}, []any{"EXPIRE", "k", "-9223372036854776"},
+		[]any{"SET", "k", "v"}, []any{"PEXPIREAT", "k", "9223372036854770000", "GT"},
+		[]any{"PEXPIREAT", "k", "9223372036854770000", "NX"}, []any{"PEXPIREAT", "k", "9223372036854775807", "LT"},
+		[]any{"EXISTS", "k"}, []any{"PEXPIRE", "k", "-9223372036854775808"}, []any{"EXISTS", "k"},
+	)
+}
+
+// TestClientKillUserMatchesRedis: CLIENT KILL USER names a user that must
+// exist.
+func TestClientKillUserMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	matchRedis(t, ours, theirs,
+		[]any{"CLIENT", "KILL", "USER", "wrong_user"},
+		[]any{"CLIENT", "KILL", "USER", "wrong_user", "SKIPME", "no"},
+		[]any{"CLIENT", "KILL", "USER", "default", "TYPE", "pubsub"},
+	)
+}
+
+// TestConfigSetMatchesRedis: CONFIG SET refuses a parameter given twice,
+// checks every name before any value, and takes save "" for never.
+func TestConfigSetMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	matchRedis(t, ours, theirs,
+		[]any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "MAXMEMORY", "1", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "MaxMemory", "x"},
+		[]any{"CONFIG", "SET", "maxmemory", "x", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "nosuch", "2", "maxmemory", "3"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2", "nosuch", "3"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "cluster-enabled", "no", "maxmemory", "2"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2", "cluster-enabled", "no"},
+		[]any{"CONFIG", "SET", "nosuch", "1", "dbfilename", "x.rdb"}, []any{"CONFIG", "SET", "maxmemory", "1", "maxmemory", "2", "dbfilename", "x.rdb"},
+		[]any{"CONFIG", "SET", "maxmemory", "1", "DBFILENAME", "x.rdb", "maxmemory", "2"},
+		[]any{"CONFIG", "GET", "maxmemory"},
+		[]any{"CONFIG", "SET", "save", ""},
+		[]any{"CONFIG", "SET", "save", "", "save", ""},
+	)
+}
+
+// TestErrorReplyMatchesRedis: redis.error_reply makes the error table
+// Redis's does (an error code, ERR when the text has none), and a script
+// returning it sends Redis's error line.
+func TestErrorReplyMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	var cmds [][]any
+	for _, arg := range []string{"''", "'x'", "'-x'", "'My Error'", "'-MY Error'", "'-'", "'- x'", "' x'", "'x\\r\\n'", "1", "nil", "{}", "'a', 'b'"} {
+		cmds = append(cmds,
+			[]any{"EVAL", "return redis.error_reply(" + arg + ")", 0},
+			[]any{"EVAL", "return type(redis.error_reply(" + arg + "))", 0},
+			[]any{"EVAL", "return redis.error_reply(" + arg + ").err", 0},
+		)
+	}
+	cmds = append(cmds, []any{"EVAL", "return redis.error_reply()", 0}, []any{"EVAL", "return redis.error_reply().err", 0},
+		[]any{"EVAL", "return {err=''}", 0}, []any{"EVAL", "return {err='x'}", 0}, []any{"EVAL", "return {err='-x'}", 0})
+	matchRedis(t, ours, theirs, cmds...)
+}
+
+// TestACLCategoriesMatchRedis: the transaction and scripting categories
+// hold Redis's commands, and ACL CAT and ACL LOAD answer Redis's errors.
+func TestACLCategoriesMatchRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	for _, cat := range []string{"transaction", "scripting"} {
+		// Redis's members, less the commands limitdb lacks (COMMAND INFO
+		// answers nil for them).
+		var want []string
+		names, err := theirs.Do(ctx, "ACL", "CAT", cat).StringSlice()
+		require.NoError(t, err)
+		for _, name := range names {
+			if info, _ := ours.Do(ctx, "COMMAND", "INFO", name).Slice(); len(info) == 1 && info[0] != nil {
+				want = append(want, name)
+			}
+		}
+		got, err := ours.Do(ctx, "ACL", "CAT", cat).StringSlice()
+		require.NoError(t, err)
+		sort.Strings(want)
+		sort.Strings(got)
+		if len(want) < 5 || !slices.Equal(got, want) {
+			t.Errorf("ACL CAT %s: limitdb %v, redis %v", cat, got, want)
+		}
+	}
+	matchRedis(t, ours, theirs,
+		[]any{"ACL", "CAT", "transactions"}, []any{"ACL", "CAT", "a", "b"}, []any{"acl", "Cat", "a", "b"},
+		[]any{"ACL", "CAT", "nosuch"}, []any{"ACL", "LOAD"},
+	)
+}
+
+// TestUnauthenticatedLengthsMatchRedis: a client that has not
+// authenticated gets Redis's protocol errors for a command longer than
+// Redis lets it send (10 arguments, 16 KiB each), and the plain invalid
+// length errors past the limits that apply to everyone.
+func TestUnauthenticatedLengthsMatchRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ts := startServer(t)
+	ours := ts.client(t, 2)
+	for _, c := range []*redis.Client{ours, theirs} {
+		require.NoError(t, c.ConfigSet(ctx, "requirepass", "s3cret").Err())
+	}
+	firstLine := func(network, addr, send string) string {
+		nc, err := net.Dial(network, addr)
+		require.NoError(t, err)
+		defer nc.Close()
+		require.NoError(t, nc.SetDeadline(time.Now().Add(30*time.Second)))
+		_, err = nc.Write([]byte(send))
+		require.NoError(t, err)
+		line, err := bufio.NewReader(nc).ReadString('\n')
+		if err != nil {
+			return "read error: " + err.Error()
+		}
+		return line
+	}
+	for _, send := range []string{
+		"*11\r\n", "*10\r\n$16385\r\n", "*1\r\n$16385\r\n", "*99999999999\r\n", "*11x\r\n",
+		"*1\r\n$-1\r\n", "*1\r\n$999999999999\r\n",
+		"*2\r\n$4\r\nECHO\r\n$16384\r\n" + strings.Repeat("x", 16384) + "\r\n",
+		"*11\r\n$3\r\nDEL\r\n" + strings.Repeat("$1\r\na\r\n", 10),
+		"*2\r\n$4\r\nECHO\r\n$16385\r\n" + strings.Repeat("x", 16385) + "\r\n",
+		"*10\r\n$3\r\nDEL\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n",
+	} {
+		want := firstLine("unix", theirs.Options().Addr, send)
+		if got := firstLine("tcp", ts.addr, send); got != want {
+			t.Errorf("%.40q: limitdb %q, redis %q", send, got, want)
+		}
+	}
+}
+
+// TestMathRandomMatchesRedis: math.randomseed takes what luaL_checkint
+// takes (a numeric string too), and a seeded math.random draws Redis's
+// numbers.
+func TestMathRandomMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	draw := "return {tostring(math.random()), tostring(math.random()), math.random(10), math.random(3, 7), math.random(-5, -5), math.random(2147483647)}"
+	var cmds [][]any
+	for _, seed := range []string{"ARGV[1]", "'10'", "10", "10.7", "'1e1'", "' 10 '", "-3", "0", "4294967306", "'x'", "nil", "{}"} {
+		cmds = append(cmds, []any{"EVAL", "math.randomseed(" + seed + ") " + draw, 0, "10"})
+	}
+	cmds = append(cmds,
+		[]any{"EVAL", "math.randomseed(ARGV[1]) return tostring(math.random())", 0, "20"},
+		[]any{"EVAL", "math.randomseed(1) return math.random(0)", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random(5, 4)", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random(1, 2, 3)", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random('x')", 0},
+		[]any{"EVAL", "math.randomseed(1) return math.random(1, 'x')", 0},
+		[]any{"EVAL", "math.randomseed() return 1", 0},
+	)
+	matchRedis(t, ours, theirs, cmds...)
+}
