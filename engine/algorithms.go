@@ -172,16 +172,22 @@ func NewSlidingWindow(limit, windowNs, precision int64) (SlidingWindow, error) {
 // Kind implements Limiter.
 func (SlidingWindow) Kind() Kind { return KindSlidingWindow }
 
-// Apply implements Limiter.
-func (s SlidingWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
-	var packed [2]int64
+// state is ent's sliding-window state, adopted by s's window: its counts
+// from the entry's Ext, or unpacked from B into packed (two windows).
+func (s SlidingWindow) state(ent Entry, packed *[2]int64) window.SlidingState {
 	st := window.SlidingState{Start: ent.A, Counts: packed[:]}
 	if x := extRead[window.SlidingState](ent.Ext); x != nil {
 		st = *x
 	} else {
 		packed[0], packed[1] = int64(uint32(ent.B)), int64(uint64(ent.B)>>32)
 	}
-	st = s.W.Adopt(st)
+	return s.W.Adopt(st)
+}
+
+// Apply implements Limiter.
+func (s SlidingWindow) Apply(ent Entry, now, cost int64) (Entry, limit.Result, bool, error) {
+	var packed [2]int64
+	st := s.state(ent, &packed)
 	d, err := s.W.Decide(st, now, cost)
 	if err != nil {
 		return ent, limit.Result{}, false, err

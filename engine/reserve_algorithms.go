@@ -60,13 +60,7 @@ func (s SlidingWindow) Mark(ent Entry) int64 {
 // in counts of its own: the entry it is given stays as it was.
 func (s SlidingWindow) Adjust(ent Entry, now, mark, delta int64) (Entry, limit.Result, error) {
 	var packed [2]int64
-	st := window.SlidingState{Start: ent.A, Counts: packed[:]}
-	if x := extRead[window.SlidingState](ent.Ext); x != nil {
-		st = *x
-	} else {
-		packed[0], packed[1] = int64(uint32(ent.B)), int64(uint64(ent.B)>>32)
-	}
-	st = s.W.Adopt(st)
+	st := s.state(ent, &packed)
 	ns, err := s.W.Adjust(st, now, mark, delta, make([]int64, s.W.Precision+1))
 	if err != nil {
 		return ent, limit.Result{}, err
