@@ -79,14 +79,14 @@ func bottleneckRun(h Host, w *resp.Writer, keys, argv [][]byte, args int, header
 		}
 		if headers >= bnValidateKeys {
 			if !r.hasSettings {
-				w.Error("SETTINGS_KEY_NOT_FOUND")
+				w.Error("ERR SETTINGS_KEY_NOT_FOUND") // redis.error_reply adds ERR to a message with no code, as Redis 7 does
 				handled = true
 				return
 			}
 		}
 		if headers >= bnValidateBoth {
 			if _, ok := r.zscore(bnClientLastSeen, r.client); !ok {
-				w.Error("UNKNOWN_CLIENT")
+				w.Error("ERR UNKNOWN_CLIENT")
 				handled = true
 				return
 			}
@@ -426,7 +426,7 @@ func bottleneckSubmit(h Host, w *resp.Writer, keys, argv [][]byte) bool {
 		}
 		r.tick(&p)
 		if overweight {
-			msg := append([]byte("OVERWEIGHT:"), r.luaText(weight.v)...)
+			msg := append([]byte("ERR OVERWEIGHT:"), r.luaText(weight.v)...)
 			msg = append(append(msg, ':'), r.luaText(s.maxConcurrent.v)...)
 			w.Error(string(msg))
 			return true
