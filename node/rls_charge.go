@@ -8,12 +8,12 @@ import (
 	"io"
 	"net"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/internal/redisarg"
 	"github.com/limitdb/limitdb/persistence"
 	"github.com/limitdb/limitdb/rls"
 )
@@ -257,7 +257,7 @@ func readStatuses(lr lineReader, n int, sink statuses) error {
 	case len(line) == 0 || line[0] != '*':
 		return fmt.Errorf("rls: unexpected reply to RLS.CHARGE: %q", line)
 	}
-	if m, err := strconv.Atoi(string(line[1:])); err != nil || m != n*rls.StatusInts {
+	if m, ok := redisarg.ParseInt(line[1:]); !ok || m != int64(n*rls.StatusInts) {
 		return fmt.Errorf("rls: RLS.CHARGE answered %s integers for %d charges", line[1:], n)
 	}
 	var v [rls.StatusInts]int64
@@ -271,36 +271,13 @@ func readStatuses(lr lineReader, n int, sink statuses) error {
 				return fmt.Errorf("rls: unexpected reply to RLS.CHARGE: %q", line)
 			}
 			var ok bool
-			if v[j], ok = replyInt(line[1:]); !ok {
+			if v[j], ok = redisarg.ParseInt(line[1:]); !ok {
 				return fmt.Errorf("rls: unexpected reply to RLS.CHARGE: %q", line)
 			}
 		}
 		sink.set(k, rls.StatusOf(v[:]))
 	}
 	return nil
-}
-
-// replyInt reads an integer reply's digits, an optional minus sign
-// first, without allocating.
-func replyInt(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	n := int64(0)
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
 }
 
 // readLine reads one RESP line without its CRLF.

@@ -39,32 +39,12 @@ func DecodeEntry(b []byte) (engine.Entry, error) {
 // lengths past the end, repeated members and NaN scores; what is left is
 // what decodes cleanly and is still wrong.
 func CheckEntry(ent engine.Entry) error {
-	var n int
 	switch ent.Kind {
-	case engine.KindHash:
-		h, ok := ent.Ext.(*engine.Hash)
-		if ok {
-			n = h.Len()
-		}
-	case engine.KindSet:
-		s, ok := ent.Ext.(*engine.Set)
-		if ok {
-			n = s.Len()
-		}
-	case engine.KindZSet:
-		z, ok := ent.Ext.(*engine.ZSet)
-		if ok {
-			n = z.Len()
-		}
-	case engine.KindList:
-		l, ok := ent.Ext.(*engine.List)
-		if ok {
-			n = l.Len()
-		}
+	case engine.KindHash, engine.KindSet, engine.KindZSet, engine.KindList:
 	default:
 		return nil
 	}
-	if n == 0 {
+	if c, ok := ent.Ext.(interface{ Len() int }); !ok || c.Len() == 0 {
 		return fmt.Errorf("%w: a %v with no elements", ErrBadEntry, ent.Kind)
 	}
 	return nil

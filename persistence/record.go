@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/limitdb/limitdb/engine"
+	"github.com/limitdb/limitdb/internal/redisarg"
 )
 
 // Records are the change stream's unit (doc.go, "Change-stream records"):
@@ -146,25 +147,8 @@ func headerInt(line []byte, prefix byte) (int, bool) {
 	if len(line) < 4 || line[0] != prefix || line[len(line)-2] != '\r' || len(line) > 14 {
 		return 0, false
 	}
-	n := 0
-	digits := line[1 : len(line)-2]
-	neg := len(digits) > 0 && digits[0] == '-'
-	if neg {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 {
-		return 0, false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
+	n, ok := redisarg.ParseInt(line[1 : len(line)-2])
+	return int(n), ok
 }
 
 // ErrTorn is the wrapped error of a record that the input ends inside of:
