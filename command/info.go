@@ -80,6 +80,16 @@ func (s *Server) info(eng *engine.Engine, sections ...[]byte) string {
 	return b.String()
 }
 
-func infoLine(b *strings.Builder, key string, v any) {
+// InfoLine writes one INFO field, key:value, as the families' renderers
+// (AddInfo, ExtendInfo) write theirs.
+func InfoLine(b *strings.Builder, key string, v any) {
 	fmt.Fprintf(b, "%s:%v\r\n", key, v)
+}
+
+// InfoBool is INFO's spelling of a flag: 1 or 0.
+func InfoBool(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -69,8 +69,8 @@ func (s *Server) infoLimits(_ *engine.Engine, b *strings.Builder) {
 		admitted += st.Admitted
 		denied += st.Denied
 	}
-	infoLine(b, "limits_admitted", admitted)
-	infoLine(b, "limits_denied", denied)
+	InfoLine(b, "limits_admitted", admitted)
+	InfoLine(b, "limits_denied", denied)
 	for _, st := range stats {
 		fmt.Fprintf(b, "limit_%s:admitted=%d,denied=%d\r\n", st.Command, st.Admitted, st.Denied)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -15,8 +16,8 @@ func infoCPU(_ *engine.Engine, b *strings.Builder) {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return
 	}
-	infoLine(b, "used_cpu_sys", fmtSeconds(ru.Stime.Nano()))
-	infoLine(b, "used_cpu_user", fmtSeconds(ru.Utime.Nano()))
+	command.InfoLine(b, "used_cpu_sys", fmtSeconds(ru.Stime.Nano()))
+	command.InfoLine(b, "used_cpu_user", fmtSeconds(ru.Utime.Nano()))
 }
 
 func fmtSeconds(ns int64) string { return strconv.FormatFloat(float64(ns)/1e9, 'f', 6, 64) }

@@ -31,63 +31,59 @@ func (f *Family) cmdInfo(c *command.Client, args [][]byte) {
 	c.Verbatim(f.env.Info(c.Engine(), args[1:]...))
 }
 
-func infoLine(b *strings.Builder, key string, v any) {
-	fmt.Fprintf(b, "%s:%v\r\n", key, v)
-}
-
 func (f *Family) infoServer(_ *engine.Engine, b *strings.Builder) {
 	cfg := f.env.Config()
 	up := time.Duration(f.env.Clock.Now() - f.env.Started.UnixNano())
-	infoLine(b, "redis_version", command.RedisVersion)
-	infoLine(b, "limitdb_version", command.Version)
+	command.InfoLine(b, "redis_version", command.RedisVersion)
+	command.InfoLine(b, "limitdb_version", command.Version)
 	mode := "standalone"
 	if cfg.ClusterEnabled == "yes" || cfg.ClusterEnabled == "emulated" {
 		mode = "cluster"
 	}
-	infoLine(b, "redis_mode", mode)
-	infoLine(b, "os", runtime.GOOS+" "+runtime.GOARCH)
-	infoLine(b, "arch_bits", strconv.IntSize)
-	infoLine(b, "go_version", runtime.Version())
-	infoLine(b, "process_id", os.Getpid())
-	infoLine(b, "run_id", f.env.RunID)
-	infoLine(b, "tcp_port", f.env.Port())
-	infoLine(b, "uptime_in_seconds", int64(up/time.Second))
-	infoLine(b, "uptime_in_days", int64(up/(24*time.Hour)))
-	infoLine(b, "gomaxprocs", runtime.GOMAXPROCS(0))
-	infoLine(b, "shards", f.env.Engine.Shards())
-	infoLine(b, "bind", cfg.Bind)
-	infoLine(b, "config_file", cfg.ConfigFile)
+	command.InfoLine(b, "redis_mode", mode)
+	command.InfoLine(b, "os", runtime.GOOS+" "+runtime.GOARCH)
+	command.InfoLine(b, "arch_bits", strconv.IntSize)
+	command.InfoLine(b, "go_version", runtime.Version())
+	command.InfoLine(b, "process_id", os.Getpid())
+	command.InfoLine(b, "run_id", f.env.RunID)
+	command.InfoLine(b, "tcp_port", f.env.Port())
+	command.InfoLine(b, "uptime_in_seconds", int64(up/time.Second))
+	command.InfoLine(b, "uptime_in_days", int64(up/(24*time.Hour)))
+	command.InfoLine(b, "gomaxprocs", runtime.GOMAXPROCS(0))
+	command.InfoLine(b, "shards", f.env.Engine.Shards())
+	command.InfoLine(b, "bind", cfg.Bind)
+	command.InfoLine(b, "config_file", cfg.ConfigFile)
 }
 
 func (f *Family) infoClients(_ *engine.Engine, b *strings.Builder) {
 	st := f.env.Stats()
-	infoLine(b, "connected_clients", st.ConnectedClients)
-	infoLine(b, "client_recent_max_output_buffer", st.ClientMaxOutput)
-	infoLine(b, "blocked_clients", 0)
+	command.InfoLine(b, "connected_clients", st.ConnectedClients)
+	command.InfoLine(b, "client_recent_max_output_buffer", st.ClientMaxOutput)
+	command.InfoLine(b, "blocked_clients", 0)
 }
 
 func (f *Family) infoMemory(eng *engine.Engine, b *strings.Builder) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	infoLine(b, "used_memory", ms.HeapAlloc)
-	infoLine(b, "used_memory_human", humanBytes(ms.HeapAlloc))
-	infoLine(b, "used_memory_rss", ms.Sys-ms.HeapReleased)
-	infoLine(b, "used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
-	infoLine(b, "used_memory_sys", ms.Sys)
-	infoLine(b, "heap_objects", ms.HeapObjects)
-	infoLine(b, "gc_cycles", ms.NumGC)
-	infoLine(b, "mem_clients_normal", f.env.Stats().ClientMemory)
+	command.InfoLine(b, "used_memory", ms.HeapAlloc)
+	command.InfoLine(b, "used_memory_human", humanBytes(ms.HeapAlloc))
+	command.InfoLine(b, "used_memory_rss", ms.Sys-ms.HeapReleased)
+	command.InfoLine(b, "used_memory_rss_human", humanBytes(ms.Sys-ms.HeapReleased))
+	command.InfoLine(b, "used_memory_sys", ms.Sys)
+	command.InfoLine(b, "heap_objects", ms.HeapObjects)
+	command.InfoLine(b, "gc_cycles", ms.NumGC)
+	command.InfoLine(b, "mem_clients_normal", f.env.Stats().ClientMemory)
 	// maxmemory counts the keyspace's accounted bytes (the core's memory
 	// gate), not the process's.
 	cfg := f.env.Config()
 	total, _ := eng.MemoryBytes()
 	used := eng.UsedBytes()
-	infoLine(b, "used_memory_dataset", used)
-	infoLine(b, "used_memory_dataset_human", humanBytes(uint64(max(used, 0))))
-	infoLine(b, "used_memory_keyspace_allocated", total)
-	infoLine(b, "maxmemory", cfg.MaxMemory)
-	infoLine(b, "maxmemory_human", humanBytes(uint64(cfg.MaxMemory)))
-	infoLine(b, "maxmemory_policy", cfg.MaxMemoryPolicy)
+	command.InfoLine(b, "used_memory_dataset", used)
+	command.InfoLine(b, "used_memory_dataset_human", humanBytes(uint64(max(used, 0))))
+	command.InfoLine(b, "used_memory_keyspace_allocated", total)
+	command.InfoLine(b, "maxmemory", cfg.MaxMemory)
+	command.InfoLine(b, "maxmemory_human", humanBytes(uint64(cfg.MaxMemory)))
+	command.InfoLine(b, "maxmemory_policy", cfg.MaxMemoryPolicy)
 }
 
 func humanBytes(n uint64) string {
@@ -106,13 +102,13 @@ func humanBytes(n uint64) string {
 // parts of the server add to the section follow (replication's syncs).
 func (f *Family) infoStats(eng *engine.Engine, b *strings.Builder) {
 	es, st := eng.Stats(), f.env.Stats()
-	infoLine(b, "total_connections_received", st.ConnectionsReceived)
-	infoLine(b, "total_commands_processed", st.CommandsProcessed)
-	infoLine(b, "rejected_connections", st.RejectedConnections)
-	infoLine(b, "expired_keys", es.ExpiredKeys)
-	infoLine(b, "evicted_keys", st.EvictedKeys)
-	infoLine(b, "keyspace_hits", es.KeyspaceHits)
-	infoLine(b, "keyspace_misses", es.KeyspaceMiss)
+	command.InfoLine(b, "total_connections_received", st.ConnectionsReceived)
+	command.InfoLine(b, "total_commands_processed", st.CommandsProcessed)
+	command.InfoLine(b, "rejected_connections", st.RejectedConnections)
+	command.InfoLine(b, "expired_keys", es.ExpiredKeys)
+	command.InfoLine(b, "evicted_keys", st.EvictedKeys)
+	command.InfoLine(b, "keyspace_hits", es.KeyspaceHits)
+	command.InfoLine(b, "keyspace_misses", es.KeyspaceMiss)
 }
 
 func (f *Family) infoCommandStats(_ *engine.Engine, b *strings.Builder) {

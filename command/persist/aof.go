@@ -104,38 +104,38 @@ func (f *Family) infoAOF(b *strings.Builder) {
 	} else {
 		st = replication.AOFStatus{LastStatus: "ok", WriteOK: true}
 	}
-	infoLine(b, "aof_enabled", boolInt(st.Enabled))
-	infoLine(b, "aof_rewrite_in_progress", boolInt(st.Rewriting))
-	infoLine(b, "aof_rewrite_scheduled", boolInt(st.Scheduled))
-	infoLine(b, "aof_last_rewrite_time_sec", secondsOrMinus(st.Rewrites, st.LastDuration))
+	command.InfoLine(b, "aof_enabled", command.InfoBool(st.Enabled))
+	command.InfoLine(b, "aof_rewrite_in_progress", command.InfoBool(st.Rewriting))
+	command.InfoLine(b, "aof_rewrite_scheduled", command.InfoBool(st.Scheduled))
+	command.InfoLine(b, "aof_last_rewrite_time_sec", secondsOrMinus(st.Rewrites, st.LastDuration))
 	cur := int64(-1)
 	if st.Rewriting {
 		cur = int64(st.RewriteFor / time.Second)
 	}
-	infoLine(b, "aof_current_rewrite_time_sec", cur)
-	infoLine(b, "aof_last_bgrewrite_status", st.LastStatus)
-	infoLine(b, "aof_rewrites", st.Rewrites)
-	infoLine(b, "aof_rewrites_consecutive_failures", st.FailuresInRow)
+	command.InfoLine(b, "aof_current_rewrite_time_sec", cur)
+	command.InfoLine(b, "aof_last_bgrewrite_status", st.LastStatus)
+	command.InfoLine(b, "aof_rewrites", st.Rewrites)
+	command.InfoLine(b, "aof_rewrites_consecutive_failures", st.FailuresInRow)
 	writeStatus := "ok"
 	if !st.WriteOK {
 		writeStatus = "err"
 	}
-	infoLine(b, "aof_last_write_status", writeStatus)
-	infoLine(b, "aof_last_cow_size", 0)
+	command.InfoLine(b, "aof_last_write_status", writeStatus)
+	command.InfoLine(b, "aof_last_cow_size", 0)
 	if st.LastErr != nil {
-		infoLine(b, "aof_last_error", strings.ReplaceAll(st.LastErr.Error(), "\n", " "))
+		command.InfoLine(b, "aof_last_error", strings.ReplaceAll(st.LastErr.Error(), "\n", " "))
 	}
-	infoLine(b, "aof_last_load_records", st.Loaded.Records)
-	infoLine(b, "aof_last_load_truncated_bytes", st.Loaded.Truncated)
+	command.InfoLine(b, "aof_last_load_records", st.Loaded.Records)
+	command.InfoLine(b, "aof_last_load_truncated_bytes", st.Loaded.Truncated)
 	if !st.Enabled {
 		return
 	}
-	infoLine(b, "aof_current_size", st.Files.CurrentSize)
-	infoLine(b, "aof_base_size", st.Files.BaseSize)
-	infoLine(b, "aof_pending_rewrite", 0)
-	infoLine(b, "aof_buffer_length", st.Buffered)
-	infoLine(b, "aof_pending_bio_fsync", 0)
-	infoLine(b, "aof_delayed_fsync", 0)
+	command.InfoLine(b, "aof_current_size", st.Files.CurrentSize)
+	command.InfoLine(b, "aof_base_size", st.Files.BaseSize)
+	command.InfoLine(b, "aof_pending_rewrite", 0)
+	command.InfoLine(b, "aof_buffer_length", st.Buffered)
+	command.InfoLine(b, "aof_pending_bio_fsync", 0)
+	command.InfoLine(b, "aof_delayed_fsync", 0)
 }
 
 // errAOFMisconf is Redis's refusal of a write while the append-only file

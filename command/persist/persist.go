@@ -302,41 +302,30 @@ func (f *Family) infoPersistence(_ *engine.Engine, b *strings.Builder) {
 	if status == "" {
 		status = "ok"
 	}
-	infoLine(b, "loading", 0)
-	infoLine(b, "rdb_changes_since_last_save", dirty)
-	infoLine(b, "rdb_bgsave_in_progress", boolInt(f.bgRunning.Load()))
-	infoLine(b, "rdb_last_save_time", last.Unix())
-	infoLine(b, "rdb_last_bgsave_status", status)
-	infoLine(b, "rdb_last_bgsave_time_sec", secondsOrMinus(f.saves, f.last.Duration))
+	command.InfoLine(b, "loading", 0)
+	command.InfoLine(b, "rdb_changes_since_last_save", dirty)
+	command.InfoLine(b, "rdb_bgsave_in_progress", command.InfoBool(f.bgRunning.Load()))
+	command.InfoLine(b, "rdb_last_save_time", last.Unix())
+	command.InfoLine(b, "rdb_last_bgsave_status", status)
+	command.InfoLine(b, "rdb_last_bgsave_time_sec", secondsOrMinus(f.saves, f.last.Duration))
 	cur := int64(-1)
 	if f.bgRunning.Load() {
 		cur = (f.env.Clock.Now() - f.bgStart.Load()) / int64(time.Second)
 	}
-	infoLine(b, "rdb_current_bgsave_time_sec", cur)
-	infoLine(b, "rdb_saves", f.saves)
-	infoLine(b, "rdb_last_save_duration_ms", f.last.Duration.Milliseconds())
-	infoLine(b, "rdb_last_save_keys", f.last.Keys)
-	infoLine(b, "rdb_last_save_bytes", f.last.Bytes)
-	infoLine(b, "rdb_last_save_max_shard_hold_us", f.last.MaxShardHold.Microseconds())
-	infoLine(b, "rdb_last_save_mean_shard_hold_us", f.last.MeanShardHold.Microseconds())
+	command.InfoLine(b, "rdb_current_bgsave_time_sec", cur)
+	command.InfoLine(b, "rdb_saves", f.saves)
+	command.InfoLine(b, "rdb_last_save_duration_ms", f.last.Duration.Milliseconds())
+	command.InfoLine(b, "rdb_last_save_keys", f.last.Keys)
+	command.InfoLine(b, "rdb_last_save_bytes", f.last.Bytes)
+	command.InfoLine(b, "rdb_last_save_max_shard_hold_us", f.last.MaxShardHold.Microseconds())
+	command.InfoLine(b, "rdb_last_save_mean_shard_hold_us", f.last.MeanShardHold.Microseconds())
 	if f.lastErr != nil {
-		infoLine(b, "rdb_last_error", strings.ReplaceAll(f.lastErr.Error(), "\n", " "))
+		command.InfoLine(b, "rdb_last_error", strings.ReplaceAll(f.lastErr.Error(), "\n", " "))
 	}
-	infoLine(b, "rdb_last_load_keys_loaded", f.loaded.Keys)
-	infoLine(b, "rdb_last_load_keys_expired", f.loaded.Expired)
-	infoLine(b, "rdb_file", f.SnapshotPath())
+	command.InfoLine(b, "rdb_last_load_keys_loaded", f.loaded.Keys)
+	command.InfoLine(b, "rdb_last_load_keys_expired", f.loaded.Expired)
+	command.InfoLine(b, "rdb_file", f.SnapshotPath())
 	f.infoAOF(b)
-}
-
-func infoLine(b *strings.Builder, key string, v any) {
-	fmt.Fprintf(b, "%s:%v\r\n", key, v)
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func secondsOrMinus(n int64, d time.Duration) string {

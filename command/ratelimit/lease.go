@@ -79,7 +79,7 @@ func cmdClRelease(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	c.Int(int64(boolInt(released)))
+	c.Int(int64(command.InfoBool(released)))
 }
 
 // cmdClRenew answers CL.RENEW key lease_id ttl.
@@ -104,7 +104,7 @@ func (f *Family) cmdRLRelease(c *command.Client, args [][]byte) {
 		c.Error(policyError(err))
 		return
 	}
-	c.Int(int64(boolInt(released)))
+	c.Int(int64(command.InfoBool(released)))
 }
 
 // cmdRLRenew answers RL.RENEW policy key lease_id [ttl].
@@ -161,7 +161,7 @@ func leaseError(err error, id []byte) error {
 // was taken.
 func writeLease(c *command.Client, r limit.Result, id string) {
 	c.Array(6)
-	c.Int(int64(boolInt(r.Limited)))
+	c.Int(int64(command.InfoBool(r.Limited)))
 	c.Int(r.Limit)
 	c.Int(r.Remaining)
 	c.Int(r.RetryAfter)

@@ -114,7 +114,7 @@ func (f *Family) cmdRLHitAll(c *command.Client, args [][]byte) {
 	}
 	c.CountLimit(limited) // INFO limits: one decision per call, not per pair
 	c.Array(1 + len(replies))
-	c.Int(int64(boolInt(limited)))
+	c.Int(int64(command.InfoBool(limited)))
 	for _, r := range replies {
 
 		if r.Leased {
@@ -135,7 +135,7 @@ func writeLimit(c *command.Client, r limit.Result, withDelay bool) {
 		n = 6
 	}
 	c.Array(n)
-	c.Int(int64(boolInt(r.Limited)))
+	c.Int(int64(command.InfoBool(r.Limited)))
 	c.Int(r.Limit)
 	c.Int(r.Remaining)
 	c.Int(r.RetryAfter)
@@ -223,7 +223,7 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 	c.BulkString("burst")
 	c.Int(in.EffectiveBurst())
 	c.BulkString("shadow")
-	c.Int(int64(boolInt(in.Shadow)))
+	c.Int(int64(command.InfoBool(in.Shadow)))
 	c.BulkString("source")
 	c.BulkString(string(in.Source))
 	c.BulkString("admitted")
@@ -254,7 +254,7 @@ func (f *Family) cmdPolicyDel(c *command.Client, args [][]byte) {
 	if ok {
 		f.replicate("policies", f.policies.MarshalRuntime)
 	}
-	c.Int(int64(boolInt(ok)))
+	c.Int(int64(command.InfoBool(ok)))
 }
 
 func (f *Family) cmdPolicyList(c *command.Client, _ [][]byte) {

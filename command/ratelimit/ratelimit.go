@@ -72,11 +72,3 @@ func (f *Family) StartRules() error {
 	}()
 	return nil
 }
-
-// boolInt is 1 for true.
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -95,7 +95,7 @@ func (f *Family) cmdRLSettle(c *command.Client, args [][]byte) {
 
 // writeUniform writes the five uniform fields of r, inside a reply's array.
 func writeUniform(c *command.Client, r policy.Reply) {
-	c.Int(int64(boolInt(r.Limited)))
+	c.Int(int64(command.InfoBool(r.Limited)))
 	c.Int(r.Limit)
 	c.Int(r.Remaining)
 	c.Int(r.RetryAfter)

@@ -1,7 +1,6 @@
 package replicas
 
 import (
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -196,50 +195,39 @@ func (f *Family) infoReplication(_ *engine.Engine, b *strings.Builder) {
 	st := f.repl.Status()
 	cfg := f.env.Config()
 	if st.Replica {
-		infoLine(b, "role", "slave")
-		infoLine(b, "master_host", st.Link.Host)
-		infoLine(b, "master_port", st.Link.Port)
-		infoLine(b, "master_link_status", map[bool]string{true: "up", false: "down"}[st.Link.Up])
-		infoLine(b, "master_last_io_seconds_ago", st.Link.LastIOSeconds)
-		infoLine(b, "master_sync_in_progress", boolInt(st.Link.SyncInProgress))
-		infoLine(b, "slave_read_repl_offset", st.Backlog.MasterReplOffset)
-		infoLine(b, "slave_repl_offset", st.Backlog.MasterReplOffset)
+		command.InfoLine(b, "role", "slave")
+		command.InfoLine(b, "master_host", st.Link.Host)
+		command.InfoLine(b, "master_port", st.Link.Port)
+		command.InfoLine(b, "master_link_status", map[bool]string{true: "up", false: "down"}[st.Link.Up])
+		command.InfoLine(b, "master_last_io_seconds_ago", st.Link.LastIOSeconds)
+		command.InfoLine(b, "master_sync_in_progress", command.InfoBool(st.Link.SyncInProgress))
+		command.InfoLine(b, "slave_read_repl_offset", st.Backlog.MasterReplOffset)
+		command.InfoLine(b, "slave_repl_offset", st.Backlog.MasterReplOffset)
 		if !st.Link.Up {
-			infoLine(b, "master_link_down_since_seconds", st.Link.DownSeconds)
+			command.InfoLine(b, "master_link_down_since_seconds", st.Link.DownSeconds)
 		}
-		infoLine(b, "slave_priority", cfg.ReplicaPriority)
-		infoLine(b, "slave_read_only", boolInt(cfg.ReplicaReadOnly))
-		infoLine(b, "replica_announced", 1)
+		command.InfoLine(b, "slave_priority", cfg.ReplicaPriority)
+		command.InfoLine(b, "slave_read_only", command.InfoBool(cfg.ReplicaReadOnly))
+		command.InfoLine(b, "replica_announced", 1)
 	} else {
-		infoLine(b, "role", "master")
+		command.InfoLine(b, "role", "master")
 	}
-	infoLine(b, "connected_slaves", len(st.Replicas))
+	command.InfoLine(b, "connected_slaves", len(st.Replicas))
 	for i, r := range st.Replicas {
 		b.WriteString("slave" + strconv.Itoa(i) + ":ip=" + r.IP + ",port=" + strconv.Itoa(r.Port) + ",state=" + r.State +
 			",offset=" + strconv.FormatInt(r.Offset, 10) + ",lag=" + strconv.FormatInt(r.Lag, 10) + "\r\n")
 	}
-	infoLine(b, "master_failover_state", "no-failover")
+	command.InfoLine(b, "master_failover_state", "no-failover")
 	id2 := st.ID2
 	if id2 == "" {
 		id2 = strings.Repeat("0", 40)
 	}
-	infoLine(b, "master_replid", st.ID)
-	infoLine(b, "master_replid2", id2)
-	infoLine(b, "master_repl_offset", st.Backlog.MasterReplOffset)
-	infoLine(b, "second_repl_offset", st.Off2)
-	infoLine(b, "repl_backlog_active", boolInt(st.Backlog.Active))
-	infoLine(b, "repl_backlog_size", st.Backlog.Size)
-	infoLine(b, "repl_backlog_first_byte_offset", st.Backlog.FirstByteOffset)
-	infoLine(b, "repl_backlog_histlen", st.Backlog.HistLen)
-}
-
-func infoLine(b *strings.Builder, key string, v any) {
-	fmt.Fprintf(b, "%s:%v\r\n", key, v)
-}
-
-func boolInt(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
+	command.InfoLine(b, "master_replid", st.ID)
+	command.InfoLine(b, "master_replid2", id2)
+	command.InfoLine(b, "master_repl_offset", st.Backlog.MasterReplOffset)
+	command.InfoLine(b, "second_repl_offset", st.Off2)
+	command.InfoLine(b, "repl_backlog_active", command.InfoBool(st.Backlog.Active))
+	command.InfoLine(b, "repl_backlog_size", st.Backlog.Size)
+	command.InfoLine(b, "repl_backlog_first_byte_offset", st.Backlog.FirstByteOffset)
+	command.InfoLine(b, "repl_backlog_histlen", st.Backlog.HistLen)
 }

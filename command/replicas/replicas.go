@@ -128,8 +128,8 @@ func (s sink) Limit() replication.OutputLimit {
 func (f *Family) infoSyncs(_ *engine.Engine, b *strings.Builder) {
 	if f.repl != nil {
 		rs := f.repl.Status()
-		infoLine(b, "sync_full", rs.SyncFull)
-		infoLine(b, "sync_partial_ok", rs.SyncPartialOK)
-		infoLine(b, "sync_partial_err", rs.SyncPartialErr)
+		command.InfoLine(b, "sync_full", rs.SyncFull)
+		command.InfoLine(b, "sync_partial_ok", rs.SyncPartialOK)
+		command.InfoLine(b, "sync_partial_err", rs.SyncPartialErr)
 	}
 }

@@ -274,14 +274,10 @@ func evalKeys(args [][]byte) [][]byte {
 }
 
 func (f *Family) infoScripting(_ *engine.Engine, b *strings.Builder) {
-	infoLine(b, "number_of_cached_scripts", f.scripts.Len())
-	infoLine(b, "number_of_libraries", len(f.functions.Libraries()))
-	infoLine(b, "busy_scripts", f.busy.count.Load())
+	command.InfoLine(b, "number_of_cached_scripts", f.scripts.Len())
+	command.InfoLine(b, "number_of_libraries", len(f.functions.Libraries()))
+	command.InfoLine(b, "busy_scripts", f.busy.count.Load())
 	f.natives.Each(func(sha string, n *twins.Twin) {
-		infoLine(b, "native_"+n.Name, fmt.Sprintf("sha=%s,runs=%d", sha, n.Runs()))
+		command.InfoLine(b, "native_"+n.Name, fmt.Sprintf("sha=%s,runs=%d", sha, n.Runs()))
 	})
-}
-
-func infoLine(b *strings.Builder, key string, v any) {
-	fmt.Fprintf(b, "%s:%v\r\n", key, v)
 }
