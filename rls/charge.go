@@ -96,8 +96,7 @@ var ErrChargeSyntax = errors.New("rls: bad charge")
 // by :shadow for a rule in shadow mode.
 func ChargeArgs(args [][]byte, mode Mode, nearRatio float32, charges []Charge) [][]byte {
 	var b ChargeArgsBuilder
-	b.args = args
-	return b.Build(mode, nearRatio, charges)
+	return append(args, b.Build(mode, nearRatio, charges)...)
 }
 
 // ChargeArgsBuilder builds ChargeArgs's commands one after another in the

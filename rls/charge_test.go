@@ -135,3 +135,14 @@ func TestChargeArgsReused(t *testing.T) {
 		}
 	}
 }
+
+// ChargeArgs appends to the arguments it is given, as its name says: a
+// caller's earlier command stays.
+func TestChargeArgsAppends(t *testing.T) {
+	l := &RateLimit{RequestsPerUnit: 2, Unit: rlspb.RateLimitResponse_RateLimit_HOUR}
+	asking := [][]byte{[]byte("ASKING")}
+	args := ChargeArgs(asking, PerDescriptor, 0.8, []Charge{{Key: []byte("k"), Limit: l, Hits: 1, Start: 3600}})
+	if len(args) != 1+6 || string(args[0]) != "ASKING" || string(args[1]) != ChargeCommand {
+		t.Errorf("ChargeArgs after ASKING: %q", args)
+	}
+}
