@@ -2,11 +2,14 @@
 # reserve.sh: reserve-then-settle pairs, RL.RESERVE + RL.SETTLE on limitdb
 # against the hand-written equivalent on redis-server (the reserve script:
 # INCRBY, PEXPIRE on a new counter, DECRBY on a denial; then DECRBY by
-# estimate - actual), same run, same client (bench/reservepair): 8
-# connections, 16 pairs a round trip, 10k random keys. Both servers are
-# pinned to core 0 and the client to core 1. For each round it prints
-# pairs/s and the server's CPU time per pair, then the medians and the
-# ratios limitdb/Redis (the issue's goal: at least 3x).
+# estimate - actual), and against the two scripts written with RL.RESERVE's
+# guarantees (redis-exact: bench/lua/reserve_exact.lua and settle_exact.lua,
+# equal to limitdb step by step in TestExactReserveScriptsMatchLimitdb),
+# same run, same client (bench/reservepair): 8 connections, 16 pairs a
+# round trip, 10k random keys. Both servers are pinned to core 0 and the
+# client to core 1. For each round it prints pairs/s and the server's CPU
+# time per pair, then the medians and the ratios limitdb/Redis for each
+# Redis side (the issue's goal: at least 3x).
 #
 #   bench/reserve.sh                     3 rounds of 5 s each side
 #   ROUNDS=5 DURATION=10s bench/reserve.sh
@@ -44,16 +47,19 @@ results=()
 for r in $(seq "$ROUNDS"); do
   read -r lps lcpu < <(one limitdb "$lp" "$lpid")
   read -r rps rcpu < <(one redis "$rp" "$rpid")
+  read -r eps ecpu < <(one redis-exact "$rp" "$rpid")
   echo "$r,limitdb,$lps,$lcpu"
   echo "$r,redis,$rps,$rcpu"
-  results+=("$lps $lcpu $rps $rcpu")
+  echo "$r,redis-exact,$eps,$ecpu"
+  results+=("$lps $lcpu $rps $rcpu $eps $ecpu")
 done
 printf '%s\n' "${results[@]}" | python3 -c '
 import statistics, sys
 rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
-med = [statistics.median(r[i] for r in rows) for i in range(4)]
-print("median,limitdb,%.0f,%.2f" % (med[0], med[1]))
-print("median,redis,%.0f,%.2f" % (med[2], med[3]))
-print("ratio pairs/s limitdb/redis: %.2fx" % (med[0] / med[2]))
-print("ratio pairs per CPU second limitdb/redis: %.2fx" % (med[3] / med[1] if med[1] else float("nan")))
+med = [statistics.median(r[i] for r in rows) for i in range(6)]
+for i, side in enumerate(["limitdb", "redis", "redis-exact"]):
+    print("median,%s,%.0f,%.2f" % (side, med[2*i], med[2*i+1]))
+for i, side in [(1, "redis"), (2, "redis-exact")]:
+    print("ratio pairs/s limitdb/%s: %.2fx" % (side, med[0] / med[2*i]))
+    print("ratio pairs per CPU second limitdb/%s: %.2fx" % (side, med[2*i+1] / med[1] if med[1] else float("nan")))
 '
