@@ -65,6 +65,13 @@ func (r *rlsCharger) Charge(req *rls.ChargeRequest, out []rls.Status) error {
 	if slot < 0 { // not a cluster: every key here, in one command
 		return r.local(req, req.Charges, statuses{out: out})
 	}
+	return r.chargeCluster(req, out, slot, addr)
+}
+
+// chargeCluster charges across a cluster's owners, the first charge's
+// slot and owner known. It is a function of its own so that the local
+// path's frame stays small (see rls.Service.DecideFor).
+func (r *rlsCharger) chargeCluster(req *rls.ChargeRequest, out []rls.Status, slot int, addr string) error {
 	groups := []group{{slot: slot, addr: addr, idx: []int{0}}}
 	for i := 1; i < len(req.Charges); i++ {
 		slot, addr := r.route(req.Charges[i].Key)

@@ -175,9 +175,31 @@ func (s *Service) Decide(req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLim
 // code envoyproxy/ratelimit's answer to a Redis error carries. Envoy then
 // denies the request with failure_mode_deny true and lets it through
 // with false.
+//
+// The three steps are three functions so that the charge, which runs the
+// whole command path below it, starts from a small frame: gRPC runs each
+// request on a new goroutine, and a path deeper than its first stack
+// copies the stack on every request (bench/rls.sh).
 func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64) (*rlspb.RateLimitResponse, error) {
 	d := s.scratch.Get().(*decision)
 	defer s.reuse(d)
+	if err := s.prepare(d, req, now); err != nil {
+		return nil, err
+	}
+	if len(d.plan.charges) > 0 {
+		d.req.User = user
+		if err := s.charger.Charge(&d.req, d.got); err != nil {
+			return nil, chargeError(err)
+		}
+		Merge(d.plan.out, d.got, d.hits, d.plan.idx)
+	}
+	return s.respond(req.Domain, d.plan.out), nil
+}
+
+// prepare matches req's descriptors against the rules and plans their
+// charges into d: d.plan.out holds the statuses known without a charge,
+// d.req the charges to make (all but its user).
+func (s *Service) prepare(d *decision, req *rlspb.RateLimitRequest, now int64) error {
 	rules := s.rules.Load()
 	d.hits = slices.Grow(d.hits[:0], len(req.Descriptors))
 	replaced := false
@@ -192,7 +214,7 @@ func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64)
 		dropReplaced(hits)
 	}
 	if s.readOnly != nil && charges(hits) && s.readOnly() {
-		return nil, ErrReadOnly
+		return ErrReadOnly
 	}
 	mode := PerDescriptor
 	switch {
@@ -202,16 +224,16 @@ func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64)
 		mode = StopWhenOverLimit
 	}
 	d.plan.make(req.Domain, hits, now)
-	sts := d.plan.out
 	if charges := d.plan.charges; len(charges) > 0 {
 		d.req = ChargeRequest{Charges: charges, Mode: mode,
-			NearRatio: math.Float32frombits(s.nearRatio.Load()), Now: now, User: user}
+			NearRatio: math.Float32frombits(s.nearRatio.Load()), Now: now}
 		d.got = append(d.got[:0], make([]Status, len(charges))...)
-		if err := s.charger.Charge(&d.req, d.got); err != nil {
-			return nil, chargeError(err)
-		}
-		Merge(sts, d.got, hits, d.plan.idx)
 	}
+	return nil
+}
+
+// respond builds the response to a request of domain from its statuses.
+func (s *Service) respond(domain string, sts []Status) *rlspb.RateLimitResponse {
 	resp := &rlspb.RateLimitResponse{OverallCode: rlspb.RateLimitResponse_OK,
 		Statuses: make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))}
 	// The headers are chosen from the statuses as they were before quota
@@ -222,9 +244,10 @@ func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64)
 		headed = make([]*rlspb.RateLimitResponse_DescriptorStatus, len(sts))
 	}
 	quotaAll := s.quota.Load()
-	for i, st := range sts {
-		s.counters.add(req.Domain, st)
-		ds := descriptorStatus(st)
+	for i := range sts {
+		st := &sts[i]
+		s.counters.add(domain, *st)
+		ds := descriptorStatus(*st)
 		resp.Statuses[i] = ds
 		if headers {
 			headed[i] = ds
@@ -250,7 +273,7 @@ func (s *Service) DecideFor(user string, req *rlspb.RateLimitRequest, now int64)
 		// in the statuses and the headers; the request goes through.
 		resp.OverallCode = rlspb.RateLimitResponse_OK
 	}
-	return resp, nil
+	return resp
 }
 
 // chargeError is the service's answer to a Charger's error.

@@ -52,12 +52,18 @@ func (f *Family) cmdCharge(c *command.Client, args [][]byte) {
 		c.Errf("%v", err)
 		return
 	}
+	writeStatuses(c, sts)
+}
+
+// writeStatuses answers sts, counting each in INFO limits; apart from
+// cmdCharge so that its buffer is not on the stack while the charge runs.
+func writeStatuses(c *command.Client, sts []rls.Status) {
 	c.Array(len(sts) * rls.StatusInts)
 	var buf [rls.StatusInts]int64
-	for _, st := range sts {
-		for _, v := range rls.AppendStatus(buf[:0], st) {
+	for i := range sts {
+		for _, v := range rls.AppendStatus(buf[:0], sts[i]) {
 			c.Int(v)
 		}
-		c.CountLimit(st.Limited())
+		c.CountLimit(sts[i].Limited())
 	}
 }
