@@ -48,6 +48,8 @@ var layers = [][]string{
 		"bench/reservepair",
 
 		"bench/leasebench",
+
+		"bench/nearbench",
 	},
 }
 
