@@ -66,9 +66,22 @@ func (b *batcher) do(ctx context.Context, args []any) *redis.Cmd {
 	}
 }
 
-// send runs batch as one pipeline, then the queue that built up meanwhile,
-// until none did.
+// send runs batch as one pipeline, then each queue that built up
+// meanwhile, until none did.
 func (b *batcher) send(batch []*call) {
+	for len(batch) > 0 {
+		b.run(batch)
+		b.mu.Lock()
+		batch, b.queue = b.queue, nil
+		if len(batch) == 0 {
+			b.inFlight--
+		}
+		b.mu.Unlock()
+	}
+}
+
+// run sends batch as one pipeline and hands each call its reply.
+func (b *batcher) run(batch []*call) {
 	// The pipeline outlives any one caller: it runs on the first caller's
 	// values without its cancellation, bounded by the go-redis client's
 	// read and write timeouts; each caller still stops waiting at its own
@@ -85,15 +98,5 @@ func (b *batcher) send(batch []*call) {
 	for i, c := range batch {
 		c.cmd = cmds[i]
 		close(c.done)
-	}
-	b.mu.Lock()
-	next := b.queue
-	b.queue = nil
-	if len(next) == 0 {
-		b.inFlight--
-	}
-	b.mu.Unlock()
-	if len(next) > 0 {
-		b.send(next) // keeps this pipeline's place in flight
 	}
 }
