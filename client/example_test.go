@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/limitdb/limitdb/client"
+	"github.com/limitdb/limitdb/clock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -50,4 +51,19 @@ func ExampleClient_Acquire() {
 	if _, err := lim.Renew(ctx, "jobs:user:42", lease.LeaseID, time.Minute); errors.Is(err, client.ErrNoLease) {
 		fmt.Println("lost the slot: stop")
 	}
+}
+
+func ExampleWithNearCache() {
+	rdb := redis.NewClient(client.Options("127.0.0.1:6379"))
+	defer rdb.Close()
+	// Denials of GCRA and token-bucket limits are answered in-process until
+	// their retry_after; concurrent calls share pipelines.
+	lim := client.New(rdb, client.WithNearCache(clock.Real()), client.WithBatching(4))
+
+	res, err := lim.Take(context.Background(), "user:42", client.Policy{Name: "api-per-user"}, 1)
+	if err != nil {
+		fmt.Println("limitdb:", err)
+		return
+	}
+	fmt.Println("limited:", res.Limited)
 }

@@ -124,13 +124,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSnapFailing, prometheus.GaugeValue, failing)
 }
 
-// Handler serves srv's metrics, its snapshots' and its named policies'
-// counters and the per-rule counters of its Envoy rate limit service (none
+// Handler serves srv's metrics, its replication state, its snapshots' and
+// its named policies' counters and the per-rule counters of its Envoy rate limit service (none
 // when rlsSvc is nil), with the Go runtime's and the process's, in
 // Prometheus's text format.
 func Handler(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(srv, snaps), policyCollector{policies}, rlsCollector{rlsSvc}, collectors.NewGoCollector(),
+	reg.MustRegister(NewCollector(srv, snaps), policyCollector{policies}, rlsCollector{rlsSvc},
+		replicationCollector{srv.Replication()}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: log.Default()})
 }

@@ -37,6 +37,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		"limitdb_last_save_timestamp_seconds 0",
 		"limitdb_snapshot_age_seconds ",
 		"limitdb_memory_used_bytes ",
+		"limitdb_replica 0",
+		"limitdb_connected_replicas 0",
+		"limitdb_replication_offset_bytes ",
 		"go_goroutines ",
 	} {
 		if !strings.Contains(text, want) {

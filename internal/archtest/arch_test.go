@@ -19,9 +19,10 @@ const module = "github.com/limitdb/limitdb/"
 // lower layers, so imports flow one way. A new package must be placed here.
 var layers = [][]string{
 	// The wire format, the clock, pure helpers and the storage table.
-	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "internal/archtest", "internal/testlog", "internal/libscripts", "internal/redisarg"},
-	// Pure algorithms; the configuration; the transport; the cluster's topology and consensus.
-	{"engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster",
+	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "internal/benchcpu", "internal/archtest", "internal/testlog", "internal/libscripts", "internal/redisarg"},
+	// Pure algorithms; the configuration; the transport; the cluster's
+	// topology and consensus; the Go client, whose near cache takes a clock.
+	{"client", "engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster",
 
 		"engine/calendar",
 
@@ -47,6 +48,8 @@ var layers = [][]string{
 		"bench/reservepair",
 
 		"bench/leasebench",
+
+		"bench/nearbench",
 	},
 }
 
