@@ -19,8 +19,10 @@ func newFakePeers() *fakePeers {
 }
 
 func (f *fakePeers) Heard(key []byte, id, share int64) int64 { return f.heard[string(key)][id] }
-func (f *fakePeers) Charged(key []byte, id, total int64)     { f.charged[string(key)] = [2]int64{id, total} }
-func (f *fakePeers) Regions() int                            { return f.regions }
+func (f *fakePeers) Charged(key []byte, id, total int64) {
+	f.charged[string(key)] = [2]int64{id, total}
+}
+func (f *fakePeers) Regions() int { return f.regions }
 func (f *fakePeers) Lags() []PeerLag {
 	return []PeerLag{{Name: "us", Lag: 100 * time.Millisecond, MaxLag: 100 * time.Millisecond}, {Name: "ap", Lag: 50 * time.Millisecond, MaxLag: 200 * time.Millisecond}}
 }
@@ -59,8 +61,8 @@ func TestGlobalSlidingWindowWeighsPeersPreviousWindow(t *testing.T) {
 	s.SetPeers(peers)
 	start := t0 - t0%int64(time.Second)
 	clk.Set(start + int64(time.Second) + int64(500*time.Millisecond)) // half into the next window
-	peers.set("rl:g:k", start, 10)                                     // the previous window, weighed 1/2: 5
-	peers.set("rl:g:k", start+int64(time.Second), 3)                   // the current window: 3
+	peers.set("rl:g:k", start, 10)                                    // the previous window, weighed 1/2: 5
+	peers.set("rl:g:k", start+int64(time.Second), 3)                  // the current window: 3
 	if got := hit(t, s, e, clk, "g", "k", 2); got[0] != 0 || got[2] != 0 {
 		t.Fatalf("5 + 3 + 2: %v, want admitted with 0 left", got)
 	}
