@@ -38,6 +38,7 @@ func Builtin() *Directives {
 	ds.Add(replication()...)
 	ds.Add(appendOnly()...)
 	ds.Add(rls()...)
+	ds.Add(regions()...)
 	ds.Add(Size("script-memory-limit", "bytes a running script may add to the server's memory before it is stopped (0: none)", true, 0,
 		func(c *Config) *int64 { return &c.ScriptMemoryLimit }))
 	for _, name := range []string{"busy-reply-threshold", "lua-time-limit"} {

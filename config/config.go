@@ -74,6 +74,7 @@ type Config struct {
 	Limits      // protocol and client limits
 	PolicyRules // rules, rules-poll: named policies
 	RLS         // grpc-port, rls-*, grpc-tls: Envoy's rate limit service
+	Regions     // region, region-peer, region-*: global policies across regions
 }
 
 // Default is what a newcomer gets with no flags.
@@ -84,7 +85,8 @@ func Default() Config {
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, ReplSendInterval: 1000},
 		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto", RLSNearLimitRatio: 0.8, RLSConfigMaxBytes: 8 << 20,
-			RLSHeaderLimit: "RateLimit-Limit", RLSHeaderRemaining: "RateLimit-Remaining", RLSHeaderReset: "RateLimit-Reset"}, Limits: DefaultLimits()}
+			RLSHeaderLimit: "RateLimit-Limit", RLSHeaderRemaining: "RateLimit-Remaining", RLSHeaderReset: "RateLimit-Reset"}, Limits: DefaultLimits(),
+		Regions: Regions{OnPartition: PartitionKeepLast}}
 }
 
 // Replica is how a node describes itself as a replica, named as in Redis:

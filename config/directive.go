@@ -43,6 +43,10 @@ type Directive struct {
 	// AliasOf names the directive this one is an old name of (slaveof:
 	// replicaof); CONFIG REWRITE writes the new name.
 	AliasOf string
+	// Repeat marks a list directive whose flag or config line may be
+	// given several times, each adding to the list (region-peer); CONFIG
+	// SET replaces the whole list.
+	Repeat bool
 }
 
 // Directives is a set of directives by name.

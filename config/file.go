@@ -134,12 +134,18 @@ func isHex(b byte) bool {
 // directive or bad value.
 func Apply(cfg *Config, lines []Line) error {
 	ds := Builtin()
+	seen := map[string]bool{}
 	for _, l := range lines {
 		d := ds.Lookup(l.Name)
 		if d == nil || d.Set == nil {
 			return fmt.Errorf("line %d: unknown directive %q", l.Line, l.Name)
 		}
-		if err := d.Set(cfg, l.Value); err != nil {
+		v := l.Value
+		if d.Repeat && seen[d.Name] {
+			v = d.Get(cfg) + " " + v
+		}
+		seen[d.Name] = true
+		if err := d.Set(cfg, v); err != nil {
 			return fmt.Errorf("line %d: %s %q: %v", l.Line, l.Name, l.Value, err)
 		}
 	}

@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/limitdb/limitdb/policy"
 )
 
 func TestPolicyMetrics(t *testing.T) {
@@ -35,6 +38,44 @@ func TestPolicyMetrics(t *testing.T) {
 		`limitdb_policy_admitted_total{policy="metrics-trial"} 3`,
 		`limitdb_policy_denied_total{policy="metrics-trial"} 0`,
 		`limitdb_policy_shadow_denied_total{policy="metrics-trial"} 2`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// fixedLags is policy.Peers reporting two peers' lags.
+type fixedLags struct{}
+
+func (fixedLags) Heard([]byte, int64, int64) int64 { return 0 }
+func (fixedLags) Charged([]byte, int64, int64)     {}
+func (fixedLags) Regions() int                     { return 3 }
+func (fixedLags) Lags() []policy.PeerLag {
+	return []policy.PeerLag{{Name: "us", Lag: 100 * time.Millisecond, MaxLag: 150 * time.Millisecond},
+		{Name: "ap", Lag: 200 * time.Millisecond, MaxLag: 250 * time.Millisecond, Partitioned: true}}
+}
+
+func TestGlobalPolicyMetrics(t *testing.T) {
+	srv, c, addr := startWithMetrics(t)
+	ctx := context.Background()
+	srv.Policies().SetPeers(fixedLags{})
+	t.Cleanup(func() { c.Do(ctx, "RL.POLICY", "DEL", "metrics-global") })
+	if err := c.Do(ctx, "RL.POLICY", "SET", "metrics-global", "fixed_window", 6000, "1m", "SCOPE", "global").Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get("http://" + addr.String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{
+		`limitdb_global_policy_bound{policy="metrics-global"} 40`, // 100/s x (150 + 250 ms)
+		`limitdb_global_policy_peer_bound{peer="us",policy="metrics-global"} 15`,
+		`limitdb_region_peer_max_lag_seconds{peer="ap"} 0.25`,
+		`limitdb_region_peer_lag_seconds{peer="us"} 0.1`,
+		`limitdb_region_peer_partitioned{peer="ap"} 1`,
 	} {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("metrics lack %q", want)

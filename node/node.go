@@ -29,6 +29,7 @@ import (
 	"github.com/limitdb/limitdb/command/persist"
 	"github.com/limitdb/limitdb/command/pubsub"
 	"github.com/limitdb/limitdb/command/ratelimit"
+	"github.com/limitdb/limitdb/command/regions"
 	"github.com/limitdb/limitdb/command/replicas"
 	"github.com/limitdb/limitdb/command/scripts"
 	"github.com/limitdb/limitdb/config"
@@ -48,6 +49,7 @@ const ShutdownGrace = 5 * time.Second
 type Node struct {
 	cmds    *command.Server
 	limits  *ratelimit.Family  // the rate-limit commands and named policies
+	regions *regions.Family    // global policies shared with peer regions
 	scripts *scripts.Family    // EVAL, FUNCTION and the scripts they keep
 	cluster *clustering.Family // cluster routing and administration, the member's start
 	persist *persist.Family    // snapshots and the append-only file
@@ -92,8 +94,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 	// hidden rls section before commandstats and latencystats; persist
 	// comes last, so that Close stops the append-only file after what the
 	// other families stop, as the last writes to the stream.
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster, persist)
-	n := &Node{cmds: cmds, limits: limits, scripts: scripts, cluster: cluster, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
+	regs := regions.New(limits.Policies())
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster, regs, persist)
+	n := &Node{cmds: cmds, limits: limits, regions: regs, scripts: scripts, cluster: cluster, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -128,6 +131,9 @@ func (n *Node) Save() error { return n.persist.Save() }
 
 // Policies is the named policies the node applies.
 func (n *Node) Policies() *policy.Store { return n.limits.Policies() }
+
+// Regions is the family that shares global policies with the peer regions.
+func (n *Node) Regions() *regions.Family { return n.regions }
 
 // StartRules loads the rules file (if configured) and watches it until
 // Close; a file that does not load is an error.

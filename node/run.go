@@ -53,6 +53,9 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	if err := n.StartRules(); err != nil {
 		return fail(err)
 	}
+	if err := n.regions.Start(); err != nil {
+		return fail(fmt.Errorf("regions: %w", err))
+	}
 	if err := n.StartRLS(); err != nil {
 		return fail(fmt.Errorf("Envoy rate limit service: %w", err))
 	}

@@ -70,9 +70,15 @@ const maxFileErrors = 20
 //	    limit: 10000
 //	    period: month
 //	    timezone: Europe/Paris
+//	  - name: api-global
+//	    algorithm: sliding_window
+//	    limit: 6000
+//	    period: 1m
+//	    scope: global
 //
 // name, algorithm, limit and period are required; burst and shadow are
-// optional. A period of day, week, month, year or business_day is a
+// optional; scope is local (the default) or global, one limit shared
+// with the peer regions (global.go). A period of day, week, month, year or business_day is a
 // calendar window, in the IANA zone timezone names (UTC if none), with
 // holidays (a list of 2006-01-02 dates) for business_day. Unknown fields, duplicate names and invalid values are errors
 // that name the line and the field. An empty file is an error (an editor
@@ -199,9 +205,9 @@ func (p *rulesParser) policy(i int, n *yaml.Node) (Policy, bool) {
 	at := where(i, pol.Name)
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		switch k := n.Content[j]; k.Value {
-		case "name", "algorithm", "limit", "period", "burst", "shadow", "timezone", "holidays":
+		case "name", "algorithm", "limit", "period", "burst", "shadow", "timezone", "holidays", "scope":
 		default:
-			p.add(k.Line, at, k.Value, "unknown field (expected name, algorithm, limit, period, burst, shadow, timezone, holidays)")
+			p.add(k.Line, at, k.Value, "unknown field (expected name, algorithm, limit, period, burst, shadow, timezone, holidays, scope)")
 		}
 	}
 	for _, req := range []string{"name", "algorithm", "limit", "period"} {
@@ -244,6 +250,15 @@ func (p *rulesParser) policy(i int, n *yaml.Node) (Policy, bool) {
 	if v := fields["shadow"]; v != nil {
 		if v.Kind != yaml.ScalarNode || v.Decode(&pol.Shadow) != nil || v.Tag != "!!bool" {
 			p.add(v.Line, at, "shadow", fmt.Sprintf("must be true or false, got %q", scalar(v)))
+		}
+	}
+	if v := fields["scope"]; v != nil {
+		switch scalar(v) {
+		case "global":
+			pol.Global = true
+		case "local":
+		default:
+			p.add(v.Line, at, "scope", fmt.Sprintf("must be local or global, got %q", scalar(v)))
 		}
 	}
 	if len(p.errs) > before {

@@ -34,6 +34,9 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 	}
 	var buf [128]byte
 	k := Key(buf[:0], c.Name, key)
+	if c.glob != nil {
+		return s.hitGlobal(e, c, k, now, cost)
+	}
 	var r limit.Result
 	var err error
 	ll, leased := c.lim.(engine.LeaseLimiter)
@@ -64,6 +67,34 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 	return rep, nil
 }
 
+// hitGlobal is Hit for a global policy: decided here, against this
+// region's state and the peers' heard counts, and the new slot told to the
+// peers while the key's shard is still locked (so slots reach Charged in
+// the order they were written).
+func (s *Store) hitGlobal(e *engine.Engine, c *compiled, k []byte, now, cost int64) (Reply, error) {
+	var r limit.Result
+	var err error
+	peers := s.peersOrNil()
+	e.Do(k, now, func(ent engine.Entry) (engine.Entry, bool) {
+		if ent, err = own(ent, c.glob.kind); err != nil {
+			return ent, false
+		}
+		next, res, write, sl, aerr := c.glob.apply(ent, k, now, cost, peers)
+		r, err = res, aerr
+		if write && aerr == nil && peers != nil {
+			peers.Charged(k, sl.id, sl.total)
+		}
+		return next, write && aerr == nil
+	})
+	if err != nil {
+		return Reply{}, err
+	}
+	if cost > 0 {
+		c.count(r.Limited, !r.Limited || c.Shadow)
+	}
+	return c.reply(r), nil
+}
+
 // HitAll applies every pair at one instant, all or nothing: every key's
 // shard is locked (in ascending order) from the first read to the last
 // write, each pair is decided against the state the earlier pairs left (the
@@ -77,6 +108,9 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 	for i, p := range pairs {
 		if cs[i] = s.lookup(p.Policy); cs[i] == nil {
 			return false, nil, unknown(p.Policy)
+		}
+		if cs[i].glob != nil {
+			return false, nil, fmt.Errorf("policy '%s' is global: RL.HITALL %w (use RL.HIT)", cs[i].Name, ErrNotGlobal)
 		}
 		keys[i] = Key(nil, cs[i].Name, p.Key)
 	}

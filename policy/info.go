@@ -22,9 +22,13 @@ func (s *Store) AppendInfo(b *strings.Builder) {
 		if in.Calendar.Unit != 0 {
 			period += ",timezone=" + in.Calendar.Zone()
 		}
-		fmt.Fprintf(b, "policy_%s:algorithm=%s,limit=%d,period=%s,burst=%d,shadow=%d,source=%s,admitted=%d,denied=%d,shadow_denied=%d\r\n",
+		fmt.Fprintf(b, "policy_%s:algorithm=%s,limit=%d,period=%s,burst=%d,shadow=%d,source=%s,admitted=%d,denied=%d,shadow_denied=%d",
 			in.Name, in.Algorithm, in.Limit, period, in.EffectiveBurst(), shadow, in.Source,
 			in.Admitted, in.Denied, in.ShadowDenied)
+		if in.Global {
+			fmt.Fprintf(b, ",scope=global,bound=%d", Bound(in.Policy, s.Lags()))
+		}
+		b.WriteString("\r\n")
 	}
 }
 
@@ -36,6 +40,8 @@ type savedPolicy struct {
 	PeriodNs  int64  `json:"period_ns"`
 	Burst     int64  `json:"burst,omitempty"`
 	Shadow    bool   `json:"shadow,omitempty"`
+
+	Global bool `json:"global,omitempty"` // scope: global
 
 	Calendar string `json:"calendar,omitempty"` // a calendar period's unit
 	Timezone string `json:"timezone,omitempty"`
@@ -53,7 +59,7 @@ type savedRuntime struct {
 func (s *Store) MarshalRuntime() ([]byte, error) {
 	out := savedRuntime{Version: 1, Policies: []savedPolicy{}}
 	for _, p := range s.Runtime() {
-		sp := savedPolicy{Name: p.Name, Algorithm: string(p.Algorithm), Limit: p.Limit, PeriodNs: int64(p.Period), Burst: p.Burst, Shadow: p.Shadow}
+		sp := savedPolicy{Name: p.Name, Algorithm: string(p.Algorithm), Limit: p.Limit, PeriodNs: int64(p.Period), Burst: p.Burst, Shadow: p.Shadow, Global: p.Global}
 		if p.Calendar.Unit != 0 {
 			sp.Calendar, sp.Timezone, sp.Holidays = p.Calendar.Unit.String(), p.Calendar.Timezone, p.Calendar.Holidays
 		}
@@ -74,7 +80,7 @@ func (s *Store) UnmarshalRuntime(b []byte) error {
 	}
 	ps := make([]Policy, len(in.Policies))
 	for i, sp := range in.Policies {
-		ps[i] = Policy{Name: sp.Name, Algorithm: Algorithm(sp.Algorithm), Limit: sp.Limit, Period: time.Duration(sp.PeriodNs), Burst: sp.Burst, Shadow: sp.Shadow}
+		ps[i] = Policy{Name: sp.Name, Algorithm: Algorithm(sp.Algorithm), Limit: sp.Limit, Period: time.Duration(sp.PeriodNs), Burst: sp.Burst, Shadow: sp.Shadow, Global: sp.Global}
 		if sp.Calendar != "" {
 			u, ok := calendar.ParseUnit(sp.Calendar)
 			if !ok {

@@ -66,6 +66,18 @@ type Policy struct {
 	// (a local day, ISO week, month, year or business day in a zone)
 	// instead of Period, which is then 0 (calendar.go).
 	Calendar CalendarPeriod
+
+	// Global is scope: global: one limit shared with the peer regions
+	// (global.go, docs/global.md); false is scope: local.
+	Global bool
+}
+
+// Scope is the policy's scope as the rules file spells it.
+func (p Policy) Scope() string {
+	if p.Global {
+		return "global"
+	}
+	return "local"
 }
 
 // EffectiveBurst is the burst the limiter uses: Burst, or Limit when unset.
@@ -144,6 +156,14 @@ func (p Policy) Validate() error {
 	}
 	if _, err := newLimiter(p); err != nil {
 		return &FieldError{"limit", err.Error()}
+	}
+	if err := p.validateGlobal(); err != nil {
+		return err
+	}
+	if p.Global {
+		if _, err := newGlobal(p); err != nil {
+			return &FieldError{"limit", err.Error()}
+		}
 	}
 	return nil
 }

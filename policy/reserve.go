@@ -38,6 +38,9 @@ type Reservation struct {
 // adjuster is the compiled policy's limiter as an engine.Adjuster, or an
 // error naming why its algorithm takes no reservations.
 func (c *compiled) adjuster() (engine.Adjuster, error) {
+	if c.glob != nil {
+		return nil, fmt.Errorf("policy '%s' is global, and a global policy %w: a cost given back cannot be taken back from the peers' counts", c.Name, ErrNoReservations)
+	}
 	if a, ok := c.lim.(engine.Adjuster); ok {
 		return a, nil
 	}

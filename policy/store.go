@@ -57,6 +57,7 @@ type compiled struct {
 	source Source
 	lim    engine.Limiter
 	stats  *Counters
+	glob   *globalAlg // a global policy's decision; nil for a local one
 }
 
 // Store holds the policies in effect: the rules file's, then the runtime
@@ -72,6 +73,7 @@ type Store struct {
 
 	watch  watchState
 	logger atomic.Pointer[log.Logger]
+	peers  atomic.Pointer[Peers] // global policies' other regions (global.go)
 }
 
 // NewStore returns an empty store that logs rules-file events to logger
@@ -221,7 +223,14 @@ func (s *Store) publish() {
 			st = &Counters{}
 			s.counters[p.Name] = st
 		}
-		t[p.Name] = &compiled{Policy: p, source: src, lim: lim, stats: st}
+		c := &compiled{Policy: p, source: src, lim: lim, stats: st}
+		if p.Global {
+			if c.glob, err = newGlobal(p); err != nil {
+				s.logger.Load().Printf("policy %s: %v (skipped)", p.Name, err)
+				return
+			}
+		}
+		t[p.Name] = c
 	}
 	for _, p := range s.runtime {
 		if _, hidden := s.file[p.Name]; !hidden {

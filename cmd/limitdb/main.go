@@ -50,9 +50,10 @@ func run(args []string, stderr io.Writer) int {
 	cfg := config.Default()
 	fs := flag.NewFlagSet("limitdb", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	given := map[string]bool{} // the repeatable flags given so far
 	for _, d := range config.Builtin().All() {
 		if d.Set != nil {
-			fs.Var(directiveFlag{d, &cfg}, d.Name, d.Help)
+			fs.Var(directiveFlag{d, &cfg, given}, d.Name, d.Help)
 		}
 	}
 	version := fs.Bool("version", false, "print the version and exit")
@@ -176,8 +177,9 @@ func shutdownOnSignal(srv *node.Node, sig os.Signal, logger *log.Logger) bool {
 // directiveFlag exposes a configuration directive as a --name value flag,
 // so flags, the config file and CONFIG GET/SET share one definition.
 type directiveFlag struct {
-	d   *config.Directive
-	cfg *config.Config
+	d     *config.Directive
+	cfg   *config.Config
+	given map[string]bool
 }
 
 func (f directiveFlag) String() string {
@@ -187,7 +189,15 @@ func (f directiveFlag) String() string {
 	return f.d.Get(f.cfg)
 }
 
-func (f directiveFlag) Set(v string) error { return f.d.Set(f.cfg, v) }
+// Set applies the flag. A repeatable directive's first flag replaces what
+// the config file gave; each later one adds to it.
+func (f directiveFlag) Set(v string) error {
+	if f.d.Repeat && f.given[f.d.Name] {
+		v = f.d.Get(f.cfg) + " " + v
+	}
+	f.given[f.d.Name] = true
+	return f.d.Set(f.cfg, v)
+}
 
 // configFlag finds --config in args before the flags are parsed, so that
 // the file is applied first and every other flag overrides it.

@@ -35,7 +35,7 @@ func (f *Family) registerPolicy(t *command.Table) {
 				{Name: "rl.policy|set", Arity: -6, Flags: command.FlagWrite | command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies",
 					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused.",
-					Syntax:     "name algorithm limit period [BURST burst] [SHADOW] [TZ zone] [HOLIDAYS date,...]",
+					Syntax:     "name algorithm limit period [BURST burst] [SHADOW] [TZ zone] [HOLIDAYS date,...] [SCOPE local|global]",
 					Handler:    f.cmdPolicySet},
 				{Name: "rl.policy|get", Arity: 3, Flags: command.FlagReadonly | command.FlagFast, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Describes a policy in effect and its counters, or null.",
@@ -146,7 +146,8 @@ func writeLimit(c *command.Client, r limit.Result, withDelay bool) {
 }
 
 // cmdPolicySet answers RL.POLICY SET name algorithm limit period [BURST n]
-// [SHADOW] [TZ zone] [HOLIDAYS date,...]; period may be a calendar unit.
+// [SHADOW] [TZ zone] [HOLIDAYS date,...] [SCOPE local|global]; period may
+// be a calendar unit.
 func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 	p := policy.Policy{Name: string(args[2])}
 	alg, ok := policy.ParseAlgorithm(string(args[3]))
@@ -186,6 +187,17 @@ func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 			i++
 		case command.EqualFold(args[i], "shadow") && !p.Shadow:
 			p.Shadow = true
+		case command.EqualFold(args[i], "scope") && i+1 < len(args):
+			switch {
+			case command.EqualFold(args[i+1], "global"):
+				p.Global = true
+			case command.EqualFold(args[i+1], "local"):
+				p.Global = false
+			default:
+				c.Errf("invalid scope '%s' (local or global)", command.Clip(args[i+1]))
+				return
+			}
+			i++
 		default:
 			c.Error(command.ErrSyntax)
 			return
@@ -207,11 +219,14 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 		c.Null()
 		return
 	}
+	n := 10
 	if in.Calendar.Unit != 0 {
-		c.Map(12)
-	} else {
-		c.Map(10)
+		n += 2
 	}
+	if in.Global {
+		n += 3
+	}
+	c.Map(n)
 	c.BulkString("name")
 	c.BulkString(in.Name)
 	c.BulkString("algorithm")
@@ -232,6 +247,9 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 	c.Int(in.Denied)
 	c.BulkString("shadow_denied")
 	c.Int(in.ShadowDenied)
+	if in.Global {
+		writeGlobal(c, in.Policy, f.policies.Lags())
+	}
 
 	if in.Calendar.Unit != 0 {
 		c.BulkString("timezone")
@@ -321,4 +339,24 @@ func hitAllKeyArgs(args [][]byte) [][]byte {
 		keys[i] = args[3+2*i]
 	}
 	return keys
+}
+
+// writeGlobal writes a global policy's scope, its over-admission bound now
+// (cost units) and, per peer region, the lag the bound comes from:
+// peers => [[name, lag_ms, max_lag_ms, partitioned, bound], ...].
+func writeGlobal(c *command.Client, p policy.Policy, lags []policy.PeerLag) {
+	c.BulkString("scope")
+	c.BulkString("global")
+	c.BulkString("bound")
+	c.Int(policy.Bound(p, lags))
+	c.BulkString("peers")
+	c.Array(len(lags))
+	for _, l := range lags {
+		c.Array(5)
+		c.BulkString(l.Name)
+		c.Int(l.Lag.Milliseconds())
+		c.Int(l.MaxLag.Milliseconds())
+		c.Int(int64(command.InfoBool(l.Partitioned)))
+		c.Int(policy.Bound(p, []policy.PeerLag{l}))
+	}
 }

@@ -33,13 +33,13 @@ var layers = [][]string{
 	// What builds on the keyspace without the protocol.
 	{"persistence", "policy", "engine/enginetest", "httplimit"},
 	// The change stream: replicas and the append-only file.
-	{"replication", "scripting", "rls"},
+	{"replication", "scripting", "rls", "region"},
 	// The native twins of library scripts, which the command layer runs.
 	{"scripting/twins"},
 	// The command layer's core.
 	{"command"},
 	// The families of commands, siblings on the core (TestFamiliesAreSiblings).
-	{"command/conn", "command/keyspace", "command/ratelimit", "command/envoy", "command/pubsub", "command/monitor", "command/scripts", "command/admin", "command/replicas", "command/clustering", "command/persist", "internal/commandtest"},
+	{"command/conn", "command/keyspace", "command/ratelimit", "command/envoy", "command/pubsub", "command/monitor", "command/scripts", "command/admin", "command/replicas", "command/clustering", "command/persist", "command/regions", "internal/commandtest"},
 	// The assembly, and the exporters of the command layer's figures.
 	{"node", "metrics"},
 	// Programs and end-to-end tests.
@@ -74,6 +74,7 @@ var never = map[string][]string{
 	"metrics":     {"server", "node"},
 	"httplimit":   {"server", "resp", "command", "node"},
 	"rls":         {"server", "resp", "command", "node"},
+	"region":      {"server", "resp", "command", "node", "config"},
 	// A twin reaches the server only through twins.Host.
 	"scripting/twins": {"command", "server", "node"},
 }

@@ -1,0 +1,168 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakePeers is Peers with counts a test sets: heard[key][id].
+type fakePeers struct {
+	heard   map[string]map[int64]int64
+	charged map[string][2]int64 // key -> last (id, total)
+	regions int
+}
+
+func newFakePeers() *fakePeers {
+	return &fakePeers{heard: map[string]map[int64]int64{}, charged: map[string][2]int64{}, regions: 3}
+}
+
+func (f *fakePeers) Heard(key []byte, id, share int64) int64 { return f.heard[string(key)][id] }
+func (f *fakePeers) Charged(key []byte, id, total int64) {
+	f.charged[string(key)] = [2]int64{id, total}
+}
+func (f *fakePeers) Regions() int { return f.regions }
+func (f *fakePeers) Lags() []PeerLag {
+	return []PeerLag{{Name: "us", Lag: 100 * time.Millisecond, MaxLag: 100 * time.Millisecond}, {Name: "ap", Lag: 50 * time.Millisecond, MaxLag: 200 * time.Millisecond}}
+}
+
+func (f *fakePeers) set(key string, id, n int64) {
+	if f.heard[key] == nil {
+		f.heard[key] = map[int64]int64{}
+	}
+	f.heard[key][id] = n
+}
+
+func TestGlobalFixedWindowCountsWhatPeersReported(t *testing.T) {
+	s, e, clk := newTest(t, Policy{Name: "g", Algorithm: FixedWindow, Limit: 10, Period: time.Second, Global: true})
+	peers := newFakePeers()
+	s.SetPeers(peers)
+	start := t0 - t0%int64(time.Second)
+	peers.set("rl:g:k", start, 7)
+	for i, want := range [][5]int64{{0, 10, 2, -1, 1000}, {0, 10, 1, -1, 1000}, {0, 10, 0, -1, 1000}, {1, 10, 0, 1000, 1000}} {
+		if got := hit(t, s, e, clk, "g", "k", 1); got != want {
+			t.Fatalf("step %d: %v, want %v", i, got, want)
+		}
+	}
+	if got := peers.charged["rl:g:k"]; got != [2]int64{start, 3} {
+		t.Fatalf("charged %v, want this region's own 3 in the window", got)
+	}
+	// The next window: what the peers reported for the last one no longer counts.
+	clk.Advance(time.Second)
+	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 0 || got[2] != 9 {
+		t.Fatalf("next window: %v, want admitted with 9 left", got)
+	}
+}
+
+func TestGlobalSlidingWindowWeighsPeersPreviousWindow(t *testing.T) {
+	s, e, clk := newTest(t, Policy{Name: "g", Algorithm: SlidingWindow, Limit: 10, Period: time.Second, Global: true})
+	peers := newFakePeers()
+	s.SetPeers(peers)
+	start := t0 - t0%int64(time.Second)
+	clk.Set(start + int64(time.Second) + int64(500*time.Millisecond)) // half into the next window
+	peers.set("rl:g:k", start, 10)                                    // the previous window, weighed 1/2: 5
+	peers.set("rl:g:k", start+int64(time.Second), 3)                  // the current window: 3
+	if got := hit(t, s, e, clk, "g", "k", 2); got[0] != 0 || got[2] != 0 {
+		t.Fatalf("5 + 3 + 2: %v, want admitted with 0 left", got)
+	}
+	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 1 {
+		t.Fatalf("over: %v, want limited", got)
+	}
+	if got := peers.charged["rl:g:k"]; got != [2]int64{start + int64(time.Second), 2} {
+		t.Fatalf("charged %v", got)
+	}
+}
+
+func TestGlobalGCRAAbsorbsPeersConsumption(t *testing.T) {
+	s, e, clk := newTest(t, Policy{Name: "g", Algorithm: GCRA, Limit: 10, Period: 10 * time.Second, Burst: 5, Global: true})
+	peers := newFakePeers()
+	s.SetPeers(peers)
+	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 0 || got[2] != 4 {
+		t.Fatalf("first: %v", got)
+	}
+	if got := peers.charged["rl:g:k"]; got != [2]int64{t0, 1} {
+		t.Fatalf("charged %v, want (birth, 1)", got)
+	}
+	// Peers consumed 4 more: the bucket is empty.
+	if err := s.Absorb(e, []byte("rl:g:k"), clk.Now(), 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 1 {
+		t.Fatalf("after absorbing 4: %v, want limited", got)
+	}
+	clk.Advance(time.Second) // one emission interval
+	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 0 {
+		t.Fatalf("a second later: %v, want admitted", got)
+	}
+	if got := peers.charged["rl:g:k"]; got != [2]int64{t0, 2} {
+		t.Fatalf("charged %v, want own total 2 under the same birth", got)
+	}
+	// A key no global bucket owns is refused.
+	if err := s.Absorb(e, []byte("rl:nope:k"), clk.Now(), 1); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("absorb into an unknown policy: %v", err)
+	}
+}
+
+func TestGlobalScopeRefusedWhereItCannotMerge(t *testing.T) {
+	for _, tc := range []struct {
+		p    Policy
+		want string
+	}{
+		{Policy{Name: "a", Algorithm: SlidingLog, Limit: 5, Period: time.Second, Global: true}, "sliding_log cannot be global"},
+		{Policy{Name: "a", Algorithm: LeakyQueue, Limit: 5, Period: time.Second, Global: true}, "leaky_queue cannot be global"},
+		{Policy{Name: "a", Algorithm: Concurrency, Limit: 5, Period: time.Second, Global: true}, "concurrency cannot be global"},
+	} {
+		err := tc.p.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "scope" || !strings.Contains(fe.Msg, tc.want) {
+			t.Errorf("%s: %v, want a scope error containing %q", tc.p.Algorithm, err, tc.want)
+		}
+	}
+	s, e, _ := newTest(t, Policy{Name: "g", Algorithm: FixedWindow, Limit: 5, Period: time.Second, Global: true})
+	if _, _, err := s.HitAll(e, []Pair{{[]byte("g"), []byte("k")}}, t0, 1); !errors.Is(err, ErrNotGlobal) {
+		t.Fatalf("RL.HITALL on a global policy: %v", err)
+	}
+	if _, err := s.Reserve(e, []byte("g"), []byte("k"), t0, 1, 0); !errors.Is(err, ErrNoReservations) {
+		t.Fatalf("RL.RESERVE on a global policy: %v", err)
+	}
+}
+
+func TestRulesFileScope(t *testing.T) {
+	ps, err := ParseRules("r.yaml", []byte("policies:\n  - name: g\n    algorithm: fixed_window\n    limit: 5\n    period: 1s\n    scope: global\n"))
+	if err != nil || len(ps) != 1 || !ps[0].Global {
+		t.Fatalf("%v %v", ps, err)
+	}
+	_, err = ParseRules("r.yaml", []byte("policies:\n  - name: g\n    algorithm: sliding_log\n    limit: 5\n    period: 1s\n    scope: global\n"))
+	if err == nil || !strings.Contains(err.Error(), "r.yaml:6: policies[0] (g): field scope: sliding_log cannot be global") {
+		t.Fatalf("sliding_log global: %v", err)
+	}
+	_, err = ParseRules("r.yaml", []byte("policies:\n  - name: g\n    algorithm: gcra\n    limit: 5\n    period: 1s\n    scope: planet\n"))
+	if err == nil || !strings.Contains(err.Error(), "field scope: must be local or global") {
+		t.Fatalf("bad scope: %v", err)
+	}
+}
+
+func TestBound(t *testing.T) {
+	p := Policy{Limit: 6000, Period: time.Minute}
+	// 100 per second x (200 ms + 200 ms).
+	lags := []PeerLag{{MaxLag: 200 * time.Millisecond}, {MaxLag: 200 * time.Millisecond}}
+	if got := Bound(p, lags); got != 40 {
+		t.Fatalf("bound %d, want 40", got)
+	}
+}
+
+func TestGlobalPolicySurvivesASnapshot(t *testing.T) {
+	s, _, _ := newTest(t, Policy{Name: "g", Algorithm: GCRA, Limit: 5, Period: time.Second, Global: true})
+	b, err := s.MarshalRuntime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _, _ := newTest(t)
+	if err := s2.UnmarshalRuntime(b); err != nil {
+		t.Fatal(err)
+	}
+	if in, ok := s2.Get("g"); !ok || !in.Global {
+		t.Fatalf("restored %+v", in)
+	}
+}
