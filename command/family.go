@@ -106,6 +106,12 @@ func (t *Table) AddSection(name string, save func() ([]byte, error), load func([
 	t.snapshot.Add(name, save, load)
 }
 
+// AddEarlySection is AddSection for state whose save must run when a
+// snapshot begins, before any key is copied (persistence.Sections.AddEarly).
+func (t *Table) AddEarlySection(name string, save func() ([]byte, error), load func([]byte) error) {
+	t.snapshot.AddEarly(name, save, load)
+}
+
 // OnResetStat adds what CONFIG RESETSTAT clears beside the command
 // statistics.
 func (t *Table) OnResetStat(fn func()) { t.resetStat = append(t.resetStat, fn) }

@@ -59,9 +59,20 @@ func (s *Server) ReplicationCron() {
 	s.stream.Cron(time.Duration(s.Config().ReplPingReplicaPeriod) * time.Second)
 }
 
+// RestoreReplication applies, once the data is loaded and before the
+// append-only file starts, the replication ID and offset the snapshot kept
+// (replication.Manager.Restore); fromSnapshot is false when the data came
+// from the append-only file.
+func (s *Server) RestoreReplication(fromSnapshot bool) {
+	_, _, replica := splitHostPort(s.Config().ReplicaOf)
+	s.stream.Restore(replica, fromSnapshot)
+}
+
 // StartReplication applies the replicaof directive at start-up.
 func (s *Server) StartReplication() {
-	if host, port, ok := splitHostPort(s.Config().ReplicaOf); ok {
+	host, port, ok := splitHostPort(s.Config().ReplicaOf)
+	s.stream.Restore(ok, false) // nothing when RestoreReplication ran: a node that loaded no data
+	if ok {
 		s.becomeReplica(host, port)
 	}
 }

@@ -93,7 +93,8 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 }
 
 // loadData restores the state before serving: the append-only file when
-// appendonly is yes and there is one; the snapshot otherwise. A damaged
+// appendonly is yes and there is one; the snapshot otherwise, with the
+// replication ID and offset it kept (Server.RestoreReplication). A damaged
 // append-only file stops start-up, naming the file and offset
 // (aof-load-truncated yes accepts a torn last record).
 func (n *Node) loadData() error {
@@ -107,10 +108,15 @@ func (n *Node) loadData() error {
 			if st.Truncated > 0 {
 				n.logger.Printf("WARNING: the append-only file ended inside a record (a crash while writing): %d bytes cut off (aof-load-truncated yes)", st.Truncated)
 			}
+			n.cmds.RestoreReplication(false)
 			return nil
 		}
 	}
-	return n.loadSnapshot()
+	if err := n.loadSnapshot(); err != nil {
+		return err
+	}
+	n.cmds.RestoreReplication(true)
+	return nil
 }
 
 // loadSnapshot restores the snapshot before serving. A corrupt file stops

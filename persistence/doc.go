@@ -68,10 +68,16 @@
 // file but not registered is skipped and reported in LoadStats; a section
 // that is registered but absent from the file has load left uncalled.
 //
-// # Change-stream records
+// Sections whose state says where the keys start from add themselves with
+// AddEarly instead: their save runs when the snapshot begins, before the
+// first key is copied (the "replication" section: the replication ID and
+// offset the keys hold at least, replication/doc.go).
+//
+// # Change-stream records, version 2
 //
 // The change stream (replication/doc.go) and the append-only file's incr
-// files are runs of records, each a RESP array of bulk strings:
+// files are runs of records, each either compact (below) or a RESP array
+// of bulk strings:
 //
 //	APPLY key entry [key entry ...]   set each key to entry (engine's
 //	                                  serialised form), as one unit; an
@@ -84,9 +90,34 @@
 //	PING                              the primary is alive
 //	REPLCONF GETACK *                 answer REPLCONF ACK now (WAIT)
 //
-// record.go holds the codec: AppendUnit, AppendDrop and AppendCommand
-// write records; ReadRecord and ParseRecord read them, refusing anything
-// else with ErrBadRecord; an Applier applies them to a keyspace.
+// A unit's APPLY and active expiry's DROP are written compact, a third
+// of their RESP size (compact.go): a tag byte that no RESP array starts
+// with, uvarint(len(body)), and the body:
+//
+//	0xA1 body  (uvarint(len(key)) key compact-entry)+     APPLY
+//	0xD1 body  (uvarint(len(key)) key)+                   DROP
+//
+//	compact-entry  head   kind | 0x20 Expire = A | 0x40 B = 0 | 0x80 no ext
+//	                      (0x00 alone: delete the key)
+//	               varint A
+//	               varint (Expire - A)      unless 0x20
+//	               varint B                 unless 0x40
+//	               uvarint(len(ext)) ext    unless 0x80; len(ext) > 0
+//
+// which is engine's serialised entry with what a limiter's state repeats
+// left out: CL.THROTTLE's state on a 14-byte key is a 27-byte record
+// (RESP: 64). A unit that empties the keyspace (RESET) or holds a kind
+// above 31 is written as RESP. Version 1 wrote every record as RESP;
+// version 2 reads both, so a replica or a file of version 1 loads, but a
+// version 1 node reads neither a version 2 stream nor its append-only
+// file (upgrade replicas before their primary, as with Redis).
+//
+// record.go and compact.go hold the codec: AppendUnit, AppendDrop and
+// AppendCommand write records; ReadRecord and ParseRecord read either
+// form, refusing anything else with ErrBadRecord (a body's length past
+// 512 MB, a key or an entry past its body, a deletion with flags, an ext
+// of length 0); an Applier applies them to a keyspace, decoding a compact
+// entry through DecodeEntry as any other.
 //
 // # Append-only file
 //

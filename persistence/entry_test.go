@@ -189,6 +189,7 @@ func FuzzDecodeSnapshot(f *testing.F) {
 func FuzzAOFLoad(f *testing.F) {
 	f.Add([]byte(rec("APPLY", "k", "\x07\x00\x00\x00\x01v") + rec("DROP", "k")))
 	f.Add([]byte(rec("RESET") + rec("PING")))
+	f.Add(AppendDrop(nil, [][]byte{[]byte("k")}))
 	for _, entry := range emptyCollections(f) {
 		f.Add([]byte(rec("APPLY", "k", string(entry))))
 	}

@@ -3,6 +3,7 @@ package persistence
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,11 @@ var ErrBadRecord = errors.New("bad record")
 // ReadRecord reads one record, a RESP array of bulk strings, from r, appending its
 // raw bytes to raw and its arguments (slices of raw's memory) to args.
 func ReadRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, error) {
+	if c, err := r.Peek(1); err == nil && isCompact(c[0]) {
+		return readCompact(r, raw, args)
+	} else if err == nil && c[0] != '*' { // not torn: no record starts so
+		return args, raw, fmt.Errorf("%w: %q starts no record", ErrBadRecord, c)
+	}
 	line, err := r.ReadSlice('\n')
 	if err != nil {
 		return args, raw, err
@@ -78,6 +84,9 @@ func ReadRecord(r *bufio.Reader, raw []byte, args [][]byte) ([][]byte, []byte, e
 // without copying: args are slices of b. It returns the record's length,
 // or 0 and no error when b ends before the record does.
 func ParseRecord(b []byte, args [][]byte) ([][]byte, int, error) {
+	if len(b) > 0 && isCompact(b[0]) {
+		return parseCompact(b, args)
+	}
 	first := len(args)
 	line, off := nextLine(b, 0)
 	if off == 0 {
@@ -229,9 +238,42 @@ func AppendArgs(b []byte, args [][]byte) []byte {
 	return b
 }
 
-// AppendUnit appends the record of one engine unit; scratch is reused for
-// entries and returned.
+// AppendUnit appends the record of one engine unit, compact (TagApply)
+// unless it empties the keyspace first (RESET) or an entry's kind does
+// not fit the compact form; scratch is reused for entries and returned.
 func AppendUnit(b, scratch []byte, flushed bool, changes []engine.Change) ([]byte, []byte, error) {
+	if !flushed {
+		var err error
+		rec, ok := appendCompact(b, TagApply, func(b []byte) ([]byte, bool) {
+			for i := range changes {
+				c := &changes[i]
+				b = binary.AppendUvarint(b, uint64(len(c.Key)))
+				b = append(b, c.Key...)
+				scratch = scratch[:0]
+				if c.Entry.Kind != engine.KindNone {
+					if scratch, err = c.Entry.AppendBinary(scratch); err != nil {
+						return b, false
+					}
+				}
+				var ok bool
+				if b, ok = appendCompactEntry(b, scratch); !ok {
+					return b, false
+				}
+			}
+			return b, true
+		})
+		if err != nil {
+			return b, scratch, err
+		}
+		if ok {
+			return rec, scratch, nil
+		}
+	}
+	return appendUnitRESP(b, scratch, flushed, changes)
+}
+
+// appendUnitRESP is AppendUnit's RESP form: APPLY or RESET key entry ...
+func appendUnitRESP(b, scratch []byte, flushed bool, changes []engine.Change) ([]byte, []byte, error) {
 	verb := VerbApply
 	if flushed {
 		verb = VerbReset
@@ -253,8 +295,23 @@ func AppendUnit(b, scratch []byte, flushed bool, changes []engine.Change) ([]byt
 	return b, scratch, nil
 }
 
-// AppendDrop appends the record of keys active expiry deleted.
+// AppendDrop appends the record of keys active expiry deleted (TagDrop).
 func AppendDrop(b []byte, keys [][]byte) []byte {
+	if len(keys) == 0 {
+		return appendDropRESP(b, keys)
+	}
+	b, _ = appendCompact(b, TagDrop, func(b []byte) ([]byte, bool) {
+		for _, key := range keys {
+			b = binary.AppendUvarint(b, uint64(len(key)))
+			b = append(b, key...)
+		}
+		return b, true
+	})
+	return b
+}
+
+// appendDropRESP is AppendDrop's RESP form: DROP key ...
+func appendDropRESP(b []byte, keys [][]byte) []byte {
 	b = appendArray(b, 1+len(keys))
 	b = appendBulk(b, []byte(VerbDrop))
 	for _, key := range keys {
@@ -271,6 +328,7 @@ type Applier struct {
 	Sections *Sections
 	keys     [][]byte
 	ents     []engine.Entry
+	expanded []byte // compact entries in their AppendBinary form
 }
 
 // Apply applies one record at now. PING, SELECT and REPLCONF change
@@ -281,18 +339,33 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 		return fmt.Errorf("%w: empty record", ErrBadRecord)
 	}
 	verb := args[0]
+	compact := len(verb) == 1 && verb[0] == TagApply
 	switch {
-	case EqualFold(verb, VerbApply), EqualFold(verb, VerbReset):
+	case len(verb) == 1 && verb[0] == TagDrop:
+		verb = []byte(VerbDrop)
+		fallthrough
+	case EqualFold(verb, VerbDrop):
+		for _, key := range args[1:] {
+			put(a.Eng, key, engine.Entry{}, now)
+		}
+		return nil
+	case compact, EqualFold(verb, VerbApply), EqualFold(verb, VerbReset):
 		reset := EqualFold(verb, VerbReset)
 		pairs := args[1:]
 		if len(pairs)%2 != 0 {
 			return fmt.Errorf("%w: %s with %d arguments", ErrBadRecord, verb, len(pairs))
 		}
-		a.keys, a.ents = a.keys[:0], a.ents[:0]
+		a.keys, a.ents, a.expanded = a.keys[:0], a.ents[:0], a.expanded[:0]
 		for i := 0; i < len(pairs); i += 2 {
 			var ent engine.Entry
-			if len(pairs[i+1]) > 0 {
-				e, err := DecodeEntry(pairs[i+1])
+			bin := pairs[i+1]
+			if compact { // whole: splitCompact measured it
+				start := len(a.expanded)
+				a.expanded = expandEntry(a.expanded, bin)
+				bin = a.expanded[start:]
+			}
+			if len(bin) > 0 {
+				e, err := DecodeEntry(bin)
 				if err != nil {
 					return fmt.Errorf("%w: key %q: entry does not decode: %w", ErrBadRecord, pairs[i], err)
 				}
@@ -312,11 +385,6 @@ func (a *Applier) Apply(now int64, args [][]byte) error {
 				put(tx, key, a.ents[i], now)
 			}
 		})
-		return nil
-	case EqualFold(verb, VerbDrop):
-		for _, key := range args[1:] {
-			put(a.Eng, key, engine.Entry{}, now)
-		}
 		return nil
 	case EqualFold(verb, VerbSection):
 		if len(args) != 3 {

@@ -7,9 +7,10 @@ import (
 
 // section is one named section.
 type section struct {
-	name string
-	save func() ([]byte, error)
-	load func([]byte) error
+	name  string
+	save  func() ([]byte, error)
+	load  func([]byte) error
+	early bool // save runs before the keys are copied (AddEarly)
 }
 
 // Sections are the named sections a snapshot carries beside the keyspace
@@ -24,6 +25,20 @@ type Sections struct {
 // verified. Names are unique, 1 to 255 bytes; a second Add of one name
 // panics.
 func (ss *Sections) Add(name string, save func() ([]byte, error), load func([]byte) error) {
+	ss.add(section{name: name, save: save, load: load})
+}
+
+// AddEarly adds a named section whose save runs when a snapshot begins,
+// before any key is copied, though its bytes are written after the keys
+// as any section's: state that describes where the keys start from (the
+// replication offset they hold at least), which must not be taken after
+// keys that may have moved past it.
+func (ss *Sections) AddEarly(name string, save func() ([]byte, error), load func([]byte) error) {
+	ss.add(section{name: name, save: save, load: load, early: true})
+}
+
+func (ss *Sections) add(sec section) {
+	name := sec.name
 	if _, dup := ss.byName[name]; dup {
 		panic(fmt.Sprintf("persistence: section %q added twice", name))
 	}
@@ -33,7 +48,7 @@ func (ss *Sections) Add(name string, save func() ([]byte, error), load func([]by
 	if ss.byName == nil {
 		ss.byName = map[string]section{}
 	}
-	ss.byName[name] = section{name, save, load}
+	ss.byName[name] = sec
 }
 
 // sorted returns the sections ordered by name, so files are stable.

@@ -101,6 +101,18 @@ func Write(dst io.Writer, eng *engine.Engine, sections *Sections) (SaveStats, er
 	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(now))
 	w.Write(hdr)
 
+	secs := sections.sorted()
+	early := make([][]byte, len(secs))
+	for i, sec := range secs {
+		if sec.early {
+			data, err := sec.save()
+			if err != nil {
+				return st, fmt.Errorf("snapshot: section %s: %w", sec.name, err)
+			}
+			early[i] = data
+		}
+	}
+
 	// Copy each shard's entries under its lock and encode them with none
 	// held. Entries with Ext state are encoded under the lock, because an
 	// algorithm may change its Ext state in place once the lock is free.
@@ -155,10 +167,13 @@ func Write(dst io.Writer, eng *engine.Engine, sections *Sections) (SaveStats, er
 		}
 		runtime.Gosched() // serving goroutines first: the save can wait
 	}
-	for _, sec := range sections.sorted() {
-		data, err := sec.save()
-		if err != nil {
-			return st, fmt.Errorf("snapshot: section %s: %w", sec.name, err)
+	for i, sec := range secs {
+		data := early[i]
+		if !sec.early {
+			var err error
+			if data, err = sec.save(); err != nil {
+				return st, fmt.Errorf("snapshot: section %s: %w", sec.name, err)
+			}
 		}
 		buf = buf[:0]
 		buf = append(buf, recSection)

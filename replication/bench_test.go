@@ -250,3 +250,34 @@ func (st *benchStream) endOf(k int) int {
 	}
 	return st.ends[k-1]
 }
+
+// TestStreamBytesPerWrite: the stream of bench/replication.sh's load
+// (CL.THROTTLE on 14-byte keys, and active expiry's deletions) takes
+// fewer bytes than Redis's stream of the same load, INCR for each request
+// ("*2\r\n$4\r\nINCR\r\n$14\r\n" key "\r\n", 35 bytes) and DEL for each key
+// that expires (34). BenchmarkPrimary reports the figure as B/op-stream.
+func TestStreamBytesPerWrite(t *testing.T) {
+	const requests = 100_000
+	st := recordLoad(t, requests)
+	drops := 0
+	var args [][]byte
+	for b := st.buf; len(b) > 0; {
+		var n int
+		var err error
+		if args, n, err = persistence.ParseRecord(b, args[:0]); err != nil || n == 0 {
+			t.Fatalf("the stream does not parse: %v", err)
+		}
+		if args[0][0] == persistence.TagDrop {
+			drops += len(args) - 1
+		}
+		b = b[n:]
+	}
+	const key = "k:000000000000"
+	incr, del := len(persistence.AppendCommand(nil, "INCR", key)), len(persistence.AppendCommand(nil, "DEL", key))
+	redis := incr*requests + del*drops
+	t.Logf("%.1f bytes a request, %.2f keys expired a request; Redis's stream of the load: %.1f bytes a request (INCR alone: %d)",
+		float64(len(st.buf))/requests, float64(drops)/requests, float64(redis)/requests, incr)
+	if len(st.buf) >= redis {
+		t.Errorf("%d bytes, want fewer than Redis's %d", len(st.buf), redis)
+	}
+}

@@ -25,8 +25,8 @@ const (
 )
 
 // link is a replica's connection to its primary: it connects, hands
-// shakes, resynchronises and applies the stream, and starts over a second
-// after any failure until stopped.
+// shakes, resynchronises and applies the stream, and starts over after
+// any failure (at once, then backing off: nextRetry) until stopped.
 type link struct {
 	m    *Manager
 	host string
@@ -35,6 +35,7 @@ type link struct {
 	state    atomic.Value // string: LinkConnect...
 	lastIO   atomic.Int64 // Mono of the last byte from the primary
 	downMono atomic.Int64 // Mono at which the link went down (or was made)
+	upSince  atomic.Int64 // Mono at which this session began applying the stream (0: not yet)
 
 	mu     sync.Mutex // guards conn and writes to it
 	conn   net.Conn
@@ -66,10 +67,13 @@ func (l *link) stop() {
 
 func (l *link) run() {
 	defer close(l.ended)
+	var wait time.Duration // before the next attempt
 	for {
+		l.upSince.Store(0)
 		err := l.session()
+		now := l.m.clk.Mono()
 		if l.state.Load() == LinkConnected || l.state.Load() == LinkSync {
-			l.downMono.Store(int64(l.m.clk.Mono()))
+			l.downMono.Store(int64(now))
 		}
 		l.state.Store(LinkConnect)
 		select {
@@ -77,13 +81,36 @@ func (l *link) run() {
 			return
 		default:
 		}
-		l.m.logf("replication link to %s:%d: %v; retrying in 1s", l.host, l.port, err)
-		select {
-		case <-l.done:
-			return
-		case <-l.m.clk.After(time.Second):
+		if l.upSince.Load() != 0 {
+			wait = 0
 		}
+		if wait == 0 {
+			l.m.logf("replication link to %s:%d: %v; reconnecting", l.host, l.port, err)
+		} else {
+			l.m.logf("replication link to %s:%d: %v; retrying in %v", l.host, l.port, err, wait)
+			select {
+			case <-l.done:
+				return
+			case <-l.m.clk.After(wait):
+			}
+		}
+		wait = nextRetry(wait)
 	}
+}
+
+// A replica whose link applied the stream reconnects at once when it
+// fails, as Redis 7 does, so that it asks for the stream while the
+// primary's backlog still holds where it stopped; when an attempt fails
+// before the stream flows it waits retryFirst, then twice as long each
+// time up to retryMax (Redis retries from its once-a-second cron).
+const (
+	retryFirst = 50 * time.Millisecond
+	retryMax   = time.Second
+)
+
+// nextRetry is the wait after an attempt that waited wait and failed.
+func nextRetry(wait time.Duration) time.Duration {
+	return min(max(2*wait, retryFirst), retryMax)
 }
 
 // Up reports whether the link applies the stream.
@@ -153,8 +180,11 @@ func (l *link) session() error {
 			return fmt.Errorf("%s answered %q", strings.Join(h, " "), r)
 		}
 	}
-	id, _, _ := l.m.stream.IDs()
-	next := l.m.stream.Offset() + 1
+	id, next := "?", int64(-1) // no history a primary may continue, as Redis asks then
+	if l.m.knownHistory() {
+		id, _, _ = l.m.stream.IDs()
+		next = l.m.stream.Offset() + 1
+	}
 	r, err := ask("PSYNC", id, strconv.FormatInt(next, 10))
 	if err != nil {
 		return err
@@ -170,6 +200,7 @@ func (l *link) session() error {
 			return err
 		}
 		l.m.stream.Reset(f[1], off)
+		l.m.setKnown(true)
 		l.m.logf("full resynchronisation from %s:%d done: replication ID %s, offset %d", l.host, l.port, f[1], off)
 	case len(f) >= 1 && f[0] == "+CONTINUE":
 		if len(f) == 2 {
@@ -180,6 +211,7 @@ func (l *link) session() error {
 		return fmt.Errorf("PSYNC answered %q", r)
 	}
 	l.state.Store(LinkConnected)
+	l.upSince.Store(int64(max(l.m.clk.Mono(), 1)))
 	l.lastIO.Store(int64(l.m.clk.Mono()))
 	acks := make(chan struct{})
 	defer close(acks)
@@ -220,6 +252,7 @@ func (l *link) loadSnapshot(br *bufio.Reader, deadline func()) error {
 	if err != nil {
 		return fmt.Errorf("the primary's snapshot does not load, the keyspace is kept: %w", err)
 	}
+	l.m.setKnown(false) // from here until the stream starts over, the keyspace is no history
 	if _, err := snap.Restore(eng, l.m.host.Sections(), true); err != nil {
 		return fmt.Errorf("loading the primary's snapshot: %w", err)
 	}

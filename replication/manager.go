@@ -48,6 +48,14 @@ type Manager struct {
 	link      *link // non-nil on a replica
 	waiters   []*waiter
 	lastPing  time.Duration // on the clock's Mono
+	// known: the keyspace is the stream's history up to its offset, so
+	// that a primary may continue it (PSYNC id offset+1); otherwise the
+	// link asks "PSYNC ? -1". A primary's own history is known, as Redis
+	// takes its own ID and offset when it becomes a replica; a node that
+	// starts as a replica knows only what its snapshot kept (saved).
+	known    atomic.Bool
+	saved    *Saved // the snapshot's replication ID and offset, until Restore
+	restored bool   // Restore ran
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 	sendInterval                            atomic.Int64 // repl-send-interval, nanoseconds
@@ -58,7 +66,9 @@ func New(eng *engine.Engine, logger *log.Logger, host Host, backlog int64) *Mana
 	if logger == nil {
 		logger = log.Default()
 	}
-	return &Manager{eng: eng, clk: eng.Clock(), logger: logger, host: host, stream: NewStream(backlog)}
+	m := &Manager{eng: eng, clk: eng.Clock(), logger: logger, host: host, stream: NewStream(backlog)}
+	m.known.Store(true)
+	return m
 }
 
 func (m *Manager) logf(format string, args ...any) { m.logger.Printf(format, args...) }
@@ -101,6 +111,14 @@ func (m *Manager) Journaled() bool {
 func (m *Manager) Section(name string, data []byte) {
 	m.stream.Append(persistence.AppendCommand(nil, persistence.VerbSection, name, string(data)))
 }
+
+// knownHistory reports whether the keyspace is the stream's history up to
+// its offset (Manager.known).
+// It is an atomic, not under mu: the link changes it while ReplicaOf may
+// hold mu waiting for the link to stop.
+func (m *Manager) knownHistory() bool { return m.known.Load() }
+
+func (m *Manager) setKnown(v bool) { m.known.Store(v) }
 
 // IsReplica reports whether this server replicates a primary.
 func (m *Manager) IsReplica() bool {

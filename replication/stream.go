@@ -282,6 +282,34 @@ func (s *Stream) Reset(id string, off int64) {
 	s.wakeReaders()
 }
 
+// mark is the ID, the offset and whether the backlog is active, at one
+// instant.
+func (s *Stream) mark() (string, int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id, s.end(), s.active
+}
+
+// Resume starts the stream, which holds nothing yet, at off in the history
+// id that a snapshot kept (Manager.Restore): as that history's reader (a
+// replica), or, on a primary, under a new ID with id kept as id2 up to
+// off+1, the backlog active. Readers, which have read nothing, move to off.
+func (s *Stream) Resume(id string, off int64, primary bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.chunks)
+	s.start, s.size, s.chunks = off, 0, s.chunks[:0]
+	s.endAt.Store(off)
+	for _, r := range s.readers {
+		r.pos = off
+	}
+	if primary {
+		s.id2, s.off2, s.active = id, off+1, true
+	} else {
+		s.id, s.id2, s.off2 = id, "", -1
+	}
+}
+
 // Shift takes a new ID and keeps the old one as id2, valid up to the
 // current offset: a replica promoted to primary, whose former siblings
 // continue from it with the old ID.

@@ -203,6 +203,12 @@ func TestMigrateReachesReplicas(t *testing.T) {
 // must be one) and returns a client and its port.
 func startRedisTCP(t *testing.T) (*redis.Client, string) {
 	t.Helper()
+	return startRedisTCPArgs(t)
+}
+
+// startRedisTCPArgs is startRedisTCP with more arguments for redis-server.
+func startRedisTCPArgs(t *testing.T, extra ...string) (*redis.Client, string) {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not installed")
@@ -212,7 +218,7 @@ func startRedisTCP(t *testing.T) (*redis.Client, string) {
 	_, port := hostPort(t, ln.Addr().String())
 	ln.Close()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+	cmd := exec.Command(bin, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2})

@@ -207,7 +207,13 @@ var listenRE = regexp.MustCompile(`limitdb \S+ listening on (127\.0\.0\.1:\d+)`)
 // it listens, or returns its exit error and log if it stops first.
 func startProc(t *testing.T, dir string, extra ...string) (*proc, error) {
 	t.Helper()
-	args := append([]string{"--port", "0", "--dir", dir}, extra...)
+	return startProcArgs(t, append([]string{"--port", "0", "--dir", dir}, extra...))
+}
+
+// startProcArgs runs the binary with args and waits until it listens, or
+// returns its exit error and log if it stops first.
+func startProcArgs(t *testing.T, args []string) (*proc, error) {
+	t.Helper()
 	cmd := exec.Command(limitdbBinary(t), args...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

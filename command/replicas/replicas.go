@@ -52,6 +52,11 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	t.SetReadOnlyCheck(&f.readOnly, readOnlyCheck)
 	t.OnReload(config.ReloadReplication, f.reload)
 	t.OnClientClosed(f.detach)
+	if f.repl != nil {
+		// The replication ID and offset the keys hold, for a restarted
+		// node to continue (replication.Manager.Restore).
+		t.AddEarlySection(replication.SectionName, f.repl.SaveSection, f.repl.LoadSection)
+	}
 }
 
 // reload rereads what the replication directives change, and what a role

@@ -1,0 +1,314 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// cutProxy forwards TCP connections to a target and cuts them on demand,
+// as a network that fails between a replica and its primary: cut closes
+// every connection it carries; while held, it closes new ones at once.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	held   atomic.Bool
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+}
+
+func newCutProxy(t testing.TB, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go p.accept()
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		if p.held.Load() {
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			io.Copy(dst, src)
+			dst.Close()
+			src.Close()
+		}
+		go pipe(up, c)
+		go pipe(c, up)
+	}
+}
+
+// cut closes every connection the proxy carries.
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// infoInt reads an integer field of INFO section.
+func infoInt(t testing.TB, c *redis.Client, section, field string) int64 {
+	t.Helper()
+	v := infoOf(t, c, section, field)
+	n, err := strconv.ParseInt(v, 10, 64)
+	require.NoError(t, err, "INFO %s %s = %q", section, field, v)
+	return n
+}
+
+// linkUp waits for a replica's link to its primary.
+func linkUp(t testing.TB, c *redis.Client) {
+	t.Helper()
+	require.Eventually(t, func() bool { return infoOf(t, c, "replication", "master_link_status") == "up" },
+		30*time.Second, 5*time.Millisecond, "the replica's link never came up")
+}
+
+// writeLoad runs CL.THROTTLE on 1000 keys in pipelines of 50 on c until
+// stop is called, which returns the number of writes.
+func writeLoad(t testing.TB, c *redis.Client) (stop func() int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var n atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; {
+			pipe := c.Pipeline()
+			for j := 0; j < 50; j, i = j+1, i+1 {
+				pipe.Do(ctx, "CL.THROTTLE", fmt.Sprintf("load:%d", i%1000), 99, 1000, 60)
+			}
+			if _, err := pipe.Exec(ctx); err == nil {
+				n.Add(50)
+			}
+		}
+	}()
+	return func() int64 { cancel(); <-done; return n.Load() }
+}
+
+// caughtUp waits until WAIT 1 says the replica has every write, then
+// compares the keyspaces.
+func caughtUp(t testing.TB, pc *redis.Client, p, r *testServer) {
+	t.Helper()
+	n, err := pc.Do(ctx, "WAIT", 1, 0).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, keyspaceOf(t, p.srv.Engine()), keyspaceOf(t, r.srv.Engine()), "the replica's keyspace")
+}
+
+// TestLinkCutUnderLoadContinues: a link cut again and again while the
+// primary takes writes is continued each time from the backlog
+// (+CONTINUE): sync_partial_ok counts every cut, sync_full only the first
+// sync, and the replica ends with the primary's keyspace.
+func TestLinkCutUnderLoadContinues(t *testing.T) {
+	t.Parallel()
+	p, r := startServer(t), startServer(t)
+	pc, rc := p.client(t, 2), r.client(t, 2)
+	proxy := newCutProxy(t, p.addr)
+	host, port, _ := net.SplitHostPort(proxy.addr())
+	require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+	linkUp(t, rc)
+	stop := writeLoad(t, pc)
+	const cuts = 5
+	for i := 0; i < cuts; i++ {
+		time.Sleep(50 * time.Millisecond) // writes flow on the link
+		before := infoInt(t, pc, "stats", "sync_partial_ok")
+		proxy.cut()
+		require.Eventually(t, func() bool { return infoInt(t, pc, "stats", "sync_partial_ok") > before },
+			30*time.Second, 5*time.Millisecond, "cut %d: the replica did not continue", i+1)
+	}
+	writes := stop()
+	caughtUp(t, pc, p, r)
+	t.Logf("%d writes, %d cuts", writes, cuts)
+	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_full"), "a cut cost a full copy")
+	require.Equal(t, int64(cuts), infoInt(t, pc, "stats", "sync_partial_ok"))
+}
+
+// TestBacklogOverflowResyncsFully: a replica kept away while the primary
+// writes more than its backlog holds cannot continue; it gets a full copy
+// and ends with the primary's keyspace.
+func TestBacklogOverflowResyncsFully(t *testing.T) {
+	t.Parallel()
+	p, r := startServer(t), startServer(t)
+	pc, rc := p.client(t, 2), r.client(t, 2)
+	require.NoError(t, pc.ConfigSet(ctx, "repl-backlog-size", "16kb").Err())
+	proxy := newCutProxy(t, p.addr)
+	host, port, _ := net.SplitHostPort(proxy.addr())
+	require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+	linkUp(t, rc)
+	errs := infoInt(t, pc, "stats", "sync_partial_err") // 1: REPLICAOF at run time asks to continue the server's own history
+	proxy.held.Store(true)
+	proxy.cut()
+	require.Eventually(t, func() bool { return infoOf(t, rc, "replication", "master_link_status") == "down" },
+		30*time.Second, 5*time.Millisecond)
+	start := infoInt(t, pc, "replication", "master_repl_offset")
+	// More than the backlog and the 64 KB pieces the stream drops whole.
+	fillKeys(t, pc, "over", 12000)
+	require.Greater(t, infoInt(t, pc, "replication", "master_repl_offset")-start, int64(192<<10))
+	proxy.held.Store(false)
+	defer r.stepping(10 * time.Millisecond)() // the replica's retries back off on its clock
+	linkUp(t, rc)
+	caughtUp(t, pc, p, r)
+	require.Equal(t, int64(2), infoInt(t, pc, "stats", "sync_full"))
+	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_partial_ok"))
+	require.Equal(t, errs+1, infoInt(t, pc, "stats", "sync_partial_err"), "the replica asked to continue, as Redis counts it")
+}
+
+// TestFirstSyncIsNoPartialError: a replica that starts with replicaof and
+// no snapshot asks "PSYNC ? -1", which Redis does not count as a failed
+// partial resynchronisation; one made a replica at run time asks to
+// continue its own history, which Redis counts. Both on redis-server too.
+func TestFirstSyncIsNoPartialError(t *testing.T) {
+	t.Parallel()
+	type counts struct{ full, err int64 }
+	run := func(t *testing.T, start func(replicaof string) *redis.Client, primary *redis.Client, addr string) (counts, counts) {
+		host, port, _ := net.SplitHostPort(addr)
+		r1 := start(host + " " + port)
+		linkUp(t, r1)
+		first := counts{infoInt(t, primary, "stats", "sync_full"), infoInt(t, primary, "stats", "sync_partial_err")}
+		r2 := start("")
+		require.NoError(t, r2.Do(ctx, "REPLICAOF", host, port).Err())
+		linkUp(t, r2)
+		second := counts{infoInt(t, primary, "stats", "sync_full"), infoInt(t, primary, "stats", "sync_partial_err")}
+		return first, second
+	}
+	t.Run("limitdb", func(t *testing.T) {
+		t.Parallel()
+		pp := mustStart(t, t.TempDir(), "--save", "0")
+		pc := pp.client(t)
+		start := func(replicaof string) *redis.Client {
+			args := []string{"--save", "0"}
+			if replicaof != "" {
+				args = append(args, "--replicaof", replicaof)
+			}
+			return mustStart(t, t.TempDir(), args...).client(t)
+		}
+		first, second := run(t, start, pc, pp.addr)
+		require.Equal(t, counts{1, 0}, first, "sync_full, sync_partial_err after a replica started with replicaof")
+		require.Equal(t, counts{2, 1}, second, "after REPLICAOF at run time")
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		pc, port := startRedisTCPArgs(t, "--repl-diskless-sync-delay", "0")
+		startReplica := func(replicaof string) *redis.Client {
+			if replicaof == "" {
+				c, _ := startRedisTCP(t)
+				return c
+			}
+			return startRedisReplica(t, port)
+		}
+		first, second := run(t, startReplica, pc, "127.0.0.1:"+port)
+		require.Equal(t, counts{1, 0}, first)
+		require.Equal(t, counts{2, 1}, second)
+	})
+}
+
+// startRedisReplica runs redis-server with --replicaof 127.0.0.1 port.
+func startRedisReplica(t *testing.T, port string) *redis.Client {
+	t.Helper()
+	c, _ := startRedisTCPArgs(t, "--replicaof", "127.0.0.1", port)
+	return c
+}
+
+// TestRestartedReplicaContinues: a replica stopped with SIGTERM writes its
+// snapshot with the replication ID and offset it holds; started again it
+// asks to continue them and gets +CONTINUE, as Redis's replica does with
+// its RDB file's repl-id and repl-offset. A primary restarted the same way
+// keeps its old ID as master_replid2, and its replica continues too.
+func TestRestartedReplicaContinues(t *testing.T) {
+	t.Parallel()
+	pdir, rdir := t.TempDir(), t.TempDir()
+	p := mustStart(t, pdir, "--save", "0")
+	pc := p.client(t)
+	fillKeys(t, pc, "a", 500)
+	r := mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(p.addr))
+	rc := r.client(t)
+	linkUp(t, rc)
+	fillKeys(t, pc, "b", 500)
+	waitReplicas(t, pc, 1)
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, r.wait(t))
+	fillKeys(t, pc, "c", 500) // written while it is away
+
+	r = mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(p.addr))
+	rc = r.client(t)
+	linkUp(t, rc)
+	waitReplicas(t, pc, 1)
+	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_full"), "the restarted replica needed a full copy\n%s", r.log)
+	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_partial_ok"))
+	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_partial_err"))
+	require.Equal(t, dbsize(t, pc), dbsize(t, rc))
+
+	// The primary, restarted on its port, continues its old history.
+	oldID := infoOf(t, pc, "replication", "master_replid")
+	oldOff := infoInt(t, pc, "replication", "master_repl_offset")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t))
+	_, port, _ := net.SplitHostPort(p.addr)
+	p = startOnPort(t, pdir, port, "--save", "0")
+	pc = p.client(t)
+	require.Equal(t, oldID, infoOf(t, pc, "replication", "master_replid2"))
+	require.Equal(t, oldOff+1, infoInt(t, pc, "replication", "second_repl_offset"))
+	require.Equal(t, oldOff, infoInt(t, pc, "replication", "master_repl_offset"))
+	linkUp(t, rc)
+	fillKeys(t, pc, "d", 100)
+	waitReplicas(t, pc, 1)
+	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_full"), "the replica of the restarted primary needed a full copy\n%s", p.log)
+	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_partial_ok"))
+	require.Equal(t, dbsize(t, pc), dbsize(t, rc))
+}
+
+func replicaOf(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	return host + " " + port
+}
+
+// waitReplicas waits until WAIT n answers n.
+func waitReplicas(t testing.TB, c *redis.Client, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		got, err := c.Do(ctx, "WAIT", n, 200).Int()
+		return err == nil && got == n
+	}, 30*time.Second, 10*time.Millisecond, "WAIT %d", n)
+}
+
+// startOnPort starts the binary on a given port, retrying while the port
+// is still held by the process that just left it.
+func startOnPort(t *testing.T, dir, port string, extra ...string) *proc {
+	t.Helper()
+	var p *proc
+	require.Eventually(t, func() bool {
+		var err error
+		p, err = startProcArgs(t, append([]string{"--port", port, "--dir", dir}, extra...))
+		return err == nil
+	}, 20*time.Second, 100*time.Millisecond)
+	return p
+}
