@@ -122,6 +122,16 @@ func (c *Client) Deliver(b []byte) {
 	}
 }
 
+// StreamOutput makes c's connection carry a stream that other goroutines
+// Deliver to: each Deliver is written to the socket at once, from the
+// delivering goroutine, where the transport can (Conn.Stream). Only from
+// c's own command.
+func (c *Client) StreamOutput() {
+	if c.conn != nil {
+		c.conn.Stream()
+	}
+}
+
 // OutputMemory is the bytes queued for c's connection that its socket has
 // not taken yet, replies and Deliver's messages; any goroutine may call
 // it. 0 without a connection.

@@ -111,7 +111,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	}
 	if eng != nil {
 		s.stream = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
-		s.stream.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	}
 	s.slow.configure(cfg)
 	env := s.env
@@ -224,6 +223,10 @@ type Conn interface {
 	// this one's event loop meanwhile (Client.RunLong).
 	BeginLong()
 	EndLong()
+	// Stream makes Push write to the socket at once, from the pushing
+	// goroutine, where the transport can (server.Conn.Stream): a
+	// replica's link, which the event loops push the stream to.
+	Stream()
 }
 
 // Closed forgets a connection that has gone.

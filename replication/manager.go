@@ -49,8 +49,9 @@ type Manager struct {
 	waiters   []*waiter
 	lastPing  time.Duration // on the clock's Mono
 
+	streamed atomic.Pointer[[]*Replica] // the online replicas Publish pushes to; nil for none
+
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
-	sendInterval                            atomic.Int64 // repl-send-interval, nanoseconds
 }
 
 // New returns the replication of a primary with no replica.
@@ -84,10 +85,6 @@ func (m *Manager) Tail() (*Reader, int64) {
 	m.startJournal()
 	return m.stream.Tail(true)
 }
-
-// Publish wakes the stream's readers for the records added since the last
-// call (Stream.Publish).
-func (m *Manager) Publish() { m.stream.Publish() }
 
 // Journaled reports whether the server's own writes go to the stream (a
 // primary with a replica or the append-only file).

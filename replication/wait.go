@@ -34,7 +34,6 @@ func (m *Manager) Wait(n int, timeout time.Duration, done func(acked int)) (int,
 	m.mu.Unlock()
 	if getack {
 		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbReplconf, "GETACK", "*"))
-		m.hurry()
 	}
 	if timeout > 0 {
 		go func() {

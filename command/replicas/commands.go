@@ -92,6 +92,7 @@ func (f *Family) startReplica(c *command.Client, id string, next int64) {
 		ip, _, _ = net.SplitHostPort(c.Addr)
 	}
 	c.SetClass(config.ClassReplica)
+	c.StreamOutput() // the event loops write the stream to it at the end of their rounds
 	rc.replica = f.repl.Attach(sink{c, f}, ip, rc.port, id, next)
 }
 

@@ -59,7 +59,6 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 func (f *Family) reload() error {
 	cfg := f.env.Config()
 	f.repl.Stream().SetBacklog(cfg.ReplBacklogSize)
-	f.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	f.readOnly.Store(f.repl.IsReplica() && cfg.ReplicaReadOnly)
 	return nil
 }
