@@ -50,6 +50,7 @@ type Manager struct {
 	lastPing  time.Duration // on the clock's Mono
 
 	streamed atomic.Pointer[[]*Replica] // the online replicas Publish pushes to; nil for none
+	min      minReplicas                // min-replicas-to-write (good.go)
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 }
@@ -124,6 +125,7 @@ func (m *Manager) ReplicaOf(host string, port int) bool {
 	m.detachAll()
 	m.stream.Activate()
 	m.link = newLink(m, host, port)
+	m.refreshGoodLocked() // a replica takes writes only from its primary: no check
 	m.logf("replicating %s:%d", host, port)
 	go m.link.run()
 	return true
@@ -141,6 +143,7 @@ func (m *Manager) Promote() bool {
 	}
 	m.link.stop()
 	m.link = nil
+	m.refreshGoodLocked()
 	m.stream.Shift()
 	if m.stream.active {
 		m.startJournal()
@@ -171,6 +174,7 @@ func (m *Manager) Cron(period time.Duration) {
 	if send {
 		m.lastPing = now
 	}
+	m.refreshGoodLocked()
 	m.mu.Unlock()
 	if send {
 		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbPing))

@@ -89,6 +89,9 @@ func (r *Replica) Ack(off int64) {
 	r.ack.Store(off)
 	r.acked.Store(true)
 	r.ackMono.Store(int64(r.m.clk.Mono()))
+	if r.m.min.short.Load() {
+		r.m.refreshGood()
+	}
 	r.m.checkWaiters()
 }
 
@@ -146,6 +149,7 @@ func (m *Manager) Detach(r *Replica) {
 		}
 	}
 	m.setStreamedLocked()
+	m.refreshGoodLocked()
 }
 
 // detachAll drops every replica (the primary became a replica). The
@@ -157,6 +161,7 @@ func (m *Manager) detachAll() {
 	}
 	m.replicas = nil
 	m.setStreamedLocked()
+	m.refreshGoodLocked()
 }
 
 // serve sends the replica its snapshot when it needs one, then joins the
@@ -325,6 +330,7 @@ func (m *Manager) addStreamed(r *Replica) {
 		if x == r {
 			r.streamed = true
 			m.setStreamedLocked()
+			m.refreshGoodLocked()
 			return
 		}
 	}

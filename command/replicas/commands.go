@@ -214,6 +214,9 @@ func (f *Family) infoReplication(_ *engine.Engine, b *strings.Builder) {
 		command.InfoLine(b, "role", "master")
 	}
 	command.InfoLine(b, "connected_slaves", len(st.Replicas))
+	if cfg.MinReplicasToWrite > 0 && cfg.MinReplicasMaxLag > 0 {
+		command.InfoLine(b, "min_slaves_good_slaves", f.repl.GoodReplicas())
+	}
 	for i, r := range st.Replicas {
 		b.WriteString("slave" + strconv.Itoa(i) + ":ip=" + r.IP + ",port=" + strconv.Itoa(r.Port) + ",state=" + r.State +
 			",offset=" + strconv.FormatInt(r.Offset, 10) + ",lag=" + strconv.FormatInt(r.Lag, 10) + "\r\n")
