@@ -63,7 +63,11 @@ type Client struct {
 
 	afterRun func(c *Client) // what runs once the current command has (AfterRun)
 
-	blk *blocked // while a command waits to answer (blocking.go)
+	blk *blocked     // while a command waits to answer (blocking.go)
+	rh  *replicaHold // while replies wait for replicas (replicawait.go)
+	// askReplicas is what the running command asked its reply to wait
+	// for (WaitReplicas): replicas that must acknowledge its effect.
+	askReplicas int
 }
 
 // eng is the keyspace as the current command must reach it: through the

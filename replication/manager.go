@@ -52,6 +52,9 @@ type Manager struct {
 	streamed atomic.Pointer[[]*Replica] // the online replicas Publish pushes to; nil for none
 	min      minReplicas                // min-replicas-to-write (good.go)
 
+	wantAck                         atomic.Bool  // WaitAt registered waiters that no GETACK asked for yet
+	limiterWait, limiterWaitTimeout atomic.Int64 // limiter-wait-replicas, limiter-wait-timeout (ns)
+
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 }
 

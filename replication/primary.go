@@ -309,6 +309,7 @@ func (r *Replica) checkLimit(unsent int64) bool {
 // connections before its reply leaves, in one push per replica per round.
 // It also wakes the stream's other readers (the append-only file's).
 func (m *Manager) Publish() {
+	m.askAcks()
 	m.stream.Publish()
 	rs := m.streamed.Load()
 	if rs == nil {

@@ -63,6 +63,7 @@ func (f *Family) reload() error {
 	f.repl.Stream().SetBacklog(cfg.ReplBacklogSize)
 	f.readOnly.Store(f.repl.IsReplica() && cfg.ReplicaReadOnly)
 	f.repl.SetMinReplicas(cfg.MinReplicasToWrite, time.Duration(cfg.MinReplicasMaxLag)*time.Second)
+	f.repl.SetLimiterWait(cfg.LimiterWaitReplicas, time.Duration(cfg.LimiterWaitTimeout)*time.Millisecond)
 	return nil
 }
 
