@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/limitdb/limitdb/clock"
 )
 
 func main() {
@@ -42,6 +44,7 @@ func main() {
 	flag.Parse()
 
 	ctx := context.Background()
+	clk := clock.Real()
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: *master, SentinelAddrs: strings.Split(*sentinels, ","),
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: -1})
 	defer rdb.Close()
@@ -74,13 +77,13 @@ func main() {
 				}
 				mu.Unlock()
 				if err != nil {
-					time.Sleep(10 * time.Millisecond)
+					clk.Sleep(10 * time.Millisecond)
 				}
 			}
 		}(w)
 	}
 
-	time.Sleep(*before)
+	clk.Sleep(*before)
 	if *kill != "" {
 		b, err := os.ReadFile(*kill)
 		if err != nil {
@@ -90,17 +93,17 @@ func main() {
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		old := primaryAddr(ctx, *sentinels, *master)
 		syscall.Kill(pid, syscall.SIGKILL)
-		killed := time.Now()
+		killed := clk.Mono()
 		for primaryAddr(ctx, *sentinels, *master) == old {
-			if time.Since(killed) > 60*time.Second {
+			if (clk.Mono() - killed) > 60*time.Second {
 				fmt.Fprintln(os.Stderr, "failoverload: no failover within 60 s")
 				os.Exit(1)
 			}
-			time.Sleep(50 * time.Millisecond)
+			clk.Sleep(50 * time.Millisecond)
 		}
-		fmt.Fprintf(os.Stderr, "failover after %v\n", time.Since(killed).Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "failover after %v\n", (clk.Mono() - killed).Round(time.Millisecond))
 	}
-	time.Sleep(*after)
+	clk.Sleep(*after)
 	close(stop)
 	wg.Wait()
 
