@@ -27,9 +27,9 @@
 #   LIMIT="999 1000 3600" bench/replication.sh  keys that stay live, as INCR's do
 #   AOF=1 bench/replication.sh               adds limitdb and Redis with appendonly
 #                                            yes, appendfsync everysec, no replica
-#   LIMITDB_ARGS='--repl-send-interval 0' bench/replication.sh
-#                                            flags for every limitdb node (here: a write
-#                                            to each replica every round, as Redis)
+#   LIMITDB_ARGS='--limiter-wait-replicas 1' bench/replication.sh
+#                                            flags for every limitdb node (here: every
+#                                            limiter reply waits for a replica's ACK)
 #   RATE=150000 bench/replication.sh         the same offered load for every topology
 #                                            (bench/loadgen, open loop) instead of
 #                                            redis-benchmark's closed loop: the

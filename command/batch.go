@@ -136,6 +136,7 @@ func (c *Client) publish() {
 // before flushing the replies.
 func (c *Client) endBatch() {
 	c.settleBlocked()
+	c.settleReplicaHold()
 
 	if !c.bt.open {
 		return

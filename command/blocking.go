@@ -75,10 +75,10 @@ func (c *Client) settleBlocked() {
 // whole RESP value, and may be called once from any goroutine. Until then
 // the command may still answer at once instead: Unblock, then write the
 // reply as usual. ok is false, and nothing is blocked, when c cannot
-// wait: inside EXEC, or with no connection (a LocalClient); the command
-// answers at once.
+// wait: inside EXEC, with no connection (a LocalClient), or while its
+// replies wait for replicas (replicawait.go); the command answers at once.
 func (c *Client) Block() (finish func(reply []byte), ok bool) {
-	if c.tx != nil || c.conn == nil {
+	if c.tx != nil || c.conn == nil || c.rh != nil { // replies held for replicas keep their own order
 		return nil, false
 	}
 	b := c.block()

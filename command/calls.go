@@ -124,13 +124,13 @@ func (c *Client) Calling() bool { return c.calling }
 
 // WritesUnchecked reports whether a write of c's would pass every gate
 // that can refuse one: the server is no read-only replica and refuses no
-// writes (MISCONF), c's user may run every command, and the keyspace is
+// writes (MISCONF, NOREPLICAS), c's user may run every command, and the keyspace is
 // within maxmemory. A family that writes to the keyspace without running
 // commands (a script's native twin) does so only then, and otherwise runs
 // commands, which the gates answer.
 func (c *Client) WritesUnchecked() bool {
 	s := c.srv
-	if s.ReadOnly() || s.table.refusingWrites() {
+	if s.ReadOnly() || s.table.refusingWrites() || (s.table.noReplicas != nil && s.table.noReplicas.Load()) {
 		return false
 	}
 	if !unrestricted(s.guard.acl.Load(), c) {

@@ -63,7 +63,11 @@ type Client struct {
 
 	afterRun func(c *Client) // what runs once the current command has (AfterRun)
 
-	blk *blocked // while a command waits to answer (blocking.go)
+	blk *blocked     // while a command waits to answer (blocking.go)
+	rh  *replicaHold // while replies wait for replicas (replicawait.go)
+	// askReplicas is what the running command asked its reply to wait
+	// for (WaitReplicas): replicas that must acknowledge its effect.
+	askReplicas int
 }
 
 // eng is the keyspace as the current command must reach it: through the
@@ -119,6 +123,16 @@ func (c *Client) HasConn() bool { return c.conn != nil }
 func (c *Client) Deliver(b []byte) {
 	if c.conn != nil {
 		c.conn.Push(b)
+	}
+}
+
+// StreamOutput makes c's connection carry a stream that other goroutines
+// Deliver to: each Deliver is written to the socket at once, from the
+// delivering goroutine, where the transport can (Conn.Stream). Only from
+// c's own command.
+func (c *Client) StreamOutput() {
+	if c.conn != nil {
+		c.conn.Stream()
 	}
 }
 

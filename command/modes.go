@@ -36,7 +36,8 @@ func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 	busy := t.busy != nil && t.busy.Load() != 0
 	readOnly := t.readOnly != nil && t.readOnly.Load()
 	misconf := t.refusingWrites()
-	if m == 0 && !misconf && !readOnly && !busy {
+	noReplicas := t.noReplicas != nil && t.noReplicas.Load()
+	if m == 0 && !misconf && !readOnly && !busy && !noReplicas {
 		return true
 	}
 	if busy && !t.busyCheck(c, cmd, args) {
@@ -47,7 +48,21 @@ func modeGate(c *Client, cmd *Command, args [][]byte) bool {
 			return false
 		}
 	}
-	return (!misconf || t.misconfCheck(c, cmd, args)) && (!readOnly || t.readOnlyCheck(c, cmd, args))
+	return (!misconf || t.misconfCheck(c, cmd, args)) && (!noReplicas || t.noReplicasCheck(c, cmd, args)) &&
+		(!readOnly || t.readOnlyCheck(c, cmd, args))
+}
+
+// SetNoReplicasCheck makes the server refuse writes while *refuse is true
+// (a primary with fewer good replicas than min-replicas-to-write): then
+// check runs before every command of every client, in the modes gate
+// after the misconf check and before the read-only check, Redis's order.
+// The family that owns the flag (the replicas') sets it once, at
+// registration.
+func (t *Table) SetNoReplicasCheck(refuse *atomic.Bool, check GateFunc) {
+	if t.noReplicas != nil {
+		panic("command: no-replicas check set twice")
+	}
+	t.noReplicas, t.noReplicasCheck = refuse, check
 }
 
 // SetMisconfCheck makes the server refuse writes while *refuse is true (a

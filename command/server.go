@@ -111,7 +111,6 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	}
 	if eng != nil {
 		s.stream = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
-		s.stream.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	}
 	s.slow.configure(cfg)
 	env := s.env
@@ -224,6 +223,10 @@ type Conn interface {
 	// this one's event loop meanwhile (Client.RunLong).
 	BeginLong()
 	EndLong()
+	// Stream makes Push write to the socket at once, from the pushing
+	// goroutine, where the transport can (server.Conn.Stream): a
+	// replica's link, which the event loops push the stream to.
+	Stream()
 }
 
 // Closed forgets a connection that has gone.
@@ -367,10 +370,35 @@ func (s *Server) handle(c *Client, args [][]byte) {
 		return
 	}
 	c.enter(cmd)
+	mark := c.w.Buffered()
 	s.run(c, cmd, args)
+	if n := s.replicasFor(c, cmd, args); n > 0 {
+		c.noteReplicaWait(mark, n)
+	}
 	c.runAfter()
 	c.leave(cmd, args)
 }
+
+// replicasFor is how many replicas must acknowledge the effect of the
+// command c just ran before its reply leaves: limiter-wait-replicas for a
+// limiter command that charged (not a peek, not an error), or what the
+// command asked itself (WaitReplicas: a policy's wait_replicas).
+func (s *Server) replicasFor(c *Client, cmd *Command, args [][]byte) int {
+	n := c.askReplicas
+	c.askReplicas = 0
+	if s.stream == nil || c.failed {
+		return 0
+	}
+	if all, _ := s.stream.LimiterWait(); all > n && cmd.Flags&FlagWrite != 0 && cmd.Group == "rate_limit" && !cmd.Peeks(args) {
+		n = all
+	}
+	return n
+}
+
+// WaitReplicas makes the reply of c's running command wait until n
+// replicas acknowledged its effect (replicawait.go); a policy with
+// wait_replicas asks it.
+func (c *Client) WaitReplicas(n int) { c.askReplicas = max(c.askReplicas, n) }
 
 // runAfter runs what AfterRun asked for, once.
 func (c *Client) runAfter() {

@@ -164,6 +164,9 @@ type Table struct {
 	// a server that refuses writes (modes.go: SetMisconfCheck)
 	misconf      *atomic.Bool
 	misconfCheck GateFunc
+	// a primary short of good replicas (modes.go: SetNoReplicasCheck)
+	noReplicas      *atomic.Bool
+	noReplicasCheck GateFunc
 	// what CONFIG SET redoes (config.go: OnReload), and lines added at
 	// the end of INFO sections (info.go: extendInfo)
 	reloads   map[config.Reload][]func() error

@@ -276,7 +276,7 @@ func policies() []*Directive {
 }
 
 func replication() []*Directive {
-	return []*Directive{
+	ds := []*Directive{
 		Int("replica-priority", "Sentinel promotes the replica with the lowest priority first; 0: never", true, 0,
 			func(c *Config) *int { return &c.ReplicaPriority }),
 		String("replica-announce-ip", "the address a replica gives its primary, as Sentinel should reach it (empty: the connection's)", true,
@@ -297,9 +297,28 @@ func replication() []*Directive {
 			func(c *Config) *int { return &c.ReplTimeout }),
 		Int("repl-ping-replica-period", "seconds between the PINGs a primary sends its replicas", true, 1,
 			func(c *Config) *int { return &c.ReplPingReplicaPeriod }),
-		Int("repl-send-interval", "least microseconds between two writes of the stream to one replica under load: fewer, larger writes for up to that much more lag (0: a write every round, as Redis)", true, 0,
-			func(c *Config) *int { return &c.ReplSendInterval }).with(ReloadReplication),
+		Int("limiter-wait-replicas", "replicas that must acknowledge a limiter command's effect before its reply leaves (0: none, the reply does not wait)", true, 0,
+			func(c *Config) *int { return &c.LimiterWaitReplicas }).with(ReloadReplication),
+		Int("limiter-wait-timeout", "milliseconds a limiter command's reply waits for limiter-wait-replicas before it is answered -NOREPLICAS (0: forever)", true, 0,
+			func(c *Config) *int { return &c.LimiterWaitTimeout }).with(ReloadReplication),
 	}
+	for _, name := range []string{"min-replicas-to-write", "min-slaves-to-write"} {
+		d := Int(name, "writes are refused (-NOREPLICAS) while fewer replicas than this acknowledged within min-replicas-max-lag seconds (0: never)", true, 0,
+			func(c *Config) *int { return &c.MinReplicasToWrite }).with(ReloadReplication)
+		if name == "min-slaves-to-write" {
+			d.AliasOf = "min-replicas-to-write"
+		}
+		ds = append(ds, d)
+	}
+	for _, name := range []string{"min-replicas-max-lag", "min-slaves-max-lag"} {
+		d := Int(name, "seconds since its last acknowledgement within which a replica counts for min-replicas-to-write (0: the check is off)", true, 0,
+			func(c *Config) *int { return &c.MinReplicasMaxLag }).with(ReloadReplication)
+		if name == "min-slaves-max-lag" {
+			d.AliasOf = "min-replicas-max-lag"
+		}
+		ds = append(ds, d)
+	}
+	return ds
 }
 
 // replicaOf is replicaof (and its old name slaveof): "host port" of the

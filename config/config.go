@@ -83,7 +83,7 @@ func Default() Config {
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000, ScriptMemoryLimit: 128 << 20, GCHeadroom: 128 << 20,
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
-		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 32 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, ReplSendInterval: 1000},
+		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 32 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, MinReplicasMaxLag: 10, LimiterWaitTimeout: 1000},
 		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto", RLSNearLimitRatio: 0.8, RLSConfigMaxBytes: 8 << 20,
 			RLSHeaderLimit: "RateLimit-Limit", RLSHeaderRemaining: "RateLimit-Remaining", RLSHeaderReset: "RateLimit-Reset"}, Limits: DefaultLimits(),
 		Regions: Regions{OnPartition: PartitionKeepLast}}
@@ -103,7 +103,10 @@ type Replica struct {
 	ReplicaReadOnly       bool   // replica-read-only: a replica refuses its clients' writes
 	ReplTimeout           int    // repl-timeout: seconds of silence before a link is dropped
 	ReplPingReplicaPeriod int    // repl-ping-replica-period: seconds between a primary's PINGs
-	ReplSendInterval      int    // repl-send-interval: least microseconds between two writes of the stream to a replica
+	MinReplicasToWrite    int    // min-replicas-to-write: writes are refused with fewer good replicas (0: never)
+	MinReplicasMaxLag     int    // min-replicas-max-lag: seconds since its last ACK within which a replica is good
+	LimiterWaitReplicas   int    // limiter-wait-replicas: replicas that must have a limiter's effect before its reply leaves
+	LimiterWaitTimeout    int    // limiter-wait-timeout: milliseconds the reply waits for them (0: forever)
 }
 
 // AppendOnly is the append-only file, named as in Redis.

@@ -57,8 +57,13 @@ type Manager struct {
 	saved    *Saved // the snapshot's replication ID and offset, until Restore
 	restored bool   // Restore ran
 
+	streamed atomic.Pointer[[]*Replica] // the online replicas Publish pushes to; nil for none
+	min      minReplicas                // min-replicas-to-write (good.go)
+
+	wantAck                         atomic.Bool  // WaitAt registered waiters that no GETACK asked for yet
+	limiterWait, limiterWaitTimeout atomic.Int64 // limiter-wait-replicas, limiter-wait-timeout (ns)
+
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
-	sendInterval                            atomic.Int64 // repl-send-interval, nanoseconds
 }
 
 // New returns the replication of a primary with no replica.
@@ -94,10 +99,6 @@ func (m *Manager) Tail() (*Reader, int64) {
 	m.startJournal()
 	return m.stream.Tail(true)
 }
-
-// Publish wakes the stream's readers for the records added since the last
-// call (Stream.Publish).
-func (m *Manager) Publish() { m.stream.Publish() }
 
 // Journaled reports whether the server's own writes go to the stream (a
 // primary with a replica or the append-only file).
@@ -145,6 +146,7 @@ func (m *Manager) ReplicaOf(host string, port int) bool {
 	m.detachAll()
 	m.stream.Activate()
 	m.link = newLink(m, host, port)
+	m.refreshGoodLocked() // a replica takes writes only from its primary: no check
 	m.logf("replicating %s:%d", host, port)
 	go m.link.run()
 	return true
@@ -162,6 +164,7 @@ func (m *Manager) Promote() bool {
 	}
 	m.link.stop()
 	m.link = nil
+	m.refreshGoodLocked()
 	m.stream.Shift()
 	if m.stream.active {
 		m.startJournal()
@@ -192,6 +195,7 @@ func (m *Manager) Cron(period time.Duration) {
 	if send {
 		m.lastPing = now
 	}
+	m.refreshGoodLocked()
 	m.mu.Unlock()
 	if send {
 		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbPing))

@@ -55,9 +55,15 @@ type Replica struct {
 	ack     atomic.Int64 // the offset it acknowledged (REPLCONF ACK)
 	ackMono atomic.Int64 // when, on the clock's Mono
 	done    chan struct{}
-	hurry   chan struct{} // a WAIT wants the stream sent now (pace)
 	acks    chan struct{} // it sent REPLCONF ACK: it reads, so its socket may have room
 	once    sync.Once
+
+	// sendMu orders the pushes of the stream: the event loops' rounds
+	// (Manager.Publish) and serve's own push through it. sent is the
+	// offset pushed up to.
+	sendMu   sync.Mutex
+	sent     atomic.Int64
+	streamed bool // Publish pushes to it; m.mu's
 
 	// Since when (on the clock's Mono) its unread stream is past the soft
 	// limit, when softOver; serve's own.
@@ -83,6 +89,9 @@ func (r *Replica) Ack(off int64) {
 	r.ack.Store(off)
 	r.acked.Store(true)
 	r.ackMono.Store(int64(r.m.clk.Mono()))
+	if r.m.min.short.Load() {
+		r.m.refreshGood()
+	}
 	r.m.checkWaiters()
 }
 
@@ -103,7 +112,7 @@ func (m *Manager) Attach(sink Sink, ip string, port int, id string, next int64) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.startJournal()
-	r := &Replica{m: m, sink: sink, IP: ip, Port: port, done: make(chan struct{}), hurry: make(chan struct{}, 1), acks: make(chan struct{}, 1)}
+	r := &Replica{m: m, sink: sink, IP: ip, Port: port, done: make(chan struct{}), acks: make(chan struct{}, 1)}
 	r.ackMono.Store(int64(m.clk.Mono()))
 	if r.reader = m.stream.Continue(id, next); r.reader != nil {
 		r.from = next - 1
@@ -122,6 +131,7 @@ func (m *Manager) Attach(sink Sink, ip string, port int, id string, next int64) 
 		m.logf("replica %s:%d asked for %s:%d: full resynchronisation from offset %d", ip, port, id, next, r.from)
 	}
 	r.ack.Store(r.from)
+	r.sent.Store(r.from)
 	m.replicas = append(m.replicas, r)
 	go r.serve()
 	return r
@@ -138,6 +148,8 @@ func (m *Manager) Detach(r *Replica) {
 			break
 		}
 	}
+	m.setStreamedLocked()
+	m.refreshGoodLocked()
 }
 
 // detachAll drops every replica (the primary became a replica). The
@@ -148,12 +160,17 @@ func (m *Manager) detachAll() {
 		r.sink.Kill()
 	}
 	m.replicas = nil
+	m.setStreamedLocked()
+	m.refreshGoodLocked()
 }
 
-// serve sends the replica its snapshot when it needs one, then the stream
-// as it grows. It pushes only while the replica's connection holds less
-// than pushWindow unsent: what the replica has not read stays in the
-// stream, and counts against its output limit (checkLimit).
+// serve sends the replica its snapshot when it needs one, then joins the
+// replicas the event loops push the stream to at the end of each round
+// (Manager.Publish), and pushes itself what no round publishes (PINGs,
+// GETACKs, active expiry's deletions) and what waited for the replica's
+// socket to make room. It pushes only while the replica's connection
+// holds less than pushWindow unsent: what the replica has not read stays
+// in the stream, and counts against its output limit (checkLimit).
 func (r *Replica) serve() {
 	defer r.reader.Close()
 	look := r.m.clk.NewTicker(5 * time.Millisecond) // for writes nobody publishes, and the socket's progress
@@ -167,27 +184,11 @@ func (r *Replica) serve() {
 		r.sink.Push([]byte("+CONTINUE " + id + "\r\n"))
 	}
 	r.state.Store(StateOnline)
+	r.m.stream.Quiet(r.reader) // the rounds push to it: Publish need not wake serve
+	r.m.addStreamed(r)
 	r.m.checkWaiters()
-	var sent time.Duration // when it last pushed, on the clock's Mono
 	for {
-		pushed := false
-		for r.sink.Unsent() < pushWindow {
-			b, err := r.reader.NextView(1 << 20)
-			if err != nil {
-				r.m.logf("replica %s:%d: %v; dropping it", r.IP, r.Port, err)
-				r.sink.Kill()
-				return
-			}
-			if len(b) == 0 {
-				break
-			}
-			r.sink.Push(b) // the stream's own bytes: the sink copies them
-			pushed = true
-		}
-		if pushed {
-			sent = r.m.clk.Mono()
-		}
-		if !r.checkLimit(r.sink.Unsent()) {
+		if !r.push() || !r.checkLimit(r.sink.Unsent()) {
 			return
 		}
 		select {
@@ -197,10 +198,29 @@ func (r *Replica) serve() {
 		case <-r.done:
 			return
 		}
-		if !r.pace(sent) {
-			return
-		}
 	}
+}
+
+// push writes what the replica has not been sent of the stream to its
+// connection, up to pushWindow unsent; false when the replica fell behind
+// the stream and is dropped.
+func (r *Replica) push() bool {
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	for r.sink.Unsent() < pushWindow {
+		b, err := r.reader.NextView(1 << 20)
+		if err != nil {
+			r.m.logf("replica %s:%d: %v; dropping it", r.IP, r.Port, err)
+			r.sink.Kill()
+			return false
+		}
+		if len(b) == 0 {
+			break
+		}
+		r.sink.Push(b) // the stream's own bytes: the sink copies them
+		r.sent.Add(int64(len(b)))
+	}
+	return true
 }
 
 // pushWindow is the most a replica's connection is given to hold unsent
@@ -282,38 +302,53 @@ func (r *Replica) checkLimit(unsent int64) bool {
 	return false
 }
 
-// pace waits until repl-send-interval has passed since the last push at
-// sent, so that under a steady load the replica gets one larger write an
-// interval instead of one per round of the event loop; a link that was
-// quiet for an interval sends at once. A WAIT cuts the wait short. It
-// returns false when the replica is detached.
-func (r *Replica) pace(sent time.Duration) bool {
-	left := time.Duration(r.m.sendInterval.Load()) - (r.m.clk.Mono() - sent)
-	if left <= 0 {
-		return true
+// Publish pushes the stream to every online replica up to its end, from
+// the calling goroutine: the event loops call it (through the command
+// layer's EndRound) once the commands of a round have run and before any
+// of their replies is flushed, so that a write reaches the replicas'
+// connections before its reply leaves, in one push per replica per round.
+// It also wakes the stream's other readers (the append-only file's).
+func (m *Manager) Publish() {
+	m.askAcks()
+	m.stream.Publish()
+	rs := m.streamed.Load()
+	if rs == nil {
+		return
 	}
-	select {
-	case <-r.m.clk.After(left):
-	case <-r.hurry:
-	case <-r.done:
-		return false
-	}
-	return true
-}
-
-// SetSendInterval sets repl-send-interval: the least time between two
-// writes of the stream to one replica (0: a write each round).
-func (m *Manager) SetSendInterval(d time.Duration) { m.sendInterval.Store(int64(d)) }
-
-// hurry ends every replica's pace now: a WAIT asked them to acknowledge
-// what they have.
-func (m *Manager) hurry() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range m.replicas {
-		select {
-		case r.hurry <- struct{}{}:
-		default:
+	end := m.stream.Offset()
+	for _, r := range *rs {
+		if r.sent.Load() < end {
+			r.push() // a replica that fell behind is dropped, and detached by its serve
 		}
 	}
+}
+
+// addStreamed adds r to the replicas Publish pushes to.
+func (m *Manager) addStreamed(r *Replica) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, x := range m.replicas {
+		if x == r {
+			r.streamed = true
+			m.setStreamedLocked()
+			m.refreshGoodLocked()
+			return
+		}
+	}
+}
+
+// setStreamedLocked republishes the list of replicas Publish pushes to.
+// The caller holds m.mu.
+func (m *Manager) setStreamedLocked() {
+	var rs []*Replica
+	for _, r := range m.replicas {
+		if r.streamed {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) == 0 {
+		m.streamed.Store(nil)
+		return
+	}
+	m.streamed.Store(&rs)
 }

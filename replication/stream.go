@@ -170,7 +170,7 @@ func (s *Stream) Publish() {
 		return
 	}
 	s.mu.Lock()
-	s.wakeReaders()
+	s.wakeReaders(true)
 	s.mu.Unlock()
 }
 
@@ -179,13 +179,26 @@ func (s *Stream) Publish() {
 func (s *Stream) Append(rec []byte) {
 	s.mu.Lock()
 	s.add(rec)
-	s.wakeReaders()
+	s.wakeReaders(false)
 	s.mu.Unlock()
 }
 
-// wakeReaders tells every reader the stream has grown. The caller holds mu.
-func (s *Stream) wakeReaders() {
+// Quiet makes Publish leave r asleep: the event loops push its replica
+// the records they publish themselves (Manager.Publish). Append and Reset
+// still wake it.
+func (s *Stream) Quiet(r *Reader) {
+	s.mu.Lock()
+	r.quiet = true
+	s.mu.Unlock()
+}
+
+// wakeReaders tells every reader the stream has grown (but quiet ones,
+// when published). The caller holds mu.
+func (s *Stream) wakeReaders(published bool) {
 	for _, r := range s.readers {
+		if published && r.quiet {
+			continue
+		}
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -279,7 +292,7 @@ func (s *Stream) Reset(id string, off int64) {
 	for _, r := range s.readers {
 		r.lagging = true
 	}
-	s.wakeReaders()
+	s.wakeReaders(false)
 }
 
 // mark is the ID, the offset and whether the backlog is active, at one
@@ -373,6 +386,7 @@ type Reader struct {
 	pos     int64 // guarded by s.mu
 	view    int64 // the offset of the view NextView gave last (-1: none); guarded by s.mu
 	keep    bool  // never dropped for lagging: the stream holds its bytes
+	quiet   bool  // Publish does not wake it (Quiet); guarded by s.mu
 	lagging bool
 	wake    chan struct{}
 }

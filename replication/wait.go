@@ -34,7 +34,6 @@ func (m *Manager) Wait(n int, timeout time.Duration, done func(acked int)) (int,
 	m.mu.Unlock()
 	if getack {
 		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbReplconf, "GETACK", "*"))
-		m.hurry()
 	}
 	if timeout > 0 {
 		go func() {
@@ -119,4 +118,58 @@ func (m *Manager) Acked() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.ackedLocked(target)
+}
+
+// WaitAt is the wait of a reply held until n replicas acknowledged target
+// (limiter-wait-replicas): as Wait, but the acknowledgements are asked
+// for once for every waiter of a round, by the GETACK that the round's
+// Publish appends, rather than one GETACK each. done gets the count from
+// another goroutine, once n replicas acknowledged or timeout passed (0:
+// never), unless WaitAt returns true: then they already had.
+func (m *Manager) WaitAt(target int64, n int, timeout time.Duration, done func(acked int)) bool {
+	m.mu.Lock()
+	if m.ackedLocked(target) >= n {
+		m.mu.Unlock()
+		return true
+	}
+	w := &waiter{target: target, n: n, done: done, stop: make(chan struct{})}
+	m.waiters = append(m.waiters, w)
+	m.mu.Unlock()
+	m.wantAck.Store(true)
+	if timeout > 0 {
+		expired := m.clk.After(timeout) // from now, not from when the goroutine runs
+		go func() {
+			select {
+			case <-expired:
+				m.mu.Lock()
+				fire := m.removeWaiterLocked(w)
+				c := m.ackedLocked(w.target)
+				m.mu.Unlock()
+				if fire {
+					w.done(c)
+				}
+			case <-w.stop:
+			}
+		}()
+	}
+	return false
+}
+
+// askAcks appends one GETACK for the waiters WaitAt registered since the
+// last call; Publish calls it before it pushes the round.
+func (m *Manager) askAcks() {
+	if m.wantAck.Load() && m.wantAck.Swap(false) {
+		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbReplconf, "GETACK", "*"))
+	}
+}
+
+// SetLimiterWait sets limiter-wait-replicas and limiter-wait-timeout.
+func (m *Manager) SetLimiterWait(n int, timeout time.Duration) {
+	m.limiterWait.Store(int64(n))
+	m.limiterWaitTimeout.Store(int64(timeout))
+}
+
+// LimiterWait is limiter-wait-replicas and limiter-wait-timeout.
+func (m *Manager) LimiterWait() (int, time.Duration) {
+	return int(m.limiterWait.Load()), time.Duration(m.limiterWaitTimeout.Load())
 }

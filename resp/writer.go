@@ -68,6 +68,9 @@ func (w *Writer) Bytes() []byte { return w.b }
 // Reset drops the buffered replies.
 func (w *Writer) Reset() { w.b = w.b[:0] }
 
+// Truncate drops the buffered bytes from n on.
+func (w *Writer) Truncate(n int) { w.b = w.b[:n] }
+
 // Simple writes a simple string (+OK).
 func (w *Writer) Simple(s string) { w.b = redcon.AppendString(w.b, s) }
 

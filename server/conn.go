@@ -33,6 +33,8 @@ type Conn struct {
 	softSince time.Duration // on the clock's Mono, since the soft output limit is passed
 	served    bool          // the last read gave commands (the idle timeout restarts)
 
+	streaming atomic.Bool // Push writes to the socket itself (Stream)
+
 	mailMu sync.Mutex
 	mail   []byte // pushed (Push), not yet in the reply buffer
 	spare  []byte // the last mail delivered, for the next to fill; the deliverer's own
@@ -63,8 +65,13 @@ func (c *Conn) Close() error {
 
 // Push queues b, whole RESP values (a pub/sub message), for the client:
 // it is written after the replies of the commands the connection is
-// running, in the order pushed. Safe from any goroutine.
+// running, in the order pushed. Safe from any goroutine. On a connection
+// that carries a stream (Stream) it is written to the socket at once.
 func (c *Conn) Push(b []byte) {
+	if c.streaming.Load() {
+		c.send(b)
+		return
+	}
 	c.mailMu.Lock()
 	first := len(c.mail) == 0
 	c.mail = append(c.mail, b...)
@@ -80,6 +87,40 @@ func (c *Conn) Push(b []byte) {
 	// A goroutine blocked reading: a deadline in the past wakes it, and
 	// its loop delivers the mail (Server.loop).
 	c.nc.wake()
+}
+
+// Stream makes the connection carry a stream that other goroutines write,
+// a replica's link: from now on Push writes to the socket at once, from
+// the pushing goroutine, as much as the socket takes without waiting; the
+// rest waits on the connection, counted in OutputMemory, and its event
+// loop writes it as the socket makes room. Pushes keep their order; the
+// connection's own replies, if it still sends commands, go between two
+// pushes, never inside one. What was written before (replies, mail) is
+// flushed first. Only from Handler.Command, on the connection's
+// goroutine. A connection with a goroutine of its own (TLS) keeps its
+// pushes for that goroutine to write.
+func (c *Conn) Stream() {
+	if c.fc == nil || c.streaming.Load() {
+		return
+	}
+	c.deliverMail()
+	c.fc.shared = true // before any other goroutine writes: they do once Push sees streaming
+	c.wr.Flush()
+	c.streaming.Store(true)
+}
+
+// send writes b for Push on a streaming connection.
+func (c *Conn) send(b []byte) {
+	waiting, started, err := c.fc.send(b)
+	if err != nil {
+		c.Kill()
+		return
+	}
+	c.setOmem(int64(waiting))
+	if started { // the socket is full: its poller writes the rest when it has room
+		p := c.fc.p
+		p.post(func() { p.roomy = append(p.roomy, c) })
+	}
 }
 
 // deliverMail moves pushed bytes into the reply buffer; it reports
@@ -192,7 +233,7 @@ func (c *Conn) unsent() int64 {
 	if c.fc == nil {
 		return 0
 	}
-	return int64(len(c.fc.out))
+	return int64(c.fc.pending())
 }
 
 // Loopback reports whether the client is on this machine.

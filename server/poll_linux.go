@@ -71,6 +71,7 @@ type poller struct {
 	mu     sync.Mutex
 	inbox  []*Conn
 	mailed []*Conn       // connections Push gave mail to
+	roomy  []*Conn       // shared sockets whose out another goroutine filled: watch them for room
 	killed []*fdConn     // closed by other goroutines (fdConn.Close)
 	back   []backConn    // connections whose long command ended on a goroutine that lost the loop
 	stop   bool          // asked to stop
@@ -404,9 +405,14 @@ func (p *poller) welcome() bool {
 // command of a new connection lost it the loop.
 func (p *poller) collect() bool {
 	p.mu.Lock()
-	in, killed, mailed, back, stop := p.inbox, p.killed, p.mailed, p.back, p.stop
-	p.inbox, p.killed, p.mailed, p.back, p.woken = nil, nil, nil, nil, false
+	in, killed, mailed, back, roomy, stop := p.inbox, p.killed, p.mailed, p.back, p.roomy, p.stop
+	p.inbox, p.killed, p.mailed, p.back, p.roomy, p.woken = nil, nil, nil, nil, nil, false
 	p.mu.Unlock()
+	for _, c := range roomy {
+		if fc := c.fc; fc.fd >= 0 && !c.away && !fc.waiting && fc.pending() > 0 && p.conns[int32(fc.fd)] == c {
+			p.watchFor(c, syscall.EPOLLOUT)
+		}
+	}
 	for _, c := range mailed {
 		// A connection away for its long command has its mail delivered
 		// when it is back (rejoin): its writer is another goroutine's.
@@ -471,7 +477,9 @@ func (p *poller) ready(c *Conn, events uint32) bool {
 			return true
 		}
 		c.setOmem(c.unsent())
-		if len(fc.out) == 0 {
+		if fc.pending() == 0 {
+			// A Push from another goroutine that fills out again after
+			// this look asks for room once more (wantRoom).
 			p.watchFor(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
 		}
 	}
@@ -545,7 +553,7 @@ func (p *poller) flush() {
 			continue
 		}
 		c.setOmem(c.unsent())
-		if len(c.fc.out) > 0 && !c.fc.waiting {
+		if !c.fc.waiting && c.fc.pending() > 0 {
 			p.watchFor(c, syscall.EPOLLOUT)
 		}
 	}
@@ -578,7 +586,7 @@ func (p *poller) expire(now time.Time) bool {
 			if t >= fc.lingerUntil {
 				p.finish(c, nil)
 			}
-		case len(fc.out) > 0:
+		case fc.pending() > 0:
 			if d := fc.wdeadline.Load(); d != 0 && t >= d {
 				p.finish(c, errTimeout)
 			} else if err := p.s.checkOutput(c); err != nil {
@@ -651,6 +659,12 @@ type fdConn struct {
 
 	lingerUntil int64 // Unix ns; 0 unless lingering
 
+	// shared is set (by the poller's goroutine, before any other writes)
+	// once other goroutines write the socket too (Conn.Stream): then out
+	// and the writes to fd are wmu's, and the poller takes wmu for them.
+	shared bool
+	wmu    sync.Mutex
+
 	rdeadline, wdeadline atomic.Int64 // Unix ns; 0 for none
 
 	mu     sync.Mutex
@@ -682,6 +696,14 @@ func (f *fdConn) Read(b []byte) (int, error) {
 // Write writes what the socket takes now and keeps the rest in out, for the
 // poller to write when the socket has room.
 func (f *fdConn) Write(b []byte) (int, error) {
+	if f.shared {
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+	}
+	return f.write(b)
+}
+
+func (f *fdConn) write(b []byte) (int, error) {
 	if len(f.out) > 0 {
 		f.out = append(f.out, b...)
 		return len(b), nil
@@ -702,8 +724,47 @@ func (f *fdConn) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// send is Write from a goroutine other than the poller's, on a shared
+// socket (Conn.Stream). It returns what waits in out after it, and
+// whether out was empty before: the poller must then watch for room.
+func (f *fdConn) send(b []byte) (waiting int, started bool, err error) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	if f.fd < 0 {
+		return 0, false, net.ErrClosed
+	}
+	before := len(f.out)
+	if _, err := f.write(b); err != nil {
+		f.out = nil
+		return 0, false, err
+	}
+	return len(f.out), before == 0 && len(f.out) > 0, nil
+}
+
+// pending is how many bytes wait in out.
+func (f *fdConn) pending() int {
+	if f.shared {
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+	}
+	return len(f.out)
+}
+
+// dropOut forgets what waits in out, unsent.
+func (f *fdConn) dropOut() {
+	if f.shared {
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+	}
+	f.out = nil
+}
+
 // drain writes out as far as the socket takes it.
 func (f *fdConn) drain() error {
+	if f.shared {
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+	}
 	for len(f.out) > 0 && f.fd >= 0 {
 		n, err := rawWrite(f.fd, f.out)
 		switch {
@@ -742,6 +803,10 @@ func (f *fdConn) Close() error {
 
 // release closes the socket; only the poller calls it.
 func (f *fdConn) release() {
+	if f.shared {
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	syscall.Close(f.fd)

@@ -461,7 +461,7 @@ func (s *Server) checkOutput(c *Conn) error {
 	}
 	c.wr.Reset()
 	if c.fc != nil {
-		c.fc.out = nil // dropped, not sent
+		c.fc.dropOut() // dropped, not sent
 	}
 	c.closed = true
 	c.setOmem(0)

@@ -70,7 +70,7 @@ func TestWaitCountsOnlyReplicasThatHoldTheData(t *testing.T) {
 func TestReplicaThatDoesNotReadCostsItsLag(t *testing.T) {
 	t.Parallel()
 	ts, logs := startWith(t, nil, nil)
-	defer ts.stepping(time.Millisecond)() // repl-send-interval's pace runs on the server's clock
+	defer ts.stepping(time.Millisecond)() // the sender looks at the replica's socket on the server's clock
 	c := ts.client(t, 2)
 	value := strings.Repeat("v", 100<<10)
 	omem := regexp.MustCompile(`omem=(\d+) `)

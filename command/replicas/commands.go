@@ -92,6 +92,7 @@ func (f *Family) startReplica(c *command.Client, id string, next int64) {
 		ip, _, _ = net.SplitHostPort(c.Addr)
 	}
 	c.SetClass(config.ClassReplica)
+	c.StreamOutput() // the event loops write the stream to it at the end of their rounds
 	rc.replica = f.repl.Attach(sink{c, f}, ip, rc.port, id, next)
 }
 
@@ -213,6 +214,9 @@ func (f *Family) infoReplication(_ *engine.Engine, b *strings.Builder) {
 		command.InfoLine(b, "role", "master")
 	}
 	command.InfoLine(b, "connected_slaves", len(st.Replicas))
+	if cfg.MinReplicasToWrite > 0 && cfg.MinReplicasMaxLag > 0 {
+		command.InfoLine(b, "min_slaves_good_slaves", f.repl.GoodReplicas())
+	}
 	for i, r := range st.Replicas {
 		b.WriteString("slave" + strconv.Itoa(i) + ":ip=" + r.IP + ",port=" + strconv.Itoa(r.Port) + ",state=" + r.State +
 			",offset=" + strconv.FormatInt(r.Offset, 10) + ",lag=" + strconv.FormatInt(r.Lag, 10) + "\r\n")

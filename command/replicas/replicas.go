@@ -50,6 +50,7 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	t.AddInfo("replication", 70, f.infoReplication)
 	t.ExtendInfo("stats", f.infoSyncs)
 	t.SetReadOnlyCheck(&f.readOnly, readOnlyCheck)
+	t.SetNoReplicasCheck(f.repl.ShortOfReplicas(), noReplicasCheck)
 	t.OnReload(config.ReloadReplication, f.reload)
 	t.OnClientClosed(f.detach)
 	if f.repl != nil {
@@ -57,6 +58,7 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 		// node to continue (replication.Manager.Restore).
 		t.AddEarlySection(replication.SectionName, f.repl.SaveSection, f.repl.LoadSection)
 	}
+	f.reload() // the directives as they start: min-replicas-to-write from a config file
 }
 
 // reload rereads what the replication directives change, and what a role
@@ -64,9 +66,24 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 func (f *Family) reload() error {
 	cfg := f.env.Config()
 	f.repl.Stream().SetBacklog(cfg.ReplBacklogSize)
-	f.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
 	f.readOnly.Store(f.repl.IsReplica() && cfg.ReplicaReadOnly)
+	f.repl.SetMinReplicas(cfg.MinReplicasToWrite, time.Duration(cfg.MinReplicasMaxLag)*time.Second)
+	f.repl.SetLimiterWait(cfg.LimiterWaitReplicas, time.Duration(cfg.LimiterWaitTimeout)*time.Millisecond)
 	return nil
+}
+
+// errNoReplicas is Redis's refusal of a write by a primary with fewer good
+// replicas than min-replicas-to-write.
+const errNoReplicas = command.WireError("NOREPLICAS Not enough good replicas to write.")
+
+// noReplicasCheck refuses writes while the primary is short of good
+// replicas; a limiter command whose cost is 0 only peeks, and is served.
+func noReplicasCheck(c *command.Client, cmd *command.Command, args [][]byte) bool {
+	if cmd.Flags&command.FlagWrite == 0 || cmd.Peeks(args) {
+		return true
+	}
+	c.Error(errNoReplicas)
+	return false
 }
 
 // errReadOnly is Redis's refusal of a write on a read-only replica.

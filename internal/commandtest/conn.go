@@ -82,6 +82,7 @@ func (c *Conn) Context() any          { return c.ctx }
 func (c *Conn) SetContext(v any)      { c.ctx = v }
 func (c *Conn) BeginLong()            {}
 func (c *Conn) EndLong()              {}
+func (c *Conn) Stream()               {}
 
 // Push queues a message, as the transport's Push does.
 func (c *Conn) Push(b []byte) {
