@@ -129,6 +129,9 @@ func (n *Node) Save() error { return n.persist.Save() }
 // Policies is the named policies the node applies.
 func (n *Node) Policies() *policy.Store { return n.limits.Policies() }
 
+// ClusterSummary is the node's cluster state, as CLUSTER INFO reports it.
+func (n *Node) ClusterSummary() clustering.Summary { return n.cluster.Summary() }
+
 // StartRules loads the rules file (if configured) and watches it until
 // Close; a file that does not load is an error.
 func (n *Node) StartRules() error { return n.limits.StartRules() }
