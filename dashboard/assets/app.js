@@ -219,7 +219,10 @@ function render(view) {
 async function poll() {
   const st = document.getElementById("status");
   try {
-    const res = await fetch("/dashboard/data.json", { cache: "no-store", credentials: "same-origin" });
+    // From the origin, not relative: a page opened as http://user:pass@host/
+    // keeps the credentials in its URL, and fetch refuses a URL holding
+    // them; the browser sends the credentials it was given for the origin.
+    const res = await fetch(location.origin + "/dashboard/data.json", { cache: "no-store", credentials: "same-origin" });
     if (!res.ok) {
       st.className = "status error";
       st.textContent = res.status === 401 ? "not logged in: reload the page to give a user and password"
