@@ -41,6 +41,13 @@ type Analytics interface {
 	View() any
 }
 
+// AnalyticsFunc is a function as an Analytics: Sources{Analytics:
+// dashboard.AnalyticsFunc(rec.View)} wires any view.
+type AnalyticsFunc func() any
+
+// View implements Analytics.
+func (f AnalyticsFunc) View() any { return f() }
+
 // Sources is what the dashboard reads.
 type Sources struct {
 	Server   *command.Server

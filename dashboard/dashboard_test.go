@@ -61,9 +61,7 @@ func get(h http.Handler, method, path, remote, user, pass string) *httptest.Resp
 
 const local = "127.0.0.1:50000"
 
-type fixedView struct{}
-
-func (fixedView) View() any {
+func fixedView() any {
 	return map[string]any{"denied": []map[string]any{{"key": "user:42", "count": 7}}}
 }
 
@@ -93,7 +91,7 @@ func TestOffByDefault(t *testing.T) {
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	n := newNode(t, withUsers(t))
-	h := dashboard.New(dashboard.Sources{Server: n.CommandServer(), Policies: n.Policies(), Analytics: fixedView{}})
+	h := dashboard.New(dashboard.Sources{Server: n.CommandServer(), Policies: n.Policies(), Analytics: dashboard.AnalyticsFunc(fixedView)})
 	for _, tc := range []struct {
 		path, user, pass string
 		code             int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"image/png"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/dashboard"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -75,18 +77,7 @@ func TestDashboardInChromium(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 
 	shot := filepath.Join(dir, "dashboard.png")
-	ctxRun, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctxRun, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-		"--user-data-dir="+filepath.Join(dir, "chromium"), "--virtual-time-budget=5000", "--window-size=1280,1000",
-		"--screenshot="+shot, "--dump-dom", "http://viewer:viewpw@"+host+"/dashboard/")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	dom := string(out)
+	dom := chromiumDOM(t, chromium, "http://viewer:viewpw@"+host+"/dashboard/", shot)
 
 	for _, want := range []string{`data-policy="login-attempts"`, `data-policy="signup-trial"`, `data-role="master"`, `>viewer<`, `signup-trial (shadow)`} {
 		if !strings.Contains(dom, want) {
@@ -129,5 +120,59 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	if len(colours) < 10 {
 		t.Errorf("the screenshot has %d colours: a blank page", len(colours))
+	}
+}
+
+// chromiumDOM opens url in headless Chromium for 5 s of virtual time (the
+// page's timers run, its requests complete) and returns the DOM then; with
+// shot, it also saves a 1280x1000 screenshot there.
+func chromiumDOM(t *testing.T, chromium, url, shot string) string {
+	t.Helper()
+	ctxRun, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--user-data-dir=" + filepath.Join(t.TempDir(), "chromium"), "--virtual-time-budget=5000", "--window-size=1280,1000", "--dump-dom", url}
+	if shot != "" {
+		args = append(args, "--screenshot="+shot)
+	}
+	cmd := exec.CommandContext(ctxRun, chromium, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	return string(out)
+}
+
+// TestDashboardShowsAnalytics: an analytics view handed to the dashboard
+// (dashboard.Sources.Analytics) shows in the page as the top keys, in
+// place of the note that analytics is off.
+func TestDashboardShowsAnalytics(t *testing.T) {
+	t.Parallel()
+	chromium := need(t, "chromium")
+	ts := startServer(t)
+	require.NoError(t, ts.srv.CommandServer().SetConfig([2]string{"dashboard", "yes"}))
+	view := func() any {
+		return map[string]any{"login": map[string]any{
+			"denied": []map[string]any{{"key": "user:1001", "count": 17}, {"key": "10.1.2.3", "count": 4}},
+		}}
+	}
+	h := dashboard.New(dashboard.Sources{Server: ts.srv.CommandServer(), Policies: ts.srv.Policies(),
+		Cluster: ts.srv.ClusterSummary, Analytics: dashboard.AnalyticsFunc(view)})
+	web := httptest.NewServer(h)
+	defer web.Close()
+	dom := chromiumDOM(t, chromium, web.URL+"/dashboard/", "")
+	box := regexp.MustCompile(`(?s)<div id="analytics">(.*?)</section>`).FindStringSubmatch(dom)
+	if box == nil {
+		t.Fatalf("no analytics box:\n%.4000s", dom)
+	}
+	for _, want := range []string{">login<", ">user:1001<", ">17<", ">10.1.2.3<"} {
+		if !strings.Contains(box[1], want) {
+			t.Errorf("the top keys lack %s:\n%s", want, box[1])
+		}
+	}
+	if strings.Contains(dom, "analytics is off") {
+		t.Error("the page says analytics is off while a view is given")
 	}
 }
