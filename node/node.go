@@ -108,6 +108,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 // CommandServer is the node's command layer.
 func (n *Node) CommandServer() *command.Server { return n.cmds }
 
+// ClusterSummary is the node's cluster state, as CLUSTER INFO reports it.
+func (n *Node) ClusterSummary() clustering.Summary { return n.cluster.Summary() }
+
 // Engine is the keyspace the node serves.
 func (n *Node) Engine() *engine.Engine { return n.cmds.Engine() }
 
@@ -128,9 +131,6 @@ func (n *Node) Save() error { return n.persist.Save() }
 
 // Policies is the named policies the node applies.
 func (n *Node) Policies() *policy.Store { return n.limits.Policies() }
-
-// ClusterSummary is the node's cluster state, as CLUSTER INFO reports it.
-func (n *Node) ClusterSummary() clustering.Summary { return n.cluster.Summary() }
 
 // StartRules loads the rules file (if configured) and watches it until
 // Close; a file that does not load is an error.
