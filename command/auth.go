@@ -222,3 +222,63 @@ func cmdACLLoad(c *Client, _ [][]byte) {
 	}
 	c.OK()
 }
+
+// Access is what a caller outside a connection (the dashboard) may run, as
+// the user it authenticated as: the ACL users as they were when it did.
+type Access struct {
+	name string
+	user *acl.User
+	all  bool // every command: no users configured, the open default user, or a user of the Authenticate hook
+}
+
+// User is the name of the user the access is for.
+func (a Access) User() string { return a.name }
+
+// Allowed reports whether the user may run the command (or subcommand,
+// "parent|sub"), as the ACL gate would decide for a connection of that
+// user.
+func (a Access) Allowed(command string) bool {
+	if a.all {
+		return true
+	}
+	return a.user != nil && a.user.Allowed(command)
+}
+
+// Login checks user and pass as AUTH does (the embedder's Authenticate
+// hook, or else the ACL users) and returns what that user may run; false
+// when they do not authenticate.
+func (s *Server) Login(user, pass string) (Access, bool) {
+	if s.Authenticate != nil {
+		name, ok := s.Authenticate(user, pass)
+		if !ok {
+			return Access{}, false
+		}
+		if us := s.guard.acl.Load(); us != nil && us.Get(name) != nil {
+			return Access{name: name, user: us.Get(name)}, true
+		}
+		return Access{name: name, all: true}, true // a user of the hook's own, as the ACL gate lets it
+	}
+	us := s.guard.acl.Load()
+	if us == nil {
+		return Access{}, false
+	}
+	u, ok := us.Check(user, pass)
+	if !ok {
+		return Access{}, false
+	}
+	return Access{name: u.Name(), user: u, all: us.Open() && u.Name() == "default"}, true
+}
+
+// Anonymous returns what a caller that gives no password may run: the
+// default user's access when it needs no password (a new connection
+// starts authenticated as it), else false.
+func (s *Server) Anonymous() (Access, bool) {
+	if s.authRequired() {
+		return Access{}, false
+	}
+	us := s.guard.acl.Load()
+	if us == nil {
+		return Access{name: "default", all: true}, true
+	}
+	return Access{name: "default", user: us.Get("default"), all: us.Open()}, true
+}

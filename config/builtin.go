@@ -232,6 +232,8 @@ func observability() []*Directive {
 		String("metrics-addr",
 			"serve Prometheus metrics at http://<addr>/metrics, for example 127.0.0.1:9121 (empty: off)", false,
 			func(c *Config) *string { return &c.MetricsAddr }),
+		Bool("dashboard", "serve the live dashboard at http://<metrics-addr>/dashboard, behind the ACL's passwords (see docs/operations.md)", true,
+			func(c *Config) *bool { return &c.Dashboard }),
 	}
 }
 

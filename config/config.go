@@ -66,6 +66,7 @@ type Config struct {
 	SlowlogLogSlowerThan int64  // microseconds; 0 logs every command, negative none
 	SlowlogMaxLen        int    // entries the slow log keeps
 	MetricsAddr          string // Prometheus endpoint address; empty: off
+	Dashboard            bool   // dashboard: serve the live page on the metrics listener
 
 	Replica     // replica-priority, replica-announce-*, replicaof, repl-*
 	AppendOnly  // appendonly, appendfsync, ...

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/limitdb/limitdb/clock"
@@ -136,15 +137,25 @@ func Handler(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSv
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: log.Default()})
 }
 
-// Serve listens on addr and serves /metrics until srv closes. It returns
+// Route is another handler the metrics listener serves: the dashboard.
+type Route struct {
+	Pattern string // a net/http ServeMux pattern
+	Handler http.Handler
+}
+
+// Serve listens on addr and serves /metrics, and routes, until srv closes.
+// An addr that is a port alone listens on loopback (127.0.0.1). It returns
 // once listening, so that a bad address stops start-up.
-func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, addr string, logger *log.Logger) (net.Addr, error) {
-	ln, err := net.Listen("tcp", addr)
+func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, addr string, logger *log.Logger, routes ...Route) (net.Addr, error) {
+	ln, err := net.Listen("tcp", ListenAddr(addr))
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", Handler(srv, snaps, policies, rlsSvc))
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && logger != nil {
@@ -158,4 +169,13 @@ func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc 
 		hs.Shutdown(ctx)
 	}()
 	return ln.Addr(), nil
+}
+
+// ListenAddr is the address metrics-addr names: host:port as given (":9121"
+// is every interface), a port alone on loopback.
+func ListenAddr(addr string) string {
+	if _, err := strconv.Atoi(addr); err == nil {
+		return net.JoinHostPort("127.0.0.1", addr)
+	}
+	return addr
 }

@@ -111,6 +111,9 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 // CommandServer is the node's command layer.
 func (n *Node) CommandServer() *command.Server { return n.cmds }
 
+// ClusterSummary is the node's cluster state, as CLUSTER INFO reports it.
+func (n *Node) ClusterSummary() clustering.Summary { return n.cluster.Summary() }
+
 // Engine is the keyspace the node serves.
 func (n *Node) Engine() *engine.Engine { return n.cmds.Engine() }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/dashboard"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/metrics"
 	"github.com/limitdb/limitdb/node"
@@ -106,13 +107,20 @@ func run(args []string, stderr io.Writer) int {
 	srv := node.New(cfg, eng, logger)
 	if cfg.MetricsAddr != "" {
 		srv.BeforeServe = func() error {
-			addr, err := metrics.Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), cfg.MetricsAddr, logger)
+			dash := dashboard.New(dashboard.Sources{Server: srv.CommandServer(), Policies: srv.Policies(), Cluster: srv.ClusterSummary})
+			addr, err := metrics.Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), cfg.MetricsAddr, logger,
+				metrics.Route{Pattern: "/dashboard", Handler: dash}, metrics.Route{Pattern: "/dashboard/", Handler: dash})
 			if err != nil {
 				return fmt.Errorf("cannot serve metrics: %w", err)
 			}
 			logger.Printf("metrics at http://%s/metrics", addr)
+			if cfg.Dashboard {
+				logger.Printf("dashboard at http://%s/dashboard", addr)
+			}
 			return nil
 		}
+	} else if cfg.Dashboard {
+		logger.Printf("dashboard yes, but metrics-addr is empty: no listener serves the dashboard")
 	}
 	go func() {
 		// A signal is acted on once the node serves; one that came sooner

@@ -38,16 +38,22 @@ func (f *Family) view(c *command.Client) (clusterView, bool) {
 		t, _ := cluster.Empty().Apply(cluster.Change{Op: cluster.OpAddNode, Node: &self, Slots: []cluster.Range{{First: 0, Last: cluster.Slots - 1}}})
 		return clusterView{t: t, me: cs.id, serving: true}, true
 	}
+	return f.memberView(), true
+}
+
+// memberView is the view of a real cluster's member (not emulated).
+func (f *Family) memberView() clusterView {
+	cs := f.cs
 	cons := cs.cons.Load()
 	if cons == nil {
-		return clusterView{t: cluster.Empty(), me: cs.id}, true
+		return clusterView{t: cluster.Empty(), me: cs.id}
 	}
 	t := cons.Topology()
 	if _, ok := t.Node(cs.id); !ok { // between wiping its log and receiving the cluster's
 		self := cons.Self()
 		t, _ = t.Apply(cluster.Change{Op: cluster.OpAddNode, Node: &self})
 	}
-	return clusterView{t: t, me: cs.id, serving: clusterServing(cons, t)}, true
+	return clusterView{t: t, me: cs.id, serving: clusterServing(cons, t)}
 }
 
 // endpoint is the address emulated mode sends cluster clients to: the one
@@ -78,35 +84,71 @@ func (f *Family) cmdClusterInfo(c *command.Client, _ [][]byte) {
 	if !ok {
 		return
 	}
-	assigned, served := v.t.Assigned()
-	size := 0
-	for _, n := range v.t.Nodes() {
-		if n.Primary == "" && len(v.t.SlotsOf(n.ID)) > 0 {
-			size++
-		}
-	}
-	state := "fail"
-	if v.serving {
-		state = "ok"
-	}
-	var myEpoch uint64
-	if n, ok := v.t.Node(v.me); ok {
-		myEpoch = n.Epoch
-	}
+	sum := summarize(v)
 	var b strings.Builder
 	for _, kv := range []struct {
 		k string
 		v any
 	}{
-		{"cluster_state", state}, {"cluster_slots_assigned", assigned}, {"cluster_slots_ok", served},
-		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", assigned - served}, {"cluster_known_nodes", len(v.t.Nodes())},
-		{"cluster_size", size}, {"cluster_current_epoch", v.t.CurrentEpoch()}, {"cluster_my_epoch", myEpoch},
+		{"cluster_state", sum.State}, {"cluster_slots_assigned", sum.SlotsAssigned}, {"cluster_slots_ok", sum.SlotsOK},
+		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", sum.SlotsAssigned - sum.SlotsOK}, {"cluster_known_nodes", sum.KnownNodes},
+		{"cluster_size", sum.Size}, {"cluster_current_epoch", sum.CurrentEpoch}, {"cluster_my_epoch", sum.MyEpoch},
 		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
 		{"total_cluster_links_buffer_limit_exceeded", 0},
 	} {
 		fmt.Fprintf(&b, "%s:%v\r\n", kv.k, kv.v)
 	}
 	c.Verbatim(b.String())
+}
+
+// Summary is the node's cluster state as CLUSTER INFO reports it, for
+// readers without a connection (the dashboard). Outside cluster mode only
+// Enabled (false) is set.
+type Summary struct {
+	Enabled       bool   `json:"enabled"`
+	Emulated      bool   `json:"emulated"` // cluster-enabled emulated: one node owning every slot
+	State         string `json:"state"`    // cluster_state: ok or fail
+	SlotsAssigned int    `json:"slots_assigned"`
+	SlotsOK       int    `json:"slots_ok"`
+	KnownNodes    int    `json:"known_nodes"`
+	Size          int    `json:"size"` // primaries serving at least one slot
+	CurrentEpoch  uint64 `json:"current_epoch"`
+	MyEpoch       uint64 `json:"my_epoch"`
+	MyID          string `json:"my_id"`
+}
+
+// Summary reports the node's cluster state, as CLUSTER INFO would.
+func (f *Family) Summary() Summary {
+	cs := f.cs
+	if !cs.on {
+		return Summary{}
+	}
+	if cs.emulated {
+		self := cluster.Node{ID: cs.id, Shard: cs.shardID, IP: "127.0.0.1", Port: f.env.Port(), BusPort: f.env.Port() + 10000}
+		t, _ := cluster.Empty().Apply(cluster.Change{Op: cluster.OpAddNode, Node: &self, Slots: []cluster.Range{{First: 0, Last: cluster.Slots - 1}}})
+		sum := summarize(clusterView{t: t, me: cs.id, serving: true})
+		sum.Emulated = true
+		return sum
+	}
+	return summarize(f.memberView())
+}
+
+// summarize is what CLUSTER INFO says of v.
+func summarize(v clusterView) Summary {
+	sum := Summary{Enabled: true, State: "fail", KnownNodes: len(v.t.Nodes()), CurrentEpoch: v.t.CurrentEpoch(), MyID: v.me}
+	sum.SlotsAssigned, sum.SlotsOK = v.t.Assigned()
+	for _, n := range v.t.Nodes() {
+		if n.Primary == "" && len(v.t.SlotsOf(n.ID)) > 0 {
+			sum.Size++
+		}
+	}
+	if v.serving {
+		sum.State = "ok"
+	}
+	if n, ok := v.t.Node(v.me); ok {
+		sum.MyEpoch = n.Epoch
+	}
+	return sum
 }
 
 func (f *Family) cmdClusterMyID(c *command.Client, _ [][]byte) {

@@ -41,7 +41,7 @@ var layers = [][]string{
 	// The families of commands, siblings on the core (TestFamiliesAreSiblings).
 	{"command/conn", "command/keyspace", "command/ratelimit", "command/envoy", "command/pubsub", "command/monitor", "command/scripts", "command/admin", "command/replicas", "command/clustering", "command/persist", "command/regions", "internal/commandtest"},
 	// The assembly, and the exporters of the command layer's figures.
-	{"node", "metrics"},
+	{"node", "metrics", "dashboard"},
 	// Programs and end-to-end tests.
 	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "bench/loadgen", "bench/rlsload", "bench/repllag", "bench/failoverload", "bench/clusterload", "tests",
 
@@ -72,6 +72,7 @@ var never = map[string][]string{
 	"replication": {"server", "resp", "config"},
 	"policy":      {"server", "resp"},
 	"metrics":     {"server", "node"},
+	"dashboard":   {"server", "node"},
 	"httplimit":   {"server", "resp", "command", "node"},
 	"rls":         {"server", "resp", "command", "node"},
 	"region":      {"server", "resp", "command", "node", "config"},
