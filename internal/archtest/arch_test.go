@@ -19,7 +19,7 @@ const module = "github.com/limitdb/limitdb/"
 // lower layers, so imports flow one way. A new package must be placed here.
 var layers = [][]string{
 	// The wire format, the clock, pure helpers and the storage table.
-	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "internal/archtest", "internal/testlog", "internal/libscripts", "internal/redisarg"},
+	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "client", "internal/benchcpu", "internal/archtest", "internal/testlog", "internal/libscripts", "internal/redisarg", "analytics"},
 	// Pure algorithms; the configuration; the transport; the cluster's topology and consensus.
 	{"engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster",
 
@@ -53,11 +53,13 @@ var layers = [][]string{
 // only names, for the packages at the edges, every project package they
 // may import at all.
 var only = map[string][]string{
-	"resp":    {},
-	"clock":   {},
-	"acl":     {},
-	"server":  {"resp", "clock"},
-	"cluster": {"resp", "clock"},
+	"resp":  {},
+	"clock": {},
+	"acl":   {},
+	// Pure data structures: nothing of the project.
+	"analytics": {},
+	"server":    {"resp", "clock"},
+	"cluster":   {"resp", "clock"},
 }
 
 // never names, for packages whose layer alone would allow it, project
