@@ -125,25 +125,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Handler serves srv's metrics, its snapshots' and its named policies'
-// counters and the per-rule counters of its Envoy rate limit service (none
-// when rlsSvc is nil), with the Go runtime's and the process's, in
-// Prometheus's text format.
-func Handler(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters) http.Handler {
+// counters, the per-rule counters of its Envoy rate limit service (none
+// when rlsSvc is nil) and its top limited keys (none when top is nil),
+// with the Go runtime's and the process's, in Prometheus's text format.
+func Handler(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, top TopKeys) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(srv, snaps), policyCollector{policies}, rlsCollector{rlsSvc}, collectors.NewGoCollector(),
+	reg.MustRegister(NewCollector(srv, snaps), policyCollector{policies}, rlsCollector{rlsSvc}, topCollector{top}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: log.Default()})
 }
 
 // Serve listens on addr and serves /metrics until srv closes. It returns
 // once listening, so that a bad address stops start-up.
-func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, addr string, logger *log.Logger) (net.Addr, error) {
+func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, top TopKeys, addr string, logger *log.Logger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", Handler(srv, snaps, policies, rlsSvc))
+	mux.Handle("/metrics", Handler(srv, snaps, policies, rlsSvc, top))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && logger != nil {

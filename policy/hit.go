@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/limitdb/limitdb/analytics"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/limit"
 )
@@ -57,7 +58,7 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 		return Reply{}, err
 	}
 	if cost > 0 {
-		c.count(r.Limited, !r.Limited || c.Shadow)
+		s.count(c, key, now, r, r.Limited, !r.Limited || c.Shadow)
 	}
 	rep := c.reply(r)
 	rep.Lease = id
@@ -141,7 +142,7 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 	replies = make([]Reply, len(pairs))
 	for i, c := range cs {
 		if cost > 0 {
-			c.count(wouldDeny[i], !limited)
+			s.count(c, pairs[i].Key, now, rs[i], wouldDeny[i], !limited)
 		}
 		replies[i] = c.reply(rs[i])
 		if !limited {
@@ -187,21 +188,44 @@ func own(ent engine.Entry, k engine.Kind) (engine.Entry, error) {
 	return engine.Entry{}, nil
 }
 
-// count records one decision: denied (by this policy) or admitted. A shadow
-// policy's limited answer counts as admitted and shadow-denied.
-func (c *compiled) count(limited, admitted bool) {
+// count records one decision of c on the client's key, in c's counters
+// and to the store's Observer: denied (by this policy) or admitted. A
+// shadow policy's limited answer counts as admitted and shadow-denied.
+func (s *Store) count(c *compiled, key []byte, now int64, r limit.Result, limited, admitted bool) {
+	var d analytics.Decision
 	switch {
 	case limited && c.Shadow:
 		c.stats.ShadowDenied.Add(1)
+		d.ShadowDenied = true
 		if admitted {
 			c.stats.Admitted.Add(1)
+			d.Admitted = true
 		}
 	case limited:
 		c.stats.Denied.Add(1)
+		d.Denied = true
 	case admitted:
 		c.stats.Admitted.Add(1)
+		d.Admitted = true
+	default:
+		return
+	}
+	if s.observer != nil {
+		d.Limit, d.Remaining = r.Limit, r.Remaining
+		s.observer.ObservePolicy(c.Name, key, now, d)
 	}
 }
+
+// Observer sees each decision a policy counts (Counters) with the client's
+// key, as it counts it, on the goroutine that made it: it must be cheap,
+// never block, and not keep key. The analytics watch through it.
+type Observer interface {
+	ObservePolicy(policy string, key []byte, now int64, d analytics.Decision)
+}
+
+// SetObserver makes o see every decision the store's policies count. It
+// must be called before the store is used (at start-up).
+func (s *Store) SetObserver(o Observer) { s.observer = o }
 
 // reply masks a shadow policy's denial: the client sees an admission.
 func (c *compiled) reply(r limit.Result) Reply {

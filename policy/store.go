@@ -70,8 +70,9 @@ type Store struct {
 	counters map[string]*Counters
 	table    atomic.Pointer[map[string]*compiled]
 
-	watch  watchState
-	logger atomic.Pointer[log.Logger]
+	watch    watchState
+	observer Observer // hit.go: SetObserver
+	logger   atomic.Pointer[log.Logger]
 }
 
 // NewStore returns an empty store that logs rules-file events to logger

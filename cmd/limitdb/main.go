@@ -105,7 +105,7 @@ func run(args []string, stderr io.Writer) int {
 	srv := node.New(cfg, eng, logger)
 	if cfg.MetricsAddr != "" {
 		srv.BeforeServe = func() error {
-			addr, err := metrics.Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), cfg.MetricsAddr, logger)
+			addr, err := metrics.Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), srv.Analytics(), cfg.MetricsAddr, logger)
 			if err != nil {
 				return fmt.Errorf("cannot serve metrics: %w", err)
 			}

@@ -1,7 +1,10 @@
 package envoy
 
 import (
+	"bytes"
 	"errors"
+
+	"github.com/limitdb/limitdb/analytics"
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/rls"
@@ -54,10 +57,32 @@ func (f *Family) cmdCharge(c *command.Client, args [][]byte) {
 	}
 	c.Array(len(sts) * rls.StatusInts)
 	var buf [rls.StatusInts]int64
-	for _, st := range sts {
+	for i, st := range sts {
 		for _, v := range rls.AppendStatus(buf[:0], st) {
 			c.Int(v)
 		}
 		c.CountLimit(st.Limited())
+		c.ObserveLimit(clientKey(charges[i].Key), decision(st, charges[i].Limit))
 	}
+}
+
+// clientKey is a counter's key without what changes while the client stays
+// the same: the window's start (domain_key_value_..._start) or the
+// algorithm's name, so that the analytics rank one key per client and rule.
+func clientKey(k []byte) []byte {
+	if i := bytes.LastIndexByte(k, '_'); i > 0 {
+		return k[:i]
+	}
+	return k
+}
+
+// decision is a status as the analytics see it: a shadow mode rule's
+// would-be denial is admitted and shadow-denied.
+func decision(st rls.Status, l *rls.RateLimit) analytics.Decision {
+	d := command.Decided(st.Limited(), 0, int64(st.Remaining))
+	if l != nil {
+		d.Limit = int64(l.RequestsPerUnit)
+		d.ShadowDenied = st.Over && l.ShadowMode
+	}
+	return d
 }

@@ -38,7 +38,7 @@ var layers = [][]string{
 	// The command layer's core.
 	{"command"},
 	// The families of commands, siblings on the core (TestFamiliesAreSiblings).
-	{"command/conn", "command/keyspace", "command/ratelimit", "command/envoy", "command/pubsub", "command/monitor", "command/scripts", "command/admin", "command/replicas", "command/clustering", "command/persist", "internal/commandtest"},
+	{"command/conn", "command/keyspace", "command/ratelimit", "command/envoy", "command/pubsub", "command/monitor", "command/scripts", "command/admin", "command/replicas", "command/clustering", "command/persist", "command/analytics", "internal/commandtest"},
 	// The assembly, and the exporters of the command layer's figures.
 	{"node", "metrics"},
 	// Programs and end-to-end tests.
