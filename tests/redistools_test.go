@@ -46,6 +46,10 @@ func TestRedisCLIOneShot(t *testing.T) {
 		{"RL.HITALL", []string{"--no-raw", "RL.HITALL", "2", "api", "bob", "api", "ann"},
 			"1) (integer) 0\n2) 1) (integer) 0\n   2) (integer) 2\n   3) (integer) 0\n   4) (integer) -1\n   5) (integer) 60000\n" +
 				"3) 1) (integer) 0\n   2) (integer) 2\n   3) (integer) 1\n   4) (integer) -1\n   5) (integer) 60000\n"},
+		{"RL.TOP", []string{"--no-raw", "RL.TOP", "api", "HITS"},
+			"1) 1) \"bob\"\n   2) (integer) 2\n   3) (integer) 0\n2) 1) \"ann\"\n   2) (integer) 1\n   3) (integer) 0\n"},
+		{"RL.HISTORY", []string{"--no-raw", "RL.HISTORY", "api", "COUNT", "1"},
+			"1) 1) (integer) 1767225600\n   2) (integer) 3\n   3) (integer) 0\n   4) (integer) 0\n"},
 		{"error", []string{"--no-raw", "CL.THROTTLE", "a", "1", "0", "60"}, "(error) ERR count must be at least 1, got 0\n"},
 		{"string", []string{"--no-raw", "SET", "s", "1", "EX", "10"}, "OK\n"},
 		{"counter", []string{"--no-raw", "INCRBY", "s", "41"}, "(integer) 42\n"},
