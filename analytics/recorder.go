@@ -120,9 +120,11 @@ type group struct {
 	hist    *History
 }
 
-type groupID struct {
-	kind Kind
-	name string
+// groups is every group by kind and name: a map keyed by the name alone,
+// per kind, so that a lookup is the runtime's fast string map access.
+type groups struct {
+	byKind [2]map[string]*group
+	n      int
 }
 
 // Recorder is every group's rankings and history. Record may be called
@@ -132,7 +134,12 @@ type Recorder struct {
 	seed    maphash.Seed
 	period  atomic.Int64
 	mu      sync.Mutex // serialises adding groups
-	groups  atomic.Pointer[map[groupID]*group]
+	groups  atomic.Pointer[groups]
+	// recent caches groups by a cheap index of their name (recentSlot),
+	// written only on a miss: a decision of a policy or command seen
+	// before finds its group with one load and a compare of its name,
+	// which the caller passes as the same string each time.
+	recent [16]atomic.Pointer[group]
 	dropped atomic.Int64
 }
 
@@ -141,8 +148,7 @@ type Recorder struct {
 func NewRecorder(period time.Duration) *Recorder {
 	r := &Recorder{seed: maphash.MakeSeed()}
 	r.SetPeriod(period)
-	m := map[groupID]*group{}
-	r.groups.Store(&m)
+	r.groups.Store(&groups{byKind: [2]map[string]*group{{}, {}}})
 	return r
 }
 
@@ -170,12 +176,16 @@ func (r *Recorder) Record(kind Kind, name string, key []byte, now int64, d Decis
 	if !d.Admitted && !d.Denied && !d.ShadowDenied {
 		return
 	}
-	g := (*r.groups.Load())[groupID{kind, name}]
-	if g == nil {
-		if g = r.add(kind, name); g == nil {
-			r.dropped.Add(1)
-			return
+	slot := &r.recent[recentSlot(kind, name)]
+	g := slot.Load()
+	if g == nil || g.name != name || g.kind != kind {
+		if g = r.groups.Load().byKind[kind&1][name]; g == nil {
+			if g = r.add(kind, name); g == nil {
+				r.dropped.Add(1)
+				return
+			}
 		}
+		slot.Store(g)
 	}
 	h := maphash.Bytes(r.seed, key)
 	st := &g.stripes[h>>(64-3)] // the top bits: Sketch compares all 64
@@ -206,24 +216,35 @@ func (r *Recorder) Record(kind Kind, name string, key []byte, now int64, d Decis
 	st.mu.Unlock()
 }
 
+// recentSlot is name's place in Recorder.recent.
+func recentSlot(kind Kind, name string) int {
+	n := len(name)
+	if n == 0 {
+		return int(kind) & 15
+	}
+	return (n*7 + int(name[0]) + int(name[n-1])*3 + int(kind)) & 15
+}
+
 // add makes the group of name, or returns nil when MaxGroups are tracked.
 func (r *Recorder) add(kind Kind, name string) *group {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := *r.groups.Load()
-	if g := old[groupID{kind, name}]; g != nil {
+	old := r.groups.Load()
+	if g := old.byKind[kind&1][name]; g != nil {
 		return g
 	}
-	if len(old) >= MaxGroups {
+	if old.n >= MaxGroups {
 		return nil
 	}
 	g := &group{kind: kind, name: name, hist: newHistory()}
-	next := make(map[groupID]*group, len(old)+1)
-	for k, v := range old {
-		next[k] = v
+	next := &groups{byKind: old.byKind, n: old.n + 1}
+	m := make(map[string]*group, len(old.byKind[kind&1])+1)
+	for k, v := range old.byKind[kind&1] {
+		m[k] = v
 	}
-	next[groupID{kind, name}] = g
-	r.groups.Store(&next)
+	m[name] = g
+	next.byKind[kind&1] = m
+	r.groups.Store(next)
 	return g
 }
 
@@ -274,7 +295,7 @@ func (st *stripe) ranking(rk Ranking, now, p int64) []Entry {
 
 // lookup is the group of name, or nil when none was recorded.
 func (r *Recorder) lookup(kind Kind, name string) *group {
-	return (*r.groups.Load())[groupID{kind, name}]
+	return r.groups.Load().byKind[kind&1][name]
 }
 
 // Has reports whether any decision of name was recorded.
@@ -351,10 +372,8 @@ func (g *group) history() *History {
 // Names lists the policies or the commands that have a record, sorted.
 func (r *Recorder) Names(kind Kind) []string {
 	var out []string
-	for id := range *r.groups.Load() {
-		if id.kind == kind {
-			out = append(out, id.name)
-		}
+	for name := range r.groups.Load().byKind[kind&1] {
+		out = append(out, name)
 	}
 	sort.Strings(out)
 	return out

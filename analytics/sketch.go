@@ -43,14 +43,14 @@ func (s *Sketch) Add(h uint64, key []byte, w uint64) {
 	s.total += w
 	// One pass finds the key or, failing that, the slot of the smallest
 	// count: with 16 slots a scan of contiguous hashes beats an index.
-	min := 0
+	min, minCount := 0, ^uint64(0)
 	for i := 0; i < s.n; i++ {
 		if s.hash[i] == h {
 			s.count[i] += w
 			return
 		}
-		if s.count[i] < s.count[min] {
-			min = i
+		if c := s.count[i]; c < minCount {
+			min, minCount = i, c
 		}
 	}
 	i := s.n
@@ -59,7 +59,7 @@ func (s *Sketch) Add(h uint64, key []byte, w uint64) {
 		s.n++
 	} else {
 		i = min
-		base = s.count[min]
+		base = minCount
 	}
 	s.hash[i] = h
 	s.count[i] = base + w

@@ -68,7 +68,7 @@ type Config struct {
 	MetricsAddr          string // Prometheus endpoint address; empty: off
 	// Analytics is analytics: record every limiter decision's key for
 	// the top limited keys (RL.TOP) and the per-second and per-minute
-	// history (RL.HISTORY); on by default (docs/operations.md says why).
+	// history (RL.HISTORY); off by default (docs/operations.md says why).
 	Analytics bool
 	// AnalyticsPeriod is analytics-period: RL.TOP counts the period
 	// holding now and the one before; 0: DefaultAnalyticsPeriod.
@@ -88,7 +88,7 @@ func Default() Config {
 	return Config{Bind: "127.0.0.1", Port: 6379, Dir: "./data",
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000, ScriptMemoryLimit: 128 << 20, GCHeadroom: 128 << 20,
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
-		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, Analytics: true, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
+		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
 		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 1 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, ReplSendInterval: 1000},
 		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto", RLSNearLimitRatio: 0.8, RLSConfigMaxBytes: 8 << 20,
 			RLSHeaderLimit: "RateLimit-Limit", RLSHeaderRemaining: "RateLimit-Remaining", RLSHeaderReset: "RateLimit-Reset"}, Limits: DefaultLimits()}

@@ -56,7 +56,9 @@ func TestAnalyticsOverRESP(t *testing.T) {
 	c := ts.client(t, 2)
 	require.NoError(t, c.Do(ctx, "RL.POLICY", "SET", "api", "fixed_window", 10, "1m").Err())
 	require.NoError(t, c.Do(ctx, "RL.POLICY", "SET", "beta", "fixed_window", 1, "1m", "SHADOW").Err())
-	require.Equal(t, "yes", c.ConfigGet(ctx, "analytics").Val()["analytics"], "analytics is on by default")
+	require.Equal(t, "no", c.ConfigGet(ctx, "analytics").Val()["analytics"], "analytics is off by default")
+	require.EqualError(t, c.Do(ctx, "RL.TOP", "api").Err(), "ERR analytics is off: CONFIG SET analytics yes starts recording")
+	require.NoError(t, c.ConfigSet(ctx, "analytics", "yes").Err())
 	sec := t0 / 1e9
 
 	hit := func(policy, key string, n int) {
@@ -158,7 +160,7 @@ user ops on >opspw nocommands +@read
 user app on >apppw nocommands +rl.hit +rl.policy|set
 user limiter on >limiterpw nocommands +@rate_limit
 `)
-	ts, _ := startWith(t, func(c *config.Config) { c.ACLFile = path }, nil)
+	ts, _ := startWith(t, func(c *config.Config) { c.ACLFile, c.Analytics = path, true }, nil)
 	login := func(user, pass string) *redis.Client {
 		c := redis.NewClient(&redis.Options{Addr: ts.addr, Username: user, Password: pass, MaxRetries: -1})
 		t.Cleanup(func() { c.Close() })
@@ -191,6 +193,7 @@ func TestAnalyticsOverRLS(t *testing.T) {
 	addr, err := metrics.Serve(s.srv.CommandServer(), s.srv.Snapshots(), s.srv.Policies(), s.srv.RLS(), s.srv.Analytics(), "127.0.0.1:0", nil)
 	require.NoError(t, err)
 	c := s.client(t, 2)
+	require.NoError(t, c.ConfigSet(ctx, "analytics", "yes").Err())
 	req := func(domain string, d *rlcommon.RateLimitDescriptor) {
 		_, err := s.rls.ShouldRateLimit(ctx, &rlspb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}})
 		require.NoError(t, err)

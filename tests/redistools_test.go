@@ -41,6 +41,7 @@ func TestRedisCLIOneShot(t *testing.T) {
 		{"SW.INCR", []string{"SW.INCR", "sw", "10", "1s", "11"}, "1\n10\n10\n-1\n0\n"},
 		{"SL.INCR", []string{"--raw", "SL.INCR", "sl", "3", "1s"}, "0\n3\n2\n-1\n1000\n"},
 		{"RL.POLICY", []string{"RL.POLICY", "SET", "api", "sliding_log", "2", "1m"}, "OK\n"},
+		{"analytics", []string{"CONFIG", "SET", "analytics", "yes"}, "OK\n"},
 		{"RL.HIT", []string{"--no-raw", "RL.HIT", "api", "bob"},
 			"1) (integer) 0\n2) (integer) 2\n3) (integer) 1\n4) (integer) -1\n5) (integer) 60000\n"},
 		{"RL.HITALL", []string{"--no-raw", "RL.HITALL", "2", "api", "bob", "api", "ann"},
