@@ -131,15 +131,15 @@ type groups struct {
 // from any goroutine; it takes the lock of one stripe of one group and
 // never allocates once the group exists.
 type Recorder struct {
-	seed    maphash.Seed
-	period  atomic.Int64
-	mu      sync.Mutex // serialises adding groups
-	groups  atomic.Pointer[groups]
+	seed   maphash.Seed
+	period atomic.Int64
+	mu     sync.Mutex // serialises adding groups
+	groups atomic.Pointer[groups]
 	// recent caches groups by a cheap index of their name (recentSlot),
 	// written only on a miss: a decision of a policy or command seen
 	// before finds its group with one load and a compare of its name,
 	// which the caller passes as the same string each time.
-	recent [16]atomic.Pointer[group]
+	recent  [16]atomic.Pointer[group]
 	dropped atomic.Int64
 }
 
