@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"strings"
+
 	an "github.com/limitdb/limitdb/analytics"
 	insight "github.com/limitdb/limitdb/command/analytics"
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +47,9 @@ func (c topCollector) Collect(ch chan<- prometheus.Metric) {
 				entries []an.Entry
 			}{{"denied", gv.Denied}, {"hits", gv.Hits}, {"near", gv.Near}} {
 				for _, e := range r.entries {
-					ch <- prometheus.MustNewConstMetric(descTopKey, prometheus.GaugeValue, float64(e.Count), g.kind, gv.Name, r.name, e.Key)
+					// A label value must be UTF-8; a client's key is any bytes.
+					key := strings.ToValidUTF8(e.Key, "\uFFFD")
+					ch <- prometheus.MustNewConstMetric(descTopKey, prometheus.GaugeValue, float64(e.Count), g.kind, gv.Name, r.name, key)
 				}
 			}
 		}

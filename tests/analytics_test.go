@@ -213,6 +213,7 @@ func TestAnalyticsOverRLS(t *testing.T) {
 	require.NoError(t, c.Do(ctx, "RL.POLICY", "SET", "api", "gcra", 1, "1m").Err())
 	c.Do(ctx, "RL.HIT", "api", "user:1")
 	c.Do(ctx, "RL.HIT", "api", "user:1")
+	c.Do(ctx, "RL.HIT", "api", "\xff\xfeip") // not UTF-8: a label value must be
 
 	res, err := http.Get("http://" + addr.String() + "/metrics")
 	require.NoError(t, err)
@@ -223,7 +224,10 @@ func TestAnalyticsOverRLS(t *testing.T) {
 		`limitdb_top_key_decisions{key="messaging_message_type_marketing_to_number_1",kind="command",name="rls.charge",ranking="hits"} 7`,
 		`limitdb_top_key_decisions{key="user:1",kind="policy",name="api",ranking="denied"} 1`,
 		`limitdb_top_key_decisions{key="user:1",kind="command",name="rl.hit",ranking="hits"} 2`,
+		"limitdb_top_key_decisions{key=\"\ufffdip\",kind=\"policy\",name=\"api\",ranking=\"hits\"} 1",
 	} {
-		require.Contains(t, string(body), want+"\n")
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics has no line %s", want)
+		}
 	}
 }
