@@ -181,6 +181,11 @@ user limiter on >limiterpw nocommands +@rate_limit
 	}
 	cats := admin.Do(ctx, "COMMAND", "INFO", "RL.TOP").Val().([]any)[0].([]any)[6]
 	require.ElementsMatch(t, []any{"@read", "@slow", "@rate_limit"}, cats)
+	for _, cmd := range []string{"RL.TOP", "RL.HISTORY"} {
+		docs := fmt.Sprint(admin.Do(ctx, "COMMAND", "DOCS", cmd).Val())
+		require.Contains(t, docs, "summary", "COMMAND DOCS %s: %s", cmd, docs)
+		require.Contains(t, docs, "rate_limit", "COMMAND DOCS %s: %s", cmd, docs)
+	}
 }
 
 // TestAnalyticsOverRLS: Envoy's gRPC requests are ranked under RLS.CHARGE
