@@ -88,7 +88,8 @@ const (
 	// Stripes is how many independently locked parts a group has; a key
 	// always falls in the same one (by its hash), so the parts' rankings
 	// merge exactly.
-	Stripes = 8
+	Stripes    = 1 << stripeBits
+	stripeBits = 4
 	// MaxGroups is how many policies and commands are tracked at most;
 	// the decisions of any beyond are counted in Dropped.
 	MaxGroups = 256
@@ -96,9 +97,9 @@ const (
 	DefaultPeriod = time.Minute
 	// GroupBytes is the memory one tracked policy or command holds, fixed
 	// whatever the number of keys: Stripes stripes of 2 periods of 3
-	// rankings of one Sketch each (70,368 bytes) and its History (77,832
-	// bytes). MaxGroups of them are 36.2 MiB at most.
-	GroupBytes = 148200
+	// rankings of one Sketch each (71,584 bytes) and its History (77,832
+	// bytes). MaxGroups of them are 36.5 MiB at most.
+	GroupBytes = 149416
 )
 
 // stripe is a group's share of keys: its rankings for the current and the
@@ -188,7 +189,7 @@ func (r *Recorder) Record(kind Kind, name string, key []byte, now int64, d Decis
 		slot.Store(g)
 	}
 	h := maphash.Bytes(r.seed, key)
-	st := &g.stripes[h>>(64-3)] // the top bits: Sketch compares all 64
+	st := &g.stripes[h>>(64-stripeBits)] // the top bits: Sketch compares all 64
 	p := r.period.Load()
 	st.mu.Lock()
 	st.rotate(now, p)

@@ -13,7 +13,7 @@ package analytics
 //   - a key not monitored has a true weight of at most the smallest count
 //     (Min), and Min <= N/Slots.
 //
-// Its size is fixed (unsafe.Sizeof(Sketch{}), under 1.5 KiB) whatever the
+// Its size is fixed (unsafe.Sizeof(Sketch{}), under 1 KiB) whatever the
 // number of distinct keys, and Add never allocates. Keys are told apart by
 // a 64-bit hash of the whole key; the first KeyBytes bytes are kept to be
 // shown (a longer key is shown truncated). Two distinct keys collide with
@@ -32,7 +32,7 @@ type Sketch struct {
 
 const (
 	// Slots is how many keys a Sketch monitors.
-	Slots = 16
+	Slots = 8
 	// KeyBytes is how many bytes of a key a Sketch keeps to show it.
 	KeyBytes = 64
 )
@@ -42,7 +42,7 @@ const (
 func (s *Sketch) Add(h uint64, key []byte, w uint64) {
 	s.total += w
 	// One pass finds the key or, failing that, the slot of the smallest
-	// count: with 16 slots a scan of contiguous hashes beats an index.
+	// count: with 8 slots a scan of contiguous hashes beats an index.
 	min, minCount := 0, ^uint64(0)
 	for i := 0; i < s.n; i++ {
 		if s.hash[i] == h {

@@ -110,7 +110,7 @@ func TestAnalyticsOverRESP(t *testing.T) {
 	require.Equal(t, "+0:20/2/0", historyOf(t, c, minute, "api", "MINUTES", "COUNT", 1), "the history outlives the period")
 
 	info := c.Info(ctx, "limits").Val()
-	for k, want := range map[string]string{"analytics_enabled": "1", "analytics_period": "10", "analytics_tracked": "4", "analytics_memory_bytes": fmt.Sprint(4 * 148200)} {
+	for k, want := range map[string]string{"analytics_enabled": "1", "analytics_period": "10", "analytics_tracked": "4", "analytics_memory_bytes": fmt.Sprint(4 * 149416)} {
 		got, _ := infoField(info, k)
 		require.Equal(t, want, got, "INFO limits %s\n%s", k, info)
 	}
