@@ -252,9 +252,9 @@ func (c *Client) Error(err error) {
 	}
 }
 
-// Limit writes the uniform limiter reply; with delay it adds LB.QUEUE's
-// sixth field.
-func (c *Client) Limit(r limit.Result, withDelay bool) {
+// Limit counts the decision r on key (CountLimitOn) and writes the uniform
+// limiter reply; with delay it adds LB.QUEUE's sixth field.
+func (c *Client) Limit(key []byte, r limit.Result, withDelay bool) {
 	n := 5
 	if withDelay {
 		n = 6
@@ -263,7 +263,7 @@ func (c *Client) Limit(r limit.Result, withDelay bool) {
 	if r.Limited {
 		limited = 1
 	}
-	c.CountLimit(r.Limited)
+	c.CountLimitOn(key, r)
 	// One WriteRaw of the whole reply instead of six writer calls: the
 	// reply is a third of a pipelined CL.THROTTLE's CPU otherwise.
 	b := append(c.scratch[:0], '*', byte('0'+n), '\r', '\n')

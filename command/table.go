@@ -154,6 +154,7 @@ type Table struct {
 	clientInfo   []func(c *Client, b []byte) []byte
 	// what families offer the core and each other (observe.go)
 	observer  atomic.Pointer[observer]
+	decisions atomic.Pointer[decisionObserver] // decisions.go: ObserveDecisions
 	publisher Publisher
 	// a busy server (calls.go: SetBusyCheck)
 	busy      *atomic.Int32

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/limitdb/limitdb/engine/limit"
 )
@@ -229,6 +230,22 @@ func observability() []*Directive {
 			}},
 		Int("slowlog-max-len", "how many slow commands the slow log keeps", true, 0,
 			func(c *Config) *int { return &c.SlowlogMaxLen }).with(ReloadSlowlog),
+		Bool("analytics", "record each limiter decision's key: top limited keys (RL.TOP) and per-second and per-minute history (RL.HISTORY), in fixed memory", true,
+			func(c *Config) *bool { return &c.Analytics }).with(ReloadAnalytics),
+		{Name: "analytics-period", Mutable: true, Reload: ReloadAnalytics,
+			Help: "RL.TOP counts the decisions of the period holding now and of the one before (from 1s to 1d)",
+			Get:  func(c *Config) string { return limit.FormatDuration(c.AnalyticsPeriodOrDefault()) },
+			Set: func(c *Config, v string) error {
+				d, err := limit.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("invalid duration '%s': %v", v, err)
+				}
+				if d < time.Second || d > 24*time.Hour {
+					return fmt.Errorf("analytics-period must be from 1s to 1d")
+				}
+				c.AnalyticsPeriod = d
+				return nil
+			}},
 		String("metrics-addr",
 			"serve Prometheus metrics at http://<addr>/metrics, for example 127.0.0.1:9121 (empty: off)", false,
 			func(c *Config) *string { return &c.MetricsAddr }),

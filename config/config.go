@@ -67,6 +67,13 @@ type Config struct {
 	SlowlogMaxLen        int    // entries the slow log keeps
 	MetricsAddr          string // Prometheus endpoint address; empty: off
 	Dashboard            bool   // dashboard: serve the live page on the metrics listener
+	// Analytics is analytics: record every limiter decision's key for
+	// the top limited keys (RL.TOP) and the per-second and per-minute
+	// history (RL.HISTORY); off by default (docs/operations.md says why).
+	Analytics bool
+	// AnalyticsPeriod is analytics-period: RL.TOP counts the period
+	// holding now and the one before; 0: DefaultAnalyticsPeriod.
+	AnalyticsPeriod time.Duration
 
 	Replica     // replica-priority, replica-announce-*, replicaof, repl-*
 	AppendOnly  // appendonly, appendfsync, ...
@@ -225,6 +232,19 @@ func ParseShutdownMode(v string) (ShutdownMode, error) {
 type PolicyRules struct {
 	Rules     string        // YAML rules file of named policies; "" for none
 	RulesPoll time.Duration // how often the rules file is checked; 0: DefaultRulesPoll
+}
+
+// DefaultAnalyticsPeriod is the top limited keys' period unless
+// analytics-period says otherwise.
+const DefaultAnalyticsPeriod = time.Minute
+
+// AnalyticsPeriodOrDefault is AnalyticsPeriod, or DefaultAnalyticsPeriod
+// when unset.
+func (c *Config) AnalyticsPeriodOrDefault() time.Duration {
+	if c.AnalyticsPeriod <= 0 {
+		return DefaultAnalyticsPeriod
+	}
+	return c.AnalyticsPeriod
 }
 
 // DefaultRulesPoll is how often the rules file is checked unless

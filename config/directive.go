@@ -20,6 +20,7 @@ const (
 	ReloadPersistence               // reread what a failed snapshot refuses
 	ReloadReplication               // resize the replication backlog
 	ReloadAppendOnly                // open or close the append-only file
+	ReloadAnalytics                 // start, stop or re-period the analytics
 )
 
 // Directive is one configuration parameter, named as in Redis. The one

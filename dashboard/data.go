@@ -108,7 +108,9 @@ func (h *Handler) view(access command.Access) View {
 	case !access.Allowed(keysCommand):
 		v.AnalyticsNote = "user " + access.User() + " has no permissions to run the 'rl.top' command: top keys are hidden"
 	default:
-		v.Analytics = h.src.Analytics.View()
+		if v.Analytics = h.src.Analytics.View(); v.Analytics == nil {
+			v.AnalyticsNote = "analytics is off: top keys and history need it on (CONFIG SET analytics yes)"
+		}
 	}
 	return v
 }

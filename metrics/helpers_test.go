@@ -32,7 +32,7 @@ func startWithMetrics(t *testing.T) (*node.Node, *redis.Client, net.Addr) {
 	var addr net.Addr
 	srv.BeforeServe = func() error { // where cmd/limitdb starts the endpoint
 		var err error
-		addr, err = Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), "127.0.0.1:0", nil)
+		addr, err = Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), srv.Analytics(), "127.0.0.1:0", nil)
 		return err
 	}
 	ran := make(chan error, 1)

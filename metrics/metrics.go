@@ -126,12 +126,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Handler serves srv's metrics, its replication state, its snapshots' and
-// its named policies' counters and the per-rule counters of its Envoy rate limit service (none
-// when rlsSvc is nil), with the Go runtime's and the process's, in
+// its named policies' counters, the per-rule counters of its Envoy rate
+// limit service (none when rlsSvc is nil) and its top limited keys (none
+// when top is nil), with the Go runtime's and the process's, in
 // Prometheus's text format.
-func Handler(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters) http.Handler {
+func Handler(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, top TopKeys) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(srv, snaps), policyCollector{policies}, rlsCollector{rlsSvc},
+	reg.MustRegister(NewCollector(srv, snaps), policyCollector{policies}, rlsCollector{rlsSvc}, topCollector{top},
 		replicationCollector{srv.Replication()}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: log.Default()})
@@ -146,13 +147,13 @@ type Route struct {
 // Serve listens on addr and serves /metrics, and routes, until srv closes.
 // An addr that is a port alone listens on loopback (127.0.0.1). It returns
 // once listening, so that a bad address stops start-up.
-func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, addr string, logger *log.Logger, routes ...Route) (net.Addr, error) {
+func Serve(srv *command.Server, snaps Snapshots, policies *policy.Store, rlsSvc RLSCounters, top TopKeys, addr string, logger *log.Logger, routes ...Route) (net.Addr, error) {
 	ln, err := net.Listen("tcp", ListenAddr(addr))
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", Handler(srv, snaps, policies, rlsSvc))
+	mux.Handle("/metrics", Handler(srv, snaps, policies, rlsSvc, top))
 	for _, r := range routes {
 		mux.Handle(r.Pattern, r.Handler)
 	}

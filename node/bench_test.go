@@ -7,11 +7,13 @@ import (
 	"math/rand"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/internal/benchcpu"
+	"github.com/limitdb/limitdb/policy"
 	"github.com/tidwall/redcon"
 )
 
@@ -165,4 +167,46 @@ func (r *parallelReader) Read(p []byte) (int, error) {
 	b := r.batches[r.next%len(r.batches)]
 	r.next++
 	return copy(p, b), nil
+}
+
+// BenchmarkAnalytics is BenchmarkPipeline's CL.THROTTLE and an RL.HIT of
+// a GCRA policy (100 a minute) at depth 16, with analytics off and on, on
+// 100k random keys and on one hot key: what recording each decision's key
+// costs the hot path (bench/analytics.sh runs the pairs interleaved and
+// compares their cpu-ns/op).
+func BenchmarkAnalytics(b *testing.B) {
+	loads := []struct {
+		name string
+		args func(key string) []string
+	}{
+		benchLoads[0],
+		{"RL.HIT", func(k string) []string { return []string{"RL.HIT", "bench", k} }},
+	}
+	for _, load := range loads {
+		for _, keys := range []string{"rand", "hot"} {
+			key := hotKey
+			if keys == "rand" {
+				key = randomKeys(100_000)
+			}
+			for _, on := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/analytics=%v", load.name, keys, on)
+				b.Run(name, func(b *testing.B) {
+					cfg := config.Default()
+					cfg.Analytics = on
+					n := New(cfg, engine.New(clock.Real(), 0), nil)
+					if err := n.Policies().Set(policy.Policy{Name: "bench", Algorithm: policy.GCRA, Limit: 100, Period: time.Minute}); err != nil {
+						b.Fatal(err)
+					}
+					batches := pipelines(16, key, load.args)
+					rd := &batchReader{batches: batches, reads: (b.N + 15) / 16}
+					b.ReportAllocs()
+					b.ResetTimer()
+					defer benchcpu.Report(b)()
+					if err := streamTo(n, rd, io.Discard); err != io.EOF {
+						b.Fatal(err)
+					}
+				})
+			}
+		}
+	}
 }

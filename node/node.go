@@ -21,6 +21,7 @@ import (
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/command/admin"
+	"github.com/limitdb/limitdb/command/analytics"
 	"github.com/limitdb/limitdb/command/clustering"
 	"github.com/limitdb/limitdb/command/conn"
 	"github.com/limitdb/limitdb/command/envoy"
@@ -53,6 +54,7 @@ type Node struct {
 	scripts *scripts.Family    // EVAL, FUNCTION and the scripts they keep
 	cluster *clustering.Family // cluster routing and administration, the member's start
 	persist *persist.Family    // snapshots and the append-only file
+	insight *analytics.Family  // RL.TOP, RL.HISTORY and the dashboard's data
 	net     *server.Server
 	logger  *log.Logger
 
@@ -90,13 +92,14 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger) *Node {
 		logger = log.Default()
 	}
 	limits, scripts, cluster, persist, svc := ratelimit.New(), scripts.New(), clustering.New(), persist.New(), rls.New(eng, nil)
+	insight := analytics.New()
 	// The envoy family comes before admin, so that INFO all shows its
 	// hidden rls section before commandstats and latencystats; persist
 	// comes last, so that Close stops the append-only file after what the
 	// other families stop, as the last writes to the stream.
 	regs := regions.New(limits.Policies())
-	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster, regs, persist)
-	n := &Node{cmds: cmds, limits: limits, regions: regs, scripts: scripts, cluster: cluster, persist: persist, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
+	cmds := command.New(cfg, eng, logger, conn.New(), keyspace.New(), scripts, limits, envoy.New(rlsCommands{svc}), insight, pubsub.New(), monitor.New(), admin.New(), replicas.New(), cluster, regs, persist)
+	n := &Node{cmds: cmds, limits: limits, regions: regs, scripts: scripts, cluster: cluster, persist: persist, insight: insight, logger: logger, done: make(chan struct{}), serving: make(chan struct{}), rls: svc}
 	n.net = server.New(handler{cmds}, transportLimits(cfg.Limits), cfg.EventLoop, cmds.Clock())
 	n.net.Logf = logger.Printf
 	cmds.OnLimits = func(l config.Limits) { n.net.SetLimits(transportLimits(l)) }
@@ -137,6 +140,11 @@ func (n *Node) Policies() *policy.Store { return n.limits.Policies() }
 
 // Regions is the family that shares global policies with the peer regions.
 func (n *Node) Regions() *regions.Family { return n.regions }
+
+// Analytics is the node's operators' view of its limits: RL.TOP's and
+// RL.HISTORY's recorder, and DashboardView, the whole of it for a
+// dashboard page.
+func (n *Node) Analytics() *analytics.Family { return n.insight }
 
 // StartRules loads the rules file (if configured) and watches it until
 // Close; a file that does not load is an error.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/limitdb/limitdb/analytics"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/engine/limit"
 )
@@ -35,7 +36,7 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 	var buf [128]byte
 	k := Key(buf[:0], c.Name, key)
 	if c.glob != nil {
-		return s.hitGlobal(e, c, k, now, cost)
+		return s.hitGlobal(e, c, k, key, now, cost)
 	}
 	var r limit.Result
 	var err error
@@ -60,7 +61,7 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 		return Reply{}, err
 	}
 	if cost > 0 {
-		c.count(r.Limited, !r.Limited || c.Shadow)
+		s.count(c, key, now, r, r.Limited, !r.Limited || c.Shadow)
 	}
 	rep := c.reply(r)
 	rep.Lease = id
@@ -71,7 +72,7 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 // region's state and the peers' heard counts, and the new slot told to the
 // peers while the key's shard is still locked (so slots reach Charged in
 // the order they were written).
-func (s *Store) hitGlobal(e *engine.Engine, c *compiled, k []byte, now, cost int64) (Reply, error) {
+func (s *Store) hitGlobal(e *engine.Engine, c *compiled, k, key []byte, now, cost int64) (Reply, error) {
 	var r limit.Result
 	var err error
 	peers := s.peersOrNil()
@@ -90,7 +91,7 @@ func (s *Store) hitGlobal(e *engine.Engine, c *compiled, k []byte, now, cost int
 		return Reply{}, err
 	}
 	if cost > 0 {
-		c.count(r.Limited, !r.Limited || c.Shadow)
+		s.count(c, key, now, r, r.Limited, !r.Limited || c.Shadow)
 	}
 	return c.reply(r), nil
 }
@@ -175,7 +176,7 @@ func (s *Store) HitAll(e *engine.Engine, pairs []Pair, now, cost int64) (limited
 	replies = make([]Reply, len(pairs))
 	for i, c := range cs {
 		if cost > 0 {
-			c.count(wouldDeny[i], !limited)
+			s.count(c, pairs[i].Key, now, rs[i], wouldDeny[i], !limited)
 		}
 		replies[i] = c.reply(rs[i])
 		if !limited {
@@ -221,21 +222,44 @@ func own(ent engine.Entry, k engine.Kind) (engine.Entry, error) {
 	return engine.Entry{}, nil
 }
 
-// count records one decision: denied (by this policy) or admitted. A shadow
-// policy's limited answer counts as admitted and shadow-denied.
-func (c *compiled) count(limited, admitted bool) {
+// count records one decision of c on the client's key, in c's counters
+// and to the store's Observer: denied (by this policy) or admitted. A
+// shadow policy's limited answer counts as admitted and shadow-denied.
+func (s *Store) count(c *compiled, key []byte, now int64, r limit.Result, limited, admitted bool) {
+	var d analytics.Decision
 	switch {
 	case limited && c.Shadow:
 		c.stats.ShadowDenied.Add(1)
+		d.ShadowDenied = true
 		if admitted {
 			c.stats.Admitted.Add(1)
+			d.Admitted = true
 		}
 	case limited:
 		c.stats.Denied.Add(1)
+		d.Denied = true
 	case admitted:
 		c.stats.Admitted.Add(1)
+		d.Admitted = true
+	default:
+		return
+	}
+	if s.observer != nil {
+		d.Limit, d.Remaining = r.Limit, r.Remaining
+		s.observer.ObservePolicy(c.Name, key, now, d)
 	}
 }
+
+// Observer sees each decision a policy counts (Counters) with the client's
+// key, as it counts it, on the goroutine that made it: it must be cheap,
+// never block, and not keep key. The analytics watch through it.
+type Observer interface {
+	ObservePolicy(policy string, key []byte, now int64, d analytics.Decision)
+}
+
+// SetObserver makes o see every decision the store's policies count. It
+// must be called before the store is used (at start-up).
+func (s *Store) SetObserver(o Observer) { s.observer = o }
 
 // reply masks a shadow policy's denial: the client sees an admission.
 func (c *compiled) reply(r limit.Result) Reply {

@@ -89,7 +89,7 @@ func (s *Store) Reserve(e *engine.Engine, name, key []byte, now, cost, ttl int64
 	if err != nil {
 		return Reservation{}, err
 	}
-	c.count(r.Limited, !r.Limited || c.Shadow)
+	s.count(c, key, now, r, r.Limited, !r.Limited || c.Shadow)
 	out.Reply = c.reply(r)
 	return out, nil
 }

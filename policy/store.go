@@ -71,9 +71,10 @@ type Store struct {
 	counters map[string]*Counters
 	table    atomic.Pointer[map[string]*compiled]
 
-	watch  watchState
-	logger atomic.Pointer[log.Logger]
-	peers  atomic.Pointer[Peers] // global policies' other regions (global.go)
+	watch    watchState
+	observer Observer // hit.go: SetObserver
+	logger   atomic.Pointer[log.Logger]
+	peers    atomic.Pointer[Peers] // global policies' other regions (global.go)
 }
 
 // NewStore returns an empty store that logs rules-file events to logger

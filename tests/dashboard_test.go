@@ -28,15 +28,16 @@ var dashboardRE = regexp.MustCompile(`dashboard at http://(\S+)/dashboard`)
 // which Chromium keeps for the page's own requests): after the page has
 // polled a few times, its DOM names both policies, charts each with
 // points and a non-zero peak (the load runs meanwhile), shows the node's
-// role, and the screenshot is a real picture. Without credentials the
-// same URL answers 401 and shows nothing.
+// role and, analytics being on, the top limited keys the load made; the
+// screenshot is a real picture. Without credentials the same URL answers
+// 401 and shows nothing.
 func TestDashboardInChromium(t *testing.T) {
 	t.Parallel()
 	chromium := need(t, "chromium")
 	dir := t.TempDir()
 	acl := filepath.Join(dir, "users.acl")
-	require.NoError(t, os.WriteFile(acl, []byte("user default on >adminpw +@all\nuser viewer on >viewpw +info\n"), 0o600))
-	p := mustStart(t, dir, "--aclfile", acl, "--metrics-addr", "127.0.0.1:0", "--dashboard", "yes")
+	require.NoError(t, os.WriteFile(acl, []byte("user default on >adminpw +@all\nuser viewer on >viewpw +info +rl.top\n"), 0o600))
+	p := mustStart(t, dir, "--aclfile", acl, "--metrics-addr", "127.0.0.1:0", "--dashboard", "yes", "--analytics", "yes")
 	var host string
 	for deadline := time.Now().Add(20 * time.Second); host == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if m := dashboardRE.FindStringSubmatch(p.log.String()); m != nil {
@@ -88,6 +89,11 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("the page never drew its data:\n%.4000s", dom)
 	} else if n, _ := strconv.Atoi(m[1]); n < 3 {
 		t.Errorf("the page drew its data %d times, want at least 3", n)
+	}
+	box := regexp.MustCompile(`(?s)<div id="analytics">(.*?)</section>`).FindStringSubmatch(dom)
+	top := regexp.MustCompile(`(?s)<div class="topgroup" data-group="login-attempts">.*?most denied.*?<td>(user:\d)</td><td class="num">(\d+)</td>`)
+	if box == nil || top.FindStringSubmatch(box[1]) == nil {
+		t.Errorf("the top keys do not show the load's most denied key:\n%.4000s", dom)
 	}
 	charts := regexp.MustCompile(`<div class="chart" data-policy="([^"]+)">.*?</svg>`).FindAllStringSubmatch(dom, -1)
 	if len(charts) != 2 {

@@ -32,9 +32,9 @@ func TestGrafanaDashboardQueriesExportedSeries(t *testing.T) {
 	require.NotEmpty(t, queried)
 
 	p, r := startServer(t), startServer(t)
-	paddr, err := metrics.Serve(p.srv.CommandServer(), p.srv.Snapshots(), p.srv.Policies(), p.srv.RLS(), "127.0.0.1:0", nil)
+	paddr, err := metrics.Serve(p.srv.CommandServer(), p.srv.Snapshots(), p.srv.Policies(), p.srv.RLS(), p.srv.Analytics(), "127.0.0.1:0", nil)
 	require.NoError(t, err)
-	raddr, err := metrics.Serve(r.srv.CommandServer(), r.srv.Snapshots(), r.srv.Policies(), r.srv.RLS(), "127.0.0.1:0", nil)
+	raddr, err := metrics.Serve(r.srv.CommandServer(), r.srv.Snapshots(), r.srv.Policies(), r.srv.RLS(), r.srv.Analytics(), "127.0.0.1:0", nil)
 	require.NoError(t, err)
 	pc, rc := p.client(t, 2), r.client(t, 2)
 	replicate(t, rc, p)

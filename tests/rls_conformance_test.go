@@ -351,7 +351,7 @@ func compareRLSState(t *testing.T, peer *rlsPeer, s *rlsServer) {
 	// request's values). The peer publishes every STATS_FLUSH_INTERVAL, and
 	// only the counters that moved; limitdb lists a rule's five counters
 	// from its first hit, so 0s are left out of the comparison.
-	addr, err := metrics.Serve(s.srv.CommandServer(), s.srv.Snapshots(), s.srv.Policies(), s.srv.RLS(), "127.0.0.1:0", nil)
+	addr, err := metrics.Serve(s.srv.CommandServer(), s.srv.Snapshots(), s.srv.Policies(), s.srv.RLS(), s.srv.Analytics(), "127.0.0.1:0", nil)
 	require.NoError(t, err)
 	ours := rlsSeries(t, addr.String())
 	var theirs []string

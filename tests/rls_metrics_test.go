@@ -20,7 +20,7 @@ import (
 func TestRLSMetrics(t *testing.T) {
 	s := startRLS(t, map[string]string{"messaging.yaml": rlsMessaging, "edge.yml": rlsEdge})
 	require.NoError(t, s.srv.StartRLS())
-	addr, err := metrics.Serve(s.srv.CommandServer(), s.srv.Snapshots(), s.srv.Policies(), s.srv.RLS(), "127.0.0.1:0", nil)
+	addr, err := metrics.Serve(s.srv.CommandServer(), s.srv.Snapshots(), s.srv.Policies(), s.srv.RLS(), s.srv.Analytics(), "127.0.0.1:0", nil)
 	require.NoError(t, err)
 	c := s.client(t, 2)
 

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/limitdb/limitdb/analytics"
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
@@ -107,8 +108,14 @@ func run(args []string, stderr io.Writer) int {
 	srv := node.New(cfg, eng, logger)
 	if cfg.MetricsAddr != "" {
 		srv.BeforeServe = func() error {
-			dash := dashboard.New(dashboard.Sources{Server: srv.CommandServer(), Policies: srv.Policies(), Cluster: srv.ClusterSummary})
-			addr, err := metrics.Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), cfg.MetricsAddr, logger,
+			dash := dashboard.New(dashboard.Sources{Server: srv.CommandServer(), Policies: srv.Policies(), Cluster: srv.ClusterSummary,
+				Analytics: dashboard.AnalyticsFunc(func() any {
+					if v := srv.Analytics().DashboardView(analytics.ViewOptions{Seconds: 180, Minutes: 60}); v.Enabled {
+						return v
+					}
+					return nil
+				})})
+			addr, err := metrics.Serve(srv.CommandServer(), srv.Snapshots(), srv.Policies(), srv.RLS(), srv.Analytics(), cfg.MetricsAddr, logger,
 				metrics.Route{Pattern: "/dashboard", Handler: dash}, metrics.Route{Pattern: "/dashboard/", Handler: dash})
 			if err != nil {
 				return fmt.Errorf("cannot serve metrics: %w", err)

@@ -1,7 +1,10 @@
 package envoy
 
 import (
+	"bytes"
 	"errors"
+
+	"github.com/limitdb/limitdb/analytics"
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/rls"
@@ -52,18 +55,42 @@ func (f *Family) cmdCharge(c *command.Client, args [][]byte) {
 		c.Errf("%v", err)
 		return
 	}
-	writeStatuses(c, sts)
+	writeStatuses(c, charges, sts)
 }
 
-// writeStatuses answers sts, counting each in INFO limits; apart from
-// cmdCharge so that its buffer is not on the stack while the charge runs.
-func writeStatuses(c *command.Client, sts []rls.Status) {
+// writeStatuses answers sts, counting each in INFO limits and the
+// analytics; apart from cmdCharge so that its buffer is not on the stack
+// while the charge runs.
+func writeStatuses(c *command.Client, charges []rls.Charge, sts []rls.Status) {
 	c.Array(len(sts) * rls.StatusInts)
 	var buf [rls.StatusInts]int64
 	for i := range sts {
-		for _, v := range rls.AppendStatus(buf[:0], sts[i]) {
+		st := &sts[i]
+		for _, v := range rls.AppendStatus(buf[:0], *st) {
 			c.Int(v)
 		}
-		c.CountLimit(sts[i].Limited())
+		c.CountLimit(st.Limited())
+		c.ObserveLimit(clientKey(charges[i].Key), decision(*st, charges[i].Limit))
 	}
+}
+
+// clientKey is a counter's key without what changes while the client stays
+// the same: the window's start (domain_key_value_..._start) or the
+// algorithm's name, so that the analytics rank one key per client and rule.
+func clientKey(k []byte) []byte {
+	if i := bytes.LastIndexByte(k, '_'); i > 0 {
+		return k[:i]
+	}
+	return k
+}
+
+// decision is a status as the analytics see it: a shadow mode rule's
+// would-be denial is admitted and shadow-denied.
+func decision(st rls.Status, l *rls.RateLimit) analytics.Decision {
+	d := command.Decided(st.Limited(), 0, int64(st.Remaining))
+	if l != nil {
+		d.Limit = int64(l.RequestsPerUnit)
+		d.ShadowDenied = st.Over && l.ShadowMode
+	}
+	return d
 }

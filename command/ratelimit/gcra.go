@@ -57,7 +57,7 @@ func cmdClThrottle(c *command.Client, args [][]byte) {
 		c.Error(limitError(err))
 		return
 	}
-	c.Limit(r, false)
+	c.Limit(args[1], r, false)
 }
 
 // cmdGCRA answers GCRA key max_burst tokens_per_period period [TOKENS n]
@@ -116,7 +116,7 @@ func cmdGCRA(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	c.Limit(r, false)
+	c.Limit(args[1], r, false)
 }
 
 // limitError words the algorithm's parameter errors for the wire.

@@ -68,7 +68,7 @@ func cmdClAcquire(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	c.CountLimit(r.Limited)
+	c.CountLimitOn(args[1], r)
 	writeLease(c, r, got)
 }
 

@@ -87,7 +87,7 @@ func limitReply[L engine.Limiter](c *command.Client, args [][]byte, l L, err err
 		c.Error(err)
 		return
 	}
-	c.Limit(r, withDelay)
+	c.Limit(args[1], r, withDelay)
 }
 
 // cmdTBTake answers TB.TAKE key capacity refill period [tokens].

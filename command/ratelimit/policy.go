@@ -71,12 +71,12 @@ func (f *Family) cmdRLHit(c *command.Client, args [][]byte) {
 	}
 
 	if r.Leased {
-		c.CountLimit(r.Limited)
+		c.CountLimitOn(args[2], r.Result)
 		writeLease(c, r.Result, r.Lease)
 		return
 	}
 
-	c.Limit(r.Result, r.WithDelay)
+	c.Limit(args[2], r.Result, r.WithDelay)
 }
 
 // cmdRLHitAll answers RL.HITALL numpairs policy key [policy key ...] [COST n].
@@ -113,6 +113,9 @@ func (f *Family) cmdRLHitAll(c *command.Client, args [][]byte) {
 		return
 	}
 	c.CountLimit(limited) // INFO limits: one decision per call, not per pair
+	for i, r := range replies {
+		c.ObserveLimit(pairs[i].Key, command.Decided(limited, r.Limit, r.Remaining)) // the analytics: each key
+	}
 	c.Array(1 + len(replies))
 	c.Int(int64(command.InfoBool(limited)))
 	for _, r := range replies {

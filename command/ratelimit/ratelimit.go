@@ -35,6 +35,7 @@ func New() *Family { return &Family{policies: policy.NewStore(nil)} }
 // snapshot section and its share of CONFIG RESETSTAT to t.
 func (f *Family) Register(t *command.Table, env command.Env) {
 	f.env = env
+	f.policies.SetObserver(t.PolicyDecisions())
 	f.replicate = env.ReplicateSection
 	registerGcra(t)
 	f.registerLimiters(t)

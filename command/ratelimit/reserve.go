@@ -51,7 +51,7 @@ func (f *Family) cmdRLReserve(c *command.Client, args [][]byte) {
 		c.Error(reserveError(err))
 		return
 	}
-	c.CountLimit(res.Limited)
+	c.CountLimitOn(args[2], res.Result)
 	c.Array(6)
 	writeUniform(c, res.Reply)
 	if !res.Admitted {
@@ -86,7 +86,7 @@ func (f *Family) cmdRLSettle(c *command.Client, args [][]byte) {
 	if st == engine.Settled {
 		// INFO limits: a settle that left the key over its limit counts
 		// as a denial, any other as an admission; a repeat counts nothing.
-		c.CountLimit(r.Limited)
+		c.CountLimitOn(args[2], r.Result)
 	}
 	c.Array(6)
 	writeUniform(c, r)

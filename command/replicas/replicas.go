@@ -50,20 +50,24 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	t.AddInfo("replication", 70, f.infoReplication)
 	t.ExtendInfo("stats", f.infoSyncs)
 	t.SetReadOnlyCheck(&f.readOnly, readOnlyCheck)
-	t.SetNoReplicasCheck(f.repl.ShortOfReplicas(), noReplicasCheck)
 	t.OnReload(config.ReloadReplication, f.reload)
 	t.OnClientClosed(f.detach)
-	if f.repl != nil {
-		// The replication ID and offset the keys hold, for a restarted
-		// node to continue (replication.Manager.Restore).
-		t.AddEarlySection(replication.SectionName, f.repl.SaveSection, f.repl.LoadSection)
+	if f.repl == nil { // a node that failed to assemble (a bad TLS setting): it serves nothing
+		return
 	}
+	t.SetNoReplicasCheck(f.repl.ShortOfReplicas(), noReplicasCheck)
+	// The replication ID and offset the keys hold, for a restarted node to
+	// continue (replication.Manager.Restore).
+	t.AddEarlySection(replication.SectionName, f.repl.SaveSection, f.repl.LoadSection)
 	f.reload() // the directives as they start: min-replicas-to-write from a config file
 }
 
 // reload rereads what the replication directives change, and what a role
 // change changes (Env.BecomeReplica and BecomePrimary run it too).
 func (f *Family) reload() error {
+	if f.repl == nil {
+		return nil
+	}
 	cfg := f.env.Config()
 	f.repl.Stream().SetBacklog(cfg.ReplBacklogSize)
 	f.readOnly.Store(f.repl.IsReplica() && cfg.ReplicaReadOnly)

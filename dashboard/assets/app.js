@@ -196,11 +196,37 @@ function renderValue(v, depth) {
   return el("p", {}, String(v));
 }
 
+// renderTop draws limitdb's analytics view (RL.TOP's rankings per policy
+// and per limiter command): for each, its most denied keys, its most hit
+// keys and the keys nearest their limit, with each count's error bound.
+function renderTop(a) {
+  const box = el("div", { class: "analytics-part" });
+  box.append(el("p", { class: "note" }, `over this period and the one before (periods of ${duration(Math.round(a.period_seconds))}); ` +
+    "a count is at most its error above the truth"));
+  let shown = 0;
+  for (const [kind, groups] of [["policy", a.policies], ["command", a.commands]]) {
+    for (const g of groups || []) {
+      const part = el("div", { class: "topgroup", "data-group": g.name });
+      part.append(el("h3", {}, `${kind} ${g.name}`));
+      for (const [title, rows] of [["most denied", g.denied], ["most hits", g.hits], ["nearest the limit", g.near]]) {
+        const t = el("table", { class: "grid" });
+        table(t, [title, "count", "± error"], (rows || []).map(r => [r.key, fmt(r.count), fmt(r.error)]), [0, 1, 1]);
+        part.append(t);
+      }
+      box.append(part);
+      shown++;
+    }
+  }
+  if (!shown) box.append(el("p", { class: "note" }, "no decisions recorded yet"));
+  return box;
+}
+
 function renderAnalytics(a, note) {
   document.getElementById("analytics-note").textContent = note || "";
   const box = document.getElementById("analytics");
   box.replaceChildren();
-  if (a !== null && a !== undefined) box.append(renderValue(a, 0));
+  if (a === null || a === undefined) return;
+  box.append(Array.isArray(a.policies) ? renderTop(a) : renderValue(a, 0));
 }
 
 function render(view) {

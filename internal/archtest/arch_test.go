@@ -19,7 +19,7 @@ const module = "github.com/limitdb/limitdb/"
 // lower layers, so imports flow one way. A new package must be placed here.
 var layers = [][]string{
 	// The wire format, the clock, pure helpers and the storage table.
-	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "internal/benchcpu", "internal/archtest", "internal/testlog", "internal/libscripts", "internal/redisarg"},
+	{"resp", "clock", "acl", "engine/limit", "engine/internal/wide", "shard", "internal/benchcpu", "internal/archtest", "internal/testlog", "internal/libscripts", "internal/redisarg", "analytics"},
 	// Pure algorithms; the configuration; the transport; the cluster's
 	// topology and consensus; the Go client, whose near cache takes a clock.
 	{"client", "engine/gcra", "engine/bucket", "engine/window", "config", "server", "cluster",
@@ -39,7 +39,7 @@ var layers = [][]string{
 	// The command layer's core.
 	{"command"},
 	// The families of commands, siblings on the core (TestFamiliesAreSiblings).
-	{"command/conn", "command/keyspace", "command/ratelimit", "command/envoy", "command/pubsub", "command/monitor", "command/scripts", "command/admin", "command/replicas", "command/clustering", "command/persist", "command/regions", "internal/commandtest"},
+	{"command/conn", "command/keyspace", "command/ratelimit", "command/envoy", "command/pubsub", "command/monitor", "command/scripts", "command/admin", "command/replicas", "command/clustering", "command/persist", "command/regions", "command/analytics", "internal/commandtest"},
 	// The assembly, and the exporters of the command layer's figures.
 	{"node", "metrics", "dashboard"},
 	// Programs and end-to-end tests.
@@ -56,11 +56,13 @@ var layers = [][]string{
 // only names, for the packages at the edges, every project package they
 // may import at all.
 var only = map[string][]string{
-	"resp":    {},
-	"clock":   {},
-	"acl":     {},
-	"server":  {"resp", "clock"},
-	"cluster": {"resp", "clock"},
+	"resp":  {},
+	"clock": {},
+	"acl":   {},
+	// Pure data structures: nothing of the project.
+	"analytics": {},
+	"server":    {"resp", "clock"},
+	"cluster":   {"resp", "clock"},
 }
 
 // never names, for packages whose layer alone would allow it, project
