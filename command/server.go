@@ -397,8 +397,14 @@ func (s *Server) replicasFor(c *Client, cmd *Command, args [][]byte) int {
 
 // WaitReplicas makes the reply of c's running command wait until n
 // replicas acknowledged its effect (replicawait.go); a policy with
-// wait_replicas asks it.
-func (c *Client) WaitReplicas(n int) { c.askReplicas = max(c.askReplicas, n) }
+// wait_replicas asks it. A command run inside EXEC or called by another
+// (a script's) asks nothing: as with limiter-wait-replicas, those replies
+// leave as by default, and the outer command's reply is not held for them.
+func (c *Client) WaitReplicas(n int) {
+	if c.tx == nil && !c.calling {
+		c.askReplicas = max(c.askReplicas, n)
+	}
+}
 
 // runAfter runs what AfterRun asked for, once.
 func (c *Client) runAfter() {

@@ -78,7 +78,9 @@ const maxFileErrors = 20
 //
 // name, algorithm, limit and period are required; burst and shadow are
 // optional; scope is local (the default) or global, one limit shared
-// with the peer regions (global.go). A period of day, week, month, year or business_day is a
+// with the peer regions (global.go); wait_replicas holds the replies of
+// commands on the policy until that many replicas have their effect
+// (wait.go). A period of day, week, month, year or business_day is a
 // calendar window, in the IANA zone timezone names (UTC if none), with
 // holidays (a list of 2006-01-02 dates) for business_day. Unknown fields, duplicate names and invalid values are errors
 // that name the line and the field. An empty file is an error (an editor
@@ -205,9 +207,9 @@ func (p *rulesParser) policy(i int, n *yaml.Node) (Policy, bool) {
 	at := where(i, pol.Name)
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		switch k := n.Content[j]; k.Value {
-		case "name", "algorithm", "limit", "period", "burst", "shadow", "timezone", "holidays", "scope":
+		case "name", "algorithm", "limit", "period", "burst", "shadow", "timezone", "holidays", "scope", "wait_replicas":
 		default:
-			p.add(k.Line, at, k.Value, "unknown field (expected name, algorithm, limit, period, burst, shadow, timezone, holidays, scope)")
+			p.add(k.Line, at, k.Value, "unknown field (expected name, algorithm, limit, period, burst, shadow, timezone, holidays, scope, wait_replicas)")
 		}
 	}
 	for _, req := range []string{"name", "algorithm", "limit", "period"} {
@@ -260,6 +262,9 @@ func (p *rulesParser) policy(i int, n *yaml.Node) (Policy, bool) {
 		default:
 			p.add(v.Line, at, "scope", fmt.Sprintf("must be local or global, got %q", scalar(v)))
 		}
+	}
+	if v := fields["wait_replicas"]; v != nil {
+		pol.WaitReplicas = int(p.integer(v, at, "wait_replicas")) // bounds: Validate's
 	}
 	if len(p.errs) > before {
 		return Policy{}, false

@@ -12,6 +12,9 @@ import (
 // AppendInfo writes one INFO line per policy in effect, ordered by name:
 //
 //	policy_api-per-user:algorithm=gcra,limit=100,period=1m,burst=20,shadow=0,source=file,admitted=5,denied=1,shadow_denied=0
+//
+// then scope=global,bound=N for a global policy and wait_replicas=N for
+// one whose replies wait for replicas.
 func (s *Store) AppendInfo(b *strings.Builder) {
 	for _, in := range s.List() {
 		shadow := 0
@@ -28,6 +31,9 @@ func (s *Store) AppendInfo(b *strings.Builder) {
 		if in.Global {
 			fmt.Fprintf(b, ",scope=global,bound=%d", Bound(in.Policy, s.Lags()))
 		}
+		if in.WaitReplicas > 0 {
+			fmt.Fprintf(b, ",wait_replicas=%d", in.WaitReplicas)
+		}
 		b.WriteString("\r\n")
 	}
 }
@@ -42,6 +48,8 @@ type savedPolicy struct {
 	Shadow    bool   `json:"shadow,omitempty"`
 
 	Global bool `json:"global,omitempty"` // scope: global
+
+	WaitReplicas int `json:"wait_replicas,omitempty"`
 
 	Calendar string `json:"calendar,omitempty"` // a calendar period's unit
 	Timezone string `json:"timezone,omitempty"`
@@ -60,6 +68,7 @@ func (s *Store) MarshalRuntime() ([]byte, error) {
 	out := savedRuntime{Version: 1, Policies: []savedPolicy{}}
 	for _, p := range s.Runtime() {
 		sp := savedPolicy{Name: p.Name, Algorithm: string(p.Algorithm), Limit: p.Limit, PeriodNs: int64(p.Period), Burst: p.Burst, Shadow: p.Shadow, Global: p.Global}
+		sp.WaitReplicas = p.WaitReplicas
 		if p.Calendar.Unit != 0 {
 			sp.Calendar, sp.Timezone, sp.Holidays = p.Calendar.Unit.String(), p.Calendar.Timezone, p.Calendar.Holidays
 		}
@@ -81,6 +90,7 @@ func (s *Store) UnmarshalRuntime(b []byte) error {
 	ps := make([]Policy, len(in.Policies))
 	for i, sp := range in.Policies {
 		ps[i] = Policy{Name: sp.Name, Algorithm: Algorithm(sp.Algorithm), Limit: sp.Limit, Period: time.Duration(sp.PeriodNs), Burst: sp.Burst, Shadow: sp.Shadow, Global: sp.Global}
+		ps[i].WaitReplicas = sp.WaitReplicas
 		if sp.Calendar != "" {
 			u, ok := calendar.ParseUnit(sp.Calendar)
 			if !ok {

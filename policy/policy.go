@@ -70,6 +70,11 @@ type Policy struct {
 	// Global is scope: global: one limit shared with the peer regions
 	// (global.go, docs/global.md); false is scope: local.
 	Global bool
+
+	// WaitReplicas is wait_replicas: the replicas that must acknowledge
+	// the effect of a command on this policy before its reply leaves
+	// (wait.go); 0 leaves it to the server's limiter-wait-replicas.
+	WaitReplicas int
 }
 
 // Scope is the policy's scope as the rules file spells it.
@@ -158,6 +163,9 @@ func (p Policy) Validate() error {
 		return &FieldError{"limit", err.Error()}
 	}
 	if err := p.validateGlobal(); err != nil {
+		return err
+	}
+	if err := p.validateWait(); err != nil {
 		return err
 	}
 	if p.Global {

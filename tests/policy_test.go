@@ -410,10 +410,11 @@ func TestRuntimePoliciesSurviveRestart(t *testing.T) {
 	ca := a.client(t, 2)
 	setPolicy(t, ca, "restart-login", "sliding_log", 3, "1m", "SHADOW")
 	setPolicy(t, ca, "restart-api", "gcra", 10, "1m", "BURST", 5)
+	setPolicy(t, ca, "restart-wait", "token_bucket", 10, "1m", "WAITREPLICAS", 2)
 	ints(t, ca.Do(ctx, "RL.HIT", "restart-api", "bob", 2))
 	require.NoError(t, ca.Do(ctx, "SAVE").Err())
 	// Policies are per process: forget them, as a restarted process would.
-	for _, name := range []string{"restart-login", "restart-api"} {
+	for _, name := range []string{"restart-login", "restart-api", "restart-wait"} {
 		ca.Do(ctx, "RL.POLICY", "DEL", name)
 	}
 	b := serverFromDir(t, clock.NewFake(t0), dir)
@@ -423,6 +424,9 @@ func TestRuntimePoliciesSurviveRestart(t *testing.T) {
 	}
 	if v := policyField(t, cb, "restart-login", "shadow"); v != int64(1) {
 		t.Fatalf("restored shadow = %v", v)
+	}
+	if v := policyField(t, cb, "restart-wait", "wait_replicas"); v != int64(2) {
+		t.Fatalf("restored wait_replicas = %v", v)
 	}
 	if got := ints(t, cb.Do(ctx, "RL.HIT", "restart-api", "bob", 0)); !slices.Equal(got, []int64{0, 5, 3, -1, 12000}) {
 		t.Fatalf("restored state: %v, want 2 of 5 used", got)

@@ -104,6 +104,7 @@ func (f *Family) cmdRLRelease(c *command.Client, args [][]byte) {
 		c.Error(policyError(err))
 		return
 	}
+	f.waitReplicas(c, args[1])
 	c.Int(int64(command.InfoBool(released)))
 }
 
@@ -122,6 +123,7 @@ func (f *Family) cmdRLRenew(c *command.Client, args [][]byte) {
 		c.Error(policyError(leaseError(err, args[3])))
 		return
 	}
+	f.waitReplicas(c, args[1])
 	c.Int(limit.CeilMillis(exp - now))
 }
 

@@ -35,7 +35,7 @@ func (f *Family) registerPolicy(t *command.Table) {
 				{Name: "rl.policy|set", Arity: -6, Flags: command.FlagWrite | command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies",
 					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused.",
-					Syntax:     "name algorithm limit period [BURST burst] [SHADOW] [TZ zone] [HOLIDAYS date,...] [SCOPE local|global]",
+					Syntax:     "name algorithm limit period [BURST burst] [SHADOW] [TZ zone] [HOLIDAYS date,...] [SCOPE local|global] [WAITREPLICAS n]",
 					Handler:    f.cmdPolicySet},
 				{Name: "rl.policy|get", Arity: 3, Flags: command.FlagReadonly | command.FlagFast, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Describes a policy in effect and its counters, or null.",
@@ -68,6 +68,9 @@ func (f *Family) cmdRLHit(c *command.Client, args [][]byte) {
 	if err != nil {
 		c.Error(policyError(err))
 		return
+	}
+	if cost > 0 {
+		f.waitReplicas(c, args[1])
 	}
 
 	if r.Leased {
@@ -112,6 +115,11 @@ func (f *Family) cmdRLHitAll(c *command.Client, args [][]byte) {
 		c.Error(policyError(err))
 		return
 	}
+	if cost > 0 {
+		for _, p := range pairs {
+			f.waitReplicas(c, p.Policy)
+		}
+	}
 	c.CountLimit(limited) // INFO limits: one decision per call, not per pair
 	for i, r := range replies {
 		c.ObserveLimit(pairs[i].Key, command.Decided(limited, r.Limit, r.Remaining)) // the analytics: each key
@@ -149,8 +157,8 @@ func writeLimit(c *command.Client, r limit.Result, withDelay bool) {
 }
 
 // cmdPolicySet answers RL.POLICY SET name algorithm limit period [BURST n]
-// [SHADOW] [TZ zone] [HOLIDAYS date,...] [SCOPE local|global]; period may
-// be a calendar unit.
+// [SHADOW] [TZ zone] [HOLIDAYS date,...] [SCOPE local|global]
+// [WAITREPLICAS n]; period may be a calendar unit.
 func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 	p := policy.Policy{Name: string(args[2])}
 	alg, ok := policy.ParseAlgorithm(string(args[3]))
@@ -201,6 +209,14 @@ func (f *Family) cmdPolicySet(c *command.Client, args [][]byte) {
 				return
 			}
 			i++
+		case command.EqualFold(args[i], "waitreplicas") && i+1 < len(args):
+			n, err := command.ParseAtLeast(args[i+1], 0, "waitreplicas")
+			if err != nil {
+				c.Error(err)
+				return
+			}
+			p.WaitReplicas = int(min(n, policy.MaxWaitReplicas+1)) // past the bound: Validate's error
+			i++
 		default:
 			c.Error(command.ErrSyntax)
 			return
@@ -229,6 +245,9 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 	if in.Global {
 		n += 3
 	}
+	if in.WaitReplicas > 0 {
+		n++
+	}
 	c.Map(n)
 	c.BulkString("name")
 	c.BulkString(in.Name)
@@ -252,6 +271,10 @@ func (f *Family) cmdPolicyGet(c *command.Client, args [][]byte) {
 	c.Int(in.ShadowDenied)
 	if in.Global {
 		writeGlobal(c, in.Policy, f.policies.Lags())
+	}
+	if in.WaitReplicas > 0 {
+		c.BulkString("wait_replicas")
+		c.Int(int64(in.WaitReplicas))
 	}
 
 	if in.Calendar.Unit != 0 {
@@ -296,6 +319,14 @@ func (f *Family) cmdPolicyReload(c *command.Client, _ [][]byte) {
 		return
 	}
 	c.OK()
+}
+
+// waitReplicas holds c's reply until the replicas policy name's
+// wait_replicas asks for acknowledged its effect (docs/replication.md).
+func (f *Family) waitReplicas(c *command.Client, name []byte) {
+	if n := f.policies.WaitReplicas(name); n > 0 {
+		c.WaitReplicas(n)
+	}
 }
 
 // policyError words the policy package's errors for the wire.

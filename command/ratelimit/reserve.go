@@ -51,6 +51,7 @@ func (f *Family) cmdRLReserve(c *command.Client, args [][]byte) {
 		c.Error(reserveError(err))
 		return
 	}
+	f.waitReplicas(c, args[1])
 	c.CountLimitOn(args[2], res.Result)
 	c.Array(6)
 	writeUniform(c, res.Reply)
@@ -83,6 +84,7 @@ func (f *Family) cmdRLSettle(c *command.Client, args [][]byte) {
 		c.Error(reserveError(err))
 		return
 	}
+	f.waitReplicas(c, args[1])
 	if st == engine.Settled {
 		// INFO limits: a settle that left the key over its limit counts
 		// as a denial, any other as an admission; a repeat counts nothing.
