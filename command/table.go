@@ -25,6 +25,10 @@ const (
 	FlagDenyOOM                    // refused when over maxmemory
 	FlagNoMulti                    // cannot be queued in MULTI
 	FlagDangerous                  // flushes, shutdown, config
+	// FlagSkipMonitor: the command is not shown to MONITOR once it has
+	// run; it shows itself first (ShowToObserver), as EVAL and FCALL do
+	// so that their script's commands follow them.
+	FlagSkipMonitor
 )
 
 var flagNames = []struct {
@@ -33,7 +37,7 @@ var flagNames = []struct {
 }{
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"},
 	{FlagAdmin, "admin"}, {FlagNoAuth, "no_auth"}, {FlagLoading, "loading"},
-	{FlagStale, "stale"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"},
+	{FlagStale, "stale"}, {FlagSkipMonitor, "skip_monitor"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"},
 }
 
 // Command is one entry of the command table: everything dispatch, arity

@@ -2,6 +2,8 @@ package tests
 
 import (
 	"bufio"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/limitdb/limitdb/internal/libscripts"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -205,4 +208,43 @@ func TestMathRandomMatchesRedis(t *testing.T) {
 		[]any{"EVAL", "math.randomseed() return 1", 0},
 	)
 	matchRedis(t, ours, theirs, cmds...)
+}
+
+// TestMonitorScriptsMatchRedis: MONITOR shows EVAL, EVALSHA and FCALL
+// before the commands their script runs, even when the script then fails
+// to start, and each redis.call as "[0 lua]", as Redis 7.0 does; a
+// library's script that limitdb knows shows its commands too.
+func TestMonitorScriptsMatchRedis(t *testing.T) {
+	t.Parallel()
+	sock := startRedis(t).Options().Addr
+	ts := startServer(t)
+	body := "redis.call('set', KEYS[1], ARGV[1]) redis.call('incrby', KEYS[2], 5) return redis.call('get', KEYS[1])"
+	native := libscripts.Ulule(t, "luaIncrScript") // limitdb runs it natively when nobody monitors
+	session := []string{
+		cmd("EVAL", native, "1", "u", "1", "60000"), cmd("EVALSHA", sha1hex(native), "1", "u", "1", "60000"),
+		cmd("EVAL", body, "2", "k", "{k}n", "v"),
+		cmd("EVALSHA", sha1hex(body), "2", "k", "{k}n", "w"),
+		cmd("EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"),
+		cmd("EVALSHA", "short", "0"),
+		cmd("EVAL", "return 1", "x"),
+		cmd("EVAL", "return 1", "5"),
+		cmd("EVAL", "return redis.call('incr', KEYS[1])", "1", "k"),
+		cmd("EVAL", "return redis.pcall('nosuch', KEYS[1])", "1", "k"),
+		cmd("EVAL", "return redis.pcall('get')", "0"),
+		cmd("EVAL_RO", "return redis.call('get', KEYS[1])", "1", "k"),
+		cmd("EVAL", "syntax error here", "0"),
+		cmd("MULTI"), cmd("EVAL", "return redis.call('ping')", "0"), cmd("EXEC"),
+		cmd("FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function(keys, args) return redis.call('get', keys[1]) end)\n"+
+			"redis.register_function{function_name='g', callback=function(keys, args) return redis.call('get', keys[1]) end, flags={'no-writes'}}"),
+		cmd("FCALL", "f", "1", "k"),
+		cmd("FCALL_RO", "g", "1", "k"),
+		cmd("FCALL", "nosuch", "0"),
+		cmd("FUNCTION", "DELETE", "lib"),
+	}
+	require.Equal(t, monitorStream(t, "unix", sock, session), monitorStream(t, "tcp", ts.addr, session))
+}
+
+func sha1hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

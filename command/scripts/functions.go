@@ -9,14 +9,18 @@ import (
 
 func (f *Family) registerFunctions(t *command.Table) {
 	fcall := func(name, summary string, ro bool) *command.Command {
-		var flags command.Flag
+		flags := command.FlagSkipMonitor
 		if ro {
 			flags |= command.FlagReadonly
 		}
-		return &command.Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
+		cmd := &command.Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
 			Complexity: "Depends on the function that is executed.", Summary: summary,
-			Syntax:  "function numkeys [key [key ...]] [arg [arg ...]]",
-			Handler: func(c *command.Client, args [][]byte) { f.cmdFCall(c, args, ro) }}
+			Syntax: "function numkeys [key [key ...]] [arg [arg ...]]"}
+		cmd.Handler = func(c *command.Client, args [][]byte) {
+			c.ShowToObserver(cmd, args) // before the function's commands, whatever becomes of it
+			f.cmdFCall(c, args, ro)
+		}
+		return cmd
 	}
 	sub := func(name, syntax, summary string, arity int, h func(*command.Client, [][]byte)) *command.Command {
 		return &command.Command{Name: "function|" + name, Arity: arity, Group: "scripting", Since: "0.1.0",
