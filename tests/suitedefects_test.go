@@ -248,3 +248,58 @@ func sha1hex(s string) string {
 	sum := sha1.Sum([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// TestCommandListMatchesRedis: COMMAND LIST names subcommands as
+// "container|subcommand" after their container, and each FILTERBY
+// answers what Redis answers for the commands both servers have: the
+// same ACL categories (a container only @slow, scripts never @read), the
+// same patterns, the same errors.
+func TestCommandListMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	list := func(c *redis.Client, filter ...any) []string {
+		t.Helper()
+		names, err := c.Do(ctx, append([]any{"COMMAND", "LIST"}, filter...)...).StringSlice()
+		require.NoError(t, err)
+		return names
+	}
+	oursAll, theirsAll := list(ours), list(theirs)
+	for _, want := range []string{"config|get", "client|kill", "script|load", "function|load", "acl|cat", "command|list", "object|encoding", "config"} {
+		require.Contains(t, theirsAll, want)
+		require.Contains(t, oursAll, want)
+	}
+	require.Equal(t, len(oursAll), len(slices.Compact(slices.Sorted(slices.Values(oursAll)))), "a name listed twice")
+	// common keeps the names of one server's list the other has too.
+	common := func(names, other []string) []string {
+		var out []string
+		for _, n := range names {
+			if slices.Contains(other, n) {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	cats, err := theirs.Do(ctx, "ACL", "CAT").StringSlice()
+	require.NoError(t, err)
+	var filters [][]any
+	for _, cat := range append(cats, "SCRIPTING", "nosuch") {
+		filters = append(filters, []any{"FILTERBY", "ACLCAT", cat})
+	}
+	for _, p := range []string{"config*", "CONFIG*", "*|get", "c?ient|*", "*", "x*"} {
+		filters = append(filters, []any{"FILTERBY", "PATTERN", p})
+	}
+	filters = append(filters, []any{"FILTERBY", "MODULE", "x"})
+	for _, f := range filters {
+		got, want := common(list(ours, f...), theirsAll), common(list(theirs, f...), oursAll)
+		if !slices.Equal(got, want) {
+			t.Errorf("COMMAND LIST %v: limitdb %v, redis %v", f, got, want)
+		}
+	}
+	matchRedis(t, ours, theirs,
+		[]any{"COMMAND", "LIST", "FILTERBY"}, []any{"COMMAND", "LIST", "x"}, []any{"COMMAND", "LIST", "FILTERBY", "ACLCAT"},
+		[]any{"COMMAND", "LIST", "FILTERBY", "nosuch", "x"}, []any{"COMMAND", "LIST", "FILTERBY", "ACLCAT", "x", "y"},
+		[]any{"COMMAND", "INFO", "config|nosuch"}, []any{"COMMAND", "INFO", "nosuch|get"},
+	)
+}

@@ -303,7 +303,7 @@ func TestCommandCommands(t *testing.T) {
 		{[]string{"COMMAND", "COUNT"}, ":" + strconv.Itoa(n) + "\r\n"},
 		{[]string{"COMMAND", "INFO", "nosuch", "CONFIG|NOSUCH"}, "*2\r\n*-1\r\n*-1\r\n"},
 		{[]string{"COMMAND", "INFO", "time"}, "*1\r\n*10\r\n" + bulk("time") + ":1\r\n*3\r\n+loading\r\n+stale\r\n+fast\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n"},
-		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "conf*"}, "*1\r\n" + bulk("config")},
+		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "conf*"}, "*6\r\n" + bulk("config") + bulk("config|get") + bulk("config|set") + bulk("config|rewrite") + bulk("config|resetstat") + bulk("config|help")},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "MODULE", "x"}, "*0\r\n"},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "NOSUCH", "x"}, "-ERR syntax error\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "CONFIG", "GET", "x"}, "-ERR The command has no key arguments\r\n"},

@@ -81,7 +81,7 @@ func (f *Family) Register(t *command.Table, _ command.Env) {
 					Syntax: "[channel [channel ...]]", Handler: f.cmdNumsub},
 				{Name: "pubsub|numpat", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Counts the patterns subscribed to.", Handler: f.cmdNumpat},
-				{Name: "pubsub|help", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0",
+				{Name: "pubsub|help", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0", ACLCats: []string{}, // @slow alone, as in Redis
 					Complexity: "O(1)", Summary: "Lists the PUBSUB subcommands.", Handler: command.HelpFor("pubsub")},
 			}},
 	)

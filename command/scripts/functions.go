@@ -26,18 +26,28 @@ func (f *Family) registerFunctions(t *command.Table) {
 		return &command.Command{Name: "function|" + name, Arity: arity, Group: "scripting", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of functions", Summary: summary, Syntax: syntax, Handler: h}
 	}
+	// writes marks a subcommand that changes the libraries a write, as
+	// Redis does (a read-only replica refuses it); denyOOM: over
+	// maxmemory too.
+	writes := func(c *command.Command, denyOOM bool) *command.Command {
+		c.Flags |= command.FlagWrite
+		if denyOOM {
+			c.Flags |= command.FlagDenyOOM
+		}
+		return c
+	}
 	t.Register(
 		fcall("fcall", "Invokes a function.", false),
 		fcall("fcall_ro", "Invokes a read-only function.", true),
 		&command.Command{Name: "function", Arity: -2, Group: "scripting", Since: "0.1.0", Complexity: "Depends on subcommand.",
 			Summary: "A container for function commands.",
 			Subs: []*command.Command{
-				sub("load", "[REPLACE] function-code", "Creates a library.", -3, f.cmdFunctionLoad),
-				sub("delete", "library-name", "Deletes a library and its functions.", 3, f.cmdFunctionDelete),
+				writes(sub("load", "[REPLACE] function-code", "Creates a library.", -3, f.cmdFunctionLoad), true),
+				writes(sub("delete", "library-name", "Deletes a library and its functions.", 3, f.cmdFunctionDelete), false),
 				sub("list", "[LIBRARYNAME library-name-pattern] [WITHCODE]", "Returns information about all libraries.", -2, f.cmdFunctionList),
-				sub("flush", "[ASYNC|SYNC]", "Deletes all libraries and functions.", -2, f.cmdFunctionFlush),
+				writes(sub("flush", "[ASYNC|SYNC]", "Deletes all libraries and functions.", -2, f.cmdFunctionFlush), false),
 				sub("dump", "", "Dumps all libraries into a serialized binary payload.", 2, f.cmdFunctionDump),
-				sub("restore", "serialized-value [FLUSH|APPEND|REPLACE]", "Restores all libraries from a payload.", -3, f.cmdFunctionRestore),
+				writes(sub("restore", "serialized-value [FLUSH|APPEND|REPLACE]", "Restores all libraries from a payload.", -3, f.cmdFunctionRestore), true),
 				sub("kill", "", "Terminates a function during execution.", 2, f.cmdScriptKill),
 				sub("help", "", "Returns helpful text about the different subcommands.", 2, command.HelpFor("function")),
 			}},
