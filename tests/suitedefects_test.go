@@ -303,3 +303,38 @@ func TestCommandListMatchesRedis(t *testing.T) {
 		[]any{"COMMAND", "INFO", "config|nosuch"}, []any{"COMMAND", "INFO", "nosuch|get"},
 	)
 }
+
+// TestFunctionGlobalsMatchRedis: a library can create no global, neither
+// while it loads nor when its functions run, and assigns none it sees:
+// FUNCTION LOAD and FCALL answer Redis's errors.
+func TestFunctionGlobalsMatchRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	lib := func(name, top, body string) []any {
+		return []any{"FUNCTION", "LOAD", "#!lua name=" + name + "\n" + top + "\nredis.register_function('" + name + "', function(keys, args)\n" + body + "\nend)"}
+	}
+	var cmds [][]any
+	for i, top := range []string{"x = 1", "redis = nil", "server = 1", "math = 1", "_G.x = 1", "string.x = 1", "local x = 1", "error('boom')",
+		"local t = {} t.x = 1", "redis.call('ping')", "redis.x = 1", "redis.register_function = nil", "local v = redis.REDIS_VERSION_NUM + 1",
+		"redis.log(redis.LOG_WARNING, 'hi')", "local s = server", "local t = setmetatable({}, {})", "local t = type(1)", "local t = KEYS",
+		"redis.register_function()", "redis.register_function('a', 1)", "redis.register_function(1, function() end)",
+		"redis.register_function('a', function() end, 3)", "redis.register_function(1)", "redis.register_function{}",
+		"redis.register_function{function_name='a'}", "redis.register_function{callback=function() end}",
+		"redis.register_function{function_name=1, callback=1}", "redis.register_function{function_name={}, callback=function() end}",
+		"redis.register_function{function_name='a', callback=function() end, flags='no-writes'}",
+		"redis.register_function{function_name='a', callback=function() end, flags={'nosuch'}}",
+		"redis.register_function{function_name='a', callback=function() end, FLAGS={'NO-WRITES'}, Description='d'}",
+		"redis.register_function{function_name='a', callback=function() end, other=1}",
+		"redis.register_function('a-b', function() end)", "redis.register_function('a', function() end) redis.register_function('a', function() end)",
+	} {
+		cmds = append(cmds, lib(fmt.Sprintf("load%d", i), top, "return 1"), []any{"FCALL", fmt.Sprintf("load%d", i), 0})
+	}
+	for i, body := range []string{"y = 1 return 1", "redis = nil return 1", "server = nil return 1", "math = nil return 1", "_G.y = 1 return 1",
+		"rawset(_G, 'y', 1) return 1", "math.floor = nil return 1", "return z", "local t = {} t.y = 1 return t.y", "return redis.call('ping')", "return type(redis)"} {
+		name := fmt.Sprintf("run%d", i)
+		cmds = append(cmds, lib(name, "", body), []any{"FCALL", name, 0}, []any{"FCALL", name, 0})
+	}
+	cmds = append(cmds, []any{"FCALL_RO", "a", 0}) // registered no-writes
+	matchRedis(t, ours, theirs, cmds...)
+}
