@@ -148,6 +148,12 @@ func openLibs(L *lua.LState, vals *values) {
 	if m, ok := g.RawGetString("math").(*lua.LTable); ok {
 		openRandom(L, m)
 	}
+	if s, ok := g.RawGetString("string").(*lua.LTable); ok {
+		s.RawSetString("dump", L.NewFunction(stringDump)) // dump.go
+	}
+	if ls, ok := g.RawGetString("loadstring").(*lua.LFunction); ok && ls.IsG {
+		g.RawSetString("loadstring", L.NewFunction(loadString(ls.GFunction)))
+	}
 	keep := map[string]bool{}
 	for _, n := range redisGlobals {
 		keep[n] = true

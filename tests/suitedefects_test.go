@@ -338,3 +338,43 @@ func TestFunctionGlobalsMatchRedis(t *testing.T) {
 	cmds = append(cmds, []any{"FCALL_RO", "a", 0}) // registered no-writes
 	matchRedis(t, ours, theirs, cmds...)
 }
+
+// TestStringDumpMatchesRedis: string.dump gives a Lua 5.1 binary chunk's
+// header and the function's description, as Redis's Lua does, and
+// loadstring refuses a binary chunk with Redis's words; string.dump's
+// errors are Lua's.
+func TestStringDumpMatchesRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	var cmds [][]any
+	for _, body := range []string{
+		"return loadstring(string.dump(function() return 1 end))()",
+		"return {loadstring(string.dump(function() end))}",
+		"return select(2, loadstring(string.dump(function() end)))",
+		"return select(2, loadstring(string.dump(function() end), 'name'))",
+		"return select(2, loadstring(string.dump(function() end), '=name'))",
+		"return select(2, loadstring(string.dump(function() end), '@name'))",
+		"return select(2, loadstring('\\27' .. string.rep('x', 70)))", "return select(2, loadstring('\\27', '=' .. string.rep('y', 90)))",
+		"return select(2, loadstring('\\27', '@' .. string.rep('y', 71) .. 'z'))", "return select(2, loadstring('\\27', '@' .. string.rep('y', 72) .. 'z'))",
+		"return select(2, loadstring('\\27', '=' .. string.rep('y', 78) .. 'z'))", "return select(2, loadstring('\\27', '=' .. string.rep('y', 79) .. 'z'))",
+		"return select(2, loadstring('\\27', 'a\\0b'))",
+		"return select(2, loadstring('\\27' .. string.rep('x', 61)))",
+		"return select(2, loadstring('\\27' .. string.rep('x', 62)))",
+		"return select(2, loadstring('\\27' .. string.rep('x', 63)))",
+		"return select(2, loadstring('\\27x\\ny'))",
+		"return select(2, loadstring('\\27x\\ry'))",
+		"return type(string.dump(function() end))",
+		"return string.dump(function() end):sub(1, 33)",
+		"local f = function(a, b, ...)\nlocal c = a + b\nreturn c\nend\nreturn string.dump(f):sub(1, 45)",
+		"return string.dump(function() end, 1):sub(1, 12)",
+		"return string.dump()", "return string.dump(1)", "return string.dump(nil)", "return string.dump({})",
+		"return string.dump('x')", "return string.dump(true)", "return string.dump(string.len)",
+	} {
+		cmds = append(cmds, []any{"EVAL", body, 0})
+	}
+	cmds = append(cmds,
+		[]any{"FUNCTION", "LOAD", "#!lua name=dumps\nredis.register_function('dumps', function() return {string.dump(function() end):sub(1, 35), select(2, loadstring(string.dump(function() end)))} end)"},
+		[]any{"FCALL", "dumps", 0})
+	matchRedis(t, ours, theirs, cmds...)
+}
