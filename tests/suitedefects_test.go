@@ -378,3 +378,28 @@ func TestStringDumpMatchesRedis(t *testing.T) {
 		[]any{"FCALL", "dumps", 0})
 	matchRedis(t, ours, theirs, cmds...)
 }
+
+// TestScriptGlobalsMatchRedis: a script assigns no global, one that
+// exists included, whichever way it tries (an assignment, a global
+// function, _G, rawset, a loaded chunk), and what it computed before the
+// refused assignment stays done, as in Redis.
+func TestScriptGlobalsMatchRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	var cmds [][]any
+	for _, body := range []string{
+		"redis = function() return 1 end", "_G = {}", "tostring = nil return 1", "x = 1", "function foo() end",
+		"_G.tostring = nil return 1", "_G.x = 1", "rawset(_G, 'tostring', nil)", "rawset(_G, 'x', 1)",
+		"setmetatable(_G, nil)", "return tostring((pcall(loadstring('redis = 1'))))", "return tostring((pcall(loadstring('y = 1'))))",
+		"return tostring((pcall(load(function() return nil end))))",
+		"local function g() tonumber = nil end g() return 1", "return type(_G)", "return _G == _G",
+		"return _G.redis == redis", "return _G._G == _G", "return type(getmetatable(_G))", "return tostring(1)",
+		"return _G.nosuch", "local n = 0 for k, v in pairs(_G) do if k == 'redis' or k == 'tostring' then n = n + 1 end end return n",
+		"return loadstring('return redis.call(\"get\", KEYS[1])')()",
+	} {
+		cmds = append(cmds, []any{"EVAL", body, 1, "k"}, []any{"EVAL", "return tostring(redis ~= nil) .. tostring(tostring ~= nil)", 0})
+	}
+	cmds = append(cmds, []any{"EVAL", "tostring = redis.call('incr', KEYS[1])", 1, "k"}, []any{"GET", "k"})
+	matchRedis(t, ours, theirs, cmds...)
+}
