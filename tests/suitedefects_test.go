@@ -403,3 +403,51 @@ func TestScriptGlobalsMatchRedis(t *testing.T) {
 	cmds = append(cmds, []any{"EVAL", "tostring = redis.call('incr', KEYS[1])", 1, "k"}, []any{"GET", "k"})
 	matchRedis(t, ours, theirs, cmds...)
 }
+
+// TestInfoFieldsMatchRedis: INFO's maxclients, pubsub_channels and
+// pubsub_patterns are there and count as Redis's do.
+func TestInfoFieldsMatchRedis(t *testing.T) {
+	t.Parallel()
+	theirs := startRedis(t)
+	ours := startServer(t).client(t, 2)
+	field := func(c *redis.Client, section, name string) string {
+		t.Helper()
+		text, err := c.Info(ctx, section).Result()
+		require.NoError(t, err)
+		for _, line := range strings.Split(text, "\r\n") {
+			if v, ok := strings.CutPrefix(line, name+":"); ok {
+				return v
+			}
+		}
+		return "(absent)"
+	}
+	check := func(step string) {
+		t.Helper()
+		for _, f := range [][2]string{{"clients", "maxclients"}, {"stats", "pubsub_channels"}, {"stats", "pubsub_patterns"}} {
+			if got, want := field(ours, f[0], f[1]), field(theirs, f[0], f[1]); got != want {
+				t.Errorf("%s: INFO %s %s: limitdb %s, redis %s", step, f[0], f[1], got, want)
+			}
+		}
+	}
+	check("at start")
+	var subs []*redis.PubSub
+	for _, c := range []*redis.Client{ours, theirs} {
+		a := c.Subscribe(ctx, "a", "b")
+		b := c.PSubscribe(ctx, "p*")
+		d := c.Subscribe(ctx, "a")
+		for _, ps := range []*redis.PubSub{a, b, d} {
+			_, err := ps.Receive(ctx)
+			require.NoError(t, err)
+		}
+		subs = append(subs, a, b, d)
+		require.NoError(t, c.ConfigSet(ctx, "maxclients", "500").Err())
+	}
+	check("subscribed")
+	for _, ps := range subs {
+		require.NoError(t, ps.Close())
+	}
+	require.Eventually(t, func() bool {
+		return field(ours, "stats", "pubsub_channels") == "0" && field(theirs, "stats", "pubsub_channels") == "0"
+	}, 20*time.Second, 20*time.Millisecond)
+	check("unsubscribed")
+}
