@@ -35,9 +35,9 @@ func TestCommandKeys(t *testing.T) {
 	}{
 		{"rl.hit", "*3\r\n+write\r\n+denyoom\r\n+fast\r\n:2\r\n:2\r\n:1\r\n"},
 		{"rl.hitall", "*3\r\n+write\r\n+denyoom\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
-		{"eval", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
-		{"evalsha", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
-		{"fcall", "*1\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
+		{"eval", "*2\r\n+skip_monitor\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
+		{"evalsha", "*2\r\n+skip_monitor\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
+		{"fcall", "*2\r\n+skip_monitor\r\n+movablekeys\r\n:0\r\n:0\r\n:0\r\n"},
 	} {
 		if got := string(c.DoString("COMMAND", "INFO", st.name)); !strings.Contains(got, st.want) {
 			t.Errorf("step %d: COMMAND INFO %s = %q, want it to hold %q", i, st.name, got, st.want)

@@ -5,7 +5,8 @@ package command
 // messages (pub/sub) that anything may publish through.
 
 // Observer sees one command of c once it has run; it must not keep args,
-// which alias the connection's read buffer.
+// which alias the connection's read buffer. c.Calling() tells a command a
+// script called (redis.call) from one c sent.
 type Observer func(c *Client, cmd *Command, args [][]byte)
 
 type observer struct{ fn Observer }
@@ -22,6 +23,22 @@ func (t *Table) ObserveCommands(fn Observer) {
 	}
 	t.observer.Store(&observer{fn})
 }
+
+// ShowToObserver shows cmd and args, the command c runs now, to the
+// observer before it has run: a command flagged FlagSkipMonitor calls it
+// first thing, so that the commands it runs in turn (a script's) follow
+// it, as Redis's EVAL and FCALL feed MONITOR.
+func (c *Client) ShowToObserver(cmd *Command, args [][]byte) {
+	if o := c.srv.table.observer.Load(); o != nil {
+		o.fn(c, cmd, args)
+	}
+}
+
+// Observed reports whether an observer is set (someone monitors): then a
+// family that could do a command's work without running the commands
+// Redis would (a script's native twin) runs them instead, so that they
+// are shown.
+func (c *Client) Observed() bool { return c.srv.table.observer.Load() != nil }
 
 // Publisher sends a message on a channel and answers how many receivers
 // it reached: what PUBLISH does, offered to whatever else publishes (the

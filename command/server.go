@@ -429,7 +429,7 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 		}
 	}()
 	cmd.Handler(c, args)
-	if o := s.table.observer.Load(); o != nil { // someone monitors (ObserveCommands)
+	if o := s.table.observer.Load(); o != nil && cmd.Flags&FlagSkipMonitor == 0 { // someone monitors (ObserveCommands)
 		o.fn(c, cmd, args)
 	}
 }

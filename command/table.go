@@ -2,6 +2,7 @@ package command
 
 import (
 	"github.com/limitdb/limitdb/persistence"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -25,6 +26,10 @@ const (
 	FlagDenyOOM                    // refused when over maxmemory
 	FlagNoMulti                    // cannot be queued in MULTI
 	FlagDangerous                  // flushes, shutdown, config
+	// FlagSkipMonitor: the command is not shown to MONITOR once it has
+	// run; it shows itself first (ShowToObserver), as EVAL and FCALL do
+	// so that their script's commands follow them.
+	FlagSkipMonitor
 )
 
 var flagNames = []struct {
@@ -33,7 +38,7 @@ var flagNames = []struct {
 }{
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"},
 	{FlagAdmin, "admin"}, {FlagNoAuth, "no_auth"}, {FlagLoading, "loading"},
-	{FlagStale, "stale"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"},
+	{FlagStale, "stale"}, {FlagSkipMonitor, "skip_monitor"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"},
 }
 
 // Command is one entry of the command table: everything dispatch, arity
@@ -58,8 +63,12 @@ type Command struct {
 	// KeyArgs, when set, lists the key arguments a client names where
 	// positions cannot say (RL.HITALL, EVAL): COMMAND reports the command
 	// movablekeys and COMMAND GETKEYS and cluster slots use it.
-	KeyArgs    func(args [][]byte) [][]byte
-	Group      string // Redis command group: connection, generic, server, rate_limit, ...
+	KeyArgs func(args [][]byte) [][]byte
+	Group   string // Redis command group: connection, generic, server, rate_limit, ...
+	// ACLCats, when set, are the command's ACL categories beyond those
+	// its flags give, in place of its group's, where Redis's differ from
+	// the group (FLUSHALL is @keyspace, WAIT @connection).
+	ACLCats    []string
 	Since      string // limitdb version that added it
 	Complexity string
 	Summary    string
@@ -89,13 +98,14 @@ func (cmd *Command) FlagNames() []string {
 	return out
 }
 
-// Categories lists the ACL categories the command belongs to.
+// Categories lists the ACL categories the command belongs to: its flags'
+// and its group's, or ACLCats.
 func (cmd *Command) Categories() []string {
 	var out []string
 	if cmd.Flags&FlagWrite != 0 {
 		out = append(out, "@write")
 	}
-	if cmd.Flags&FlagReadonly != 0 {
+	if cmd.Flags&FlagReadonly != 0 && cmd.Group != "scripting" { // Redis keeps scripts out of @read
 		out = append(out, "@read")
 	}
 	if cmd.Flags&FlagFast != 0 {
@@ -108,6 +118,17 @@ func (cmd *Command) Categories() []string {
 	}
 	if cmd.Flags&(FlagDangerous|FlagAdmin) != 0 {
 		out = append(out, "@dangerous")
+	}
+	switch {
+	case cmd.ACLCats != nil:
+		for _, cat := range cmd.ACLCats {
+			if !slices.Contains(out, "@"+cat) {
+				out = append(out, "@"+cat)
+			}
+		}
+		return out
+	case len(cmd.Subs) > 0: // a container is in no category of its group's, as in Redis
+		return out
 	}
 	switch cmd.Group {
 	case "generic":

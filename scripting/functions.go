@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,10 +21,11 @@ import (
 // the first time one of its functions is called there, and again after
 // the registry changes.
 type Functions struct {
-	mu      sync.RWMutex
-	libs    map[string]*Library
-	byName  map[string]*Function
-	version uint64
+	redisVersion string // redis.REDIS_VERSION while a library loads
+	mu           sync.RWMutex
+	libs         map[string]*Library
+	byName       map[string]*Function
+	version      uint64
 }
 
 // Library is one FUNCTION LOAD.
@@ -53,16 +55,18 @@ func (f *Function) NoWrites() bool {
 	return false
 }
 
-// NewFunctions returns an empty registry.
-func NewFunctions() *Functions {
-	return &Functions{libs: map[string]*Library{}, byName: map[string]*Function{}}
+// NewFunctions returns an empty registry whose libraries see
+// redisVersion as redis.REDIS_VERSION while they load.
+func NewFunctions(redisVersion string) *Functions {
+	return &Functions{redisVersion: redisVersion, libs: map[string]*Library{}, byName: map[string]*Function{}}
 }
 
-var validFlags = map[string]bool{"no-writes": true, "allow-oom": true, "allow-stale": true, "no-cluster": true, "allow-cross-slot-keys": true}
+// functionFlags are the flags redis.register_function takes, any case.
+var functionFlags = []string{"no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"}
 
 // parseLibrary reads "#!lua name=<lib>" and compiles the code, then runs
 // it once in a scratch interpreter to learn the functions it registers.
-func parseLibrary(code string) (*Library, error) {
+func parseLibrary(code, version string) (*Library, error) {
 	first, _, _ := strings.Cut(code, "\n")
 	if !strings.HasPrefix(first, "#!") {
 		return nil, errors.New("ERR Missing library metadata")
@@ -97,7 +101,7 @@ func parseLibrary(code string) (*Library, error) {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	defer L.Close()
 	openLibs(L, newValues())
-	fns, err := registerAll(L, lib)
+	fns, err := registerAll(L, lib, version)
 	if err != nil {
 		return nil, err
 	}
@@ -129,108 +133,179 @@ type registered struct {
 	fn   *lua.LFunction
 }
 
-// registerAll runs a library's code in L with a redis table that only
-// registers functions (and logs), and returns what it registered.
-func registerAll(L *lua.LState, lib *Library) (map[string]registered, error) {
+// registerAll runs a library's code in L as Redis 7.0 loads a library,
+// and returns what it registered. While it loads, the code sees one
+// global, redis, with only register_function, log, the LOG_ levels and
+// REDIS_VERSION(_NUM); once loaded, its functions see every global. It
+// can create or assign no global, neither then nor when its functions
+// run: its globals are an empty table that reads through and refuses
+// writes, as Redis's are.
+func registerAll(L *lua.LState, lib *Library, version string) (map[string]registered, error) {
 	fns := map[string]registered{}
-	var regErr error
+	missing := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
+		return 0
+	})
+	refuse := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(readonlyError)
+		return 0
+	})
+	// readOnly is an empty table that reads data (whose missing names
+	// raise missing) and refuses every write.
+	readOnly := func(data *lua.LTable) (*lua.LTable, *lua.LTable) {
+		dm := L.NewTable()
+		dm.RawSetString("__index", missing)
+		L.SetMetatable(data, dm)
+		v, mt := L.NewTable(), L.NewTable()
+		mt.RawSetString("__index", data)
+		mt.RawSetString("__newindex", refuse)
+		L.SetMetatable(v, mt)
+		return v, mt
+	}
+	fail := func(msg string) { // Redis's error table: no position
+		e := L.NewTable()
+		e.RawSetString("err", lua.LString("ERR "+msg))
+		L.Error(e, 0)
+	}
 	r := L.NewTable()
 	r.RawSetString("register_function", L.NewFunction(func(L *lua.LState) int {
-		var name string
-		var cb *lua.LFunction
 		meta := &Function{Lib: lib}
+		var cb *lua.LFunction
 		switch L.GetTop() {
 		case 1:
-			t := L.CheckTable(1)
-			var bad string
-			t.ForEach(func(k, v lua.LValue) {
-				switch k.String() {
-				case "function_name":
-					name = v.String()
-				case "callback":
-					cb, _ = v.(*lua.LFunction)
-				case "description":
-					meta.Description = v.String()
-				case "flags":
-					ft, ok := v.(*lua.LTable)
-					if !ok {
-						bad = "flags argument to redis.register_function must be a table representing function flags"
-						return
-					}
-					ft.ForEach(func(_, f lua.LValue) {
-						if !validFlags[f.String()] {
-							bad = "unknown flag given"
-						}
-						meta.Flags = append(meta.Flags, f.String())
-					})
-				default:
-					bad = "unknown argument given to redis.register_function"
-				}
-			})
-			if bad != "" {
-				L.RaiseError("%s", bad)
-			}
+			cb = readNamedArgs(L, meta, fail)
 		case 2:
-			name = L.CheckString(1)
-			cb, _ = L.Get(2).(*lua.LFunction)
+			name, ok := L.Get(1).(lua.LString)
+			if n, isNum := L.Get(1).(lua.LNumber); isNum {
+				name, ok = lua.LString(n.String()), true
+			}
+			if !ok {
+				fail("first argument to redis.register_function must be a string")
+			}
+			if cb, ok = L.Get(2).(*lua.LFunction); !ok {
+				fail("second argument to redis.register_function must be a function")
+			}
+			meta.Name = string(name)
 		default:
-			L.RaiseError("wrong number of arguments to redis.register_function")
+			fail("wrong number of arguments to redis.register_function")
 		}
-		if cb == nil {
-			L.RaiseError("callback argument given to redis.register_function must be a function")
+		if !validName(meta.Name) { // Redis 7.0's words, "Library" included
+			fail("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
 		}
-		if !validName(name) {
-			L.RaiseError("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+		if _, dup := fns[meta.Name]; dup {
+			fail("Function already exists in the library")
 		}
-		if _, dup := fns[name]; dup {
-			regErr = fmt.Errorf("ERR Function %s already exists", name)
-			L.RaiseError("Function already exists")
-		}
-		meta.Name = name
-		fns[name] = registered{meta: meta, fn: cb}
+		fns[meta.Name] = registered{meta: meta, fn: cb}
 		return 0
 	}))
 	r.RawSetString("log", L.NewFunction(func(L *lua.LState) int { return 0 }))
 	for name, v := range map[string]int{"LOG_DEBUG": LogDebug, "LOG_VERBOSE": LogVerbose, "LOG_NOTICE": LogNotice, "LOG_WARNING": LogWarning} {
 		r.RawSetString(name, lua.LNumber(v))
 	}
-	// The library runs in an environment of its own that sees the
-	// globals; while it loads, redis is the registration table, and the
-	// full library once it has.
-	full := L.G.Global.RawGetString("redis")
-	env := L.NewTable()
-	meta := L.NewTable()
-	meta.RawSetString("__index", L.G.Global)
-	L.SetMetatable(env, meta)
-	env.RawSetString("redis", r)
-	env.RawSetString("server", r)
+	r.RawSetString("REDIS_VERSION", lua.LString(version))
+	r.RawSetString("REDIS_VERSION_NUM", lua.LNumber(versionNum(version)))
+	api, _ := readOnly(r)
+	loading := L.NewTable()
+	loading.RawSetString("redis", api)
+	env, envMeta := readOnly(loading)
 	fn := L.NewFunctionFromProto(lib.proto)
 	fn.Env = env
 	L.Push(fn)
 	err := L.PCall(0, 0, L.NewFunction(keepError)) // no traceback (results.go)
-	env.RawSetString("redis", full)
-	env.RawSetString("server", full)
+	envMeta.RawSetString("__index", L.G.Global)    // what the functions see when they run
 	if err != nil {
-		if regErr != nil {
-			return nil, regErr
-		}
-		return nil, fmt.Errorf("ERR Error registering functions: %s", strings.ReplaceAll(luaErrorText(err), "\n", " "))
+		return nil, fmt.Errorf("ERR Error registering functions: %s", strings.ReplaceAll(loadErrorText(err), "\n", " "))
 	}
 	return fns, nil
 }
 
-func luaErrorText(err error) string {
-	var apiErr *lua.ApiError
-	if errors.As(err, &apiErr) {
-		return apiErr.Object.String()
+// readNamedArgs reads redis.register_function's one table of named
+// arguments (names in any case) into meta, and returns the callback;
+// it raises Redis's errors through fail.
+func readNamedArgs(L *lua.LState, meta *Function, fail func(string)) *lua.LFunction {
+	t, ok := L.Get(1).(*lua.LTable)
+	if !ok {
+		fail("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
 	}
-	return err.Error()
+	var cb *lua.LFunction
+	named := false
+	asString := func(v lua.LValue) (string, bool) {
+		switch v := v.(type) {
+		case lua.LString:
+			return string(v), true
+		case lua.LNumber:
+			return v.String(), true
+		}
+		return "", false
+	}
+	t.ForEach(func(k, v lua.LValue) {
+		key, ok := asString(k)
+		if !ok {
+			fail("named argument key given to redis.register_function is not a string")
+		}
+		switch strings.ToLower(key) {
+		case "function_name":
+			if meta.Name, ok = asString(v); !ok {
+				fail("function_name argument given to redis.register_function must be a string")
+			}
+			named = true
+		case "description":
+			if meta.Description, ok = asString(v); !ok {
+				fail("description argument given to redis.register_function must be a string")
+			}
+		case "callback":
+			if cb, ok = v.(*lua.LFunction); !ok {
+				fail("callback argument given to redis.register_function must be a function")
+			}
+		case "flags":
+			ft, ok := v.(*lua.LTable)
+			if !ok {
+				fail("flags argument to redis.register_function must be a table representing function flags")
+			}
+			meta.Flags = meta.Flags[:0]
+			for i := 1; ; i++ {
+				fv := ft.RawGetInt(i)
+				if fv == lua.LNil {
+					break
+				}
+				f, ok := asString(fv)
+				j := slices.IndexFunc(functionFlags, func(name string) bool { return strings.EqualFold(name, f) })
+				if !ok || j < 0 {
+					fail("unknown flag given")
+				}
+				meta.Flags = append(meta.Flags, functionFlags[j])
+			}
+		default:
+			fail("unknown argument given to redis.register_function")
+		}
+	})
+	if !named {
+		fail("redis.register_function must get a function name argument")
+	}
+	if cb == nil {
+		fail("redis.register_function must get a callback argument")
+	}
+	return cb
+}
+
+// loadErrorText is what a library's failed load says after "Error
+// registering functions: ", as Redis says it: an error table's text, or
+// ERR and a raised string.
+func loadErrorText(err error) string {
+	var apiErr *lua.ApiError
+	if !errors.As(err, &apiErr) {
+		return "ERR " + err.Error()
+	}
+	if t, ok := apiErr.Object.(*lua.LTable); ok {
+		return lua.LVAsString(t.RawGetString("err"))
+	}
+	return "ERR " + apiErr.Object.String()
 }
 
 // Load adds the library in code (FUNCTION LOAD), replacing one of the
 // same name when replace is set, and returns its name.
 func (fs *Functions) Load(code string, replace bool) (string, error) {
-	lib, err := parseLibrary(code)
+	lib, err := parseLibrary(code, fs.redisVersion)
 	if err != nil {
 		return "", err
 	}
@@ -339,7 +414,7 @@ func (fs *Functions) Restore(payload []byte, policy string) error {
 	}
 	var libs []*Library
 	for _, code := range codes {
-		lib, err := parseLibrary(code)
+		lib, err := parseLibrary(code, fs.redisVersion)
 		if err != nil {
 			return err
 		}
@@ -425,7 +500,7 @@ func (st *state) function(fs *Functions, f *Function) (*lua.LFunction, error) {
 		return nil, errors.New("ERR Function not found")
 	}
 	st.loadedLibs[f.Lib.Name] = true
-	fns, err := registerAll(st.L, f.Lib)
+	fns, err := registerAll(st.L, f.Lib, fs.redisVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,8 @@ var libraryNames = []string{"redis", "server", "string", "math", "table", "corou
 // lookup), but getmetatable("") shows a read-only view too. getmetatable
 // of a view is nil and pairs walks the library, as in Redis. The globals
 // table itself is not a view (every global read would take three
-// lookups): a script may assign an existing global, and the run puts it
-// back (Script.setsGlobals); a new one is refused.
+// lookups): a new global is refused by its metatable, and only a script
+// that may assign one runs with a view of the globals (protectGlobals).
 func (st *state) protectLibraries() {
 	L := st.L
 	g := L.G.Global
@@ -107,6 +107,50 @@ func (st *state) protectLibraries() {
 		}
 		return callWith(L, pairs)
 	}))
+}
+
+// protectGlobals makes the globals read-only for the scripts that could
+// write them, as Redis 7's are: _G, the globals of a script that may
+// assign a global (Script.setsGlobals, so that scripts that cannot pay
+// no extra lookup) and the globals of a chunk loadstring makes are one
+// empty view that reads through to the globals and refuses every write,
+// to a global that exists too. pairs(_G) walks the globals, and
+// getmetatable(_G) is what it is of the globals.
+func (st *state) protectGlobals() {
+	L := st.L
+	g := L.G.Global
+	refuse := L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(readonlyError)
+		return 0
+	})
+	v, mt := L.NewTable(), L.NewTable()
+	mt.RawSetString("__index", g)
+	mt.RawSetString("__newindex", refuse)
+	mt.RawSetString("__metatable", L.GetMetatable(g)) // the globals' own __metatable: their read-only view
+	L.SetMetatable(v, mt)
+	st.views[v] = g
+	st.globalsView = v
+	g.RawSetString("_G", v)
+	if ls, ok := g.RawGetString("loadstring").(*lua.LFunction); ok && ls.IsG {
+		load := ls.GFunction
+		g.RawSetString("loadstring", L.NewFunction(func(L *lua.LState) int {
+			n := load(L)
+			if fn, ok := L.Get(-n).(*lua.LFunction); ok {
+				fn.Env = v
+			}
+			return n
+		}))
+	}
+	if ld, ok := g.RawGetString("load").(*lua.LFunction); ok && ld.IsG {
+		load := ld.GFunction
+		g.RawSetString("load", L.NewFunction(func(L *lua.LState) int {
+			n := load(L)
+			if fn, ok := L.Get(-n).(*lua.LFunction); ok {
+				fn.Env = v
+			}
+			return n
+		}))
+	}
 }
 
 // refuseProtected raises Redis's error for a write, by rawset or

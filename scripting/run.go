@@ -113,6 +113,10 @@ type state struct {
 
 	views  map[*lua.LTable]*lua.LTable // each library's read-only view, to the library (readonly.go)
 	hidden *lua.LTable                 // a protected metatable's __metatable: getmetatable gives nil
+	// globalsView is _G, and the globals of a script that may assign one
+	// (Script.setsGlobals) and of what loadstring makes: an empty table
+	// that reads the globals and refuses every write (readonly.go).
+	globalsView *lua.LTable
 
 	keepError *lua.LFunction // the message handler of a run's protected call (results.go)
 
@@ -147,6 +151,12 @@ func openLibs(L *lua.LState, vals *values) {
 	g := L.G.Global
 	if m, ok := g.RawGetString("math").(*lua.LTable); ok {
 		openRandom(L, m)
+	}
+	if s, ok := g.RawGetString("string").(*lua.LTable); ok {
+		s.RawSetString("dump", L.NewFunction(stringDump)) // dump.go
+	}
+	if ls, ok := g.RawGetString("loadstring").(*lua.LFunction); ok && ls.IsG {
+		g.RawSetString("loadstring", L.NewFunction(loadString(ls.GFunction)))
 	}
 	keep := map[string]bool{}
 	for _, n := range redisGlobals {
@@ -362,6 +372,7 @@ func (r *Runner) newState() *state {
 	}))
 	L.SetMetatable(g, mt)
 	st.protectLibraries()
+	st.protectGlobals()
 	st.globals = st.globals[:0]
 	g.ForEach(func(k, v lua.LValue) { st.globals = append(st.globals, global{string(k.(lua.LString)), v}) })
 	st.ctx, st.cancel = context.WithCancel(context.Background())
@@ -386,6 +397,9 @@ func (r *Runner) Run(s *Script, keys, argv [][]byte, caller Caller, w *resp.Writ
 			clear(st.closures)
 		}
 		fn = L.NewFunctionFromProto(s.proto)
+		if s.setsGlobals { // its assignments to globals meet the view, which refuses them
+			fn.Env = st.globalsView
+		}
 		st.closures[s] = fn
 	}
 	if s.bounded {

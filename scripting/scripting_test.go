@@ -198,7 +198,7 @@ func callFormat(L *lua.LState, args []lua.LValue) (lua.LValue, error) {
 }
 
 func TestFunctionsDumpRefusesDamage(t *testing.T) {
-	fs := NewFunctions()
+	fs := NewFunctions("7.2.0")
 	if _, err := fs.Load("#!lua name=l\nredis.register_function('f', function() return 1 end)", false); err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +206,11 @@ func TestFunctionsDumpRefusesDamage(t *testing.T) {
 	for i := range d {
 		bad := append([]byte(nil), d...)
 		bad[i] ^= 0x20
-		if err := NewFunctions().Restore(bad, "APPEND"); err == nil {
+		if err := NewFunctions("7.2.0").Restore(bad, "APPEND"); err == nil {
 			t.Fatalf("a payload damaged at byte %d restored", i)
 		}
 	}
-	if err := NewFunctions().Restore(d, "APPEND"); err != nil {
+	if err := NewFunctions("7.2.0").Restore(d, "APPEND"); err != nil {
 		t.Fatal(err)
 	}
 }

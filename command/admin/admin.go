@@ -38,7 +38,7 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	t.Register(
 		&command.Command{Name: "time", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns the server's clock as seconds and microseconds.", Handler: cmdTime},
-		&command.Command{Name: "info", Arity: -1, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+		&command.Command{Name: "info", Arity: -1, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: []string{"dangerous"},
 			Complexity: "O(1)", Summary: "Reports server state by section: server, clients, memory, stats, keyspace, commandstats, ...",
 			Syntax: "[section [section ...]]", Handler: f.cmdInfo},
 		&command.Command{Name: "shutdown", Arity: -1, Flags: command.FlagAdmin | command.FlagNoMulti | command.FlagLoading | command.FlagStale | command.FlagDangerous, Group: "server", Since: "0.1.0",

@@ -142,7 +142,7 @@ func TestInfoFields(t *testing.T) {
 	clk.Advance(2*24*time.Hour + 5*time.Second)
 	for _, tc := range []struct{ section, fields string }{
 		{"server", "redis_version limitdb_version redis_mode os arch_bits go_version process_id run_id tcp_port uptime_in_seconds uptime_in_days gomaxprocs shards bind config_file"},
-		{"clients", "connected_clients client_recent_max_output_buffer blocked_clients"},
+		{"clients", "connected_clients maxclients client_recent_max_output_buffer blocked_clients"},
 		{"memory", "used_memory used_memory_human used_memory_rss used_memory_rss_human used_memory_sys heap_objects gc_cycles mem_clients_normal used_memory_dataset used_memory_dataset_human used_memory_keyspace_allocated maxmemory maxmemory_human maxmemory_policy"},
 		{"stats", "total_connections_received total_commands_processed rejected_connections expired_keys evicted_keys keyspace_hits keyspace_misses"},
 		{"cpu", "used_cpu_sys used_cpu_user"},
@@ -303,7 +303,7 @@ func TestCommandCommands(t *testing.T) {
 		{[]string{"COMMAND", "COUNT"}, ":" + strconv.Itoa(n) + "\r\n"},
 		{[]string{"COMMAND", "INFO", "nosuch", "CONFIG|NOSUCH"}, "*2\r\n*-1\r\n*-1\r\n"},
 		{[]string{"COMMAND", "INFO", "time"}, "*1\r\n*10\r\n" + bulk("time") + ":1\r\n*3\r\n+loading\r\n+stale\r\n+fast\r\n:0\r\n:0\r\n:0\r\n*1\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n"},
-		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "conf*"}, "*1\r\n" + bulk("config")},
+		{[]string{"COMMAND", "LIST", "FILTERBY", "PATTERN", "conf*"}, "*6\r\n" + bulk("config") + bulk("config|get") + bulk("config|set") + bulk("config|rewrite") + bulk("config|resetstat") + bulk("config|help")},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "MODULE", "x"}, "*0\r\n"},
 		{[]string{"COMMAND", "LIST", "FILTERBY", "NOSUCH", "x"}, "-ERR syntax error\r\n"},
 		{[]string{"COMMAND", "GETKEYS", "CONFIG", "GET", "x"}, "-ERR The command has no key arguments\r\n"},

@@ -7,25 +7,26 @@ import (
 )
 
 func (f *Family) registerCommand(t *command.Table) {
-	t.Register(&command.Command{Name: "command", Arity: -1, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+	connection := []string{"connection"} // COMMAND's ACL category in Redis, subcommands included
+	t.Register(&command.Command{Name: "command", Arity: -1, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: []string{"connection"},
 		Complexity: "O(N) where N is the number of commands", Summary: "Describes the commands the server answers.",
 		Syntax: "[subcommand]", Handler: f.cmdCommand,
 		Subs: []*command.Command{
-			{Name: "command|count", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+			{Name: "command|count", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: connection,
 				Complexity: "O(1)", Summary: "Counts the commands.", Handler: f.cmdCommandCount},
-			{Name: "command|info", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+			{Name: "command|info", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: connection,
 				Complexity: "O(N) where N is the number of commands asked for", Summary: "Describes the named commands.",
 				Syntax: "[command-name [command-name ...]]", Handler: f.cmdCommandInfo},
-			{Name: "command|docs", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+			{Name: "command|docs", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: connection,
 				Complexity: "O(N) where N is the number of commands asked for", Summary: "Documents the named commands, or all of them.",
 				Syntax: "[command-name [command-name ...]]", Handler: f.cmdCommandDocs},
-			{Name: "command|list", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+			{Name: "command|list", Arity: -2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: connection,
 				Complexity: "O(N) where N is the number of commands", Summary: "Lists the command names.",
 				Syntax: "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]", Handler: f.cmdCommandList},
-			{Name: "command|getkeys", Arity: -4, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+			{Name: "command|getkeys", Arity: -4, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: connection,
 				Complexity: "O(N) where N is the number of arguments to the command", Summary: "Extracts the key names from an arbitrary command.",
 				Syntax: "command [arg [arg ...]]", Handler: f.cmdCommandGetKeys},
-			{Name: "command|help", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+			{Name: "command|help", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: connection,
 				Complexity: "O(1)", Summary: "Lists the COMMAND subcommands.", Handler: command.HelpFor("command")},
 		}})
 }
@@ -216,6 +217,11 @@ func (f *Family) cmdCommandList(c *command.Client, args [][]byte) {
 	for _, cmd := range cmds {
 		if filter(cmd) {
 			names = append(names, cmd.Name)
+		}
+		for _, sub := range cmd.Subs { // "container|subcommand", as Redis lists them
+			if filter(sub) {
+				names = append(names, sub.Name)
+			}
 		}
 	}
 	c.Array(len(names))

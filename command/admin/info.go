@@ -58,6 +58,7 @@ func (f *Family) infoServer(_ *engine.Engine, b *strings.Builder) {
 func (f *Family) infoClients(_ *engine.Engine, b *strings.Builder) {
 	st := f.env.Stats()
 	command.InfoLine(b, "connected_clients", st.ConnectedClients)
+	command.InfoLine(b, "maxclients", f.env.Config().MaxClients)
 	command.InfoLine(b, "client_recent_max_output_buffer", st.ClientMaxOutput)
 	command.InfoLine(b, "blocked_clients", 0)
 }

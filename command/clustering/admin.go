@@ -25,13 +25,17 @@ func (f *Family) registerCommands(t *command.Table) {
 		c.Complexity = "O(N) where N is the number of slots or nodes named"
 		return c
 	}
+	adminSub := func(c *command.Command) *command.Command { // Redis's CLUSTER REPLICAS is administration
+		c.Flags |= command.FlagAdmin
+		return c
+	}
 	keysIn := func(c *command.Command) *command.Command {
 		c.Complexity = "O(N) where N is the number of keys"
 		return c
 	}
 	mode := func(name, summary string, h func(*command.Client, [][]byte)) *command.Command {
 		return &command.Command{Name: name, Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Group: "cluster", Since: "0.1.0",
-			Complexity: "O(1)", Summary: summary, Handler: h}
+			ACLCats: []string{"connection"}, Complexity: "O(1)", Summary: summary, Handler: h}
 	}
 	t.Register(
 		&command.Command{Name: "cluster", Arity: -2, Group: "cluster", Since: "0.1.0", Complexity: "Depends on subcommand.",
@@ -41,8 +45,8 @@ func (f *Family) registerCommands(t *command.Table) {
 				sub("myid", 2, "", "Returns this node's id.", f.cmdClusterMyID),
 				sub("myshardid", 2, "", "Returns this node's shard id.", f.cmdClusterMyShardID),
 				sub("nodes", 2, "", "Returns the cluster's nodes in nodes.conf's format.", f.cmdClusterNodes),
-				sub("replicas", 3, "node-id", "Lists a primary's replicas in CLUSTER NODES' format.", f.cmdClusterReplicas),
-				sub("slaves", 3, "node-id", "CLUSTER REPLICAS' old name.", f.cmdClusterReplicas),
+				adminSub(sub("replicas", 3, "node-id", "Lists a primary's replicas in CLUSTER NODES' format.", f.cmdClusterReplicas)),
+				adminSub(sub("slaves", 3, "node-id", "CLUSTER REPLICAS' old name.", f.cmdClusterReplicas)),
 				sub("slots", 2, "", "Returns the slot ranges and their nodes.", f.cmdClusterSlots),
 				sub("shards", 2, "", "Returns the shards, their slots and nodes.", f.cmdClusterShards),
 				sub("keyslot", 3, "key", "Returns the hash slot of a key.", f.cmdClusterKeySlot),

@@ -88,7 +88,8 @@ func (f *Family) gate(c *command.Client, cmd *command.Command, _ [][]byte) bool 
 }
 
 // feed streams one command that ran to every monitor, as
-// '+<seconds>.<micros> [0 <addr>] "arg" ...'.
+// '+<seconds>.<micros> [0 <addr>] "arg" ...', with "lua" for the address
+// of a command a script called.
 func (f *Family) feed(c *command.Client, cmd *command.Command, args [][]byte) {
 	if cmd.Flags&command.FlagAdmin != 0 {
 		return
@@ -102,9 +103,13 @@ func (f *Family) feed(c *command.Client, cmd *command.Command, args [][]byte) {
 		b = append(b, '0')
 	}
 	b = append(b, us...)
-	b = append(b, " [0 "...)
-	b = append(b, c.Addr...)
-	b = append(b, ']')
+	if c.Calling() { // a script's redis.call
+		b = append(b, " [0 lua]"...)
+	} else {
+		b = append(b, " [0 "...)
+		b = append(b, c.Addr...)
+		b = append(b, ']')
+	}
 	secret := command.SecretArgs(cmd, args)
 	for i, a := range args {
 		b = append(b, ' ')

@@ -30,7 +30,7 @@ func TestMonitorSteps(t *testing.T) {
 			shown: at + `"AUTH" "(redacted)" "(redacted)"` + "\r\n"},
 		{on: "c", args: []string{"CONFIG", "GET", "maxclients"}, want: "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n"},
 		{on: "c", args: []string{"EVAL", "return redis.call('ECHO', ARGV[1])", "0", "hi"}, want: "$2\r\nhi\r\n",
-			shown: at + `"ECHO" "hi"` + "\r\n" + at + `"EVAL" "return redis.call('ECHO', ARGV[1])" "0" "hi"` + "\r\n"},
+			shown: at + `"EVAL" "return redis.call('ECHO', ARGV[1])" "0" "hi"` + "\r\n" + `+1700000000.000000 [0 lua] "ECHO" "hi"` + "\r\n"},
 		{on: "m", args: []string{"TEST.READ"}, want: "-ERR Replica can't interact with the keyspace\r\n"},
 		{on: "m", args: []string{"ECHO", "m"}, want: "$1\r\nm\r\n", shown: `+1700000000.000000 [0 m:1] "ECHO" "m"` + "\r\n"},
 		{on: "m", args: []string{"RESET"}, want: "+RESET\r\n"},

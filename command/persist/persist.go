@@ -97,7 +97,7 @@ func (f *Family) registerCommands(t *command.Table) {
 		&command.Command{Name: "bgsave", Arity: -1, Flags: command.FlagAdmin, Group: "server", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of keys", Summary: "Writes a snapshot in the background while serving continues.",
 			Syntax: "[SCHEDULE]", Handler: f.cmdBGSave},
-		&command.Command{Name: "lastsave", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0",
+		&command.Command{Name: "lastsave", Arity: 1, Flags: command.FlagFast | command.FlagLoading | command.FlagStale, Group: "server", Since: "0.1.0", ACLCats: []string{"admin", "dangerous"},
 			Complexity: "O(1)", Summary: "Returns the Unix time of the last successful snapshot.",
 			Handler: f.cmdLastSave},
 		&command.Command{Name: "bgrewriteaof", Arity: 1, Flags: command.FlagAdmin, Group: "server", Since: "0.1.0",

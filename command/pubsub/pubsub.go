@@ -5,21 +5,23 @@
 // find each other through it (__sentinel__:hello).
 //
 // It owns the channels and patterns with their subscribers, each client's
-// subscriptions (a Slot), the subscribed connection mode, and CLIENT
-// LIST's sub= and psub=; it is the table's Publisher, so that whatever
+// subscriptions (a Slot), the subscribed connection mode, CLIENT LIST's
+// sub= and psub=, and INFO stats' pubsub_channels and pubsub_patterns; it is the table's Publisher, so that whatever
 // else publishes (scripts' native twins) goes through it.
 //
-// It imports the command core, config and resp; never another family, the
-// transport or the assembly.
+// It imports the command core, config, engine (INFO's renderers take it)
+// and resp; never another family, the transport or the assembly.
 package pubsub
 
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/resp"
 )
 
@@ -81,7 +83,7 @@ func (f *Family) Register(t *command.Table, _ command.Env) {
 					Syntax: "[channel [channel ...]]", Handler: f.cmdNumsub},
 				{Name: "pubsub|numpat", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0",
 					Complexity: "O(1)", Summary: "Counts the patterns subscribed to.", Handler: f.cmdNumpat},
-				{Name: "pubsub|help", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0",
+				{Name: "pubsub|help", Arity: 2, Flags: flags, Group: "pubsub", Since: "0.1.0", ACLCats: []string{}, // @slow alone, as in Redis
 					Complexity: "O(1)", Summary: "Lists the PUBSUB subcommands.", Handler: command.HelpFor("pubsub")},
 			}},
 	)
@@ -91,6 +93,17 @@ func (f *Family) Register(t *command.Table, _ command.Env) {
 	t.OnClientClosed(f.unsubscribeAll)
 	t.AddClientInfo(f.clientInfo)
 	t.SetPublisher(f)
+	t.ExtendInfo("stats", f.infoStats)
+}
+
+// infoStats adds Redis's pubsub_channels and pubsub_patterns to INFO
+// stats: the channels and the patterns with a subscriber.
+func (f *Family) infoStats(_ *engine.Engine, b *strings.Builder) {
+	f.mu.Lock()
+	channels, patterns := len(f.channels), len(f.patterns)
+	f.mu.Unlock()
+	command.InfoLine(b, "pubsub_channels", channels)
+	command.InfoLine(b, "pubsub_patterns", patterns)
 }
 
 // subsOf is c's subscriptions, made at the first; the caller holds f.mu.

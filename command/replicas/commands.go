@@ -30,7 +30,7 @@ func (f *Family) registerCommands(t *command.Table) {
 		&command.Command{Name: "replconf", Arity: -1, Flags: admin | command.FlagLoading, Group: "server", Since: "0.1.0", Complexity: "O(1)",
 			Summary: "Internal: what a replica tells its primary (listening-port, capa, ACK).", Syntax: "option value [option value ...]",
 			Handler: f.cmdReplconf},
-		&command.Command{Name: "wait", Arity: 3, Flags: 0, Group: "generic", Since: "0.1.0", Complexity: "O(1)",
+		&command.Command{Name: "wait", Arity: 3, Flags: 0, Group: "generic", Since: "0.1.0", ACLCats: []string{"connection"}, Complexity: "O(1)",
 			Summary: "Blocks until numreplicas replicas acknowledged this client's writes, or timeout ms; answers how many did.",
 			Syntax:  "numreplicas timeout", Handler: f.cmdWait},
 	)

@@ -15,14 +15,18 @@ import (
 
 func (f *Family) registerScripts(t *command.Table) {
 	evalCmd := func(name, summary string, ro bool, bySHA bool) *command.Command {
-		var flags command.Flag
+		flags := command.FlagSkipMonitor
 		if ro {
 			flags |= command.FlagReadonly
 		}
-		return &command.Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
+		cmd := &command.Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
 			Complexity: "Depends on the script that is executed.", Summary: summary,
-			Syntax:  map[bool]string{false: "script numkeys [key [key ...]] [arg [arg ...]]", true: "sha1 numkeys [key [key ...]] [arg [arg ...]]"}[bySHA],
-			Handler: func(c *command.Client, args [][]byte) { f.cmdEval(c, args, bySHA, ro) }}
+			Syntax: map[bool]string{false: "script numkeys [key [key ...]] [arg [arg ...]]", true: "sha1 numkeys [key [key ...]] [arg [arg ...]]"}[bySHA]}
+		cmd.Handler = func(c *command.Client, args [][]byte) {
+			c.ShowToObserver(cmd, args) // before the script's commands, whatever becomes of it
+			f.cmdEval(c, args, bySHA, ro)
+		}
+		return cmd
 	}
 	t.Register(
 		evalCmd("eval", "Executes a server-side Lua script.", false, false),
@@ -136,10 +140,10 @@ func (f *Family) scriptBySHA(st *clientState, sha []byte) (*scripting.Script, *t
 
 // runScript runs script for the client of st: natively when it is one of
 // the library scripts limitdb knows (n, its twin), else on the
-// interpreter.
+// interpreter, which MONITOR sees call its commands.
 func (f *Family) runScript(st *clientState, script *scripting.Script, n *twins.Twin, keys, argv [][]byte, ro bool) {
 	c := st.caller.c
-	if n != nil && !ro && c.WritesUnchecked() && n.Run(&st.host, c.Writer(), keys, argv) {
+	if n != nil && !ro && !c.Observed() && c.WritesUnchecked() && n.Run(&st.host, c.Writer(), keys, argv) {
 		script.Runs.Add(1)
 		c.SetFailed(false)
 		if !n.Loops {

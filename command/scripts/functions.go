@@ -9,18 +9,32 @@ import (
 
 func (f *Family) registerFunctions(t *command.Table) {
 	fcall := func(name, summary string, ro bool) *command.Command {
-		var flags command.Flag
+		flags := command.FlagSkipMonitor
 		if ro {
 			flags |= command.FlagReadonly
 		}
-		return &command.Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
+		cmd := &command.Command{Name: name, Arity: -3, Flags: flags, Group: "scripting", Since: "0.1.0", Keys: evalKeys, KeyArgs: evalKeys,
 			Complexity: "Depends on the function that is executed.", Summary: summary,
-			Syntax:  "function numkeys [key [key ...]] [arg [arg ...]]",
-			Handler: func(c *command.Client, args [][]byte) { f.cmdFCall(c, args, ro) }}
+			Syntax: "function numkeys [key [key ...]] [arg [arg ...]]"}
+		cmd.Handler = func(c *command.Client, args [][]byte) {
+			c.ShowToObserver(cmd, args) // before the function's commands, whatever becomes of it
+			f.cmdFCall(c, args, ro)
+		}
+		return cmd
 	}
 	sub := func(name, syntax, summary string, arity int, h func(*command.Client, [][]byte)) *command.Command {
 		return &command.Command{Name: "function|" + name, Arity: arity, Group: "scripting", Since: "0.1.0",
 			Complexity: "O(N) where N is the number of functions", Summary: summary, Syntax: syntax, Handler: h}
+	}
+	// writes marks a subcommand that changes the libraries a write, as
+	// Redis does (a read-only replica refuses it); denyOOM: over
+	// maxmemory too.
+	writes := func(c *command.Command, denyOOM bool) *command.Command {
+		c.Flags |= command.FlagWrite
+		if denyOOM {
+			c.Flags |= command.FlagDenyOOM
+		}
+		return c
 	}
 	t.Register(
 		fcall("fcall", "Invokes a function.", false),
@@ -28,12 +42,12 @@ func (f *Family) registerFunctions(t *command.Table) {
 		&command.Command{Name: "function", Arity: -2, Group: "scripting", Since: "0.1.0", Complexity: "Depends on subcommand.",
 			Summary: "A container for function commands.",
 			Subs: []*command.Command{
-				sub("load", "[REPLACE] function-code", "Creates a library.", -3, f.cmdFunctionLoad),
-				sub("delete", "library-name", "Deletes a library and its functions.", 3, f.cmdFunctionDelete),
+				writes(sub("load", "[REPLACE] function-code", "Creates a library.", -3, f.cmdFunctionLoad), true),
+				writes(sub("delete", "library-name", "Deletes a library and its functions.", 3, f.cmdFunctionDelete), false),
 				sub("list", "[LIBRARYNAME library-name-pattern] [WITHCODE]", "Returns information about all libraries.", -2, f.cmdFunctionList),
-				sub("flush", "[ASYNC|SYNC]", "Deletes all libraries and functions.", -2, f.cmdFunctionFlush),
+				writes(sub("flush", "[ASYNC|SYNC]", "Deletes all libraries and functions.", -2, f.cmdFunctionFlush), false),
 				sub("dump", "", "Dumps all libraries into a serialized binary payload.", 2, f.cmdFunctionDump),
-				sub("restore", "serialized-value [FLUSH|APPEND|REPLACE]", "Restores all libraries from a payload.", -3, f.cmdFunctionRestore),
+				writes(sub("restore", "serialized-value [FLUSH|APPEND|REPLACE]", "Restores all libraries from a payload.", -3, f.cmdFunctionRestore), true),
 				sub("kill", "", "Terminates a function during execution.", 2, f.cmdScriptKill),
 				sub("help", "", "Returns helpful text about the different subcommands.", 2, command.HelpFor("function")),
 			}},

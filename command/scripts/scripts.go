@@ -44,7 +44,7 @@ type Family struct {
 func New() *Family {
 	return &Family{
 		scripts:   scripting.NewCache(),
-		functions: scripting.NewFunctions(),
+		functions: scripting.NewFunctions(command.RedisVersion),
 		natives:   twins.New(),
 		busy:      newBusyScripts(),
 	}

@@ -70,7 +70,7 @@ func TestSkipOpenLibs(t *testing.T) {
 	L := NewState(Options{SkipOpenLibs: true})
 	defer L.Close()
 	errorIfScriptNotFail(t, L, `print("")`,
-		"attempt to call a non-function object")
+		"attempt to call a nil value")
 	L2 := NewState()
 	defer L2.Close()
 	errorIfScriptFail(t, L2, `print("")`)

@@ -164,7 +164,7 @@ assert(s:match("([^-]+)-world") == "hello")
 -- issue 93
 local t = {}
 local ok, msg = pcall(function() t.notfound() end)
-assert(not ok and string.find(msg, "attempt to call a non-function object", 1, true))
+assert(not ok and string.find(msg, "attempt to call a nil value", 1, true))
 
 -- issue 150
 local util = {
