@@ -122,7 +122,7 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 		o := c.Topology().Owner(16383)
 		n, _ := c.Topology().Node(nodeID('b'))
 		me, _ := c.Topology().Node(nodeID('c'))
-		return o != nil && o.ID == nodeID('d') && n.Failed && n.Primary == nodeID('d') && me.Primary == nodeID('d')
+		return o != nil && o.ID == nodeID('d') && n.Failed && n.Primary == "" && n.ReplacedBy == nodeID('d') && me.Primary == nodeID('d')
 	})
 	if len(asked) < 2 {
 		t.Fatalf("the leader asked %v for their offsets, want both replicas", asked)

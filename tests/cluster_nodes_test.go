@@ -370,7 +370,7 @@ func TestClusterFailsOverAPrimary(t *testing.T) {
 	}
 	nodesOut, err := cc.ClusterNodes(ctx).Result()
 	require.NoError(t, err)
-	require.Regexp(t, regexp.MustCompile(id+` \S+ slave,fail `), nodesOut)
+	require.Regexp(t, regexp.MustCompile(id+` \S+ master,fail - `), nodesOut, "as in Redis, a failed primary stays a primary, without slots, until it is back")
 
 	// The old primary comes back as a replica of the promoted one.
 	victim.start(t)
