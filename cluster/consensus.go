@@ -566,7 +566,11 @@ func (c *Consensus) watch() {
 		}
 		r := c.current()
 		leader := r.State() == raft.Leader
-		c.ok.Store(leader || time.Duration(c.clk.Now()-r.LastContact().UnixNano()) < c.cfg.NodeTimeout)
+		if leader {
+			c.ok.Store(c.majorityReached(c.Topology()))
+		} else {
+			c.ok.Store(time.Duration(c.clk.Now()-r.LastContact().UnixNano()) < c.cfg.NodeTimeout)
+		}
 		if !leader {
 			c.failMu.Lock()
 			clear(c.failing)
@@ -583,6 +587,28 @@ func (c *Consensus) watch() {
 			}
 		}
 	}
+}
+
+// majorityReached reports, on the leader, whether it has reached a
+// majority of the members within the node timeout: a leader cut off from
+// the others keeps its lead until raft's lease runs out, and longer when
+// its timers run late on a busy machine; as a Redis primary that has not
+// reached most of the others for the node timeout, it stops serving then.
+func (c *Consensus) majorityReached(t *Topology) bool {
+	members := len(t.Nodes())
+	if members <= 1 {
+		return true
+	}
+	now := c.clk.Mono()
+	c.failMu.Lock()
+	lost := 0
+	for _, since := range c.failing {
+		if now-since >= c.cfg.NodeTimeout {
+			lost++
+		}
+	}
+	c.failMu.Unlock()
+	return members-lost > members/2
 }
 
 var failureVerbs = map[Op]string{
