@@ -291,7 +291,9 @@ func TestClusterPartitionMatchesRedis(t *testing.T) {
 			eventually(t, 60*time.Second, func() bool {
 				promoted = slotOwner(t, maj, cluster.Slot([]byte(key)))
 				return promoted != "" && promoted != pc.addrs[0]
-			}, func() string { return "the majority to promote the replica; CLUSTER NODES:\n" + maj.ClusterNodes(ctx).Val() })
+			}, func() string {
+				return "the majority to promote the replica; CLUSTER NODES:\n" + maj.ClusterNodes(ctx).Val()
+			})
 			pc.bus.setCut(false)
 			eventually(t, 60*time.Second, func() bool {
 				r, err := pc.victim.Do(ctx, "ROLE").Slice()
