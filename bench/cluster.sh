@@ -29,6 +29,21 @@
 #   PRIMARIES="1 3" LUA=0 bench/cluster.sh        some shapes; no Lua row
 #   KEYS=2000 ROUNDS=1 DURATION=1s bench/cluster.sh   a smoke run
 #   LIMITDB_BIN=/tmp/limitdb-abc123 bench/cluster.sh
+#
+# With RESHARD=n it measures a reshard instead (docs/cluster.md, "Moving
+# slots"): per round, for limitdb and for Redis in turn (the order
+# alternating), three primaries with a replica each built with redis-cli
+# --cluster create, a load through bench/clusterload (RESHARD_WORKERS
+# workers, pipeline 1, on KEYS keys: limitdb's CL.THROTTLE, Redis's INCR;
+# RESHARD_WORKERS=0 for none), and the time redis-cli --cluster reshard
+# takes to move n slots from the owner of slot 0 to the owner of slot
+# 16383; then redis-cli --cluster check, run the moment reshard returns,
+# clean or not. It prints each run, then the median seconds of each and
+# the ratio limitdb / Redis.
+#
+#   RESHARD=1000 bench/cluster.sh                 3 rounds under load
+#   RESHARD=100 ROUNDS=1 bench/cluster.sh         a smoke run
+#   RESHARD=1000 RESHARD_WORKERS=0 bench/cluster.sh   idle
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +56,9 @@ PIPELINE=${PIPELINE:-16}
 LIMIT=${LIMIT:-"99 100 60"}   # max_burst count period: keys stay live, as INCR's do
 LUA=${LUA:-1}
 NODE_TIMEOUT=${NODE_TIMEOUT:-5000}   # cluster-node-timeout, ms; nothing fails here
+RESHARD=${RESHARD:-0}
+RESHARD_WORKERS=${RESHARD_WORKERS:-8}
+REPLICAS=0   # replicas per primary that build makes
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 
@@ -79,7 +97,7 @@ build() {
   if [ "$n" -ge 3 ]; then
     local addrs=()
     for i in "${nodes[@]}"; do addrs+=("127.0.0.1:${i%:*}"); done
-    redis-cli --cluster create "${addrs[@]}" --cluster-yes >"$work/create.log" 2>&1 ||
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$REPLICAS" --cluster-yes >"$work/create.log" 2>&1 ||
       { cat "$work/create.log" >&2; exit 1; }
   else
     for i in $(seq 0 $((n - 1))); do
@@ -178,6 +196,74 @@ run() {
   fi
   stop_all
 }
+
+# reshard_run kind round: build three primaries with a replica each, time
+# a reshard of $RESHARD slots under the load, then check at once.
+reshard_run() {
+  local kind=$1 round=$2 nodes=() i loadpid=""
+  for i in $(seq 6); do
+    local p b
+    p=$(free_port); b=$(free_port)
+    start "$kind" "$p" "$b" "$work/$kind-reshard-$round/$i"
+    nodes+=("$p:$b")
+  done
+  REPLICAS=1 build "${nodes[@]}"
+  local seed=127.0.0.1:${nodes[0]%:*} from to t0 t1 clean=yes
+  from=$(redis-cli -p "${nodes[0]%:*}" CLUSTER NODES | awk '$3 ~ /master/ && $9 ~ /^0-/ {print $1}')
+  to=$(redis-cli -p "${nodes[0]%:*}" CLUSTER NODES | awk '$3 ~ /master/ && $NF ~ /-16383$/ {print $1}')
+  if [ "$RESHARD_WORKERS" -gt 0 ]; then
+    local cmd="INCR {k}"
+    [ "$kind" = limitdb ] && cmd="CL.THROTTLE {k} 99 100 60"
+    taskset -c "$CLIENT_CPU" "$work/clusterload" -addr "$seed" -keys "$KEYS" -prefix rs: -workers "$RESHARD_WORKERS" \
+      -pipeline 1 -duration 1h -warmup 0 -cmd "$cmd" >/dev/null 2>&1 &
+    loadpid=$!
+    sleep 1
+  fi
+  t0=$(date +%s.%N)
+  redis-cli --cluster reshard "$seed" --cluster-from "$from" --cluster-to "$to" --cluster-slots "$RESHARD" \
+    --cluster-yes >"$work/reshard.log" 2>&1 || { tail "$work/reshard.log" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  redis-cli --cluster check "$seed" >"$work/check.log" 2>&1 || clean=no
+  grep -q 'WARNING\|ERR' "$work/check.log" && clean=no
+  [ -n "$loadpid" ] && { kill "$loadpid" 2>/dev/null || true; wait "$loadpid" 2>/dev/null || true; }
+  stop_all
+  python3 -c "import sys; print(f'{sys.argv[1]},{sys.argv[2]},{float(sys.argv[4]) - float(sys.argv[3]):.2f},{sys.argv[5]}')" \
+    "$kind" "$round" "$t0" "$t1" "$clean" | tee -a "$results"
+}
+
+if [ "$RESHARD" -gt 0 ]; then
+  [ "$KEYS" = 100000 ] && KEYS=1000
+  echo "server,round,reshard_s,check_clean"
+  for round in $(seq "$ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then
+      reshard_run limitdb "$round"; reshard_run redis "$round"
+    else
+      reshard_run redis "$round"; reshard_run limitdb "$round"
+    fi
+  done
+  python3 - "$results" "$RESHARD" "$RESHARD_WORKERS" "$KEYS" <<'PY'
+import csv, statistics, sys
+rows = list(csv.reader(open(sys.argv[1])))
+slots, workers, keys = sys.argv[2:]
+t = {}
+clean = {}
+for kind, rnd, secs, ok in rows:
+    t.setdefault(kind, {})[int(rnd)] = float(secs)
+    clean.setdefault(kind, []).append(ok == "yes")
+ratios = [t["limitdb"][r] / t["redis"][r] for r in t["limitdb"] if r in t.get("redis", {})]
+print()
+print(f"reshard of {slots} slots, 3 primaries with a replica each; load: {workers} workers on {keys} keys; "
+      f"medians over {len(ratios)} rounds")
+print()
+print("| | limitdb | Redis | limitdb / Redis |")
+print("|---|---|---|---|")
+print(f"| seconds | {statistics.median(t['limitdb'].values()):.2f} | {statistics.median(t['redis'].values()):.2f} | "
+      f"**{statistics.median(ratios):.2f}** ({min(ratios):.2f}-{max(ratios):.2f}) |")
+print(f"| check clean at once | {sum(clean['limitdb'])} of {len(clean['limitdb'])} | "
+      f"{sum(clean['redis'])} of {len(clean['redis'])} | |")
+PY
+  exit 0
+fi
 
 echo "server,load,primaries,round,rps,p50_us,p99_us,servers_cpu_pct,client_cpu_pct"
 for round in $(seq "$ROUNDS"); do

@@ -64,6 +64,10 @@ type Config struct {
 	// OnChange is called with each new topology, in log order, from one
 	// goroutine at a time. It must not block for long.
 	OnChange func(*Topology)
+	// OnApplied is called, like OnChange, after each entry of the log
+	// this member applies, whether it changed the topology or was
+	// refused: Applied has moved on.
+	OnApplied func(index uint64)
 	// Offsets, when set, asks replicas how much of their primary's
 	// stream they hold (replication offsets; -1 for one that does not
 	// answer), so that the leader promotes the one furthest ahead, as
@@ -77,6 +81,10 @@ type Consensus struct {
 	clk  clock.Clock
 	topo atomic.Pointer[Topology]
 	ok   atomic.Bool // Healthy
+	// applied is the index of the last log entry the topology has
+	// applied (Applied): raft's own AppliedIndex moves before its FSM
+	// has run, and counts entries the FSM never sees.
+	applied atomic.Uint64
 
 	mu    sync.Mutex // guards the fields below, which Reset replaces
 	raft  *raft.Raft
@@ -245,6 +253,7 @@ func (c *Consensus) start() (fresh bool, err error) {
 		return false, fmt.Errorf("cluster: %w", err)
 	}
 	f := &fsm{c: c, cur: Empty(), proposals: map[string]outcome{}}
+	c.applied.Store(0) // a new log: what the old one applied counts no more
 	r, err := raft.NewRaft(rc, f, logs, stable, snaps, trans)
 	if err != nil {
 		if store != nil {
@@ -343,17 +352,31 @@ func (c *Consensus) Propose(ch Change) (uint64, error) {
 		return 0, ErrNotLeader
 	}
 	if ch.Op == OpSetSlot && c.Topology().owns(ch.ID, ch.Slots) {
-		return r.AppliedIndex(), nil // redis-cli tells every primary; the log needs it once
+		return c.Applied(), nil // redis-cli tells every primary; the log needs it once
 	}
 	f := r.Apply(ch.Encode(), c.cfg.NodeTimeout)
 	if err := f.Error(); err != nil {
 		return 0, asNotLeader(err, string(ch.Op))
 	}
+	c.nudge(r)
 	if err, ok := f.Response().(error); ok {
 		return 0, err
 	}
 	return f.Index(), nil
 }
+
+// nudge tells the followers at once that what the leader applied is
+// committed. Raft tells them with the next entry it sends, or after the
+// commit timeout when none follows (50-100 ms): a barrier is an entry that
+// changes nothing, sent now. Its own commit is left to come later; no one
+// waits for it.
+func (c *Consensus) nudge(r *raft.Raft) {
+	r.Barrier(c.cfg.NodeTimeout)
+}
+
+// Applied is the index of the last log entry this member has applied to
+// its topology, changed or refused.
+func (c *Consensus) Applied() uint64 { return c.applied.Load() }
 
 // WaitApplied waits, at most the node timeout, until this member has
 // applied the log up to index: a change the leader made is then visible
@@ -543,7 +566,11 @@ func (c *Consensus) watch() {
 		}
 		r := c.current()
 		leader := r.State() == raft.Leader
-		c.ok.Store(leader || time.Duration(c.clk.Now()-r.LastContact().UnixNano()) < c.cfg.NodeTimeout)
+		if leader {
+			c.ok.Store(c.majorityReached(c.Topology()))
+		} else {
+			c.ok.Store(time.Duration(c.clk.Now()-r.LastContact().UnixNano()) < c.cfg.NodeTimeout)
+		}
 		if !leader {
 			c.failMu.Lock()
 			clear(c.failing)
@@ -560,6 +587,28 @@ func (c *Consensus) watch() {
 			}
 		}
 	}
+}
+
+// majorityReached reports, on the leader, whether it has reached a
+// majority of the members within the node timeout: a leader cut off from
+// the others keeps its lead until raft's lease runs out, and longer when
+// its timers run late on a busy machine; as a Redis primary that has not
+// reached most of the others for the node timeout, it stops serving then.
+func (c *Consensus) majorityReached(t *Topology) bool {
+	members := len(t.Nodes())
+	if members <= 1 {
+		return true
+	}
+	now := c.clk.Mono()
+	c.failMu.Lock()
+	lost := 0
+	for _, since := range c.failing {
+		if now-since >= c.cfg.NodeTimeout {
+			lost++
+		}
+	}
+	c.failMu.Unlock()
+	return members-lost > members/2
 }
 
 var failureVerbs = map[Op]string{
@@ -637,6 +686,7 @@ type fsm struct {
 	// member, and every later leader, deduplicates alike.
 	proposals map[string]outcome
 	order     []string
+	index     uint64 // of the last entry applied; part of the snapshot
 }
 
 // maxProposals bounds the proposal IDs the log remembers. A retry comes
@@ -664,6 +714,7 @@ func (o outcome) err() error {
 }
 
 func (f *fsm) Apply(l *raft.Log) any {
+	defer f.applied(l.Index)
 	ch, err := DecodeChange(l.Data)
 	if err != nil {
 		return err
@@ -682,6 +733,16 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	f.publish(next)
 	return nil
+}
+
+// applied records that the log up to index has been applied, after the
+// topology it made is published.
+func (f *fsm) applied(index uint64) {
+	f.index = index
+	f.c.applied.Store(index)
+	if f.c.cfg.OnApplied != nil {
+		f.c.cfg.OnApplied(index)
+	}
 }
 
 // remember keeps the outcome of proposal id, forgetting the oldest beyond
@@ -714,6 +775,7 @@ func (f *fsm) publish(t *Topology) {
 type fsmState struct {
 	Topology  json.RawMessage `json:"topology"`
 	Proposals []outcome       `json:"proposals,omitempty"`
+	Index     uint64          `json:"index,omitempty"` // the last entry applied
 }
 
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
@@ -721,7 +783,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := fsmState{Topology: top, Proposals: make([]outcome, 0, len(f.order))}
+	st := fsmState{Topology: top, Proposals: make([]outcome, 0, len(f.order)), Index: f.index}
 	for _, id := range f.order {
 		st.Proposals = append(st.Proposals, f.proposals[id])
 	}
@@ -754,6 +816,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		}
 	}
 	f.publish(t)
+	if st.Index > 0 { // a snapshot written before it kept the index has none
+		f.applied(st.Index)
+	}
 	return nil
 }
 

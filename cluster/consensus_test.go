@@ -122,7 +122,7 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 		o := c.Topology().Owner(16383)
 		n, _ := c.Topology().Node(nodeID('b'))
 		me, _ := c.Topology().Node(nodeID('c'))
-		return o != nil && o.ID == nodeID('d') && n.Failed && n.Primary == nodeID('d') && me.Primary == nodeID('d')
+		return o != nil && o.ID == nodeID('d') && n.Failed && n.Primary == "" && n.ReplacedBy == nodeID('d') && me.Primary == nodeID('d')
 	})
 	if len(asked) < 2 {
 		t.Fatalf("the leader asked %v for their offsets, want both replicas", asked)
@@ -134,4 +134,36 @@ func TestConsensusJoinAndFailover(t *testing.T) {
 	a.Close()
 	c.Close()
 	eventually(t, "a minority to know it", func() bool { return !r.Healthy() })
+}
+
+// TestLeaderWithoutMajority: a leader whose heartbeats to most members
+// have failed for the node timeout no longer counts itself on the
+// majority side, though raft's lease may keep it leading a while.
+func TestLeaderWithoutMajority(t *testing.T) {
+	clk := clock.NewFake(1)
+	c := &Consensus{cfg: Config{NodeTimeout: 3 * time.Second}, clk: clk, failing: map[string]time.Duration{}}
+	top := Empty()
+	for _, id := range []byte{'a', 'b', 'c', 'd', 'e'} {
+		top, _ = top.Apply(Change{Op: OpAddNode, Node: &Node{ID: nodeID(id)}})
+	}
+	steps := []struct {
+		name    string
+		failing map[string]time.Duration // since, before now
+		want    bool
+	}{
+		{"every member heard", nil, true},
+		{"two of five lost for the node timeout", map[string]time.Duration{nodeID('b'): 3 * time.Second, nodeID('c'): 4 * time.Second}, true},
+		{"three lost, one only just", map[string]time.Duration{nodeID('b'): 3 * time.Second, nodeID('c'): 4 * time.Second, nodeID('d'): time.Second}, true},
+		{"three lost for the node timeout", map[string]time.Duration{nodeID('b'): 3 * time.Second, nodeID('c'): 4 * time.Second, nodeID('d'): 5 * time.Second}, false},
+	}
+	clk.Advance(time.Hour)
+	for _, s := range steps {
+		clear(c.failing)
+		for id, ago := range s.failing {
+			c.failing[id] = clk.Mono() - ago
+		}
+		if got := c.majorityReached(top); got != s.want {
+			t.Errorf("%s: majorityReached = %v, want %v", s.name, got, s.want)
+		}
+	}
 }

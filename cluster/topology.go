@@ -21,6 +21,11 @@ type Node struct {
 	// because redis-cli and clients read them.
 	Epoch  uint64 `json:"epoch"`
 	Failed bool   `json:"failed,omitempty"` // the leader lost it for longer than the node timeout
+	// ReplacedBy is, on a failed primary whose replica took its slots,
+	// that replica: as in Redis, the failed node stays a primary without
+	// slots while it is away, and replicates its replacement once it is
+	// back (OpRecover).
+	ReplacedBy string `json:"replaced_by,omitempty"`
 }
 
 // Addr is the node's client address, ip:port.
@@ -239,8 +244,10 @@ func (t *Topology) Apply(c Change) (*Topology, error) {
 		err = n.setEpoch(c.ID, c.Epoch)
 	case OpBumpEpoch:
 		err = n.withNode(c.ID, func(nd *Node) error { n.bump(nd); return nil })
-	case OpFail, OpRecover:
-		err = n.withNode(c.ID, func(nd *Node) error { nd.Failed = c.Op == OpFail; return nil })
+	case OpFail:
+		err = n.withNode(c.ID, func(nd *Node) error { nd.Failed = true; return nil })
+	case OpRecover:
+		err = n.recover(c.ID)
 	default:
 		err = fmt.Errorf("cluster: unknown change %q", c.Op)
 	}
@@ -448,8 +455,37 @@ func (t *Topology) replicate(id, target string) error {
 	return nil
 }
 
-// failover makes replica id the primary of its primary's slots; the old
-// primary and the other replicas replicate it.
+// recover ends the failure mark on id. A primary replaced while it was
+// away becomes a replica of its replacement's primary now (of the
+// replacement itself unless that failed over in turn), as a Redis primary
+// that comes back to find its slots taken replicates their new owner.
+func (t *Topology) recover(id string) error {
+	i := t.index(id)
+	if i < 0 {
+		return unknownNode(id)
+	}
+	nd := &t.nodes[i]
+	nd.Failed = false
+	by := nd.ReplacedBy
+	nd.ReplacedBy = ""
+	if by == "" || nd.Primary != "" || len(t.SlotsOf(id)) > 0 {
+		return nil
+	}
+	p := t.index(by)
+	if p >= 0 && t.nodes[p].Primary != "" {
+		p = t.index(t.nodes[p].Primary)
+	}
+	if p < 0 || p == i {
+		return nil // its replacement is gone: it stays a primary without slots
+	}
+	nd.Primary, nd.Shard = t.nodes[p].ID, t.nodes[p].Shard
+	return nil
+}
+
+// failover makes replica id the primary of its primary's slots; the other
+// replicas replicate it. The old primary replicates it too, unless it has
+// failed: then, as in Redis, it stays a primary without slots, flagged
+// failed, until it is back (recover).
 func (t *Topology) failover(id string) error {
 	i := t.index(id)
 	if i < 0 {
@@ -466,7 +502,11 @@ func (t *Topology) failover(id string) error {
 		}
 	}
 	for j := range t.nodes {
-		if j != i && (j == o || t.nodes[j].Primary == old) {
+		switch {
+		case j == i:
+		case j == o && t.nodes[o].Failed:
+			t.nodes[o].ReplacedBy = id
+		case j == o || t.nodes[j].Primary == old:
 			t.nodes[j].Primary = id
 		}
 	}

@@ -52,12 +52,20 @@ func TestTopologyApply(t *testing.T) {
 			if o := top.Owner(0); o.ID != r {
 				t.Fatalf("owner of 0 = %s, want r", o.ID)
 			}
+			// As in Redis, a failed primary stays a primary, with no
+			// slots, until it is back (below).
 			old, _ := top.Node(a)
-			if old.Primary != r {
-				t.Fatalf("old primary replicates %q, want r", old.Primary)
+			if old.Primary != "" || len(top.SlotsOf(a)) != 0 || old.ReplacedBy != r {
+				t.Fatalf("old primary = %+v with slots %v, want a primary without slots replaced by r", old, top.SlotsOf(a))
 			}
 			if n, _ := top.Node(r); n.Epoch != top.CurrentEpoch() || n.Epoch == 0 {
 				t.Fatalf("r's epoch %d, current %d", n.Epoch, top.CurrentEpoch())
+			}
+		}},
+		{"a is back and replicates r", Change{Op: OpRecover, ID: a}, "", func(t *testing.T, top *Topology) {
+			old, _ := top.Node(a)
+			if nr, _ := top.Node(r); old.Primary != r || old.Shard != nr.Shard || old.Failed || old.ReplacedBy != "" {
+				t.Fatalf("old primary = %+v, want a replica of r in r's shard", old)
 			}
 		}},
 		{"slot 0 moves to b", Change{Op: OpSetSlot, ID: b, Slots: []Range{{0, 0}}}, "", func(t *testing.T, top *Topology) {

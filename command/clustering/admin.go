@@ -71,6 +71,7 @@ func (f *Family) registerCommands(t *command.Table) {
 				}),
 				admin("count-failure-reports", 3, "node-id", "Returns 0: failures are decided by the consensus leader, not reported.", f.cmdClusterFailureReports),
 				admin("raft-propose", 3, "change", "Internal: a change handed to the consensus leader.", f.cmdClusterRaftPropose),
+				admin("raft-applied", 4, "index timeout-ms", "Internal: waits until this member shows the log up to index; returns how far it does.", f.cmdClusterRaftApplied),
 				admin("raft-join", 4, "node slots", "Internal: a node asks the consensus leader to add it.", f.cmdClusterRaftJoin),
 				admin("raft-meet", 4, "ip port", "Internal: join the cluster of the node at ip:port if alone.", f.cmdClusterRaftMeet),
 				{Name: "cluster|help", Arity: 2, Flags: command.FlagLoading | command.FlagStale, Group: "cluster", Since: "0.1.0",
@@ -145,16 +146,11 @@ func clusterError(c *command.Client, err error) {
 }
 
 // propose makes a change through the leader and answers OK or why not,
-// once this node has applied it.
+// once every reachable member shows it (cluster.Member.Propose): the
+// client's next command, on any member, sees the change. The change
+// survives a change of leader: it is retried, and made once.
 func (f *Family) propose(c *command.Client, ch cluster.Change) {
-	f.proposeWait(c, ch, true)
-}
-
-// proposeWait is propose that, without wait, answers as soon as the
-// leader has applied the change. The change survives a change of leader
-// (cluster.Member.Propose): it is retried, and made once.
-func (f *Family) proposeWait(c *command.Client, ch cluster.Change, wait bool) {
-	clusterReply(c, f.cs.member.Load().Propose(ch, wait))
+	clusterReply(c, f.cs.member.Load().Propose(ch, true))
 }
 
 // slotOrReply parses a slot of the subcommands that change slots, which
@@ -287,7 +283,7 @@ func (f *Family) cmdClusterSetSlot(c *command.Client, args [][]byte) {
 		if id == cs.id {
 			cs.claim(slot, true)
 		}
-		f.proposeWait(c, cluster.Change{Op: cluster.OpSetSlot, ID: id, Slots: []cluster.Range{{First: slot, Last: slot}}}, false)
+		f.propose(c, cluster.Change{Op: cluster.OpSetSlot, ID: id, Slots: []cluster.Range{{First: slot, Last: slot}}})
 		if c.Failed() {
 			cs.claim(slot, false)
 		}

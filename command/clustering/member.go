@@ -116,6 +116,37 @@ func (f *Family) cmdClusterRaftPropose(c *command.Client, args [][]byte) {
 	leaderReply(c, index, err)
 }
 
+// cmdClusterRaftApplied answers, once this node has followed the log up
+// to index or after timeout-ms, the index it has followed: the member
+// that made a change asks every other before it answers its client
+// (cluster.Member.Everywhere). The wait does not hold the connection's
+// event loop.
+func (f *Family) cmdClusterRaftApplied(c *command.Client, args [][]byte) {
+	if _, ok := f.realCluster(c); !ok {
+		return
+	}
+	index, err1 := strconv.ParseUint(string(args[2]), 10, 64)
+	ms, err2 := strconv.ParseUint(string(args[3]), 10, 32)
+	if err1 != nil || err2 != nil {
+		c.Err("ERR value is not an integer or out of range")
+		return
+	}
+	m := f.cs.member.Load()
+	if m.Followed() >= index {
+		c.Int(int64(m.Followed()))
+		return
+	}
+	finish, ok := c.Block()
+	if !ok {
+		c.Int(int64(m.Followed()))
+		return
+	}
+	go func() {
+		m.WaitFollowed(index, time.Duration(ms)*time.Millisecond)
+		finish([]byte(":" + strconv.FormatUint(m.Followed(), 10) + "\r\n"))
+	}()
+}
+
 // leaderReply answers a request this node ran as the leader: the log
 // index of the change, which the asking node waits to apply.
 func leaderReply(c *command.Client, index uint64, err error) {

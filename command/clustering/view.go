@@ -286,7 +286,14 @@ func (f *Family) cmdClusterSlots(c *command.Client, _ [][]byte) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].r.First < runs[j].r.First })
 	c.Array(len(runs))
 	for _, rn := range runs {
-		rs := v.t.Replicas(rn.owner.ID)
+		// As Redis's: a failed replica is left out, since a client that
+		// reads from replicas should not be sent to it.
+		var rs []*cluster.Node
+		for _, r := range v.t.Replicas(rn.owner.ID) {
+			if !r.Failed {
+				rs = append(rs, r)
+			}
+		}
 		c.Array(3 + len(rs))
 		c.Int(int64(rn.r.First))
 		c.Int(int64(rn.r.Last))
