@@ -57,6 +57,8 @@ type Manager struct {
 	saved    *Saved // the snapshot's replication ID and offset, until Restore
 	restored bool   // Restore ran
 
+	nextClientID func() int64 // the server's client IDs, for the link's master client (SetClientIDs)
+
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 	sendInterval                            atomic.Int64 // repl-send-interval, nanoseconds
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -311,4 +312,100 @@ func startOnPort(t *testing.T, dir, port string, extra ...string) *proc {
 		return err == nil
 	}, 20*time.Second, 100*time.Millisecond)
 	return p
+}
+
+// TestClientKillMasterContinues: on a replica, CLIENT KILL TYPE master
+// cuts the link to the primary and answers 1; the replica reconnects and
+// continues (+CONTINUE), and CLIENT LIST shows the link as Redis shows its
+// master client (flags=M, the primary's address, user=(superuser)), under
+// the same ID after the partial resynchronisation. A USER filter never
+// matches it, and a primary has none. The same steps on redis-server.
+func TestClientKillMasterContinues(t *testing.T) {
+	t.Parallel()
+	type result struct {
+		Killed, KilledByUser, KilledOnPrimary int64
+		Line, LineAfter                       map[string]string // the master client's fields that do not vary
+		SameID                                bool
+		SyncFull, PartialOK                   int64
+		Equal                                 bool
+	}
+	masterLine := func(t *testing.T, rc *redis.Client) map[string]string {
+		t.Helper()
+		list, err := rc.Do(ctx, "CLIENT", "LIST").Text()
+		require.NoError(t, err)
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			f := map[string]string{}
+			for _, kv := range strings.Fields(line) {
+				k, v, _ := strings.Cut(kv, "=")
+				f[k] = v
+			}
+			if strings.Contains(f["flags"], "M") {
+				return f
+			}
+		}
+		return nil
+	}
+	run := func(t *testing.T, pc, rc *redis.Client, paddr string) result {
+		require.Eventually(t, func() bool { return masterLine(t, rc) != nil }, 30*time.Second, 10*time.Millisecond, "no master client listed")
+		setKeys(t, pc, "a", 200)
+		waitReplicas(t, pc, 1)
+		var res result
+		before := masterLine(t, rc)
+		require.Equal(t, paddr, before["addr"])
+		res.Line = map[string]string{"flags": before["flags"], "user": before["user"], "db": before["db"], "multi": before["multi"]}
+		res.KilledByUser = rc.Do(ctx, "CLIENT", "KILL", "USER", "default", "TYPE", "master").Val().(int64)
+		res.KilledOnPrimary = pc.Do(ctx, "CLIENT", "KILL", "TYPE", "master").Val().(int64)
+		partial := infoInt(t, pc, "stats", "sync_partial_ok")
+		res.Killed = rc.Do(ctx, "CLIENT", "KILL", "TYPE", "master").Val().(int64)
+		require.Eventually(t, func() bool { return infoInt(t, pc, "stats", "sync_partial_ok") > partial },
+			30*time.Second, 10*time.Millisecond, "the replica did not continue")
+		linkUp(t, rc)
+		setKeys(t, pc, "b", 200)
+		waitReplicas(t, pc, 1)
+		after := masterLine(t, rc)
+		require.NotNil(t, after)
+		res.LineAfter = map[string]string{"flags": after["flags"], "user": after["user"]}
+		res.SameID = after["id"] == before["id"]
+		res.SyncFull, res.PartialOK = infoInt(t, pc, "stats", "sync_full"), infoInt(t, pc, "stats", "sync_partial_ok")
+		res.Equal = dbsize(t, pc) == dbsize(t, rc)
+		return res
+	}
+	var mu sync.Mutex
+	results := map[string]result{}
+	t.Run("limitdb", func(t *testing.T) {
+		p, r := startServer(t), startServer(t)
+		pc, rc := p.client(t, 2), r.client(t, 2)
+		host, port, _ := net.SplitHostPort(p.addr)
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+		res := run(t, pc, rc, p.addr)
+		mu.Lock()
+		results["limitdb"] = res
+		mu.Unlock()
+	})
+	t.Run("redis", func(t *testing.T) {
+		pc, port := startRedisTCPArgs(t, "--repl-diskless-sync-delay", "0")
+		rc := startRedisReplica(t, port)
+		res := run(t, pc, rc, "127.0.0.1:"+port)
+		mu.Lock()
+		results["redis"] = res
+		mu.Unlock()
+	})
+	want := result{Killed: 1, Line: map[string]string{"flags": "M", "user": "(superuser)", "db": "0", "multi": "-1"},
+		LineAfter: map[string]string{"flags": "M", "user": "(superuser)"}, SameID: true, SyncFull: 1, PartialOK: 1, Equal: true}
+	if _, ok := results["redis"]; ok {
+		require.Equal(t, want, results["redis"], "redis-server")
+	}
+	require.Equal(t, want, results["limitdb"], "limitdb")
+}
+
+// setKeys SETs n keys prefix0.. in one pipeline: writes both limitdb and
+// redis-server take.
+func setKeys(t testing.TB, c *redis.Client, prefix string, n int) {
+	t.Helper()
+	pipe := c.Pipeline()
+	for i := 0; i < n; i++ {
+		pipe.Set(ctx, prefix+strconv.Itoa(i), i, 0)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
 }
