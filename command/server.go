@@ -112,6 +112,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	if eng != nil {
 		s.stream = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
 		s.stream.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
+		s.stream.SetBacklogTTL(time.Duration(cfg.ReplBacklogTTL) * time.Second)
 		s.stream.SetClientIDs(func() int64 { return s.clients.nextID.Add(1) })
 	}
 	s.slow.configure(cfg)

@@ -409,3 +409,127 @@ func setKeys(t testing.TB, c *redis.Client, prefix string, n int) {
 	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
 }
+
+// TestBacklogTTLFreesTheBacklog: a primary whose replicas have gone keeps
+// its backlog while repl-backlog-ttl is 0, and frees it once it has been
+// alone for longer than a repl-backlog-ttl that is not: INFO replication
+// then shows no backlog and a new replication ID with none before it, and
+// the replica that comes back gets a full copy and a new backlog from the
+// offset the primary is at. The same steps on redis-server, where the
+// cron runs on real time (a ttl of 1 s there, an hour stepped on the fake
+// clock here); CONFIG GET's default is the same.
+func TestBacklogTTLFreesTheBacklog(t *testing.T) {
+	t.Parallel()
+	type backlog struct {
+		Active, FirstByte, HistLen int64
+		First                      string // FirstByte: "1", "offset+1", "0" or the number
+	}
+	type result struct {
+		Default                         string
+		Before, Attached, Kept, Freed   backlog
+		NewID, ID2Cleared, FullOnReturn bool
+		Reattached                      backlog
+	}
+	read := func(t *testing.T, c *redis.Client) backlog {
+		t.Helper()
+		b := backlog{Active: infoInt(t, c, "replication", "repl_backlog_active"),
+			FirstByte: infoInt(t, c, "replication", "repl_backlog_first_byte_offset"),
+			HistLen:   infoInt(t, c, "replication", "repl_backlog_histlen")}
+		switch off := infoInt(t, c, "replication", "master_repl_offset"); {
+		case b.FirstByte == 0:
+			b.First = "0"
+		case b.FirstByte == 1:
+			b.First = "1"
+		case b.FirstByte == off+1:
+			b.First = "offset+1"
+		default:
+			b.First = "other"
+		}
+		b.FirstByte = 0
+		if b.HistLen > 0 {
+			b.HistLen = 1 // some
+		}
+		return b
+	}
+	// run takes the primary and replica through the steps; alone waits
+	// until the primary has been alone past ttl (stepping a clock or
+	// sleeping), idle the same without expecting a change.
+	run := func(t *testing.T, pc, rc *redis.Client, paddr string, setTTL func(v string), idle, alone func(cond func() bool)) result {
+		var res result
+		res.Default = pc.ConfigGet(ctx, "repl-backlog-ttl").Val()["repl-backlog-ttl"]
+		res.Before = read(t, pc)
+		host, port, _ := net.SplitHostPort(paddr)
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+		linkUp(t, rc)
+		setKeys(t, pc, "a", 100)
+		waitReplicas(t, pc, 1)
+		res.Attached = read(t, pc)
+		setTTL("0")
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+		require.Eventually(t, func() bool { return infoInt(t, pc, "replication", "connected_slaves") == 0 },
+			30*time.Second, 10*time.Millisecond)
+		id := infoOf(t, pc, "replication", "master_replid")
+		idle(func() bool { return false })
+		res.Kept = read(t, pc)
+		setTTL(strconv.Itoa(1))
+		alone(func() bool { return infoInt(t, pc, "replication", "repl_backlog_active") == 0 })
+		res.Freed = read(t, pc)
+		res.NewID = infoOf(t, pc, "replication", "master_replid") != id
+		res.ID2Cleared = infoOf(t, pc, "replication", "master_replid2") == strings.Repeat("0", 40) &&
+			infoInt(t, pc, "replication", "second_repl_offset") == -1
+		full := infoInt(t, pc, "stats", "sync_full")
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+		linkUp(t, rc)
+		res.Reattached = read(t, pc)
+		res.FullOnReturn = infoInt(t, pc, "stats", "sync_full") == full+1
+		return res
+	}
+	var mu sync.Mutex
+	results := map[string]result{}
+	t.Run("limitdb", func(t *testing.T) {
+		p, r := startServer(t), startServer(t)
+		pc, rc := p.client(t, 2), r.client(t, 2)
+		setTTL := func(v string) {
+			if v == "1" {
+				v = "3600"
+			}
+			require.NoError(t, pc.ConfigSet(ctx, "repl-backlog-ttl", v).Err())
+		}
+		step := func(d time.Duration) {
+			p.clk.Advance(d)
+			require.True(t, p.clk.WaitForTicksTaken(30*time.Second))
+		}
+		idle := func(func() bool) {
+			step(time.Second) // the cron sees the primary alone
+			step(2 * time.Hour)
+			step(time.Second)
+		}
+		alone := func(cond func() bool) {
+			require.Eventually(t, func() bool { step(time.Second); return cond() }, 30*time.Second, 10*time.Millisecond)
+		}
+		res := run(t, pc, rc, p.addr, setTTL, idle, alone)
+		mu.Lock()
+		results["limitdb"] = res
+		mu.Unlock()
+	})
+	t.Run("redis", func(t *testing.T) {
+		pc, port := startRedisTCPArgs(t, "--repl-diskless-sync-delay", "0")
+		rc, _ := startRedisTCP(t)
+		setTTL := func(v string) { require.NoError(t, pc.ConfigSet(ctx, "repl-backlog-ttl", v).Err()) }
+		idle := func(func() bool) { time.Sleep(2500 * time.Millisecond) } // more than 2 rounds of its cron
+		alone := func(cond func() bool) { require.Eventually(t, cond, 30*time.Second, 50*time.Millisecond) }
+		res := run(t, pc, rc, "127.0.0.1:"+port, setTTL, idle, alone)
+		mu.Lock()
+		results["redis"] = res
+		mu.Unlock()
+	})
+	want := result{Default: "3600",
+		Before: backlog{First: "0"}, Attached: backlog{Active: 1, First: "1", HistLen: 1},
+		Kept: backlog{Active: 1, First: "1", HistLen: 1}, Freed: backlog{First: "0"},
+		NewID: true, ID2Cleared: true, FullOnReturn: true,
+		Reattached: backlog{Active: 1, First: "offset+1"}}
+	if res, ok := results["redis"]; ok {
+		require.Equal(t, want, res, "redis-server")
+	}
+	require.Equal(t, want, results["limitdb"], "limitdb")
+}

@@ -65,6 +65,7 @@ func (f *Family) reload() error {
 	cfg := f.env.Config()
 	f.repl.Stream().SetBacklog(cfg.ReplBacklogSize)
 	f.repl.SetSendInterval(time.Duration(cfg.ReplSendInterval) * time.Microsecond)
+	f.repl.SetBacklogTTL(time.Duration(cfg.ReplBacklogTTL) * time.Second)
 	f.readOnly.Store(f.repl.IsReplica() && cfg.ReplicaReadOnly)
 	return nil
 }
