@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,29 +242,104 @@ func startRedisReplica(t *testing.T, port string) *redis.Client {
 
 // TestRestartedReplicaContinues: a replica stopped with SIGTERM writes its
 // snapshot with the replication ID and offset it holds; started again it
-// asks to continue them and gets +CONTINUE, as Redis's replica does with
-// its RDB file's repl-id and repl-offset. A primary restarted the same way
-// keeps its old ID as master_replid2, and its replica continues too.
+// asks to continue them and gets +CONTINUE. A primary restarted the same
+// way keeps its old ID as master_replid2, and its replica continues too.
+// The same scenario runs on redis-server (its RDB file's repl-id and
+// repl-offset), with the same counts expected of both.
 func TestRestartedReplicaContinues(t *testing.T) {
 	t.Parallel()
-	pdir, rdir := t.TempDir(), t.TempDir()
-	p := mustStart(t, pdir, "--save", "0")
-	pc := p.client(t)
-	fillKeys(t, pc, "a", 500)
-	r := mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(p.addr))
-	rc := r.client(t)
-	linkUp(t, rc)
-	fillKeys(t, pc, "b", 500)
-	waitReplicas(t, pc, 1)
-	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, r.wait(t))
-	fillKeys(t, pc, "c", 500) // written while it is away
+	t.Run("limitdb", func(t *testing.T) {
+		t.Parallel()
+		pdir, rdir := t.TempDir(), t.TempDir()
+		var p, r *proc
+		restartScenario(t, restartNodes{
+			fill: fillKeys,
+			startPrimary: func() (*redis.Client, string) {
+				p = mustStart(t, pdir, "--save", "0")
+				return p.client(t), p.addr
+			},
+			stopPrimary: func() int {
+				require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+				return p.wait(t)
+			},
+			restartPrimary: func() *redis.Client {
+				_, port, _ := net.SplitHostPort(p.addr)
+				p = startOnPort(t, pdir, port, "--save", "0")
+				return p.client(t)
+			},
+			startReplica: func(primary string) *redis.Client {
+				r = mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(primary))
+				return r.client(t)
+			},
+			stopReplica: func() int {
+				require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+				return r.wait(t)
+			},
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("redis-server not installed")
+		}
+		pdir, rdir := t.TempDir(), t.TempDir()
+		pport, rport := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
+		var p, r *exec.Cmd
+		// Redis saves on SIGTERM only with save points set.
+		args := []string{"--save", "3600 1", "--repl-diskless-sync-delay", "0"}
+		restartScenario(t, restartNodes{
+			fill: setKeys,
+			startPrimary: func() (*redis.Client, string) {
+				var c *redis.Client
+				p, c = startRedisOn(t, pdir, pport, args...)
+				return c, "127.0.0.1:" + pport
+			},
+			stopPrimary: func() int { return stopRedis(t, p) },
+			restartPrimary: func() *redis.Client {
+				var c *redis.Client
+				p, c = startRedisOn(t, pdir, pport, args...)
+				return c
+			},
+			startReplica: func(primary string) *redis.Client {
+				var c *redis.Client
+				host, port, _ := net.SplitHostPort(primary)
+				r, c = startRedisOn(t, rdir, rport, append(args, "--replicaof", host, port)...)
+				return c
+			},
+			stopReplica: func() int { return stopRedis(t, r) },
+		})
+	})
+}
 
-	r = mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(p.addr))
-	rc = r.client(t)
+// restartNodes is how restartScenario starts and stops a primary and its
+// replica, each in its own directory, and writes to the primary.
+type restartNodes struct {
+	fill           func(t *testing.T, c *redis.Client, prefix string, n int)
+	startPrimary   func() (*redis.Client, string)
+	stopPrimary    func() int // SIGTERM; the exit code
+	restartPrimary func() *redis.Client
+	startReplica   func(primary string) *redis.Client // started again the same way after stopReplica
+	stopReplica    func() int
+}
+
+// restartScenario: a replica stopped with SIGTERM and started again
+// continues (sync_partial_ok, no second full copy); then the primary
+// restarted on its port keeps its old history as master_replid2 up to
+// second_repl_offset, and its replica continues from it.
+func restartScenario(t *testing.T, n restartNodes) {
+	pc, paddr := n.startPrimary()
+	n.fill(t, pc, "a", 500)
+	rc := n.startReplica(paddr)
+	linkUp(t, rc)
+	n.fill(t, pc, "b", 500)
+	waitReplicas(t, pc, 1)
+	require.Equal(t, 0, n.stopReplica())
+	n.fill(t, pc, "c", 500) // written while it is away
+
+	rc = n.startReplica(paddr)
 	linkUp(t, rc)
 	waitReplicas(t, pc, 1)
-	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_full"), "the restarted replica needed a full copy\n%s", r.log)
+	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_full"), "the restarted replica needed a full copy")
 	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_partial_ok"))
 	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_partial_err"))
 	require.Equal(t, dbsize(t, pc), dbsize(t, rc))
@@ -271,20 +347,42 @@ func TestRestartedReplicaContinues(t *testing.T) {
 	// The primary, restarted on its port, continues its old history.
 	oldID := infoOf(t, pc, "replication", "master_replid")
 	oldOff := infoInt(t, pc, "replication", "master_repl_offset")
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, p.wait(t))
-	_, port, _ := net.SplitHostPort(p.addr)
-	p = startOnPort(t, pdir, port, "--save", "0")
-	pc = p.client(t)
+	require.Equal(t, 0, n.stopPrimary())
+	pc = n.restartPrimary()
+	// Its offset goes on from where it stopped: oldOff, or past it by
+	// what a shutdown sends (Redis's REPLCONF GETACK to its replicas).
+	off := infoInt(t, pc, "replication", "master_repl_offset")
 	require.Equal(t, oldID, infoOf(t, pc, "replication", "master_replid2"))
-	require.Equal(t, oldOff+1, infoInt(t, pc, "replication", "second_repl_offset"))
-	require.Equal(t, oldOff, infoInt(t, pc, "replication", "master_repl_offset"))
+	require.Equal(t, off+1, infoInt(t, pc, "replication", "second_repl_offset"))
+	require.GreaterOrEqual(t, off, oldOff)
+	require.Less(t, off, oldOff+1024)
 	linkUp(t, rc)
-	fillKeys(t, pc, "d", 100)
+	n.fill(t, pc, "d", 100)
 	waitReplicas(t, pc, 1)
-	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_full"), "the replica of the restarted primary needed a full copy\n%s", p.log)
+	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_full"), "the replica of the restarted primary needed a full copy")
 	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_partial_ok"))
 	require.Equal(t, dbsize(t, pc), dbsize(t, rc))
+}
+
+// startRedisOn runs redis-server on port with dir as its directory, until
+// stopRedis or the test's end.
+func startRedisOn(t *testing.T, dir, port string, extra ...string) (*exec.Cmd, *redis.Client) {
+	t.Helper()
+	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--appendonly", "no", "--dir", dir}, extra...)...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, 20*time.Second, 20*time.Millisecond, "redis-server did not start")
+	return cmd, c
+}
+
+// stopRedis sends redis-server SIGTERM and returns its exit code.
+func stopRedis(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	cmd.Wait()
+	return cmd.ProcessState.ExitCode()
 }
 
 func replicaOf(addr string) string {
@@ -400,7 +498,7 @@ func TestClientKillMasterContinues(t *testing.T) {
 
 // setKeys SETs n keys prefix0.. in one pipeline: writes both limitdb and
 // redis-server take.
-func setKeys(t testing.TB, c *redis.Client, prefix string, n int) {
+func setKeys(t *testing.T, c *redis.Client, prefix string, n int) {
 	t.Helper()
 	pipe := c.Pipeline()
 	for i := 0; i < n; i++ {
