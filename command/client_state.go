@@ -113,8 +113,9 @@ func (c *Client) User() string {
 
 // Type is c's type as CLIENT KILL TYPE names it: "replica" once it asked
 // for the replication stream, "pubsub" while it listens to a channel or
-// pattern, "normal" otherwise. A replica's link to its primary is not a
-// client, so no client is of type "master".
+// pattern, "normal" otherwise. A replica's link to its primary, Redis's
+// "master" client, is no Client: the connection family lists and kills
+// it through the replication Manager.
 func (c *Client) Type() string {
 	if c.class.Load() == config.ClassReplica {
 		return "replica"

@@ -111,6 +111,8 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	}
 	if eng != nil {
 		s.stream = replication.New(eng, logger, replHost{s}, cfg.ReplBacklogSize)
+		s.stream.SetBacklogTTL(time.Duration(cfg.ReplBacklogTTL) * time.Second)
+		s.stream.SetClientIDs(func() int64 { return s.clients.nextID.Add(1) })
 	}
 	s.slow.configure(cfg)
 	env := s.env

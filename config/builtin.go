@@ -310,6 +310,8 @@ func replication() []*Directive {
 			func(c *Config) *string { return &c.MasterUser }),
 		Size("repl-backlog-size", "bytes of the change stream a primary keeps for replicas that reconnect (partial resynchronisation)", true, 16<<10,
 			func(c *Config) *int64 { return &c.ReplBacklogSize }).with(ReloadReplication),
+		Int("repl-backlog-ttl", "seconds a primary with no replica keeps its backlog before freeing it (0: for ever)", true, 0,
+			func(c *Config) *int { return &c.ReplBacklogTTL }).with(ReloadReplication),
 		Bool("replica-read-only", "a replica refuses writes from its clients (READONLY)", true,
 			func(c *Config) *bool { return &c.ReplicaReadOnly }).with(ReloadReplication),
 		Int("repl-timeout", "seconds without a byte from the other side before a replication link is dropped", true, 1,

@@ -91,7 +91,7 @@ func Default() Config {
 		Save: 60, DBFilename: "dump.ldb", MaxMemoryPolicy: "noeviction", BusyReplyThreshold: 5000, ScriptMemoryLimit: 128 << 20, GCHeadroom: 128 << 20,
 		ShutdownOnSigterm: "default", ShutdownOnSigint: "default", EnableProtectedConfigs: "no",
 		SlowlogLogSlowerThan: 10000, SlowlogMaxLen: 128, ClusterEnabled: "no", ClusterNodeTimeout: 15000,
-		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 32 << 20, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, MinReplicasMaxLag: 10, LimiterWaitTimeout: 1000},
+		EventLoop: true, Replica: Replica{ReplicaPriority: 100, ReplBacklogSize: 32 << 20, ReplBacklogTTL: 3600, ReplicaReadOnly: true, ReplTimeout: 60, ReplPingReplicaPeriod: 10, MinReplicasMaxLag: 10, LimiterWaitTimeout: 1000},
 		AppendOnly: AppendOnly{AppendFsync: "everysec", AppendFilename: "appendonly.aof", AppendDirname: "appendonlydir", AOFLoadTruncated: true}, Security: Security{ProtectedMode: true}, TLS: TLS{TLSAuthClients: "yes"}, RLS: RLS{GRPCTLS: "auto", RLSNearLimitRatio: 0.8, RLSConfigMaxBytes: 8 << 20,
 			RLSHeaderLimit: "RateLimit-Limit", RLSHeaderRemaining: "RateLimit-Remaining", RLSHeaderReset: "RateLimit-Reset"}, Limits: DefaultLimits(),
 		Regions: Regions{OnPartition: PartitionKeepLast}}
@@ -108,6 +108,7 @@ type Replica struct {
 	MasterAuth            string // masterauth: the password for the primary
 	MasterUser            string // masteruser: the user for the primary ("": AUTH password)
 	ReplBacklogSize       int64  // repl-backlog-size: stream bytes kept for partial resynchronisation (docs/replication.md, "The backlog")
+	ReplBacklogTTL        int    // repl-backlog-ttl: seconds a primary with no replica keeps its backlog (0: for ever)
 	ReplicaReadOnly       bool   // replica-read-only: a replica refuses its clients' writes
 	ReplTimeout           int    // repl-timeout: seconds of silence before a link is dropped
 	ReplPingReplicaPeriod int    // repl-ping-replica-period: seconds between a primary's PINGs

@@ -37,11 +37,15 @@ type link struct {
 	downMono atomic.Int64 // Mono at which the link went down (or was made)
 	upSince  atomic.Int64 // Mono at which this session began applying the stream (0: not yet)
 
-	mu     sync.Mutex // guards conn and writes to it
-	conn   net.Conn
-	closed bool
-	done   chan struct{}
-	ended  chan struct{}
+	mu   sync.Mutex // guards conn and writes to it, clientID and clientMade
+	conn net.Conn
+	// The master client (MasterClient): its ID, 0 until the stream first
+	// flows, and when it was made on the clock's Mono.
+	clientID   int64
+	clientMade time.Duration
+	closed     bool
+	done       chan struct{}
+	ended      chan struct{}
 }
 
 func newLink(m *Manager, host string, port int) *link {
@@ -201,10 +205,17 @@ func (l *link) session() error {
 		}
 		l.m.stream.Reset(f[1], off)
 		l.m.setKnown(true)
+		l.newMasterClient() // a new one after a full copy, as Redis makes
 		l.m.logf("full resynchronisation from %s:%d done: replication ID %s, offset %d", l.host, l.port, f[1], off)
 	case len(f) >= 1 && f[0] == "+CONTINUE":
 		if len(f) == 2 {
 			l.m.stream.Adopt(f[1])
+		}
+		l.mu.Lock()
+		first := l.clientID == 0
+		l.mu.Unlock()
+		if first {
+			l.newMasterClient()
 		}
 		l.m.logf("partial resynchronisation from %s:%d at offset %d", l.host, l.port, next-1)
 	default:
@@ -217,6 +228,14 @@ func (l *link) session() error {
 	defer close(acks)
 	go l.ackEverySecond(acks)
 	return l.apply(br, deadline)
+}
+
+// newMasterClient gives the link a new master client.
+func (l *link) newMasterClient() {
+	id := l.m.newClientID()
+	l.mu.Lock()
+	l.clientID, l.clientMade = id, l.m.clk.Mono()
+	l.mu.Unlock()
 }
 
 // loadSnapshot reads the snapshot the primary sends as "$len\r\n" and len

@@ -62,6 +62,12 @@ type Manager struct {
 
 	wantAck                         atomic.Bool  // WaitAt registered waiters that no GETACK asked for yet
 	limiterWait, limiterWaitTimeout atomic.Int64 // limiter-wait-replicas, limiter-wait-timeout (ns)
+	nextClientID func() int64 // the server's client IDs, for the link's master client (SetClientIDs)
+	// alone is when a primary was last seen with no replica by Cron (on
+	// the clock's Mono; -1 while it has replicas or is a replica), for
+	// repl-backlog-ttl.
+	alone      time.Duration
+	backlogTTL atomic.Int64 // repl-backlog-ttl, nanoseconds; 0: never freed
 
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 }
@@ -73,6 +79,8 @@ func New(eng *engine.Engine, logger *log.Logger, host Host, backlog int64) *Mana
 	}
 	m := &Manager{eng: eng, clk: eng.Clock(), logger: logger, host: host, stream: NewStream(backlog)}
 	m.known.Store(true)
+	m.alone = m.clk.Mono()
+	m.backlogTTL.Store(int64(DefaultBacklogTTL))
 	return m
 }
 
@@ -187,7 +195,8 @@ func (m *Manager) Close() {
 }
 
 // Cron is the once-a-second work: a primary PINGs its replicas every
-// period so that their links see it alive.
+// period so that their links see it alive, and frees its backlog once it
+// has had no replica for repl-backlog-ttl (freeBacklog).
 func (m *Manager) Cron(period time.Duration) {
 	m.mu.Lock()
 	now := m.clk.Mono()
@@ -196,10 +205,43 @@ func (m *Manager) Cron(period time.Duration) {
 		m.lastPing = now
 	}
 	m.refreshGoodLocked()
+	switch {
+	case m.link != nil || len(m.replicas) > 0:
+		m.alone = -1
+	case m.alone < 0:
+		m.alone = now
+	case m.backlogTTL.Load() > 0 && now-m.alone > time.Duration(m.backlogTTL.Load()):
+		m.freeBacklog(now - m.alone)
+	}
 	m.mu.Unlock()
 	if send {
 		m.stream.Append(persistence.AppendCommand(nil, persistence.VerbPing))
 	}
+}
+
+// DefaultBacklogTTL is repl-backlog-ttl's default, Redis's: an hour.
+const DefaultBacklogTTL = time.Hour
+
+// SetBacklogTTL changes repl-backlog-ttl: how long a primary with no
+// replica keeps its backlog; 0 keeps it for ever.
+func (m *Manager) SetBacklogTTL(d time.Duration) { m.backlogTTL.Store(int64(max(d, 0))) }
+
+// freeBacklog frees a primary's backlog after it has been alone for idle,
+// as Redis's replicationCron does: the stream takes a new replication ID
+// and forgets the previous one (a replica that comes back asks for
+// history this node no longer keeps, and gets a full copy), keeps no bytes
+// beyond what the append-only file has still to read, and, when nothing
+// reads it, the engine stops journaling, so master_repl_offset stays
+// where it is until a replica attaches. The caller holds m.mu.
+func (m *Manager) freeBacklog(idle time.Duration) {
+	if !m.stream.Backlog().Active {
+		return
+	}
+	if readers := m.stream.dropBacklog(); readers == 0 && m.journaled {
+		m.eng.SetJournal(nil)
+		m.journaled = false
+	}
+	m.logf("replication backlog freed after %d seconds without connected replicas", int64(idle/time.Second))
 }
 
 // Status is what INFO replication and ROLE report.

@@ -212,6 +212,9 @@ func (s *Stream) wakeReaders(published bool) {
 func (s *Stream) trim() {
 	end := s.end()
 	cut := end - s.backlog
+	if !s.active { // no backlog: only what readers have to read
+		cut = end
+	}
 	for _, r := range s.readers {
 		if r.pos >= cut {
 			continue
@@ -277,6 +280,17 @@ func (s *Stream) SetBacklog(n int64) {
 	s.mu.Lock()
 	s.backlog = max(n, 16<<10)
 	s.mu.Unlock()
+}
+
+// dropBacklog drops the backlog (Manager.freeBacklog): a new ID and none
+// before it, inactive, holding only what readers have still to read. It
+// returns how many readers there are.
+func (s *Stream) dropBacklog() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.id, s.id2, s.off2, s.active = NewID(), "", -1, false
+	s.trim()
+	return len(s.readers)
 }
 
 // Reset starts the stream over at off with id and nothing held: a replica

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -240,29 +242,104 @@ func startRedisReplica(t *testing.T, port string) *redis.Client {
 
 // TestRestartedReplicaContinues: a replica stopped with SIGTERM writes its
 // snapshot with the replication ID and offset it holds; started again it
-// asks to continue them and gets +CONTINUE, as Redis's replica does with
-// its RDB file's repl-id and repl-offset. A primary restarted the same way
-// keeps its old ID as master_replid2, and its replica continues too.
+// asks to continue them and gets +CONTINUE. A primary restarted the same
+// way keeps its old ID as master_replid2, and its replica continues too.
+// The same scenario runs on redis-server (its RDB file's repl-id and
+// repl-offset), with the same counts expected of both.
 func TestRestartedReplicaContinues(t *testing.T) {
 	t.Parallel()
-	pdir, rdir := t.TempDir(), t.TempDir()
-	p := mustStart(t, pdir, "--save", "0")
-	pc := p.client(t)
-	fillKeys(t, pc, "a", 500)
-	r := mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(p.addr))
-	rc := r.client(t)
-	linkUp(t, rc)
-	fillKeys(t, pc, "b", 500)
-	waitReplicas(t, pc, 1)
-	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, r.wait(t))
-	fillKeys(t, pc, "c", 500) // written while it is away
+	t.Run("limitdb", func(t *testing.T) {
+		t.Parallel()
+		pdir, rdir := t.TempDir(), t.TempDir()
+		var p, r *proc
+		restartScenario(t, restartNodes{
+			fill: fillKeys,
+			startPrimary: func() (*redis.Client, string) {
+				p = mustStart(t, pdir, "--save", "0")
+				return p.client(t), p.addr
+			},
+			stopPrimary: func() int {
+				require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+				return p.wait(t)
+			},
+			restartPrimary: func() *redis.Client {
+				_, port, _ := net.SplitHostPort(p.addr)
+				p = startOnPort(t, pdir, port, "--save", "0")
+				return p.client(t)
+			},
+			startReplica: func(primary string) *redis.Client {
+				r = mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(primary))
+				return r.client(t)
+			},
+			stopReplica: func() int {
+				require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
+				return r.wait(t)
+			},
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("redis-server not installed")
+		}
+		pdir, rdir := t.TempDir(), t.TempDir()
+		pport, rport := strconv.Itoa(freePort(t)), strconv.Itoa(freePort(t))
+		var p, r *exec.Cmd
+		// Redis saves on SIGTERM only with save points set.
+		args := []string{"--save", "3600 1", "--repl-diskless-sync-delay", "0"}
+		restartScenario(t, restartNodes{
+			fill: setKeys,
+			startPrimary: func() (*redis.Client, string) {
+				var c *redis.Client
+				p, c = startRedisOn(t, pdir, pport, args...)
+				return c, "127.0.0.1:" + pport
+			},
+			stopPrimary: func() int { return stopRedis(t, p) },
+			restartPrimary: func() *redis.Client {
+				var c *redis.Client
+				p, c = startRedisOn(t, pdir, pport, args...)
+				return c
+			},
+			startReplica: func(primary string) *redis.Client {
+				var c *redis.Client
+				host, port, _ := net.SplitHostPort(primary)
+				r, c = startRedisOn(t, rdir, rport, append(args, "--replicaof", host, port)...)
+				return c
+			},
+			stopReplica: func() int { return stopRedis(t, r) },
+		})
+	})
+}
 
-	r = mustStart(t, rdir, "--save", "0", "--replicaof", replicaOf(p.addr))
-	rc = r.client(t)
+// restartNodes is how restartScenario starts and stops a primary and its
+// replica, each in its own directory, and writes to the primary.
+type restartNodes struct {
+	fill           func(t *testing.T, c *redis.Client, prefix string, n int)
+	startPrimary   func() (*redis.Client, string)
+	stopPrimary    func() int // SIGTERM; the exit code
+	restartPrimary func() *redis.Client
+	startReplica   func(primary string) *redis.Client // started again the same way after stopReplica
+	stopReplica    func() int
+}
+
+// restartScenario: a replica stopped with SIGTERM and started again
+// continues (sync_partial_ok, no second full copy); then the primary
+// restarted on its port keeps its old history as master_replid2 up to
+// second_repl_offset, and its replica continues from it.
+func restartScenario(t *testing.T, n restartNodes) {
+	pc, paddr := n.startPrimary()
+	n.fill(t, pc, "a", 500)
+	rc := n.startReplica(paddr)
+	linkUp(t, rc)
+	n.fill(t, pc, "b", 500)
+	waitReplicas(t, pc, 1)
+	require.Equal(t, 0, n.stopReplica())
+	n.fill(t, pc, "c", 500) // written while it is away
+
+	rc = n.startReplica(paddr)
 	linkUp(t, rc)
 	waitReplicas(t, pc, 1)
-	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_full"), "the restarted replica needed a full copy\n%s", r.log)
+	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_full"), "the restarted replica needed a full copy")
 	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_partial_ok"))
 	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_partial_err"))
 	require.Equal(t, dbsize(t, pc), dbsize(t, rc))
@@ -270,20 +347,42 @@ func TestRestartedReplicaContinues(t *testing.T) {
 	// The primary, restarted on its port, continues its old history.
 	oldID := infoOf(t, pc, "replication", "master_replid")
 	oldOff := infoInt(t, pc, "replication", "master_repl_offset")
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, p.wait(t))
-	_, port, _ := net.SplitHostPort(p.addr)
-	p = startOnPort(t, pdir, port, "--save", "0")
-	pc = p.client(t)
+	require.Equal(t, 0, n.stopPrimary())
+	pc = n.restartPrimary()
+	// Its offset goes on from where it stopped: oldOff, or past it by
+	// what a shutdown sends (Redis's REPLCONF GETACK to its replicas).
+	off := infoInt(t, pc, "replication", "master_repl_offset")
 	require.Equal(t, oldID, infoOf(t, pc, "replication", "master_replid2"))
-	require.Equal(t, oldOff+1, infoInt(t, pc, "replication", "second_repl_offset"))
-	require.Equal(t, oldOff, infoInt(t, pc, "replication", "master_repl_offset"))
+	require.Equal(t, off+1, infoInt(t, pc, "replication", "second_repl_offset"))
+	require.GreaterOrEqual(t, off, oldOff)
+	require.Less(t, off, oldOff+1024)
 	linkUp(t, rc)
-	fillKeys(t, pc, "d", 100)
+	n.fill(t, pc, "d", 100)
 	waitReplicas(t, pc, 1)
-	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_full"), "the replica of the restarted primary needed a full copy\n%s", p.log)
+	require.Equal(t, int64(0), infoInt(t, pc, "stats", "sync_full"), "the replica of the restarted primary needed a full copy")
 	require.Equal(t, int64(1), infoInt(t, pc, "stats", "sync_partial_ok"))
 	require.Equal(t, dbsize(t, pc), dbsize(t, rc))
+}
+
+// startRedisOn runs redis-server on port with dir as its directory, until
+// stopRedis or the test's end.
+func startRedisOn(t *testing.T, dir, port string, extra ...string) (*exec.Cmd, *redis.Client) {
+	t.Helper()
+	cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1", "--appendonly", "no", "--dir", dir}, extra...)...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, 20*time.Second, 20*time.Millisecond, "redis-server did not start")
+	return cmd, c
+}
+
+// stopRedis sends redis-server SIGTERM and returns its exit code.
+func stopRedis(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	cmd.Wait()
+	return cmd.ProcessState.ExitCode()
 }
 
 func replicaOf(addr string) string {
@@ -311,4 +410,224 @@ func startOnPort(t *testing.T, dir, port string, extra ...string) *proc {
 		return err == nil
 	}, 20*time.Second, 100*time.Millisecond)
 	return p
+}
+
+// TestClientKillMasterContinues: on a replica, CLIENT KILL TYPE master
+// cuts the link to the primary and answers 1; the replica reconnects and
+// continues (+CONTINUE), and CLIENT LIST shows the link as Redis shows its
+// master client (flags=M, the primary's address, user=(superuser)), under
+// the same ID after the partial resynchronisation. A USER filter never
+// matches it, and a primary has none. The same steps on redis-server.
+func TestClientKillMasterContinues(t *testing.T) {
+	t.Parallel()
+	type result struct {
+		Killed, KilledByUser, KilledOnPrimary int64
+		Line, LineAfter                       map[string]string // the master client's fields that do not vary
+		SameID                                bool
+		SyncFull, PartialOK                   int64
+		Equal                                 bool
+	}
+	masterLine := func(t *testing.T, rc *redis.Client) map[string]string {
+		t.Helper()
+		list, err := rc.Do(ctx, "CLIENT", "LIST").Text()
+		require.NoError(t, err)
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			f := map[string]string{}
+			for _, kv := range strings.Fields(line) {
+				k, v, _ := strings.Cut(kv, "=")
+				f[k] = v
+			}
+			if strings.Contains(f["flags"], "M") {
+				return f
+			}
+		}
+		return nil
+	}
+	run := func(t *testing.T, pc, rc *redis.Client, paddr string) result {
+		require.Eventually(t, func() bool { return masterLine(t, rc) != nil }, 30*time.Second, 10*time.Millisecond, "no master client listed")
+		setKeys(t, pc, "a", 200)
+		waitReplicas(t, pc, 1)
+		var res result
+		before := masterLine(t, rc)
+		require.Equal(t, paddr, before["addr"])
+		res.Line = map[string]string{"flags": before["flags"], "user": before["user"], "db": before["db"], "multi": before["multi"]}
+		res.KilledByUser = rc.Do(ctx, "CLIENT", "KILL", "USER", "default", "TYPE", "master").Val().(int64)
+		res.KilledOnPrimary = pc.Do(ctx, "CLIENT", "KILL", "TYPE", "master").Val().(int64)
+		partial := infoInt(t, pc, "stats", "sync_partial_ok")
+		res.Killed = rc.Do(ctx, "CLIENT", "KILL", "TYPE", "master").Val().(int64)
+		require.Eventually(t, func() bool { return infoInt(t, pc, "stats", "sync_partial_ok") > partial },
+			30*time.Second, 10*time.Millisecond, "the replica did not continue")
+		linkUp(t, rc)
+		setKeys(t, pc, "b", 200)
+		waitReplicas(t, pc, 1)
+		after := masterLine(t, rc)
+		require.NotNil(t, after)
+		res.LineAfter = map[string]string{"flags": after["flags"], "user": after["user"]}
+		res.SameID = after["id"] == before["id"]
+		res.SyncFull, res.PartialOK = infoInt(t, pc, "stats", "sync_full"), infoInt(t, pc, "stats", "sync_partial_ok")
+		res.Equal = dbsize(t, pc) == dbsize(t, rc)
+		return res
+	}
+	var mu sync.Mutex
+	results := map[string]result{}
+	t.Run("limitdb", func(t *testing.T) {
+		p, r := startServer(t), startServer(t)
+		pc, rc := p.client(t, 2), r.client(t, 2)
+		host, port, _ := net.SplitHostPort(p.addr)
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+		res := run(t, pc, rc, p.addr)
+		mu.Lock()
+		results["limitdb"] = res
+		mu.Unlock()
+	})
+	t.Run("redis", func(t *testing.T) {
+		pc, port := startRedisTCPArgs(t, "--repl-diskless-sync-delay", "0")
+		rc := startRedisReplica(t, port)
+		res := run(t, pc, rc, "127.0.0.1:"+port)
+		mu.Lock()
+		results["redis"] = res
+		mu.Unlock()
+	})
+	want := result{Killed: 1, Line: map[string]string{"flags": "M", "user": "(superuser)", "db": "0", "multi": "-1"},
+		LineAfter: map[string]string{"flags": "M", "user": "(superuser)"}, SameID: true, SyncFull: 1, PartialOK: 1, Equal: true}
+	if _, ok := results["redis"]; ok {
+		require.Equal(t, want, results["redis"], "redis-server")
+	}
+	require.Equal(t, want, results["limitdb"], "limitdb")
+}
+
+// setKeys SETs n keys prefix0.. in one pipeline: writes both limitdb and
+// redis-server take.
+func setKeys(t *testing.T, c *redis.Client, prefix string, n int) {
+	t.Helper()
+	pipe := c.Pipeline()
+	for i := 0; i < n; i++ {
+		pipe.Set(ctx, prefix+strconv.Itoa(i), i, 0)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+}
+
+// TestBacklogTTLFreesTheBacklog: a primary whose replicas have gone keeps
+// its backlog while repl-backlog-ttl is 0, and frees it once it has been
+// alone for longer than a repl-backlog-ttl that is not: INFO replication
+// then shows no backlog and a new replication ID with none before it, and
+// the replica that comes back gets a full copy and a new backlog from the
+// offset the primary is at. The same steps on redis-server, where the
+// cron runs on real time (a ttl of 1 s there, an hour stepped on the fake
+// clock here); CONFIG GET's default is the same.
+func TestBacklogTTLFreesTheBacklog(t *testing.T) {
+	t.Parallel()
+	type backlog struct {
+		Active, FirstByte, HistLen int64
+		First                      string // FirstByte: "1", "offset+1", "0" or the number
+	}
+	type result struct {
+		Default                         string
+		Before, Attached, Kept, Freed   backlog
+		NewID, ID2Cleared, FullOnReturn bool
+		Reattached                      backlog
+	}
+	read := func(t *testing.T, c *redis.Client) backlog {
+		t.Helper()
+		b := backlog{Active: infoInt(t, c, "replication", "repl_backlog_active"),
+			FirstByte: infoInt(t, c, "replication", "repl_backlog_first_byte_offset"),
+			HistLen:   infoInt(t, c, "replication", "repl_backlog_histlen")}
+		switch off := infoInt(t, c, "replication", "master_repl_offset"); {
+		case b.FirstByte == 0:
+			b.First = "0"
+		case b.FirstByte == 1:
+			b.First = "1"
+		case b.FirstByte == off+1:
+			b.First = "offset+1"
+		default:
+			b.First = "other"
+		}
+		b.FirstByte = 0
+		if b.HistLen > 0 {
+			b.HistLen = 1 // some
+		}
+		return b
+	}
+	// run takes the primary and replica through the steps; alone waits
+	// until the primary has been alone past ttl (stepping a clock or
+	// sleeping), idle the same without expecting a change.
+	run := func(t *testing.T, pc, rc *redis.Client, paddr string, setTTL func(v string), idle, alone func(cond func() bool)) result {
+		var res result
+		res.Default = pc.ConfigGet(ctx, "repl-backlog-ttl").Val()["repl-backlog-ttl"]
+		res.Before = read(t, pc)
+		host, port, _ := net.SplitHostPort(paddr)
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+		linkUp(t, rc)
+		setKeys(t, pc, "a", 100)
+		waitReplicas(t, pc, 1)
+		res.Attached = read(t, pc)
+		setTTL("0")
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err())
+		require.Eventually(t, func() bool { return infoInt(t, pc, "replication", "connected_slaves") == 0 },
+			30*time.Second, 10*time.Millisecond)
+		id := infoOf(t, pc, "replication", "master_replid")
+		idle(func() bool { return false })
+		res.Kept = read(t, pc)
+		setTTL(strconv.Itoa(1))
+		alone(func() bool { return infoInt(t, pc, "replication", "repl_backlog_active") == 0 })
+		res.Freed = read(t, pc)
+		res.NewID = infoOf(t, pc, "replication", "master_replid") != id
+		res.ID2Cleared = infoOf(t, pc, "replication", "master_replid2") == strings.Repeat("0", 40) &&
+			infoInt(t, pc, "replication", "second_repl_offset") == -1
+		full := infoInt(t, pc, "stats", "sync_full")
+		require.NoError(t, rc.Do(ctx, "REPLICAOF", host, port).Err())
+		linkUp(t, rc)
+		res.Reattached = read(t, pc)
+		res.FullOnReturn = infoInt(t, pc, "stats", "sync_full") == full+1
+		return res
+	}
+	var mu sync.Mutex
+	results := map[string]result{}
+	t.Run("limitdb", func(t *testing.T) {
+		p, r := startServer(t), startServer(t)
+		pc, rc := p.client(t, 2), r.client(t, 2)
+		setTTL := func(v string) {
+			if v == "1" {
+				v = "3600"
+			}
+			require.NoError(t, pc.ConfigSet(ctx, "repl-backlog-ttl", v).Err())
+		}
+		step := func(d time.Duration) {
+			p.clk.Advance(d)
+			require.True(t, p.clk.WaitForTicksTaken(30*time.Second))
+		}
+		idle := func(func() bool) {
+			step(time.Second) // the cron sees the primary alone
+			step(2 * time.Hour)
+			step(time.Second)
+		}
+		alone := func(cond func() bool) {
+			require.Eventually(t, func() bool { step(time.Second); return cond() }, 30*time.Second, 10*time.Millisecond)
+		}
+		res := run(t, pc, rc, p.addr, setTTL, idle, alone)
+		mu.Lock()
+		results["limitdb"] = res
+		mu.Unlock()
+	})
+	t.Run("redis", func(t *testing.T) {
+		pc, port := startRedisTCPArgs(t, "--repl-diskless-sync-delay", "0")
+		rc, _ := startRedisTCP(t)
+		setTTL := func(v string) { require.NoError(t, pc.ConfigSet(ctx, "repl-backlog-ttl", v).Err()) }
+		idle := func(func() bool) { time.Sleep(2500 * time.Millisecond) } // more than 2 rounds of its cron
+		alone := func(cond func() bool) { require.Eventually(t, cond, 30*time.Second, 50*time.Millisecond) }
+		res := run(t, pc, rc, "127.0.0.1:"+port, setTTL, idle, alone)
+		mu.Lock()
+		results["redis"] = res
+		mu.Unlock()
+	})
+	want := result{Default: "3600",
+		Before: backlog{First: "0"}, Attached: backlog{Active: 1, First: "1", HistLen: 1},
+		Kept: backlog{Active: 1, First: "1", HistLen: 1}, Freed: backlog{First: "0"},
+		NewID: true, ID2Cleared: true, FullOnReturn: true,
+		Reattached: backlog{Active: 1, First: "offset+1"}}
+	if res, ok := results["redis"]; ok {
+		require.Equal(t, want, res, "redis-server")
+	}
+	require.Equal(t, want, results["limitdb"], "limitdb")
 }

@@ -9,20 +9,26 @@
 // and RESET's new authentication go through the core's auth machinery
 // (Client.Authenticate, Client.Reset).
 //
-// It imports the command core and the configuration; never another
-// family, the transport or the assembly.
+// A replica's link to its primary is listed and killed as Redis's master
+// client (flags=M, TYPE master) through the replication Manager in Env.
+//
+// It imports the command core, the configuration and replication; never
+// another family, the transport or the assembly.
 package conn
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/limitdb/limitdb/command"
 	"github.com/limitdb/limitdb/config"
+	"github.com/limitdb/limitdb/replication"
 )
 
 // Family is the connection commands.
 type Family struct {
 	clients func() []*command.Client
+	repl    *replication.Manager // the link to a primary, listed and killed as Redis's master client; nil in a configuration check
 }
 
 // New returns the family.
@@ -30,7 +36,7 @@ func New() *Family { return &Family{} }
 
 // Register adds the connection commands to t.
 func (f *Family) Register(t *command.Table, env command.Env) {
-	f.clients = env.Clients
+	f.clients, f.repl = env.Clients, env.Replication
 	t.Register(
 		&command.Command{Name: "ping", Arity: -1, MaxArgs: 2, Flags: command.FlagFast | command.FlagStale, Group: "connection", Since: "0.1.0",
 			Complexity: "O(1)", Summary: "Returns PONG, or the message given.", Syntax: "[message]", Handler: cmdPing},
@@ -68,6 +74,24 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 					Complexity: "O(1)", Summary: "Lists the CLIENT subcommands.", Handler: command.HelpFor("client")},
 			}},
 	)
+}
+
+// masterClient is a replica's link to its primary while it applies the
+// stream.
+func (f *Family) masterClient() (replication.MasterClient, bool) {
+	if f.repl == nil {
+		return replication.MasterClient{}, false
+	}
+	return f.repl.MasterClient()
+}
+
+// masterInfo is the master client's CLIENT LIST line, in the fields and
+// order of every client's (command.Client.Info), with what Redis shows
+// for its master client: flags=M, user=(superuser), nothing buffered.
+// limitdb's stream carries effects, not commands: cmd is NULL.
+func masterInfo(mc replication.MasterClient) string {
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name= age=%d idle=%d flags=M db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=NULL user=(superuser) redir=-1 resp=2 lib-name= lib-ver=",
+		mc.ID, mc.Addr, mc.LAddr, mc.Age, mc.Idle)
 }
 
 func cmdPing(c *command.Client, args [][]byte) {
@@ -249,11 +273,23 @@ func (f *Family) cmdClientList(c *command.Client, args [][]byte) {
 		}
 	}
 	var b strings.Builder
+	mc, hasMaster := f.masterClient()
 	for _, cl := range f.clients() {
+		if hasMaster && mc.ID < cl.ID { // in ID order
+			if only == nil || only[mc.ID] {
+				b.WriteString(masterInfo(mc))
+				b.WriteByte('\n')
+			}
+			hasMaster = false
+		}
 		if only == nil || only[cl.ID] {
 			b.WriteString(cl.Info())
 			b.WriteByte('\n')
 		}
+	}
+	if hasMaster && (only == nil || only[mc.ID]) {
+		b.WriteString(masterInfo(mc))
+		b.WriteByte('\n')
 	}
 	c.Verbatim(b.String())
 }

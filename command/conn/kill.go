@@ -16,6 +16,10 @@ import (
 // the kill and every later command are serial).
 func (f *Family) cmdClientKill(c *command.Client, args [][]byte) {
 	if len(args) == 3 {
+		if mc, ok := f.masterClient(); ok && mc.Addr == string(args[2]) && f.repl.KillMasterClient(mc.ID) {
+			c.OK()
+			return
+		}
 		for _, cl := range f.clients() {
 			if cl.Addr == string(args[2]) {
 				cl.MarkKilled()
@@ -56,9 +60,8 @@ func (f *Family) cmdClientKill(c *command.Client, args [][]byte) {
 				return
 			}
 		case command.EqualFold(args[i], "type"):
-			// Client.Type's names, and Redis's: slave for replica. TYPE
-			// master matches nothing, a replica's link to its primary
-			// being no client here.
+			// Client.Type's names, and Redis's: slave for replica; TYPE
+			// master is a replica's link to its primary (masterClient).
 			switch typ = strings.ToLower(string(v)); typ {
 			case "slave":
 				typ = "replica"
@@ -93,7 +96,16 @@ func (f *Family) cmdClientKill(c *command.Client, args [][]byte) {
 	for _, cl := range victims {
 		cl.MarkKilled()
 	}
-	c.Int(int64(len(victims)))
+	// The link to a primary, as Redis's master client: it has no user,
+	// so a USER filter never matches it. Cut, it reconnects at once and
+	// continues (+CONTINUE).
+	killed := int64(len(victims))
+	if mc, ok := f.masterClient(); ok && (typ == "" || typ == "master") && (id == 0 || id == mc.ID) &&
+		(addr == "" || addr == mc.Addr) && (laddr == "" || laddr == mc.LAddr) && user == "" &&
+		f.repl.KillMasterClient(mc.ID) {
+		killed++
+	}
+	c.Int(killed)
 	for _, cl := range victims {
 		cl.Kill(c)
 	}

@@ -70,6 +70,7 @@ func (f *Family) reload() error {
 	}
 	cfg := f.env.Config()
 	f.repl.Stream().SetBacklog(cfg.ReplBacklogSize)
+	f.repl.SetBacklogTTL(time.Duration(cfg.ReplBacklogTTL) * time.Second)
 	f.readOnly.Store(f.repl.IsReplica() && cfg.ReplicaReadOnly)
 	f.repl.SetMinReplicas(cfg.MinReplicasToWrite, time.Duration(cfg.MinReplicasMaxLag)*time.Second)
 	f.repl.SetLimiterWait(cfg.LimiterWaitReplicas, time.Duration(cfg.LimiterWaitTimeout)*time.Millisecond)
