@@ -56,10 +56,13 @@ func TestRoleMatchesRedis(t *testing.T) {
 		require.Regexp(t, hex40, mine[k], k)
 	}
 	for k, v := range theirs {
-		if k != "master_replid" {
+		// repl-backlog-size's default differs on purpose: 32mb, not 1mb
+		// (docs/replication.md).
+		if k != "master_replid" && k != "repl_backlog_size" {
 			require.Equal(t, v, mine[k], "INFO replication %s", k)
 		}
 	}
+	require.Equal(t, "33554432", mine["repl_backlog_size"])
 	require.Regexp(t, hex40, fields(ours, "server")["run_id"], "run_id")
 	require.NotEqual(t, fields(ours, "server")["run_id"], mine["master_replid"])
 
