@@ -7,31 +7,35 @@ import (
 	"time"
 )
 
-// fakePeers is Peers with counts a test sets: heard[key][id].
+// fakePeers is Peers over a real PeerTable of two peers, with counts a
+// test sets for the first.
 type fakePeers struct {
-	heard   map[string]map[int64]int64
-	charged map[string][2]int64 // key -> last (id, total)
+	tab     *PeerTable
 	regions int
 }
 
 func newFakePeers() *fakePeers {
-	return &fakePeers{heard: map[string]map[int64]int64{}, charged: map[string][2]int64{}, regions: 3}
+	return &fakePeers{tab: NewPeerTable(2, func() string { return KeepLast }), regions: 3}
 }
 
-func (f *fakePeers) Heard(key []byte, id, share int64) int64 { return f.heard[string(key)][id] }
-func (f *fakePeers) Charged(key []byte, id, total int64) {
-	f.charged[string(key)] = [2]int64{id, total}
-}
-func (f *fakePeers) Regions() int { return f.regions }
+func (f *fakePeers) Table() *PeerTable { return f.tab }
+func (f *fakePeers) Regions() int      { return f.regions }
 func (f *fakePeers) Lags() []PeerLag {
 	return []PeerLag{{Name: "us", Lag: 100 * time.Millisecond, MaxLag: 100 * time.Millisecond}, {Name: "ap", Lag: 50 * time.Millisecond, MaxLag: 200 * time.Millisecond}}
 }
 
-func (f *fakePeers) set(key string, id, n int64) {
-	if f.heard[key] == nil {
-		f.heard[key] = map[int64]int64{}
+// set makes the first peer's count for key in id n.
+func (f *fakePeers) set(key string, id, n int64) { f.tab.Merge(0, []byte(key), Slot{id, n}, 1) }
+
+// charged is this region's latest own slot for key, as (id, total).
+func (f *fakePeers) charged(key string) [2]int64 {
+	var last [2]int64
+	for _, u := range f.tab.All(nil) {
+		if u.Key == key && u.ID >= last[0] {
+			last = [2]int64{u.ID, u.Value}
+		}
 	}
-	f.heard[key][id] = n
+	return last
 }
 
 func TestGlobalFixedWindowCountsWhatPeersReported(t *testing.T) {
@@ -45,7 +49,7 @@ func TestGlobalFixedWindowCountsWhatPeersReported(t *testing.T) {
 			t.Fatalf("step %d: %v, want %v", i, got, want)
 		}
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{start, 3} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{start, 3} {
 		t.Fatalf("charged %v, want this region's own 3 in the window", got)
 	}
 	// The next window: what the peers reported for the last one no longer counts.
@@ -69,7 +73,7 @@ func TestGlobalSlidingWindowWeighsPeersPreviousWindow(t *testing.T) {
 	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 1 {
 		t.Fatalf("over: %v, want limited", got)
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{start + int64(time.Second), 2} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{start + int64(time.Second), 2} {
 		t.Fatalf("charged %v", got)
 	}
 }
@@ -81,7 +85,7 @@ func TestGlobalGCRAAbsorbsPeersConsumption(t *testing.T) {
 	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 0 || got[2] != 4 {
 		t.Fatalf("first: %v", got)
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{t0, 1} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{t0, 1} {
 		t.Fatalf("charged %v, want (birth, 1)", got)
 	}
 	// Peers consumed 4 more: the bucket is empty.
@@ -95,7 +99,7 @@ func TestGlobalGCRAAbsorbsPeersConsumption(t *testing.T) {
 	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 0 {
 		t.Fatalf("a second later: %v, want admitted", got)
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{t0, 2} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{t0, 2} {
 		t.Fatalf("charged %v, want own total 2 under the same birth", got)
 	}
 	// A key no global bucket owns is refused.

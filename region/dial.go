@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitdb/limitdb/policy"
 )
 
 // Dialer opens a connection to a peer's client port: plain TCP, or TLS
@@ -119,13 +121,13 @@ func (c *conn) roundTrip(wire []byte, timeout time.Duration) error {
 }
 
 // appendPush writes RGN.PUSH region sentAt key id value ... in RESP.
-func appendPush(w []byte, region string, sentAt int64, ups []update) []byte {
+func appendPush(w []byte, region string, sentAt int64, ups []policy.Update) []byte {
 	w = appendArray(w, 3+3*len(ups))
 	w = appendBulk(w, "RGN.PUSH")
 	w = appendBulk(w, region)
 	w = appendBulkInt(w, sentAt)
 	for _, u := range ups {
-		w = appendBulk(w, u.key)
+		w = appendBulk(w, u.Key)
 		w = appendBulkInt(w, u.ID)
 		w = appendBulkInt(w, u.Value)
 	}
