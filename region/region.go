@@ -324,7 +324,14 @@ func (p *peer) resend() {
 	p.mu.Unlock()
 }
 
-// link sends p its batches, one at a time, reconnecting as needed.
+// link sends p its batches, reconnecting as needed. Pushes are pipelined:
+// each is written as soon as its batch is collected, without waiting for
+// the answers to the earlier ones (a reader takes them in order), so a
+// slot reaches the peer one interval plus one one-way delay after it was
+// written, whatever the round trip. Order is TCP's, and merging is
+// idempotent anyway. A push unanswered for region-peer-timeout, an error
+// answer or a broken connection closes the link; the next one sends the
+// full state.
 func (r *Region) link(p *peer, done <-chan struct{}) {
 	var c *conn
 	defer func() {
@@ -335,9 +342,19 @@ func (r *Region) link(p *peer, done <-chan struct{}) {
 	var buf []policy.Update
 	var wire []byte
 	for {
+		var failed <-chan error
+		if c != nil {
+			failed = c.failed
+		}
 		select {
 		case <-done:
 			return
+		case err := <-failed:
+			c.close()
+			c = nil
+			p.resend()
+			p.fail(r, err)
+			continue
 		case <-p.wake:
 		}
 		if c == nil {
@@ -352,7 +369,7 @@ func (r *Region) link(p *peer, done <-chan struct{}) {
 		var since int64
 		buf, since = p.take(r, buf)
 		wire = appendPush(wire[:0], r.opt.Name, since, buf)
-		if err := c.push(wire, r.timeout()); err != nil {
+		if err := c.send(wire, r.timeout(), done); err != nil {
 			c.close()
 			c = nil
 			p.resend()
