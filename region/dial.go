@@ -55,7 +55,7 @@ func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 type conn struct {
 	nc       net.Conn
 	rd       *bufio.Reader
-	inflight chan time.Time // each unanswered push's deadline, oldest first
+	inflight chan time.Duration // each unanswered push's timeout, oldest first
 	failed   chan error     // the reader's reason to give up on the link
 	stop     chan struct{}  // closed by close: the reader returns
 }
@@ -117,39 +117,39 @@ func (r *Region) dial(p *peer) (*conn, error) {
 
 // pipeline starts the reader of the pushes' answers.
 func (c *conn) pipeline() {
-	c.inflight = make(chan time.Time, maxInFlight)
+	c.inflight = make(chan time.Duration, maxInFlight)
 	c.failed = make(chan error, 1)
 	c.stop = make(chan struct{})
 	go c.answers(c.inflight, c.failed, c.stop)
 }
 
 // send writes one RGN.PUSH without waiting for its answer, which must come
-// within timeout.
+// within timeout of the reader waiting for it (at once, or once the
+// answers before it arrived).
 func (c *conn) send(wire []byte, timeout time.Duration, done <-chan struct{}) error {
-	deadline := time.Now().Add(timeout)
 	select {
-	case c.inflight <- deadline:
+	case c.inflight <- timeout:
 	case err := <-c.failed:
 		return err
 	case <-done:
 		return errors.New("closing")
 	}
-	c.nc.SetWriteDeadline(deadline)
+	c.nc.SetWriteDeadline(time.Now().Add(timeout))
 	_, err := c.nc.Write(wire)
 	return err
 }
 
-// answers reads the pushes' answers in order, each by its deadline, until
-// one fails or the link closes.
-func (c *conn) answers(inflight <-chan time.Time, failed chan<- error, stop <-chan struct{}) {
+// answers reads the pushes' answers in order, each within its timeout,
+// until one fails or the link closes.
+func (c *conn) answers(inflight <-chan time.Duration, failed chan<- error, stop <-chan struct{}) {
 	for {
-		var deadline time.Time
+		var timeout time.Duration
 		select {
-		case deadline = <-inflight:
+		case timeout = <-inflight:
 		case <-stop:
 			return
 		}
-		c.nc.SetReadDeadline(deadline)
+		c.nc.SetReadDeadline(time.Now().Add(timeout))
 		if err := c.answer(); err != nil {
 			select {
 			case <-stop: // closed: nothing to report
