@@ -56,8 +56,8 @@ type conn struct {
 	nc       net.Conn
 	rd       *bufio.Reader
 	inflight chan time.Duration // each unanswered push's timeout, oldest first
-	failed   chan error     // the reader's reason to give up on the link
-	stop     chan struct{}  // closed by close: the reader returns
+	failed   chan error         // the reader's reason to give up on the link
+	stop     chan struct{}      // closed by close: the reader returns
 }
 
 // maxInFlight bounds the pushes awaiting an answer; past it the link waits
