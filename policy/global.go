@@ -148,7 +148,7 @@ func (g *globalAlg) apply(ent engine.Entry, now, cost int64, peers *peerView) (e
 	}
 	switch {
 	case g.bucket:
-		return g.applyBucket(ent, now, cost)
+		return g.applyBucket(ent, now, cost, peers)
 	case g.kind == engine.KindFixedWindow:
 		return g.applyFixed(ent, now, cost, peers)
 	}
@@ -231,13 +231,14 @@ func (g *globalAlg) applySliding(ent engine.Entry, now, cost int64, peers *peerV
 // applyBucket: GCRA over the TAT every region's consumption moves. The
 // entry's expiry is the TAT (the state is fresh once it passes); A is when
 // this state began, the slot's id; B is the cost admitted here since.
-// Peers' consumption arrives through Absorb.
-func (g *globalAlg) applyBucket(ent engine.Entry, now, cost int64) (engine.Entry, limit.Result, bool, slot, error) {
+// Peers' consumption arrives through Absorb; a partitioned peer's, under
+// on-partition fair-share, as its fair share of the rate (fairShareTAT).
+func (g *globalAlg) applyBucket(ent engine.Entry, now, cost int64, peers *peerView) (engine.Entry, limit.Result, bool, slot, error) {
 	tat, birth, own := ent.Expire, ent.A, ent.B
 	if ent.Kind == engine.KindNone || birth == 0 || tat <= now {
 		tat, birth, own = 0, now, 0
 	}
-	d, err := gcra.Decide(tat, now, g.cell, cost)
+	d, err := gcra.Decide(peers.fairShareTAT(tat, now), now, g.cell, cost)
 	if err != nil {
 		return ent, limit.Result{}, false, slot{}, err
 	}

@@ -108,6 +108,44 @@ func TestGlobalGCRAAbsorbsPeersConsumption(t *testing.T) {
 	}
 }
 
+// TestGlobalBucketFairShareDuringAPartition: with one of two peers
+// partitioned, on-partition fair-share leaves a bucket 2/3 of the rate
+// (the partitioned peer takes its 1/3), keep-last and local the whole rate
+// (what was absorbed stays, and nothing more is counted); a bucket that
+// stays idle through the partition is full when it ends.
+func TestGlobalBucketFairShareDuringAPartition(t *testing.T) {
+	admitted := map[string]int{}
+	for _, mode := range []string{FairShare, KeepLast, LocalOnly} {
+		s, e, clk := newTest(t, Policy{Name: "g", Algorithm: GCRA, Limit: 60, Period: time.Minute, Burst: 10, Global: true})
+		peers := newFakePeers()
+		peers.tab = NewPeerTable(2, func() string { return mode })
+		s.SetPeers(peers)
+		hit(t, s, e, clk, "g", "k", 1)
+		peers.tab.SetPartitioned(1, true, clk.Now())
+		// Idle for a minute: the partitioned peer's share (20 s of
+		// emissions) is less than the minute refilled.
+		clk.Advance(time.Minute)
+		if got := hit(t, s, e, clk, "g", "k", 0); got[2] != 10 {
+			t.Fatalf("%s: after an idle minute: %v, want a full bucket (10)", mode, got)
+		}
+		// Ten requests a second for 60 s, from the full bucket.
+		for i := 0; i < 600; i++ {
+			if hit(t, s, e, clk, "g", "k", 1)[0] == 0 {
+				admitted[mode]++
+			}
+			clk.Advance(100 * time.Millisecond)
+		}
+	}
+	t.Logf("admitted in a minute: %v", admitted)
+	// keep-last and local: the burst and the rate, 10 + 60; fair-share: the
+	// burst and 2/3 of the rate, 10 + 40.
+	for mode, want := range map[string]int{KeepLast: 70, LocalOnly: 70, FairShare: 50} {
+		if got := admitted[mode]; got < want-2 || got > want+1 {
+			t.Errorf("%s admitted %d in a minute, want about %d", mode, got, want)
+		}
+	}
+}
+
 func TestGlobalScopeRefusedWhereItCannotMerge(t *testing.T) {
 	for _, tc := range []struct {
 		p    Policy

@@ -77,14 +77,16 @@ func (s *Store) hitGlobal(e *engine.Engine, c *compiled, k []byte, now, cost int
 	var err error
 	var tab *PeerTable
 	var share int64
+	regions := 1
 	if p := s.peersOrNil(); p != nil {
-		tab, share = p.Table(), c.glob.share(p.Regions())
+		tab, regions = p.Table(), p.Regions()
+		share = c.glob.share(regions)
 	}
 	e.Do(k, now, func(ent engine.Entry) (engine.Entry, bool) {
 		if ent, err = own(ent, c.glob.kind); err != nil {
 			return ent, false
 		}
-		view := tab.hold(k, share)
+		view := tab.hold(k, share, regions)
 		next, res, write, sl, aerr := c.glob.apply(ent, now, cost, &view)
 		write = write && aerr == nil
 		view.release(k, Slot{sl.id, sl.total}, write, now)

@@ -70,6 +70,7 @@ type record struct {
 	key     string
 	own     slots
 	touched int64 // the last instant any slot changed
+	wroteAt int64 // the last instant this region charged the key
 	dirty   bool  // own changed since the last batch
 	heard   []slots
 	inline  [2]slots // heard's memory with up to two peers: one allocation, one cache line fewer
@@ -89,8 +90,9 @@ const tableShards = 64
 type PeerTable struct {
 	seed        maphash.Seed
 	peers       int
-	partitioned []atomic.Bool // by peer index
-	onPartition func() string // read when a peer is partitioned
+	partitioned []atomic.Bool  // by peer index
+	partedAt    []atomic.Int64 // when each peer was last partitioned
+	onPartition func() string  // read when a peer is partitioned
 	shards      [tableShards]tableShard
 }
 
@@ -105,7 +107,7 @@ type tableShard struct {
 // which counts a partitioned peer as onPartition() says (KeepLast,
 // FairShare or LocalOnly), read at each admission that meets one.
 func NewPeerTable(peers int, onPartition func() string) *PeerTable {
-	t := &PeerTable{seed: maphash.MakeSeed(), peers: peers, partitioned: make([]atomic.Bool, peers), onPartition: onPartition}
+	t := &PeerTable{seed: maphash.MakeSeed(), peers: peers, partitioned: make([]atomic.Bool, peers), partedAt: make([]atomic.Int64, peers), onPartition: onPartition}
 	for i := range t.shards {
 		t.shards[i].recs = map[string]*record{}
 	}
@@ -115,10 +117,15 @@ func NewPeerTable(peers int, onPartition func() string) *PeerTable {
 // Peers is the number of peer regions.
 func (t *PeerTable) Peers() int { return t.peers }
 
-// SetPartitioned marks peer p partitioned (or heard again: v false) and
-// reports whether that changed anything. A partitioned peer's counts are
-// taken as on-partition says.
-func (t *PeerTable) SetPartitioned(p int, v bool) bool { return t.partitioned[p].CompareAndSwap(!v, v) }
+// SetPartitioned marks peer p partitioned at now (or heard again: v
+// false) and reports whether that changed anything. A partitioned peer's
+// counts are taken as on-partition says.
+func (t *PeerTable) SetPartitioned(p int, v bool, now int64) bool {
+	if v {
+		t.partedAt[p].Store(now)
+	}
+	return t.partitioned[p].CompareAndSwap(!v, v)
+}
 
 // Partitioned reports whether peer p is partitioned.
 func (t *PeerTable) Partitioned(p int) bool { return t.partitioned[p].Load() }
@@ -146,20 +153,62 @@ func (t *PeerTable) getLocked(sh *tableShard, key []byte) *record {
 // locked, the record (nil when the key has none yet) and the fair share.
 // The zero view (no table: no peers) hears nothing.
 type peerView struct {
-	t     *PeerTable
-	sh    *tableShard
-	rec   *record
-	share int64
+	t       *PeerTable
+	sh      *tableShard
+	rec     *record
+	share   int64 // a window's limit / regions
+	regions int64
 }
 
 // hold locks key's shard of the table until release.
-func (t *PeerTable) hold(key []byte, share int64) peerView {
+func (t *PeerTable) hold(key []byte, share int64, regions int) peerView {
 	if t == nil {
 		return peerView{}
 	}
 	sh := t.shard(key)
 	sh.mu.Lock()
-	return peerView{t: t, sh: sh, rec: sh.recs[string(key)], share: share}
+	return peerView{t: t, sh: sh, rec: sh.recs[string(key)], share: share, regions: int64(max(regions, 1))}
+}
+
+// fairShareTAT is a bucket's TAT as on-partition fair-share counts it:
+// each partitioned peer taken to consume its fair share of the rate (1 /
+// regions of it) from the later of its partition and this region's last
+// charge of the key (charges store the TAT so counted, so nothing counts
+// twice while the partition lasts). A consumer at rate/regions moves the
+// TAT by elapsed/regions. Under keep-last and local, and with no peer
+// partitioned, it is tat.
+func (v *peerView) fairShareTAT(tat, now int64) int64 {
+	if v.t == nil {
+		return tat
+	}
+	var extra int64
+	first := int64(-1)
+	mode := ""
+	for i := range v.t.partitioned {
+		if !v.t.partitioned[i].Load() {
+			continue
+		}
+		if mode == "" {
+			if mode = v.t.onPartition(); mode != FairShare {
+				return tat
+			}
+		}
+		from := v.t.partedAt[i].Load()
+		if v.rec != nil {
+			from = max(from, v.rec.wroteAt)
+		}
+		if now > from {
+			extra += now - from
+			if first < 0 || from < first {
+				first = from
+			}
+		}
+	}
+	if extra == 0 {
+		return tat
+	}
+	// A TAT before the virtual consumption began is a full bucket then.
+	return max(tat, first) + extra/v.regions
 }
 
 // heard is the peers' counts for the window (or bucket state) id, each
@@ -203,7 +252,7 @@ func (v *peerView) release(key []byte, s Slot, wrote bool, now int64) {
 			r = v.t.getLocked(v.sh, key)
 		}
 		r.own.merge(s)
-		r.touched = now
+		r.touched, r.wroteAt = now, now
 		if !r.dirty {
 			r.dirty = true
 			v.sh.dirty = append(v.sh.dirty, r)

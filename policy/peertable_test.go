@@ -69,7 +69,7 @@ func TestSlotsInOrderApplyEachUnitOnce(t *testing.T) {
 func TestTableDirtyAndFull(t *testing.T) {
 	tab := NewPeerTable(2, func() string { return KeepLast })
 	charge := func(key string, s Slot, now int64) {
-		v := tab.hold([]byte(key), 0)
+		v := tab.hold([]byte(key), 0, 3)
 		v.release([]byte(key), s, true, now)
 	}
 	charge("rl:g:a", Slot{1, 1}, 1)
@@ -98,13 +98,13 @@ func TestPeerViewCountsPartitionedPeers(t *testing.T) {
 	key := []byte("rl:g:a")
 	tab.Merge(0, key, Slot{10, 3}, 1)
 	tab.Merge(1, key, Slot{10, 40}, 1)
-	tab.SetPartitioned(1, true)
+	tab.SetPartitioned(1, true, 1)
 	for _, c := range []struct {
 		mode string
 		want int64
 	}{{KeepLast, 43}, {FairShare, 3 + 50}, {LocalOnly, 3}} {
 		mode = c.mode
-		v := tab.hold(key, 50)
+		v := tab.hold(key, 50, 3)
 		got := v.heard(10)
 		v.release(key, Slot{}, false, 2)
 		if got != c.want {

@@ -202,7 +202,7 @@ func (p *peer) heardNow(now, sentAt int64, interval time.Duration, tab *policy.P
 			break
 		}
 	}
-	if tab.SetPartitioned(p.idx, false) {
+	if tab.SetPartitioned(p.idx, false, now) {
 		logger.Printf("region: peer %s heard again: its counts count again", p.Name)
 	}
 }
@@ -267,7 +267,7 @@ func (r *Region) retain() time.Duration {
 // than region-peer-timeout.
 func (r *Region) checkPartition(p *peer, now int64) {
 	silent := time.Duration(now - p.lastHeard.Load())
-	if silent > r.timeout() && r.tab.SetPartitioned(p.idx, true) {
+	if silent > r.timeout() && r.tab.SetPartitioned(p.idx, true, now) {
 		r.opt.Logger.Printf("region: peer %s silent for %v (region-peer-timeout %v): partitioned, counted as on-partition %s says",
 			p.Name, silent.Round(time.Millisecond), r.timeout(), r.opt.OnPartition())
 	}
