@@ -48,9 +48,8 @@ func TestPolicyMetrics(t *testing.T) {
 // fixedLags is policy.Peers reporting two peers' lags.
 type fixedLags struct{}
 
-func (fixedLags) Heard([]byte, int64, int64) int64 { return 0 }
-func (fixedLags) Charged([]byte, int64, int64)     {}
-func (fixedLags) Regions() int                     { return 3 }
+func (fixedLags) Table() *policy.PeerTable { return nil }
+func (fixedLags) Regions() int             { return 3 }
 func (fixedLags) Lags() []policy.PeerLag {
 	return []policy.PeerLag{{Name: "us", Lag: 100 * time.Millisecond, MaxLag: 150 * time.Millisecond},
 		{Name: "ap", Lag: 200 * time.Millisecond, MaxLag: 250 * time.Millisecond, Partitioned: true}}

@@ -34,18 +34,14 @@ import (
 //   - sliding_log, leaky_queue, concurrency and calendar windows cannot be
 //     merged from per-region counts and are refused.
 
-// Peers is what a global policy's admission reads of the other regions and
-// tells them. Its methods are called under the key's shard lock, on the hot
-// path: they must not block on the network, and must not allocate when the
-// key is known.
+// Peers is what a global policy's admission knows of the other regions:
+// their counts, kept in a PeerTable that the admission reads and writes
+// under the key's shard lock without blocking or allocating, how many
+// regions there are, and how stale their counts may be.
 type Peers interface {
-	// Heard is the cost the other regions reported for key in the window
-	// (or bucket state) id, as the on-partition policy counts a silent
-	// peer; share is the policy's limit divided by the regions.
-	Heard(key []byte, id, share int64) int64
-	// Charged records that this region's count for key in id is now total,
-	// for the next batch to the peers.
-	Charged(key []byte, id, total int64)
+	// Table is the counts heard from the peers and this region's own
+	// slots to send them.
+	Table() *PeerTable
 	// Regions is the number of regions, this one included.
 	Regions() int
 	// Lags reports, per peer, how far behind its counts may be.
@@ -146,27 +142,25 @@ func newGlobal(p Policy) (*globalAlg, error) {
 // key) against ent, this region's state, and what peers reported. It
 // returns the entry to store, the reply, whether to store it, and the slot
 // to tell the peers when written.
-func (g *globalAlg) apply(ent engine.Entry, key []byte, now, cost int64, peers Peers) (engine.Entry, limit.Result, bool, slot, error) {
+func (g *globalAlg) apply(ent engine.Entry, now, cost int64, peers *peerView) (engine.Entry, limit.Result, bool, slot, error) {
 	if ent.Kind != g.kind {
 		ent = engine.Entry{}
 	}
 	switch {
 	case g.bucket:
-		return g.applyBucket(ent, now, cost)
+		return g.applyBucket(ent, now, cost, peers)
 	case g.kind == engine.KindFixedWindow:
-		return g.applyFixed(ent, key, now, cost, peers)
+		return g.applyFixed(ent, now, cost, peers)
 	}
-	return g.applySliding(ent, key, now, cost, peers)
+	return g.applySliding(ent, now, cost, peers)
 }
 
 // slot is this region's (id, total) for a key after a write.
 type slot struct{ id, total int64 }
 
-func (g *globalAlg) share(peers Peers) int64 {
-	if peers == nil {
-		return 0
-	}
-	return g.fixedOrSlideLimit() / int64(max(peers.Regions(), 1))
+// share is the fair share of a window's limit among regions.
+func (g *globalAlg) share(regions int) int64 {
+	return g.fixedOrSlideLimit() / int64(max(regions, 1))
 }
 
 func (g *globalAlg) fixedOrSlideLimit() int64 {
@@ -176,23 +170,16 @@ func (g *globalAlg) fixedOrSlideLimit() int64 {
 	return g.slide.Limit
 }
 
-func heard(peers Peers, key []byte, id, share int64) int64 {
-	if peers == nil {
-		return 0
-	}
-	return peers.Heard(key, id, share)
-}
-
 // applyFixed: own count in the entry (A = window start, B = own count),
 // decided as window.Fixed over own + heard.
-func (g *globalAlg) applyFixed(ent engine.Entry, key []byte, now, cost int64, peers Peers) (engine.Entry, limit.Result, bool, slot, error) {
+func (g *globalAlg) applyFixed(ent engine.Entry, now, cost int64, peers *peerView) (engine.Entry, limit.Result, bool, slot, error) {
 	w := g.fixed.Window
 	start := now - ((now%w)+w)%w
 	own := window.FixedState{Start: ent.A, Count: ent.B}
 	if own.Count == 0 || own.Start < start {
 		own = window.FixedState{Start: start}
 	}
-	h := heard(peers, key, own.Start, g.share(peers))
+	h := peers.heard(own.Start)
 	d, st, err := g.fixed.Incr(window.FixedState{Start: own.Start, Count: own.Count + h}, now, cost)
 	if err != nil {
 		return ent, limit.Result{}, false, slot{}, err
@@ -210,7 +197,7 @@ func (g *globalAlg) applyFixed(ent engine.Entry, key []byte, now, cost int64, pe
 // applySliding: own counts in the entry as SW.INCR keeps them (A = the
 // current window's start, B = its count low and the previous window's
 // high), decided as window.Sliding over own + heard for both windows.
-func (g *globalAlg) applySliding(ent engine.Entry, key []byte, now, cost int64, peers Peers) (engine.Entry, limit.Result, bool, slot, error) {
+func (g *globalAlg) applySliding(ent engine.Entry, now, cost int64, peers *peerView) (engine.Entry, limit.Result, bool, slot, error) {
 	w := g.slide.Window
 	start := now - ((now%w)+w)%w
 	var cur, prev int64
@@ -221,8 +208,7 @@ func (g *globalAlg) applySliding(ent engine.Entry, key []byte, now, cost int64, 
 	case ent.A == start-w:
 		prev = int64(uint32(ent.B))
 	}
-	share := g.share(peers)
-	all := [2]int64{cur + heard(peers, key, start, share), prev + heard(peers, key, start-w, share)}
+	all := [2]int64{cur + peers.heard(start), prev + peers.heard(start-w)}
 	d, err := g.slide.Decide(window.SlidingState{Start: start, Counts: all[:]}, now, cost)
 	if err != nil {
 		return ent, limit.Result{}, false, slot{}, err
@@ -245,13 +231,14 @@ func (g *globalAlg) applySliding(ent engine.Entry, key []byte, now, cost int64, 
 // applyBucket: GCRA over the TAT every region's consumption moves. The
 // entry's expiry is the TAT (the state is fresh once it passes); A is when
 // this state began, the slot's id; B is the cost admitted here since.
-// Peers' consumption arrives through Absorb.
-func (g *globalAlg) applyBucket(ent engine.Entry, now, cost int64) (engine.Entry, limit.Result, bool, slot, error) {
+// Peers' consumption arrives through Absorb; a partitioned peer's, under
+// on-partition fair-share, as its fair share of the rate (fairShareTAT).
+func (g *globalAlg) applyBucket(ent engine.Entry, now, cost int64, peers *peerView) (engine.Entry, limit.Result, bool, slot, error) {
 	tat, birth, own := ent.Expire, ent.A, ent.B
 	if ent.Kind == engine.KindNone || birth == 0 || tat <= now {
 		tat, birth, own = 0, now, 0
 	}
-	d, err := gcra.Decide(tat, now, g.cell, cost)
+	d, err := gcra.Decide(peers.fairShareTAT(tat, now), now, g.cell, cost)
 	if err != nil {
 		return ent, limit.Result{}, false, slot{}, err
 	}

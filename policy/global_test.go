@@ -7,31 +7,35 @@ import (
 	"time"
 )
 
-// fakePeers is Peers with counts a test sets: heard[key][id].
+// fakePeers is Peers over a real PeerTable of two peers, with counts a
+// test sets for the first.
 type fakePeers struct {
-	heard   map[string]map[int64]int64
-	charged map[string][2]int64 // key -> last (id, total)
+	tab     *PeerTable
 	regions int
 }
 
 func newFakePeers() *fakePeers {
-	return &fakePeers{heard: map[string]map[int64]int64{}, charged: map[string][2]int64{}, regions: 3}
+	return &fakePeers{tab: NewPeerTable(2, func() string { return KeepLast }), regions: 3}
 }
 
-func (f *fakePeers) Heard(key []byte, id, share int64) int64 { return f.heard[string(key)][id] }
-func (f *fakePeers) Charged(key []byte, id, total int64) {
-	f.charged[string(key)] = [2]int64{id, total}
-}
-func (f *fakePeers) Regions() int { return f.regions }
+func (f *fakePeers) Table() *PeerTable { return f.tab }
+func (f *fakePeers) Regions() int      { return f.regions }
 func (f *fakePeers) Lags() []PeerLag {
 	return []PeerLag{{Name: "us", Lag: 100 * time.Millisecond, MaxLag: 100 * time.Millisecond}, {Name: "ap", Lag: 50 * time.Millisecond, MaxLag: 200 * time.Millisecond}}
 }
 
-func (f *fakePeers) set(key string, id, n int64) {
-	if f.heard[key] == nil {
-		f.heard[key] = map[int64]int64{}
+// set makes the first peer's count for key in id n.
+func (f *fakePeers) set(key string, id, n int64) { f.tab.Merge(0, []byte(key), Slot{id, n}, 1) }
+
+// charged is this region's latest own slot for key, as (id, total).
+func (f *fakePeers) charged(key string) [2]int64 {
+	var last [2]int64
+	for _, u := range f.tab.All(nil) {
+		if u.Key == key && u.ID >= last[0] {
+			last = [2]int64{u.ID, u.Value}
+		}
 	}
-	f.heard[key][id] = n
+	return last
 }
 
 func TestGlobalFixedWindowCountsWhatPeersReported(t *testing.T) {
@@ -45,7 +49,7 @@ func TestGlobalFixedWindowCountsWhatPeersReported(t *testing.T) {
 			t.Fatalf("step %d: %v, want %v", i, got, want)
 		}
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{start, 3} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{start, 3} {
 		t.Fatalf("charged %v, want this region's own 3 in the window", got)
 	}
 	// The next window: what the peers reported for the last one no longer counts.
@@ -69,7 +73,7 @@ func TestGlobalSlidingWindowWeighsPeersPreviousWindow(t *testing.T) {
 	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 1 {
 		t.Fatalf("over: %v, want limited", got)
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{start + int64(time.Second), 2} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{start + int64(time.Second), 2} {
 		t.Fatalf("charged %v", got)
 	}
 }
@@ -81,7 +85,7 @@ func TestGlobalGCRAAbsorbsPeersConsumption(t *testing.T) {
 	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 0 || got[2] != 4 {
 		t.Fatalf("first: %v", got)
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{t0, 1} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{t0, 1} {
 		t.Fatalf("charged %v, want (birth, 1)", got)
 	}
 	// Peers consumed 4 more: the bucket is empty.
@@ -95,12 +99,50 @@ func TestGlobalGCRAAbsorbsPeersConsumption(t *testing.T) {
 	if got := hit(t, s, e, clk, "g", "k", 1); got[0] != 0 {
 		t.Fatalf("a second later: %v, want admitted", got)
 	}
-	if got := peers.charged["rl:g:k"]; got != [2]int64{t0, 2} {
+	if got := peers.charged("rl:g:k"); got != [2]int64{t0, 2} {
 		t.Fatalf("charged %v, want own total 2 under the same birth", got)
 	}
 	// A key no global bucket owns is refused.
 	if err := s.Absorb(e, []byte("rl:nope:k"), clk.Now(), 1); !errors.Is(err, ErrUnknown) {
 		t.Fatalf("absorb into an unknown policy: %v", err)
+	}
+}
+
+// TestGlobalBucketFairShareDuringAPartition: with one of two peers
+// partitioned, on-partition fair-share leaves a bucket 2/3 of the rate
+// (the partitioned peer takes its 1/3), keep-last and local the whole rate
+// (what was absorbed stays, and nothing more is counted); a bucket that
+// stays idle through the partition is full when it ends.
+func TestGlobalBucketFairShareDuringAPartition(t *testing.T) {
+	admitted := map[string]int{}
+	for _, mode := range []string{FairShare, KeepLast, LocalOnly} {
+		s, e, clk := newTest(t, Policy{Name: "g", Algorithm: GCRA, Limit: 60, Period: time.Minute, Burst: 10, Global: true})
+		peers := newFakePeers()
+		peers.tab = NewPeerTable(2, func() string { return mode })
+		s.SetPeers(peers)
+		hit(t, s, e, clk, "g", "k", 1)
+		peers.tab.SetPartitioned(1, true, clk.Now())
+		// Idle for a minute: the partitioned peer's share (20 s of
+		// emissions) is less than the minute refilled.
+		clk.Advance(time.Minute)
+		if got := hit(t, s, e, clk, "g", "k", 0); got[2] != 10 {
+			t.Fatalf("%s: after an idle minute: %v, want a full bucket (10)", mode, got)
+		}
+		// Ten requests a second for 60 s, from the full bucket.
+		for i := 0; i < 600; i++ {
+			if hit(t, s, e, clk, "g", "k", 1)[0] == 0 {
+				admitted[mode]++
+			}
+			clk.Advance(100 * time.Millisecond)
+		}
+	}
+	t.Logf("admitted in a minute: %v", admitted)
+	// keep-last and local: the burst and the rate, 10 + 60; fair-share: the
+	// burst and 2/3 of the rate, 10 + 40.
+	for mode, want := range map[string]int{KeepLast: 70, LocalOnly: 70, FairShare: 50} {
+		if got := admitted[mode]; got < want-2 || got > want+1 {
+			t.Errorf("%s admitted %d in a minute, want about %d", mode, got, want)
+		}
 	}
 }
 

@@ -69,23 +69,30 @@ func (s *Store) Hit(e *engine.Engine, name, key []byte, now, cost int64) (Reply,
 }
 
 // hitGlobal is Hit for a global policy: decided here, against this
-// region's state and the peers' heard counts, and the new slot told to the
-// peers while the key's shard is still locked (so slots reach Charged in
-// the order they were written).
+// region's state and the peers' heard counts, with the key's record in the
+// peer table held from the read of the heard counts to the write of the
+// new slot, under the key's shard lock (so slots are recorded in the order
+// they were written).
 func (s *Store) hitGlobal(e *engine.Engine, c *compiled, k, key []byte, now, cost int64) (Reply, error) {
 	var r limit.Result
 	var err error
-	peers := s.peersOrNil()
+	var tab *PeerTable
+	var share int64
+	regions := 1
+	if p := s.peersOrNil(); p != nil {
+		tab, regions = p.Table(), p.Regions()
+		share = c.glob.share(regions)
+	}
 	e.Do(k, now, func(ent engine.Entry) (engine.Entry, bool) {
 		if ent, err = own(ent, c.glob.kind); err != nil {
 			return ent, false
 		}
-		next, res, write, sl, aerr := c.glob.apply(ent, k, now, cost, peers)
+		view := tab.hold(k, share, regions)
+		next, res, write, sl, aerr := c.glob.apply(ent, now, cost, &view)
+		write = write && aerr == nil
+		view.release(k, Slot{sl.id, sl.total}, write, now)
 		r, err = res, aerr
-		if write && aerr == nil && peers != nil {
-			peers.Charged(k, sl.id, sl.total)
-		}
-		return next, write && aerr == nil
+		return next, write
 	})
 	if err != nil {
 		return Reply{}, err

@@ -55,7 +55,7 @@ func BenchmarkHit(b *testing.B) {
 				}
 				go func() { // a sender draining the slots as Run does
 					for range time.Tick(50 * time.Millisecond) {
-						r.tab.takeDirty(nil)
+						r.tab.TakeDirty(nil)
 					}
 				}()
 				b.ReportAllocs()
@@ -80,11 +80,11 @@ func BenchmarkSyncBytes(b *testing.B) {
 	for i := 0; i < keys; i++ {
 		s.Hit(e, name, []byte("user:"+strconv.Itoa(i)), clk.Now(), 1)
 	}
-	var ups []update
+	var ups []policy.Update
 	var wire []byte
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ups = r.tab.all(ups[:0])
+		ups = r.tab.All(ups[:0])
 		wire = appendPush(wire[:0], "eu", clk.Now(), ups)
 	}
 	b.ReportMetric(float64(len(wire)), "bytes/batch")

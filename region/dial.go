@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/limitdb/limitdb/policy"
 )
 
 // Dialer opens a connection to a peer's client port: plain TCP, or TLS
@@ -48,13 +50,27 @@ func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	return tc, nil
 }
 
-// conn is a link to one peer.
+// conn is a link to one peer: the link writes pushes, and a reader
+// (answers) takes their answers in order.
 type conn struct {
-	nc net.Conn
-	rd *bufio.Reader
+	nc       net.Conn
+	rd       *bufio.Reader
+	inflight chan time.Duration // each unanswered push's timeout, oldest first
+	failed   chan error         // the reader's reason to give up on the link
+	stop     chan struct{}      // closed by close: the reader returns
 }
 
-func (c *conn) close() { c.nc.Close() }
+// maxInFlight bounds the pushes awaiting an answer; past it the link waits
+// (the queue meanwhile gathers the slots into fewer, larger batches).
+const maxInFlight = 256
+
+func (c *conn) close() {
+	c.nc.Close()
+	if c.stop != nil {
+		close(c.stop)
+		c.stop = nil
+	}
+}
 
 // dial connects to p and authenticates as the Dialer says.
 func (r *Region) dial(p *peer) (*conn, error) {
@@ -94,19 +110,59 @@ func (r *Region) dial(p *peer) (*conn, error) {
 			return nil, fmt.Errorf("AUTH: %w", err)
 		}
 	}
+	c.nc.SetDeadline(time.Time{})
+	c.pipeline()
 	return c, nil
 }
 
-// push sends one RGN.PUSH and waits for its answer.
-func (c *conn) push(wire []byte, timeout time.Duration) error {
-	return c.roundTrip(wire, timeout)
+// pipeline starts the reader of the pushes' answers.
+func (c *conn) pipeline() {
+	c.inflight = make(chan time.Duration, maxInFlight)
+	c.failed = make(chan error, 1)
+	c.stop = make(chan struct{})
+	go c.answers(c.inflight, c.failed, c.stop)
 }
 
-func (c *conn) roundTrip(wire []byte, timeout time.Duration) error {
-	c.nc.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.nc.Write(wire); err != nil {
+// send writes one RGN.PUSH without waiting for its answer, which must come
+// within timeout of the reader waiting for it (at once, or once the
+// answers before it arrived).
+func (c *conn) send(wire []byte, timeout time.Duration, done <-chan struct{}) error {
+	select {
+	case c.inflight <- timeout:
+	case err := <-c.failed:
 		return err
+	case <-done:
+		return errors.New("closing")
 	}
+	c.nc.SetWriteDeadline(time.Now().Add(timeout))
+	_, err := c.nc.Write(wire)
+	return err
+}
+
+// answers reads the pushes' answers in order, each within its timeout,
+// until one fails or the link closes.
+func (c *conn) answers(inflight <-chan time.Duration, failed chan<- error, stop <-chan struct{}) {
+	for {
+		var timeout time.Duration
+		select {
+		case timeout = <-inflight:
+		case <-stop:
+			return
+		}
+		c.nc.SetReadDeadline(time.Now().Add(timeout))
+		if err := c.answer(); err != nil {
+			select {
+			case <-stop: // closed: nothing to report
+			default:
+				failed <- err
+			}
+			return
+		}
+	}
+}
+
+// answer reads one answer: an error reply is an error.
+func (c *conn) answer() error {
 	line, err := c.rd.ReadString('\n')
 	if err != nil {
 		return err
@@ -118,14 +174,22 @@ func (c *conn) roundTrip(wire []byte, timeout time.Duration) error {
 	return nil
 }
 
+func (c *conn) roundTrip(wire []byte, timeout time.Duration) error {
+	c.nc.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.nc.Write(wire); err != nil {
+		return err
+	}
+	return c.answer()
+}
+
 // appendPush writes RGN.PUSH region sentAt key id value ... in RESP.
-func appendPush(w []byte, region string, sentAt int64, ups []update) []byte {
+func appendPush(w []byte, region string, sentAt int64, ups []policy.Update) []byte {
 	w = appendArray(w, 3+3*len(ups))
 	w = appendBulk(w, "RGN.PUSH")
 	w = appendBulk(w, region)
 	w = appendBulkInt(w, sentAt)
 	for _, u := range ups {
-		w = appendBulk(w, u.key)
+		w = appendBulk(w, u.Key)
 		w = appendBulkInt(w, u.ID)
 		w = appendBulkInt(w, u.Value)
 	}

@@ -2,7 +2,7 @@
 // each one limitdb deployment (docs/global.md). Every region admits
 // locally, against its own state and the last counts it heard from each
 // peer; every region-sync-interval it sends each peer the slots that
-// changed (region.Slot: per key, per window or bucket state, this region's
+// changed (policy.Slot: per key, per window or bucket state, this region's
 // consumed cost), as RGN.PUSH over the peer's client port, with AUTH and
 // TLS. Slots merge by taking the larger, so lost, repeated or reordered
 // batches never count twice; a peer that reconnects is sent the full state.
@@ -34,9 +34,9 @@ type Peer struct{ Name, Addr string }
 // The on-partition policies: what a partitioned peer's counts are taken to
 // be.
 const (
-	KeepLast  = "keep-last"  // the last counts heard
-	FairShare = "fair-share" // at least the policy's limit / regions
-	Local     = "local"      // nothing: this region's limit alone
+	KeepLast  = policy.KeepLast  // the last counts heard
+	FairShare = policy.FairShare // at least the policy's limit / regions
+	Local     = policy.LocalOnly // nothing: this region's limit alone
 )
 
 // Options configure a Region. The functions are read each time they are
@@ -56,7 +56,7 @@ type Options struct {
 type Region struct {
 	opt      Options
 	policies *policy.Store
-	tab      *table
+	tab      *policy.PeerTable
 	peers    []*peer
 	byName   map[string]int
 	start    int64
@@ -71,17 +71,16 @@ type peer struct {
 	Peer
 	idx int
 
-	lastHeard   atomic.Int64 // clock instant of the latest batch received
-	lag         atomic.Int64 // interval + one-way delay of that batch, ns
-	maxLag      atomic.Int64 // the largest lag in the current period
-	prevMax     atomic.Int64 // ... and in the previous one
-	lagPeriod   atomic.Int64 // the current period's number
-	partitioned atomic.Bool
-	batchesIn   atomic.Int64
-	slotsIn     atomic.Int64
+	lastHeard atomic.Int64 // clock instant of the latest batch received
+	lag       atomic.Int64 // interval + one-way delay of that batch, ns
+	maxLag    atomic.Int64 // the largest lag in the current period
+	prevMax   atomic.Int64 // ... and in the previous one
+	lagPeriod atomic.Int64 // the current period's number
+	batchesIn atomic.Int64
+	slotsIn   atomic.Int64
 
 	mu      sync.Mutex
-	pending []update
+	pending []policy.Update
 	since   int64 // the tick the oldest pending slot was collected at
 	full    bool  // send the full state next: the link is new or lost batches
 	wake    chan struct{}
@@ -101,7 +100,7 @@ func New(opt Options, store *policy.Store) *Region {
 	if opt.Logger == nil {
 		opt.Logger = log.Default()
 	}
-	r := &Region{opt: opt, policies: store, tab: newTable(len(opt.Peers)), byName: map[string]int{}, start: opt.Clock.Now()}
+	r := &Region{opt: opt, policies: store, tab: policy.NewPeerTable(len(opt.Peers), opt.OnPartition), byName: map[string]int{}, start: opt.Clock.Now()}
 	for i, p := range opt.Peers {
 		pr := &peer{Peer: p, idx: i, full: true, wake: make(chan struct{}, 1)}
 		pr.lastHeard.Store(r.start)
@@ -117,47 +116,16 @@ func (r *Region) Name() string { return r.opt.Name }
 // Regions implements policy.Peers.
 func (r *Region) Regions() int { return len(r.peers) + 1 }
 
-// Heard implements policy.Peers: the peers' counts for key in id, each
-// partitioned peer counted as on-partition says.
-func (r *Region) Heard(key []byte, id, share int64) int64 {
-	mode := KeepLast
-	sh := r.tab.shard(key)
-	sh.mu.Lock()
-	rec := sh.recs[string(key)]
-	var sum int64
-	for i, p := range r.peers {
-		var v int64
-		if rec != nil {
-			v = rec.heard[i].value(id)
-		}
-		if p.partitioned.Load() {
-			if mode == KeepLast {
-				mode = r.opt.OnPartition()
-			}
-			switch mode {
-			case Local:
-				v = 0
-			case FairShare:
-				v = max(v, share)
-			}
-		}
-		sum += v
-	}
-	sh.mu.Unlock()
-	return sum
-}
-
-// Charged implements policy.Peers.
-func (r *Region) Charged(key []byte, id, total int64) {
-	r.tab.charged(key, Slot{id, total}, r.opt.Clock.Now())
-}
+// Table implements policy.Peers: the peers' counts the admission reads,
+// and the own slots it records for the next batch.
+func (r *Region) Table() *policy.PeerTable { return r.tab }
 
 // Lags implements policy.Peers.
 func (r *Region) Lags() []policy.PeerLag {
 	out := make([]policy.PeerLag, len(r.peers))
 	for i, p := range r.peers {
 		out[i] = policy.PeerLag{Name: p.Name, Lag: time.Duration(p.lag.Load()),
-			MaxLag: time.Duration(max(p.maxLag.Load(), p.prevMax.Load(), p.lag.Load())), Partitioned: p.partitioned.Load()}
+			MaxLag: time.Duration(max(p.maxLag.Load(), p.prevMax.Load(), p.lag.Load())), Partitioned: r.tab.Partitioned(i)}
 	}
 	return out
 }
@@ -183,7 +151,7 @@ func (r *Region) Push(e *engine.Engine, from []byte, sentAt int64, args [][]byte
 	}
 	p := r.peers[i]
 	now := r.opt.Clock.Now()
-	p.heardNow(now, sentAt, r.interval(), r.opt.Logger)
+	p.heardNow(now, sentAt, r.interval(), r.tab, r.opt.Logger)
 	changed := 0
 	for j := 0; j < len(args); j += 3 {
 		id, ok1 := redisarg.ParseInt(args[j+1])
@@ -202,7 +170,7 @@ func (r *Region) Push(e *engine.Engine, from []byte, sentAt int64, args [][]byte
 			r.ignored.Add(1)
 			continue
 		}
-		d := r.tab.merge(i, key, Slot{id, v}, now)
+		d := r.tab.Merge(i, key, policy.Slot{ID: id, Value: v}, now)
 		if d == 0 {
 			continue
 		}
@@ -219,7 +187,7 @@ func (r *Region) Push(e *engine.Engine, from []byte, sentAt int64, args [][]byte
 }
 
 // heardNow records a batch sent at sentAt, received at now.
-func (p *peer) heardNow(now, sentAt int64, interval time.Duration, logger *log.Logger) {
+func (p *peer) heardNow(now, sentAt int64, interval time.Duration, tab *policy.PeerTable, logger *log.Logger) {
 	p.lastHeard.Store(now)
 	lag := max(now-sentAt, 0) + int64(interval)
 	p.lag.Store(lag)
@@ -234,7 +202,7 @@ func (p *peer) heardNow(now, sentAt int64, interval time.Duration, logger *log.L
 			break
 		}
 	}
-	if p.partitioned.CompareAndSwap(true, false) {
+	if tab.SetPartitioned(p.idx, false, now) {
 		logger.Printf("region: peer %s heard again: its counts count again", p.Name)
 	}
 }
@@ -263,7 +231,7 @@ func (r *Region) Run(done <-chan struct{}) {
 			r.link(p, done)
 		}()
 	}
-	var batch []update
+	var batch []policy.Update
 	for sweep := 0; ; sweep++ {
 		select {
 		case <-done:
@@ -271,14 +239,14 @@ func (r *Region) Run(done <-chan struct{}) {
 			return
 		case <-r.opt.Clock.After(r.interval()):
 		}
-		batch = r.tab.takeDirty(batch[:0])
+		batch = r.tab.TakeDirty(batch[:0])
 		now := r.opt.Clock.Now()
 		for _, p := range r.peers {
 			p.queue(batch, now)
 			r.checkPartition(p, now)
 		}
 		// Records untouched for a long time are over in every region.
-		r.tab.sweep(sweep, now-int64(r.retain()))
+		r.tab.Sweep(sweep, now-int64(r.retain()))
 	}
 }
 
@@ -299,14 +267,14 @@ func (r *Region) retain() time.Duration {
 // than region-peer-timeout.
 func (r *Region) checkPartition(p *peer, now int64) {
 	silent := time.Duration(now - p.lastHeard.Load())
-	if silent > r.timeout() && p.partitioned.CompareAndSwap(false, true) {
+	if silent > r.timeout() && r.tab.SetPartitioned(p.idx, true, now) {
 		r.opt.Logger.Printf("region: peer %s silent for %v (region-peer-timeout %v): partitioned, counted as on-partition %s says",
 			p.Name, silent.Round(time.Millisecond), r.timeout(), r.opt.OnPartition())
 	}
 }
 
 // queue adds a batch collected at now for p and wakes its link.
-func (p *peer) queue(batch []update, now int64) {
+func (p *peer) queue(batch []policy.Update, now int64) {
 	p.mu.Lock()
 	if p.since == 0 {
 		p.since = now
@@ -327,7 +295,7 @@ func (p *peer) queue(batch []update, now int64) {
 
 // take returns what p should be sent next, and the tick its oldest slot
 // was collected at: the batch's age starts there.
-func (p *peer) take(r *Region, buf []update) (out []update, since int64) {
+func (p *peer) take(r *Region, buf []policy.Update) (out []policy.Update, since int64) {
 	p.mu.Lock()
 	full := p.full
 	p.full = false
@@ -343,7 +311,7 @@ func (p *peer) take(r *Region, buf []update) (out []update, since int64) {
 	}
 	p.mu.Unlock()
 	if full {
-		return r.tab.all(buf[:0]), since
+		return r.tab.All(buf[:0]), since
 	}
 	return buf, since
 }
@@ -356,7 +324,14 @@ func (p *peer) resend() {
 	p.mu.Unlock()
 }
 
-// link sends p its batches, one at a time, reconnecting as needed.
+// link sends p its batches, reconnecting as needed. Pushes are pipelined:
+// each is written as soon as its batch is collected, without waiting for
+// the answers to the earlier ones (a reader takes them in order), so a
+// slot reaches the peer one interval plus one one-way delay after it was
+// written, whatever the round trip. Order is TCP's, and merging is
+// idempotent anyway. A push unanswered for region-peer-timeout, an error
+// answer or a broken connection closes the link; the next one sends the
+// full state.
 func (r *Region) link(p *peer, done <-chan struct{}) {
 	var c *conn
 	defer func() {
@@ -364,12 +339,22 @@ func (r *Region) link(p *peer, done <-chan struct{}) {
 			c.close()
 		}
 	}()
-	var buf []update
+	var buf []policy.Update
 	var wire []byte
 	for {
+		var failed <-chan error
+		if c != nil {
+			failed = c.failed
+		}
 		select {
 		case <-done:
 			return
+		case err := <-failed:
+			c.close()
+			c = nil
+			p.resend()
+			p.fail(r, err)
+			continue
 		case <-p.wake:
 		}
 		if c == nil {
@@ -384,7 +369,7 @@ func (r *Region) link(p *peer, done <-chan struct{}) {
 		var since int64
 		buf, since = p.take(r, buf)
 		wire = appendPush(wire[:0], r.opt.Name, since, buf)
-		if err := c.push(wire, r.timeout()); err != nil {
+		if err := c.send(wire, r.timeout(), done); err != nil {
 			c.close()
 			c = nil
 			p.resend()
@@ -410,10 +395,10 @@ func (p *peer) fail(r *Region, err error) {
 func (r *Region) AppendInfo(b *strings.Builder) {
 	now := r.opt.Clock.Now()
 	fmt.Fprintf(b, "region:%s\r\nregion_peers:%d\r\nregion_sync_interval_ms:%d\r\nregion_peer_timeout_ms:%d\r\non_partition:%s\r\nregion_keys:%d\r\nregion_bytes_sent:%d\r\nregion_slots_ignored:%d\r\n",
-		r.opt.Name, len(r.peers), r.interval().Milliseconds(), r.timeout().Milliseconds(), r.opt.OnPartition(), r.tab.size(), r.bytesOut.Load(), r.ignored.Load())
+		r.opt.Name, len(r.peers), r.interval().Milliseconds(), r.timeout().Milliseconds(), r.opt.OnPartition(), r.tab.Size(), r.bytesOut.Load(), r.ignored.Load())
 	partitioned := 0
 	for _, p := range r.peers {
-		if p.partitioned.Load() {
+		if r.tab.Partitioned(p.idx) {
 			partitioned++
 		}
 	}
@@ -421,7 +406,7 @@ func (r *Region) AppendInfo(b *strings.Builder) {
 	lags := r.Lags()
 	for i, p := range r.peers {
 		state := "ok"
-		if p.partitioned.Load() {
+		if r.tab.Partitioned(p.idx) {
 			state = "partitioned"
 		}
 		link := "up"

@@ -29,6 +29,8 @@ type regionSet struct {
 	clients map[string]*redis.Client
 	proxies map[[2]string]*delayProxy // [from, to]
 	logs    map[string]*syncBuffer
+	cfgs    map[string]config.Config
+	addrs   map[string]string
 }
 
 type syncBuffer struct {
@@ -59,10 +61,11 @@ func rtt(a, b string) time.Duration {
 	return regionRTT[[2]string{b, a}]
 }
 
-func startRegions(t *testing.T, onPartition string) *regionSet {
+func startRegions(t *testing.T, onPartition string, mods ...func(*config.Config)) *regionSet {
 	t.Helper()
 	rs := &regionSet{clk: clock.NewFake(t0), names: []string{"eu", "us", "ap"}, nodes: map[string]*node.Node{},
-		clients: map[string]*redis.Client{}, proxies: map[[2]string]*delayProxy{}, logs: map[string]*syncBuffer{}}
+		clients: map[string]*redis.Client{}, proxies: map[[2]string]*delayProxy{}, logs: map[string]*syncBuffer{},
+		cfgs: map[string]config.Config{}, addrs: map[string]string{}}
 	lns := map[string]net.Listener{}
 	for _, n := range rs.names {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -90,6 +93,10 @@ func startRegions(t *testing.T, onPartition string) *regionSet {
 			}
 		}
 		cfg.RegionPeers = strings.Join(peers, " ")
+		for _, mod := range mods {
+			mod(&cfg)
+		}
+		rs.cfgs[n], rs.addrs[n] = cfg, lns[n].Addr().String()
 		rs.logs[n] = &syncBuffer{}
 		srv := node.New(cfg, engine.New(rs.clk, 0), log.New(rs.logs[n], "", 0))
 		runNode(t, srv, lns[n])
@@ -99,6 +106,28 @@ func startRegions(t *testing.T, onPartition string) *regionSet {
 		rs.clients[n] = c
 	}
 	return rs
+}
+
+// restart closes region n's node and starts it again on the same address
+// and data directory.
+func (rs *regionSet) restart(t *testing.T, n string) {
+	t.Helper()
+	rs.clients[n].Close()
+	if err := rs.nodes[n].Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ln net.Listener
+	waitFor(t, n+"'s port to be free again", func() bool {
+		var err error
+		ln, err = net.Listen("tcp", rs.addrs[n])
+		return err == nil
+	})
+	srv := node.New(rs.cfgs[n], engine.New(rs.clk, 0), log.New(rs.logs[n], "", 0))
+	runNode(t, srv, ln)
+	rs.nodes[n] = srv
+	c := redis.NewClient(&redis.Options{Addr: rs.addrs[n], Protocol: 2})
+	t.Cleanup(func() { c.Close() })
+	rs.clients[n] = c
 }
 
 // define sets the same policy in every region.
@@ -290,5 +319,55 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestGlobalPolicyRegionRestartsWithItsAOF: a region restarted with its
+// append-only file keeps its own counts (the AOF has them) and hears the
+// peers' again from the full state their links send on reconnecting: a
+// window counts every region once, as before the restart. A bucket absorbs
+// the peers' consumption a second time, so the restarted region denies
+// more than the others (never admits more) until its bucket drains, and
+// then agrees with them again.
+func TestGlobalPolicyRegionRestartsWithItsAOF(t *testing.T) {
+	rs := startRegions(t, config.PartitionKeepLast, func(c *config.Config) {
+		c.AppendOnly.AppendOnly, c.AppendFsync = true, "always"
+	})
+	rs.define(t, "g", "fixed_window", 300, "60s", "SCOPE", "global")
+	rs.define(t, "b", "gcra", 300, "60s", "SCOPE", "global")
+	stop := rs.pace()
+	defer stop()
+	for i := 0; i < 30; i++ {
+		rs.hit(t, "us", "g", "k")
+		rs.hit(t, "us", "b", "k")
+	}
+	for i := 0; i < 20; i++ {
+		rs.hit(t, "eu", "g", "k")
+		rs.hit(t, "eu", "b", "k")
+	}
+	for _, n := range rs.names {
+		waitFor(t, n+" to hear the 50", func() bool { return remaining(t, rs.clients[n], "g", "k") == 250 })
+	}
+	bEU := remaining(t, rs.clients["eu"], "b", "k")
+	if bUS := remaining(t, rs.clients["us"], "b", "k"); bUS > bEU {
+		t.Fatalf("bucket before the restart: us %d, eu %d", bUS, bEU)
+	}
+	rs.restart(t, "us")
+	// The window: us's own 30 from its AOF and eu's 20 heard again, once.
+	waitFor(t, "us to hear eu's 20 again", func() bool { return remaining(t, rs.clients["us"], "g", "k") == 250 })
+	rs.hit(t, "us", "g", "k")
+	for _, n := range rs.names {
+		waitFor(t, n+" to count us's hit after the restart", func() bool { return remaining(t, rs.clients[n], "g", "k") == 249 })
+	}
+	// The bucket: eu's 20 absorbed twice at us, never fewer.
+	waitFor(t, "us to hear eu's bucket again", func() bool {
+		us, eu := remaining(t, rs.clients["us"], "b", "k"), remaining(t, rs.clients["eu"], "b", "k")
+		return us <= eu-15
+	})
+	// Once the buckets drain (a whole period), the regions agree again.
+	rs.clk.Advance(61 * time.Second)
+	full := remaining(t, rs.clients["eu"], "b", "never-hit")
+	for _, n := range rs.names {
+		waitFor(t, n+"'s bucket to be full again", func() bool { return remaining(t, rs.clients[n], "b", "k") == full })
 	}
 }

@@ -34,11 +34,11 @@ func (f *Family) registerPolicy(t *command.Table) {
 			Subs: []*command.Command{
 				{Name: "rl.policy|set", Arity: -6, Flags: command.FlagWrite | command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies",
-					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused.",
+					Summary:    "Defines or changes a runtime policy (kept in snapshots); names the rules file defines are refused. SCOPE global shares its limit with the peer regions (fixed_window, sliding_window, gcra, token_bucket; docs/global.md).",
 					Syntax:     "name algorithm limit period [BURST burst] [SHADOW] [TZ zone] [HOLIDAYS date,...] [SCOPE local|global] [WAITREPLICAS n]",
 					Handler:    f.cmdPolicySet},
 				{Name: "rl.policy|get", Arity: 3, Flags: command.FlagReadonly | command.FlagFast, Group: "rate_limit", Since: "0.1.0",
-					Complexity: "O(1)", Summary: "Describes a policy in effect and its counters, or null.",
+					Complexity: "O(1)", Summary: "Describes a policy in effect and its counters, or null; a global policy adds its scope, its over-admission bound and each peer region's lag.",
 					Syntax: "name", Handler: f.cmdPolicyGet},
 				{Name: "rl.policy|del", Arity: 3, Flags: command.FlagWrite | command.FlagAdmin, Group: "rate_limit", Since: "0.1.0",
 					Complexity: "O(P) where P is the number of policies", Summary: "Deletes a runtime policy: 1 if it existed, else 0.",

@@ -34,7 +34,7 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	f.env = env
 	t.Register(&command.Command{Name: "rgn.push", Arity: -3, Flags: command.FlagWrite | command.FlagAdmin,
 		Group: "rate_limit", Since: "0.1.0", Complexity: "O(N) where N is the number of slots",
-		Summary: "A peer region's batch of global policies' counts: region sent_at [key id value ...]; answers how many slots changed anything.",
+		Summary: "A peer region's batch of its counts for global policies' keys, collected at sent_at (Unix ns, its clock), each slot merged by taking the larger (docs/global.md): how many slots changed anything.",
 		Syntax:  "region sent_at [key id value ...]", Handler: f.cmdPush})
 	t.AddInfo("regions", 88, f.info)
 }

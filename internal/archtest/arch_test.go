@@ -43,7 +43,7 @@ var layers = [][]string{
 	// The assembly, and the exporters of the command layer's figures.
 	{"node", "metrics", "dashboard"},
 	// Programs and end-to-end tests.
-	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "bench/loadgen", "bench/rlsload", "bench/repllag", "bench/failoverload", "bench/clusterload", "tests",
+	{"cmd/limitdb", "examples/http-api", "bench/accuracy", "bench/loadgen", "bench/delayproxy", "bench/rlsload", "bench/repllag", "bench/failoverload", "bench/clusterload", "tests",
 
 		"bench/reservepair",
 

@@ -1,4 +1,4 @@
-package region
+package policy
 
 import (
 	"math/rand"
@@ -67,21 +67,48 @@ func TestSlotsInOrderApplyEachUnitOnce(t *testing.T) {
 }
 
 func TestTableDirtyAndFull(t *testing.T) {
-	tab := newTable(2)
-	tab.charged([]byte("rl:g:a"), Slot{1, 1}, 1)
-	tab.charged([]byte("rl:g:a"), Slot{1, 2}, 2)
-	tab.charged([]byte("rl:g:b"), Slot{1, 5}, 2)
-	ups := tab.takeDirty(nil)
+	tab := NewPeerTable(2, func() string { return KeepLast })
+	charge := func(key string, s Slot, now int64) {
+		v := tab.hold([]byte(key), 0, 3)
+		v.release([]byte(key), s, true, now)
+	}
+	charge("rl:g:a", Slot{1, 1}, 1)
+	charge("rl:g:a", Slot{1, 2}, 2)
+	charge("rl:g:b", Slot{1, 5}, 2)
+	ups := tab.TakeDirty(nil)
 	if len(ups) != 2 {
 		t.Fatalf("dirty %v, want one update per key", ups)
 	}
-	if again := tab.takeDirty(nil); len(again) != 0 {
+	if again := tab.TakeDirty(nil); len(again) != 0 {
 		t.Fatalf("dirty twice: %v", again)
 	}
-	if all := tab.all(nil); len(all) != 2 {
+	if all := tab.All(nil); len(all) != 2 {
 		t.Fatalf("full state %v", all)
 	}
-	if n := tab.sweep(0, 100); n < 0 || tab.size()+n != 2 {
+	if n := tab.Sweep(0, 100); n < 0 || tab.Size()+n != 2 {
 		t.Fatalf("sweep")
+	}
+}
+
+// TestPeerViewCountsPartitionedPeers: a partitioned peer counts as the
+// on-partition choice says, its last heard slot kept for keep-last.
+func TestPeerViewCountsPartitionedPeers(t *testing.T) {
+	mode := KeepLast
+	tab := NewPeerTable(2, func() string { return mode })
+	key := []byte("rl:g:a")
+	tab.Merge(0, key, Slot{10, 3}, 1)
+	tab.Merge(1, key, Slot{10, 40}, 1)
+	tab.SetPartitioned(1, true, 1)
+	for _, c := range []struct {
+		mode string
+		want int64
+	}{{KeepLast, 43}, {FairShare, 3 + 50}, {LocalOnly, 3}} {
+		mode = c.mode
+		v := tab.hold(key, 50, 3)
+		got := v.heard(10)
+		v.release(key, Slot{}, false, 2)
+		if got != c.want {
+			t.Errorf("%s: heard %d, want %d", c.mode, got, c.want)
+		}
 	}
 }
