@@ -148,6 +148,8 @@ func (cmd *Command) Categories() []string {
 		out = append(out, "@transaction")
 	case "sorted_set":
 		out = append(out, "@sortedset")
+	case "bitmap":
+		out = append(out, "@bitmap")
 	}
 	return out
 }

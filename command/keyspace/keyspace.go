@@ -21,11 +21,12 @@ type Family struct{}
 func New() *Family { return &Family{} }
 
 // Register adds the family's commands to t.
-func (*Family) Register(t *command.Table, _ command.Env) {
+func (*Family) Register(t *command.Table, env command.Env) {
 	registerKeys(t)
 	registerExpire(t)
 	registerObject(t)
 	registerStrings(t)
+	registerStringBits(t, env)
 	registerHash(t)
 	registerList(t)
 	registerSet(t)

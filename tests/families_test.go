@@ -1,0 +1,161 @@
+package tests
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// The data-type commands applications send beside their limits (string
+// ranges and bits, set operations, the scans, COPY), each compared with a
+// real redis-server step by step, in RESP2 and RESP3.
+
+// matchRedisBoth runs steps on fresh keyspaces of limitdb and Redis, in
+// RESP2 and then in RESP3.
+func matchRedisBoth(t *testing.T, steps ...[]any) {
+	t.Helper()
+	ts := startServer(t)
+	theirs2 := startRedis(t)
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			ours := ts.client(t, proto)
+			opt := *theirs2.Options()
+			opt.Protocol = proto
+			theirs := redis.NewClient(&opt)
+			defer theirs.Close()
+			require.NoError(t, ours.FlushAll(ctx).Err())
+			require.NoError(t, theirs.FlushAll(ctx).Err())
+			matchRedis(t, ours, theirs, steps...)
+		})
+	}
+}
+
+// bitField is a string of n bytes to set bits in.
+func bitBytes(b ...byte) string { return string(b) }
+
+func TestStringBitsMatchRedis(t *testing.T) {
+	t.Parallel()
+	matchRedisBoth(t,
+		// APPEND
+		[]any{"APPEND", "a", "12"}, []any{"OBJECT", "ENCODING", "a"}, []any{"APPEND", "a", "34"}, []any{"GET", "a"},
+		[]any{"APPEND", "a", ""}, []any{"STRLEN", "a"}, []any{"APPEND", "e", ""}, []any{"EXISTS", "e"}, []any{"GET", "e"},
+		[]any{"SET", "n", 7}, []any{"APPEND", "n", "x"}, []any{"GET", "n"}, []any{"SADD", "set", "m"}, []any{"APPEND", "set", "x"},
+		[]any{"SET", "ttl", "v", "EX", 100}, []any{"APPEND", "ttl", "w"}, []any{"TTL", "ttl"},
+		// SETRANGE, GETRANGE, SUBSTR
+		[]any{"SETRANGE", "r", 5, "abc"}, []any{"GET", "r"}, []any{"SETRANGE", "r", 0, "XY"}, []any{"GET", "r"},
+		[]any{"SETRANGE", "r", 6, "zzzz"}, []any{"GET", "r"}, []any{"SETRANGE", "r", 1, ""}, []any{"SETRANGE", "nor", 3, ""}, []any{"EXISTS", "nor"},
+		[]any{"SETRANGE", "r", -1, "x"}, []any{"SETRANGE", "r", "x", "x"}, []any{"SETRANGE", "r", 536870911, "xx"}, []any{"SETRANGE", "r", 536870911, ""},
+		[]any{"SETRANGE", "nor", 536870912, "x"}, []any{"SETRANGE", "set", 0, "x"}, []any{"SETRANGE", "set", 0, ""}, []any{"SETRANGE", "nor", 0, "123"},
+		[]any{"SET", "num", 1234}, []any{"SETRANGE", "num", 1, "9"}, []any{"GET", "num"}, []any{"SETRANGE", "ttl", 0, "q"}, []any{"TTL", "ttl"},
+		[]any{"SET", "g", "Hello World"}, []any{"GETRANGE", "g", 0, 4}, []any{"GETRANGE", "g", -5, -1}, []any{"GETRANGE", "g", -1, -5},
+		[]any{"GETRANGE", "g", 0, -1}, []any{"GETRANGE", "g", 5, 100}, []any{"GETRANGE", "g", 100, 200}, []any{"GETRANGE", "g", -100, 2},
+		[]any{"GETRANGE", "g", 3, 1}, []any{"GETRANGE", "g", "x", 1}, []any{"GETRANGE", "g", 1, "y"}, []any{"GETRANGE", "nog", 0, -1},
+		[]any{"GETRANGE", "nog", "x", 1}, []any{"GETRANGE", "set", 0, 1}, []any{"GETRANGE", "num", 1, 2}, []any{"SUBSTR", "g", 1, 3},
+		[]any{"GETRANGE", "g", "-9223372036854775808", "9223372036854775807"}, []any{"GETRANGE", "g", -3, "-9223372036854775808"},
+		// SETBIT, GETBIT
+		[]any{"SETBIT", "b", 7, 1}, []any{"GET", "b"}, []any{"SETBIT", "b", 7, 0}, []any{"SETBIT", "b", 100, 1}, []any{"STRLEN", "b"},
+		[]any{"GETBIT", "b", 100}, []any{"GETBIT", "b", 99}, []any{"GETBIT", "b", 100000}, []any{"GETBIT", "nob", 3},
+		[]any{"SETBIT", "b", -1, 1}, []any{"SETBIT", "b", 4294967296, 1}, []any{"SETBIT", "b", 4294967295, 2}, []any{"SETBIT", "b", "x", 1},
+		[]any{"SETBIT", "b", 1, 2}, []any{"SETBIT", "b", 1, -1}, []any{"SETBIT", "b", 1, "x"}, []any{"GETBIT", "b", -1}, []any{"GETBIT", "b", "x"},
+		[]any{"GETBIT", "b", 4294967296}, []any{"SETBIT", "set", 1, 1}, []any{"GETBIT", "set", 1}, []any{"SETBIT", "zero", 3, 0}, []any{"GET", "zero"},
+		[]any{"SET", "i", 5}, []any{"GETBIT", "i", 5}, []any{"SETBIT", "i", 6, 1}, []any{"GET", "i"}, []any{"SETBIT", "ttl", 0, 1}, []any{"TTL", "ttl"},
+		// BITCOUNT
+		[]any{"SET", "c", "foobar"}, []any{"BITCOUNT", "c"}, []any{"BITCOUNT", "c", 0, 0}, []any{"BITCOUNT", "c", 1, 1}, []any{"BITCOUNT", "c", 1, -2},
+		[]any{"BITCOUNT", "c", 5, 30, "BIT"}, []any{"BITCOUNT", "c", 0, -1, "bit"}, []any{"BITCOUNT", "c", 1, 1, "BYTE"}, []any{"BITCOUNT", "c", -3, -1, "BIT"},
+		[]any{"BITCOUNT", "c", -1, -3}, []any{"BITCOUNT", "c", 3, 1}, []any{"BITCOUNT", "c", 100, 200}, []any{"BITCOUNT", "c", 0, 100, "BIT"},
+		[]any{"BITCOUNT", "c", 9, 9, "BIT"}, []any{"BITCOUNT", "c", 9, 14, "BIT"}, []any{"BITCOUNT", "c", 0}, []any{"BITCOUNT", "c", 0, 1, "FOO"},
+		[]any{"BITCOUNT", "c", "x", 1}, []any{"BITCOUNT", "c", 0, 1, "BIT", "x"}, []any{"BITCOUNT", "noc"}, []any{"BITCOUNT", "noc", 0}, []any{"BITCOUNT", "noc", "x", "y", "z"},
+		[]any{"BITCOUNT", "set"}, []any{"BITCOUNT", "num"}, []any{"BITCOUNT", "e"}, []any{"BITCOUNT", "e", 0, -1},
+		// BITPOS
+		[]any{"SET", "p", bitBytes(0xff, 0xf0, 0x00)}, []any{"BITPOS", "p", 0}, []any{"BITPOS", "p", 1}, []any{"BITPOS", "p", 0, 2}, []any{"BITPOS", "p", 1, 2},
+		[]any{"BITPOS", "p", 0, 2, -1}, []any{"BITPOS", "p", 1, 1, -1}, []any{"BITPOS", "p", 0, 0, 0}, []any{"BITPOS", "p", 1, 7, 15, "BIT"},
+		[]any{"BITPOS", "p", 0, 7, 15, "BIT"}, []any{"BITPOS", "p", 0, 3, 5, "BIT"}, []any{"BITPOS", "p", 1, 12, 22, "BIT"}, []any{"BITPOS", "p", 0, -10, -1, "BIT"},
+		[]any{"BITPOS", "p", 1, -1}, []any{"BITPOS", "p", 1, 5, 2}, []any{"BITPOS", "p", 2}, []any{"BITPOS", "p", "x"}, []any{"BITPOS", "p", 1, "x"},
+		[]any{"BITPOS", "p", 1, 0, "x"}, []any{"BITPOS", "p", 1, 0, 1, "FOO"}, []any{"BITPOS", "p", 1, 0, 1, "BIT", "x"}, []any{"BITPOS", "nop", 0},
+		[]any{"BITPOS", "nop", 1}, []any{"BITPOS", "nop", 1, "x"}, []any{"BITPOS", "set", 1}, []any{"BITPOS", "e", 0}, []any{"BITPOS", "e", 1},
+		[]any{"SET", "ones", bitBytes(0xff, 0xff)}, []any{"BITPOS", "ones", 0}, []any{"BITPOS", "ones", 0, 0}, []any{"BITPOS", "ones", 0, 0, -1},
+		[]any{"BITPOS", "ones", 0, 0, 15, "BIT"}, []any{"BITPOS", "ones", 0, 1, "BIT"}, []any{"BITPOS", "p", 0, 1, "BIT"},
+		// BITOP
+		[]any{"SET", "x", bitBytes(0x0f, 0xaa)}, []any{"SET", "y", bitBytes(0xf0)}, []any{"BITOP", "AND", "d", "x", "y"}, []any{"GET", "d"},
+		[]any{"BITOP", "or", "d", "x", "y"}, []any{"GET", "d"}, []any{"BITOP", "XOR", "d", "x", "y", "nox"}, []any{"GET", "d"},
+		[]any{"BITOP", "NOT", "d", "x"}, []any{"GET", "d"}, []any{"BITOP", "NOT", "d", "x", "y"}, []any{"BITOP", "NAND", "d", "x"},
+		[]any{"BITOP", "AND", "d", "nox", "noy"}, []any{"EXISTS", "d"}, []any{"BITOP", "AND", "x", "x", "y"}, []any{"GET", "x"},
+		[]any{"BITOP", "OR", "d", "x", "set"}, []any{"SET", "dd", "v", "EX", 100}, []any{"BITOP", "OR", "dd", "y"}, []any{"TTL", "dd"},
+		[]any{"BITOP", "OR", "set", "y"}, []any{"TYPE", "set"}, []any{"BITOP", "OR", "num", "num", "i"}, []any{"GET", "num"},
+		// BITFIELD, BITFIELD_RO
+		[]any{"BITFIELD", "f", "SET", "i5", 100, 1, "GET", "u4", 0}, []any{"BITFIELD", "f", "INCRBY", "i5", 100, 1, "GET", "u4", 0},
+		[]any{"BITFIELD", "f", "SET", "u8", "#1", 255, "GET", "u8", 8, "GET", "i8", 8}, []any{"GET", "f"},
+		[]any{"BITFIELD", "f", "INCRBY", "u2", 102, 1, "OVERFLOW", "SAT", "INCRBY", "u2", 102, 1, "OVERFLOW", "FAIL", "INCRBY", "u2", 102, 1},
+		[]any{"BITFIELD", "f", "OVERFLOW", "WRAP", "INCRBY", "i8", 0, 200, "INCRBY", "i8", 0, -300, "OVERFLOW", "sat", "INCRBY", "i8", 0, 1000, "INCRBY", "i8", 0, -1000},
+		[]any{"BITFIELD", "f", "SET", "i64", 0, "-9223372036854775808", "INCRBY", "i64", 0, -1, "OVERFLOW", "SAT", "INCRBY", "i64", 0, -1, "GET", "i64", 0},
+		[]any{"BITFIELD", "f", "SET", "u63", 0, -1, "GET", "u63", 0, "INCRBY", "u63", 0, 1, "OVERFLOW", "FAIL", "SET", "u3", 0, 9, "SET", "i3", 0, 3, "SET", "i3", 0, 4},
+		[]any{"BITFIELD", "f", "SET", "i1", 3, 1, "GET", "i1", 3, "OVERFLOW", "SAT", "SET", "u1", 3, 5, "SET", "i1", 3, -5}, []any{"GET", "f"},
+		[]any{"BITFIELD", "f"}, []any{"BITFIELD", "nof"}, []any{"BITFIELD", "nof", "GET", "u8", 0}, []any{"EXISTS", "nof"},
+		[]any{"BITFIELD", "nof2", "OVERFLOW", "FAIL", "INCRBY", "u2", 0, 10}, []any{"GET", "nof2"},
+		[]any{"BITFIELD", "f", "GET", "u64", 0}, []any{"BITFIELD", "f", "GET", "I8", 0}, []any{"BITFIELD", "f", "GET", "i0", 0}, []any{"BITFIELD", "f", "GET", "i65", 0},
+		[]any{"BITFIELD", "f", "GET", "i8", -1}, []any{"BITFIELD", "f", "GET", "i8", "#x"}, []any{"BITFIELD", "f", "GET", "i8", "#"}, []any{"BITFIELD", "f", "GET", "i8"},
+		[]any{"BITFIELD", "f", "SET", "i8", 0}, []any{"BITFIELD", "f", "SET", "i8", 0, "x"}, []any{"BITFIELD", "f", "OVERFLOW", "NOPE", "GET", "i8", 0},
+		[]any{"BITFIELD", "f", "OVERFLOW"}, []any{"BITFIELD", "f", "FOO", 1, 2}, []any{"BITFIELD", "f", "GET", "u8", 4294967296},
+		[]any{"BITFIELD", "f", "GET", "u8", "#536870912"}, []any{"BITFIELD", "set", "GET", "u8", 0}, []any{"BITFIELD", "set", "SET", "u8", 0, 1},
+		[]any{"BITFIELD", "num", "GET", "u8", 0, "GET", "i4", 4}, []any{"BITFIELD", "ttl", "SET", "u8", 0, 65}, []any{"TTL", "ttl"}, []any{"GET", "ttl"},
+		[]any{"BITFIELD_RO", "f", "GET", "u8", 0, "GET", "i16", 4}, []any{"BITFIELD_RO", "f", "SET", "u8", 0, 1}, []any{"BITFIELD_RO", "f", "INCRBY", "u8", 0, 1},
+		[]any{"BITFIELD_RO", "f", "SET", "u8", 0}, []any{"BITFIELD_RO", "nof"}, []any{"BITFIELD_RO", "set", "GET", "u8", 0}, []any{"BITFIELD_RO", "f", "OVERFLOW", "SAT"},
+		[]any{"TYPE", "f"}, []any{"OBJECT", "ENCODING", "f"},
+	)
+}
+
+// commandMeta is a command's COMMAND INFO: arity, sorted flags, key
+// positions and ACL categories.
+func commandMeta(t *testing.T, c *redis.Client, name string) string {
+	t.Helper()
+	v, err := c.Do(ctx, "COMMAND", "INFO", name).Slice()
+	require.NoError(t, err)
+	info, ok := v[0].([]any)
+	require.True(t, ok, "COMMAND INFO %s: %v", name, v)
+	var flags, cats []string
+	for _, f := range info[2].([]any) {
+		flags = append(flags, fmt.Sprint(f))
+	}
+	for _, f := range info[6].([]any) {
+		cats = append(cats, fmt.Sprint(f))
+	}
+	slices.Sort(flags)
+	slices.Sort(cats)
+	return fmt.Sprintf("arity %v flags %v keys %v %v %v categories %v", info[1], flags, info[3], info[4], info[5], cats)
+}
+
+// TestFamiliesCommandInfo: COMMAND INFO describes each command of these
+// families as Redis does: arity, flags, key positions, ACL categories.
+func TestFamiliesCommandInfo(t *testing.T) {
+	t.Parallel()
+	ours, theirs := startServer(t).client(t, 2), startRedis(t)
+	for _, name := range familiesCommands {
+		want, got := commandMeta(t, theirs, name), commandMeta(t, ours, name)
+		if got != want {
+			t.Errorf("COMMAND INFO %s: limitdb %s, redis %s", name, got, want)
+		}
+	}
+	docs, err := ours.Do(ctx, append([]any{"COMMAND", "DOCS"}, toAny(familiesCommands)...)...).Result()
+	require.NoError(t, err)
+	text := fmt.Sprint(docs)
+	for _, name := range familiesCommands {
+		require.Contains(t, text, name+" ", "COMMAND DOCS %s", name)
+	}
+	require.Equal(t, strings.Count(text, "summary"), len(familiesCommands), "a summary for each")
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+var familiesCommands = []string{
+	"append", "setrange", "getrange", "substr", "setbit", "getbit", "bitcount", "bitpos", "bitop", "bitfield", "bitfield_ro",
+}
