@@ -158,4 +158,133 @@ func toAny(ss []string) []any {
 
 var familiesCommands = []string{
 	"append", "setrange", "getrange", "substr", "setbit", "getbit", "bitcount", "bitpos", "bitop", "bitfield", "bitfield_ro",
+	"spop", "srandmember", "smove", "sinter", "sintercard", "sinterstore", "sunion", "sunionstore", "sdiff", "sdiffstore",
+}
+
+// A step of matchSteps: how much of the reply must equal Redis's.
+type famStep struct {
+	cmd []any
+	how int // exact, unordered (sorted words), or shape (type and length)
+}
+
+const (
+	exact = iota
+	unordered
+	shape
+)
+
+func ex(cmd ...any) famStep { return famStep{cmd: cmd} }
+func un(cmd ...any) famStep { return famStep{cmd: cmd, how: unordered} }
+func sh(cmd ...any) famStep { return famStep{cmd: cmd, how: shape} }
+
+// replyShape is a reply's type and, for an array, its length.
+func replyShape(v any, err error) string {
+	if err != nil {
+		return reply(v, err)
+	}
+	if a, ok := v.([]any); ok {
+		return fmt.Sprintf("array of %d", len(a))
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// matchSteps is matchRedisBoth for steps that compare all, the sorted
+// words, or the shape of replies.
+func matchSteps(t *testing.T, steps ...famStep) {
+	t.Helper()
+	ts := startServer(t)
+	theirs2 := startRedis(t)
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			ours := ts.client(t, proto)
+			opt := *theirs2.Options()
+			opt.Protocol = proto
+			theirs := redis.NewClient(&opt)
+			defer theirs.Close()
+			require.NoError(t, ours.FlushAll(ctx).Err())
+			require.NoError(t, theirs.FlushAll(ctx).Err())
+			for i, st := range steps {
+				w, werr := theirs.Do(ctx, st.cmd...).Result()
+				g, gerr := ours.Do(ctx, st.cmd...).Result()
+				want, got := typesReply(w, werr), typesReply(g, gerr)
+				switch st.how {
+				case unordered:
+					want, got = sortedReply(want), sortedReply(got)
+				case shape:
+					want, got = replyShape(w, werr), replyShape(g, gerr)
+				}
+				if got != want {
+					t.Errorf("step %d %.200v: limitdb %.300s, redis %.300s", i, st.cmd, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestSetOpsMatchRedis(t *testing.T) {
+	t.Parallel()
+	big := append([]any{"SADD", "big"}, numbers(600)...)
+	matchSteps(t,
+		ex("SADD", "s1", 1, 2, 3, 4, 5), ex("SADD", "s2", 3, 4, 5, 6), ex("SADD", "s3", 5, 6, 7), ex("SADD", "w1", "a", "b", "c", "d"), ex("SADD", "w2", "c", "d", "e"),
+		ex("SET", "str", "v"), ex("SADD", "one", "x"), ex("SADD", "mix", 1, "a"),
+		// SINTER, SUNION, SDIFF
+		ex("SINTER", "s1", "s2"), ex("SINTER", "s1", "s2", "s3"), ex("SINTER", "s1"), ex("SINTER", "s1", "nos"), ex("SINTER", "nos", "str"),
+		ex("SINTER", "s1", "str"), un("SINTER", "w1", "w2"), ex("SINTER", "s1", "s1"), ex("SINTER", "s1", "mix"),
+		ex("SUNION", "s1", "s2"), ex("SUNION", "s1", "nos", "s3"), ex("SUNION", "nos"), un("SUNION", "w1", "w2"), ex("SUNION", "s1", "str"), un("SUNION", "s1", "mix"),
+		ex("SDIFF", "s1", "s2"), ex("SDIFF", "s1", "s2", "s3"), ex("SDIFF", "s1", "nos"), ex("SDIFF", "nos", "s1"), un("SDIFF", "w1", "w2"),
+		ex("SDIFF", "s1", "str"), ex("SDIFF", "nos", "str"), ex("SDIFF", "s1", "s1"), ex("SINTER"), ex("SUNION"), ex("SDIFF"),
+		un("SINTER", "big", "s1"), un("SDIFF", "s1", "big"),
+		// the STOREs
+		ex("SINTERSTORE", "d", "s1", "s2"), ex("SMEMBERS", "d"), ex("OBJECT", "ENCODING", "d"), ex("SINTERSTORE", "d", "s1", "nos"), ex("EXISTS", "d"),
+		ex("SINTERSTORE", "str", "s1", "s2"), ex("TYPE", "str"), ex("SET", "str", "v"), ex("SINTERSTORE", "d", "s1", "str"),
+		ex("SUNIONSTORE", "d", "s1", "s3"), ex("SMEMBERS", "d"), ex("SUNIONSTORE", "d", "nos"), ex("EXISTS", "d"),
+		ex("SDIFFSTORE", "d", "s1", "s2"), ex("SMEMBERS", "d"), ex("SDIFFSTORE", "d", "s1", "s1"), ex("EXISTS", "d"),
+		ex("SADD", "t", 9), ex("EXPIRE", "t", 100), ex("SUNIONSTORE", "t", "t", "s3"), ex("SMEMBERS", "t"), ex("TTL", "t"),
+		un("SDIFFSTORE", "wd", "w1", "w2"), un("SMEMBERS", "wd"), ex("OBJECT", "ENCODING", "wd"), ex("SINTERSTORE", "d"), ex("SINTERSTORE", "d", "str"),
+		ex("SUNIONSTORE", "bigu", "big", "s1"), ex("SCARD", "bigu"), ex("OBJECT", "ENCODING", "bigu"),
+		// SINTERCARD
+		ex("SINTERCARD", 2, "s1", "s2"), ex("SINTERCARD", 2, "s1", "s2", "LIMIT", 2), ex("SINTERCARD", 2, "s1", "s2", "limit", 0),
+		ex("SINTERCARD", 2, "s1", "s2", "LIMIT", 10), ex("SINTERCARD", 1, "s1"), ex("SINTERCARD", 2, "s1", "nos"), ex("SINTERCARD", 2, "s1", "str"),
+		ex("SINTERCARD", 0, "s1"), ex("SINTERCARD", -1, "s1"), ex("SINTERCARD", "x", "s1"), ex("SINTERCARD", 3, "s1", "s2"),
+		ex("SINTERCARD", 1, "s1", "LIMIT", -1), ex("SINTERCARD", 1, "s1", "LIMIT", "x"), ex("SINTERCARD", 1, "s1", "LIMIT"), ex("SINTERCARD", 1, "s1", "FOO", 1),
+		ex("SINTERCARD", 1, "s1", "LIMIT", 1, "LIMIT", 3), ex("SINTERCARD", 1), ex("SINTERCARD", 2, "s1", "s1"),
+		// SMOVE
+		ex("SMOVE", "s1", "s3", 1), ex("SMEMBERS", "s1"), ex("SMEMBERS", "s3"), ex("SMOVE", "s1", "s3", 1), ex("SMOVE", "s1", "s3", 5),
+		ex("SMOVE", "nos", "s3", 1), ex("SMOVE", "nos", "str", 1), ex("SMOVE", "s1", "str", 2), ex("SMOVE", "str", "s1", 2), ex("SMOVE", "s1", "s1", 2),
+		ex("SMOVE", "s1", "s1", 99), ex("SMOVE", "one", "new", "x"), ex("EXISTS", "one"), ex("SMEMBERS", "new"), ex("SMOVE", "s1", "s2"),
+		ex("SMOVE", "s1", "w1", 2), un("SMEMBERS", "w1"), ex("OBJECT", "ENCODING", "w1"),
+		// SPOP and SRANDMEMBER: only what is not random is compared
+		ex("SADD", "p", 1, 2, 3), un("SPOP", "p", 3), ex("EXISTS", "p"), ex("SADD", "p", 1, 2, 3), un("SPOP", "p", 10), ex("SPOP", "p"), ex("SPOP", "p", 2),
+		ex("SADD", "p", "a"), ex("SPOP", "p"), ex("EXISTS", "p"), ex("SADD", "p", "a", "b"), sh("SPOP", "p", 1), ex("SCARD", "p"), ex("SPOP", "p", 0), ex("SCARD", "p"),
+		ex("SPOP", "p", -1), ex("SPOP", "p", "x"), ex("SPOP", "p", 1, 2), ex("SPOP", "str"), ex("SPOP", "str", 1), ex("SPOP", "nos", -1), ex("SPOP", "nos", 0),
+		ex("SADD", "r", 1, 2, 3), un("SRANDMEMBER", "r", 3), un("SRANDMEMBER", "r", 100), sh("SRANDMEMBER", "r", 2), sh("SRANDMEMBER", "r", -5),
+		sh("SRANDMEMBER", "r"), ex("SRANDMEMBER", "r", 0), ex("SRANDMEMBER", "nos"), ex("SRANDMEMBER", "nos", 5), ex("SRANDMEMBER", "nos", -5),
+		ex("SRANDMEMBER", "r", "x"), ex("SRANDMEMBER", "r", "-9223372036854775808"), ex("SRANDMEMBER", "nos", "-9223372036854775808"),
+		ex("SRANDMEMBER", "r", 1, 2), ex("SRANDMEMBER", "str"), ex("SRANDMEMBER", "str", 2), ex("SRANDMEMBER", "str", 0), ex("SCARD", "r"),
+		ex("SADD", "one", "x"), ex("SRANDMEMBER", "one", -3), ex("SRANDMEMBER", "one", 1), ex("SRANDMEMBER", "one"),
+		sh("SRANDMEMBER", "big", 10), sh("SRANDMEMBER", "big", -10), sh("SPOP", "big", 10), ex("SCARD", "big"),
+	)
+	// Properties of the random choices, on limitdb alone.
+	c := startServer(t).client(t, 3)
+	require.NoError(t, c.Do(ctx, big...).Err())
+	members := map[string]bool{}
+	for _, m := range c.SMembers(ctx, "big").Val() {
+		members[m] = true
+	}
+	distinct := c.SRandMemberN(ctx, "big", 50).Val()
+	require.Len(t, distinct, 50)
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(distinct))), 50, "SRANDMEMBER with a positive count: distinct members")
+	rep := c.SRandMemberN(ctx, "big", -2000).Val()
+	require.Len(t, rep, 2000)
+	require.Less(t, len(slices.Compact(slices.Sorted(slices.Values(rep)))), 2000, "with a negative count: members repeat")
+	for _, m := range append(distinct, rep...) {
+		require.True(t, members[m], "%s is a member", m)
+	}
+	popped := c.SPopN(ctx, "big", 100).Val()
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(popped))), 100)
+	for _, m := range popped {
+		require.True(t, members[m])
+		require.False(t, c.SIsMember(ctx, "big", m).Val(), "%s popped", m)
+	}
+	require.EqualValues(t, 500, c.SCard(ctx, "big").Val())
 }

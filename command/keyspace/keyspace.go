@@ -30,6 +30,7 @@ func (*Family) Register(t *command.Table, env command.Env) {
 	registerHash(t)
 	registerList(t)
 	registerSet(t)
+	registerSetOps(t)
 	registerZSet(t)
 }
 
