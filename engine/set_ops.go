@@ -48,7 +48,7 @@ func sample[T any](items []T, n int, distinct bool) []T {
 }
 
 // SampleFields is Set.Sample for a hash: fields with their values
-// (copies), field at even and value at odd places.
+// (copies).
 func (h *Hash) SampleFields(n int, distinct bool) [][2][]byte {
 	all := make([][2][]byte, 0, h.Len())
 	h.Range(func(f, v []byte) bool {

@@ -159,6 +159,7 @@ func toAny(ss []string) []any {
 var familiesCommands = []string{
 	"append", "setrange", "getrange", "substr", "setbit", "getbit", "bitcount", "bitpos", "bitop", "bitfield", "bitfield_ro",
 	"spop", "srandmember", "smove", "sinter", "sintercard", "sinterstore", "sunion", "sunionstore", "sdiff", "sdiffstore",
+	"hscan", "sscan", "zscan", "hrandfield",
 }
 
 // A step of matchSteps: how much of the reply must equal Redis's.
@@ -287,4 +288,83 @@ func TestSetOpsMatchRedis(t *testing.T) {
 		require.False(t, c.SIsMember(ctx, "big", m).Val(), "%s popped", m)
 	}
 	require.EqualValues(t, 500, c.SCard(ctx, "big").Val())
+}
+
+func TestScansMatchRedis(t *testing.T) {
+	t.Parallel()
+	matchSteps(t,
+		ex("HSET", "h", "a", 1, "b", 2, "c", 3, "ab", 4), ex("SADD", "s", 5, 1, 3), ex("SADD", "w", "x"), ex("ZADD", "z", 1.5, "a", 2, "b", "-inf", "c", 1e20, "d", 0.1, "e"),
+		ex("SET", "str", "v"),
+		ex("HSCAN", "h", 0), ex("HSCAN", "h", 0, "MATCH", "a*"), ex("HSCAN", "h", 0, "COUNT", 1), ex("HSCAN", "h", 0, "count", 2, "match", "?"),
+		ex("HSCAN", "h", 7), ex("HSCAN", "h", -1), ex("HSCAN", "h", "+3"), ex("HSCAN", "h", "18446744073709551615"), ex("HSCAN", "h", "18446744073709551616"),
+		ex("HSCAN", "h", "x"), ex("HSCAN", "h", " 1"), ex("HSCAN", "h", ""), ex("HSCAN", "h", "-"), ex("HSCAN", "h", 0, "COUNT", 0), ex("HSCAN", "h", 0, "COUNT", "x"),
+		ex("HSCAN", "h", 0, "COUNT"), ex("HSCAN", "h", 0, "MATCH"), ex("HSCAN", "h", 0, "TYPE", "string"), ex("HSCAN", "h", 0, "FOO", 1),
+		ex("HSCAN", "noh", 0), ex("HSCAN", "noh", 0, "COUNT", 0), ex("HSCAN", "noh", "x"), ex("HSCAN", "str", 0), ex("HSCAN", "s", 0), ex("HSCAN", "h"),
+		ex("SSCAN", "s", 0), ex("SSCAN", "s", 0, "MATCH", "[13]"), ex("SSCAN", "w", 0, "COUNT", 100), ex("SSCAN", "nos", 0), ex("SSCAN", "h", 0), ex("SSCAN", "s", "x"),
+		ex("ZSCAN", "z", 0), ex("ZSCAN", "z", 0, "MATCH", "a"), ex("ZSCAN", "noz", 0), ex("ZSCAN", "s", 0), ex("ZSCAN", "z", 0, "COUNT", -1),
+		// HRANDFIELD
+		un("HRANDFIELD", "h", 4), un("HRANDFIELD", "h", 10), un("HRANDFIELD", "h", 10, "WITHVALUES"), sh("HRANDFIELD", "h", 2), sh("HRANDFIELD", "h", -6),
+		sh("HRANDFIELD", "h", 2, "WITHVALUES"), sh("HRANDFIELD", "h", -6, "withvalues"), sh("HRANDFIELD", "h"), ex("HRANDFIELD", "h", 0), ex("HRANDFIELD", "h", 0, "WITHVALUES"),
+		ex("HRANDFIELD", "noh"), ex("HRANDFIELD", "noh", 3), ex("HRANDFIELD", "noh", -3, "WITHVALUES"), ex("HRANDFIELD", "h", "x"), ex("HRANDFIELD", "h", 1, "FOO"),
+		ex("HRANDFIELD", "h", 1, "WITHVALUES", "x"), ex("HRANDFIELD", "h", "-9223372036854775808"), ex("HRANDFIELD", "h", "-4611686018427387904", "WITHVALUES"),
+		ex("HRANDFIELD", "h", "4611686018427387904", "WITHVALUES"), ex("HRANDFIELD", "h", "4611686018427387903", "WITHVALUES"), ex("HRANDFIELD", "noh", "x"),
+		ex("HRANDFIELD", "s"), ex("HRANDFIELD", "s", 1), ex("HRANDFIELD", "str", 0),
+		ex("HSET", "one", "f", "v"), ex("HRANDFIELD", "one", -2, "WITHVALUES"), ex("HRANDFIELD", "one"),
+	)
+}
+
+// TestScanWalksLargeCollections: a walk of a collection past its compact
+// encoding returns every element, and every element present from start
+// to end even when others come and go between calls.
+func TestScanWalksLargeCollections(t *testing.T) {
+	t.Parallel()
+	c := startServer(t).client(t, 2)
+	const n = 1000
+	var hargs, sargs, zargs []any
+	for i := 0; i < n; i++ {
+		hargs = append(hargs, fmt.Sprintf("f%d", i), i)
+		sargs = append(sargs, fmt.Sprintf("m%d", i))
+		zargs = append(zargs, i, fmt.Sprintf("m%d", i))
+	}
+	require.NoError(t, c.Do(ctx, append([]any{"HSET", "h"}, hargs...)...).Err())
+	require.NoError(t, c.Do(ctx, append([]any{"SADD", "s"}, sargs...)...).Err())
+	require.NoError(t, c.Do(ctx, append([]any{"ZADD", "z"}, zargs...)...).Err())
+	for _, cmd := range []string{"HSCAN", "SSCAN", "ZSCAN"} {
+		key := strings.ToLower(cmd[:1])
+		seen := map[string]int{}
+		cursor, calls := "0", 0
+		for {
+			v, err := c.Do(ctx, cmd, key, cursor, "COUNT", 20).Slice()
+			require.NoError(t, err)
+			cursor = v[0].(string)
+			elems := v[1].([]any)
+			step := 1
+			if cmd != "SSCAN" {
+				step = 2
+			}
+			for i := 0; i < len(elems); i += step {
+				seen[elems[i].(string)]++
+			}
+			// Churn: elements that come and go during the walk.
+			c.Do(ctx, map[string]string{"HSCAN": "HSET", "SSCAN": "SADD", "ZSCAN": "ZADD"}[cmd], key, fmt.Sprint(calls), fmt.Sprintf("tmp%d", calls))
+			calls++
+			if cursor == "0" {
+				break
+			}
+			require.Less(t, calls, 200, "%s walks in a bounded number of calls", cmd)
+		}
+		for i := 0; i < n; i++ {
+			name := fmt.Sprintf("m%d", i)
+			if cmd == "HSCAN" {
+				name = fmt.Sprintf("f%d", i)
+			}
+			require.GreaterOrEqual(t, seen[name], 1, "%s returned %s", cmd, name)
+		}
+		require.Greater(t, calls, 1, "%s of a large collection takes several calls", cmd)
+	}
+	// MATCH filters a walk.
+	v, err := c.Do(ctx, "SSCAN", "s", 0, "MATCH", "m99*", "COUNT", 10000).Slice()
+	require.NoError(t, err)
+	require.Equal(t, "0", v[0])
+	require.ElementsMatch(t, []any{"m99", "m990", "m991", "m992", "m993", "m994", "m995", "m996", "m997", "m998", "m999"}, v[1])
 }

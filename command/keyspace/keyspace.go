@@ -32,6 +32,7 @@ func (*Family) Register(t *command.Table, env command.Env) {
 	registerSet(t)
 	registerSetOps(t)
 	registerZSet(t)
+	registerScan(t)
 }
 
 // countTrue calls f on each item and counts the trues: how many members

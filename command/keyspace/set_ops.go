@@ -139,26 +139,27 @@ func cmdSRandMember(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	replyRandom(c, members, count, func(m []byte) { c.Bulk(m) })
+	replyRandom(c, members, count, 1, func(m []byte) { c.Bulk(m) })
 }
 
 // replyRandom answers count members of all (positive: distinct, at most
-// all of them; negative: -count with repetition), an empty array for none.
-func replyRandom[T any](c *command.Client, all []T, count int64, write func(T)) {
+// all of them; negative: -count with repetition), an empty array for none;
+// write writes per values for each.
+func replyRandom[T any](c *command.Client, all []T, count int64, per int, write func(T)) {
 	if len(all) == 0 || count == 0 {
 		c.Array(0)
 		return
 	}
 	if count > 0 {
 		pick := sampleOf(all, int(min(count, int64(len(all)))))
-		c.Array(len(pick))
+		c.Array(per * len(pick))
 		for _, m := range pick {
 			write(m)
 		}
 		return
 	}
 	n := -count
-	c.Array(int(min(n, math.MaxInt)))
+	c.Array(per * int(min(n, math.MaxInt/2)))
 	for i := int64(0); i < n; i++ {
 		if i%1024 == 0 && c.Writer().Buffered() > maxReplyBytes {
 			c.Close()
