@@ -159,7 +159,7 @@ func toAny(ss []string) []any {
 var familiesCommands = []string{
 	"append", "setrange", "getrange", "substr", "setbit", "getbit", "bitcount", "bitpos", "bitop", "bitfield", "bitfield_ro",
 	"spop", "srandmember", "smove", "sinter", "sintercard", "sinterstore", "sunion", "sunionstore", "sdiff", "sdiffstore",
-	"hscan", "sscan", "zscan", "hrandfield",
+	"hscan", "sscan", "zscan", "hrandfield", "copy",
 }
 
 // A step of matchSteps: how much of the reply must equal Redis's.
@@ -367,4 +367,95 @@ func TestScanWalksLargeCollections(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "0", v[0])
 	require.ElementsMatch(t, []any{"m99", "m990", "m991", "m992", "m993", "m994", "m995", "m996", "m997", "m998", "m999"}, v[1])
+}
+
+func TestCopyMatchesRedis(t *testing.T) {
+	t.Parallel()
+	matchSteps(t,
+		ex("SET", "s", "v", "EX", 100), ex("HSET", "h", "a", 1), ex("SADD", "set", 1, 2), ex("ZADD", "z", 1, "m"), ex("RPUSH", "l", "a", "b"), ex("SET", "n", 42),
+		ex("COPY", "s", "s2"), ex("GET", "s2"), ex("TTL", "s2"), ex("COPY", "h", "h2"), ex("HGETALL", "h2"), ex("COPY", "set", "set2"), ex("SMEMBERS", "set2"),
+		ex("COPY", "z", "z2"), ex("ZRANGE", "z2", 0, -1, "WITHSCORES"), ex("COPY", "l", "l2"), ex("LRANGE", "l2", 0, -1), ex("COPY", "n", "n2"), ex("OBJECT", "ENCODING", "n2"),
+		ex("HSET", "h2", "b", 2), ex("HGETALL", "h"), ex("RPUSH", "l2", "c"), ex("LRANGE", "l", 0, -1), ex("SETRANGE", "s2", 0, "w"), ex("GET", "s"),
+		ex("COPY", "s", "h"), ex("TYPE", "h"), ex("COPY", "s", "h", "REPLACE"), ex("TYPE", "h"), ex("GET", "h"), ex("TTL", "h"),
+		ex("COPY", "nos", "x"), ex("EXISTS", "x"), ex("COPY", "nos", "s", "REPLACE"), ex("EXISTS", "s"), ex("COPY", "s", "s"), ex("COPY", "s", "s", "REPLACE"),
+		ex("COPY", "s", "x", "DB", 0), ex("COPY", "s", "x2", "db", 0, "replace"), ex("COPY", "s", "y", "DB", "x"), ex("COPY", "s", "y", "DB", "99999999999"),
+		ex("COPY", "s", "y", "DB"), ex("COPY", "s", "y", "FOO"), ex("COPY", "s", "y", "REPLACE", "x"), ex("COPY", "s"), ex("COPY", "s", "s", "FOO"),
+		ex("COPY", "s", "y", "DB", 16), ex("COPY", "s", "y", "DB", -1),
+	)
+	// Another database: limitdb has only 0, and answers as SELECT does.
+	c := startServer(t).client(t, 2)
+	require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
+	require.EqualError(t, c.Do(ctx, "COPY", "k", "k2", "DB", 1).Err(), "ERR DB index is out of range")
+	require.EqualError(t, c.Do(ctx, "SELECT", 1).Err(), "ERR DB index is out of range")
+}
+
+// TestCopyLimiterKeys: COPY takes a limiter's whole state: the copy is
+// of the same kind and limits as the original from where it stood, and
+// the two go their own ways after.
+func TestCopyLimiterKeys(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	c := ts.client(t, 2)
+	for _, cmd := range [][]any{
+		{"CL.THROTTLE", "gcra", 5, 10, 60, 3}, {"TB.TAKE", "tb", 10, 1, 1000, 4}, {"FW.INCR", "fw", 10, 1000, 2},
+		{"SW.INCR", "sw", 10, 1000}, {"SL.INCR", "sl", 10, 1000}, {"LB.QUEUE", "lb", 10, 1, 1000},
+	} {
+		require.NoError(t, c.Do(ctx, cmd...).Err(), "%v", cmd)
+		key := cmd[1].(string)
+		require.EqualValues(t, 1, c.Do(ctx, "COPY", key, key+"2").Val(), "COPY %s", key)
+		require.Equal(t, c.Type(ctx, key).Val(), c.Type(ctx, key+"2").Val())
+		require.Equal(t, c.PTTL(ctx, key).Val(), c.PTTL(ctx, key+"2").Val(), "%s: same expiry", key)
+		again := append([]any{cmd[0], key + "2"}, cmd[2:]...)
+		orig := append([]any{cmd[0], key}, cmd[2:]...)
+		require.Equal(t, fmt.Sprint(c.Do(ctx, orig...).Val()), fmt.Sprint(c.Do(ctx, again...).Val()), "%s: the copy limits as the original", key)
+		want, _ := ts.srv.Engine().Get([]byte(key), ts.srv.Engine().Now())
+		got, _ := ts.srv.Engine().Get([]byte(key+"2"), ts.srv.Engine().Now())
+		wb, err := want.AppendBinary(nil)
+		require.NoError(t, err)
+		gb, err := got.AppendBinary(nil)
+		require.NoError(t, err)
+		require.Equal(t, wb, gb, "%s: the same state", key)
+	}
+}
+
+// TestFamiliesReachReplicas: the writes of these families reach a replica
+// as their effect (SPOP's set, SRANDMEMBER nothing), entry for entry.
+func TestFamiliesReachReplicas(t *testing.T) {
+	t.Parallel()
+	p, r := startServer(t), startServer(t)
+	pc, rc := p.client(t, 2), r.client(t, 2)
+	replicate(t, rc, p)
+	for _, cmd := range [][]any{
+		{"APPEND", "a", "xy"}, {"APPEND", "a", "z"}, {"SETRANGE", "r", 3, "abc"}, {"SETBIT", "b", 77, 1}, {"BITOP", "OR", "bo", "a", "b"},
+		{"BITFIELD", "bf", "SET", "u8", 0, 200, "INCRBY", "i5", 3, 7}, {"SADD", "s", 1, 2, 3, 4, "x", "y"}, {"SPOP", "s"}, {"SPOP", "s", 2},
+		{"SADD", "t", 3, 4, 5}, {"SMOVE", "t", "u", 5}, {"SINTERSTORE", "i", "s", "t"}, {"SUNIONSTORE", "un", "s", "t"},
+		{"SDIFFSTORE", "d", "s", "t"}, {"CL.THROTTLE", "cl", 5, 10, 60}, {"COPY", "cl", "cl2"}, {"COPY", "s", "s2"}, {"COPY", "a", "r", "REPLACE"},
+	} {
+		require.NoError(t, pc.Do(ctx, cmd...).Err(), "%v", cmd)
+	}
+	n, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	want := keyspaceOf(t, p.srv.Engine())
+	require.Len(t, want, 14, "every key written and not deleted")
+	require.Equal(t, want, keyspaceOf(t, r.srv.Engine()), "the replica's keyspace")
+}
+
+// TestFamiliesDenyOOM: over maxmemory, the writes that can grow the
+// keyspace are refused as Redis refuses them, and those that cannot run.
+func TestFamiliesDenyOOM(t *testing.T) {
+	t.Parallel()
+	ours, theirs := startServer(t).client(t, 2), startRedis(t)
+	for _, c := range []*redis.Client{ours, theirs} {
+		require.NoError(t, c.Do(ctx, "SADD", "s", 1, 2, 3).Err())
+		require.NoError(t, c.Do(ctx, "SET", "k", "v").Err())
+		require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+	}
+	defer theirs.ConfigSet(ctx, "maxmemory", "0")
+	matchRedis(t, ours, theirs,
+		[]any{"APPEND", "k", "x"}, []any{"SETRANGE", "k", 0, "x"}, []any{"SETBIT", "k", 1, 1}, []any{"BITOP", "OR", "d", "k"},
+		[]any{"BITFIELD", "k", "GET", "u8", 0}, []any{"BITFIELD_RO", "k", "GET", "u8", 0}, []any{"COPY", "k", "k2"},
+		[]any{"SINTERSTORE", "d", "s"}, []any{"SUNIONSTORE", "d", "s"}, []any{"SDIFFSTORE", "d", "s"},
+		[]any{"SMOVE", "s", "t", 1}, []any{"SPOP", "s", 5}, []any{"EXISTS", "s", "t"}, []any{"GETRANGE", "k", 0, -1}, []any{"BITCOUNT", "k"},
+	)
 }

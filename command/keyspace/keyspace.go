@@ -23,6 +23,7 @@ func New() *Family { return &Family{} }
 // Register adds the family's commands to t.
 func (*Family) Register(t *command.Table, env command.Env) {
 	registerKeys(t)
+	registerCopy(t)
 	registerExpire(t)
 	registerObject(t)
 	registerStrings(t)

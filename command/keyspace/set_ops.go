@@ -18,7 +18,7 @@ func registerSetOps(t *command.Table) {
 		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: 1,
 			Group: "set", Since: "0.3.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: fn}
 	}
-	ro, store := command.FlagReadonly, command.FlagWrite|command.FlagDenyOOM
+	ro, store := command.FlagReadonly, command.FlagWrite|command.FlagDenyOOM|command.FlagGrows
 	t.Register(
 		s("spop", -2, command.FlagWrite|command.FlagFast, 1, 1, "Without the count argument O(1), otherwise O(N) where N is the size of the set",
 			"Removes and returns one member of a set chosen at random, or count distinct members.", "key [count]", cmdSPop),

@@ -22,7 +22,7 @@ func registerStringBits(t *command.Table, env command.Env) {
 		return &command.Command{Name: name, Arity: arity, Flags: flags, FirstKey: first, LastKey: last, Step: 1,
 			Group: group, Since: "0.3.0", Complexity: complexity, Summary: summary, Syntax: syntax, Handler: h}
 	}
-	w, ro := command.FlagWrite|command.FlagDenyOOM, command.FlagReadonly
+	w, ro := command.FlagWrite|command.FlagDenyOOM|command.FlagGrows, command.FlagReadonly
 	t.Register(
 		c("append", "string", 3, w|command.FlagFast, 1, 1, "O(1)", "Appends a string to the value of a key, creating it; answers the new length.", "key value", b.cmdAppend),
 		c("setrange", "string", 4, w, 1, 1, "O(1), not counting the time taken to copy the new string in place",
