@@ -87,8 +87,9 @@ func memoryGate(c *Client, cmd *Command, args [][]byte) bool {
 			return true
 		}
 	}
-	// Over the limit: commands on existing keys still run.
-	if cmd.FirstKey > 0 {
+	// Over the limit: commands on existing keys still run, unless they
+	// can grow them.
+	if cmd.FirstKey > 0 && cmd.Flags&FlagGrows == 0 {
 		last := cmd.LastKey
 		if last < 0 {
 			last = len(args) + last

@@ -30,6 +30,12 @@ const (
 	// run; it shows itself first (ShowToObserver), as EVAL and FCALL do
 	// so that their script's commands follow them.
 	FlagSkipMonitor
+	// FlagGrows: a denyoom write that can grow a key that exists (APPEND,
+	// SETRANGE, a STORE replacing its destination). Over maxmemory it is
+	// refused on existing keys too, as Redis refuses it; other denyoom
+	// commands on existing keys run, so that limited clients stay
+	// limited. COMMAND does not show it.
+	FlagGrows
 )
 
 var flagNames = []struct {
@@ -148,6 +154,8 @@ func (cmd *Command) Categories() []string {
 		out = append(out, "@transaction")
 	case "sorted_set":
 		out = append(out, "@sortedset")
+	case "bitmap":
+		out = append(out, "@bitmap")
 	}
 	return out
 }

@@ -191,7 +191,7 @@ func (e *Engine) Encoding(key []byte, now int64) (enc string, ok bool) {
 				enc = ent.Kind.String()
 			case ent.B == strInt:
 				enc = "int"
-			case len(AppendString(nil, ent)) <= 44: // OBJ_ENCODING_EMBSTR_SIZE_LIMIT
+			case ent.A != rawString && len(AppendString(nil, ent)) <= 44: // OBJ_ENCODING_EMBSTR_SIZE_LIMIT
 				enc = "embstr"
 			default:
 				enc = "raw"

@@ -587,8 +587,11 @@ func (e *Engine) Delete(key []byte, now int64) bool {
 func (e *Engine) Get(key []byte, now int64) (ent Entry, ok bool) {
 	e.Do(key, now, func(cur Entry) (Entry, bool) {
 		ent, ok = cur, cur.Kind != KindNone
-		if c, shared := cur.Ext.(clonedExt); shared {
-			ent.Ext = c.cloneExt()
+		switch x := cur.Ext.(type) {
+		case clonedExt:
+			ent.Ext = x.cloneExt()
+		case []byte: // a string's bytes, which SETRANGE and SETBIT change in place
+			ent.Ext = append([]byte(nil), x...)
 		}
 		return cur, false
 	})

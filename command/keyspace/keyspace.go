@@ -21,15 +21,19 @@ type Family struct{}
 func New() *Family { return &Family{} }
 
 // Register adds the family's commands to t.
-func (*Family) Register(t *command.Table, _ command.Env) {
+func (*Family) Register(t *command.Table, env command.Env) {
 	registerKeys(t)
+	registerCopy(t)
 	registerExpire(t)
 	registerObject(t)
 	registerStrings(t)
+	registerStringBits(t, env)
 	registerHash(t)
 	registerList(t)
 	registerSet(t)
+	registerSetOps(t)
 	registerZSet(t)
+	registerScan(t)
 }
 
 // countTrue calls f on each item and counts the trues: how many members
