@@ -255,6 +255,20 @@ func (c *Client) Error(err error) {
 // Limit counts the decision r on key (CountLimitOn) and writes the uniform
 // limiter reply; with delay it adds LB.QUEUE's sixth field.
 func (c *Client) Limit(key []byte, r limit.Result, withDelay bool) {
+	c.CountLimitOn(key, r)
+	c.limitReply(r, withDelay)
+}
+
+// PolicyLimit is Limit for a command that applied a named policy: the
+// policy reported the decision to the analytics under its own name
+// (policy.Store's Observer), so only INFO limits counts it here.
+func (c *Client) PolicyLimit(r limit.Result, withDelay bool) {
+	c.CountLimit(r.Limited)
+	c.limitReply(r, withDelay)
+}
+
+// limitReply writes the uniform reply of r.
+func (c *Client) limitReply(r limit.Result, withDelay bool) {
 	n := 5
 	if withDelay {
 		n = 6
@@ -263,7 +277,6 @@ func (c *Client) Limit(key []byte, r limit.Result, withDelay bool) {
 	if r.Limited {
 		limited = 1
 	}
-	c.CountLimitOn(key, r)
 	// One WriteRaw of the whole reply instead of six writer calls: the
 	// reply is a third of a pipelined CL.THROTTLE's CPU otherwise.
 	b := append(c.scratch[:0], '*', byte('0'+n), '\r', '\n')

@@ -98,8 +98,8 @@ func TestAnalyticsOverRESP(t *testing.T) {
 	require.NoError(t, c.Eval(ctx, "return redis.call('CL.THROTTLE', KEYS[1], 1, 1, 60)", []string{"s"}).Err())
 	require.Equal(t, "k=1/0", topOf(t, c, "CL.THROTTLE"))
 	require.Equal(t, "k=3/0 s=1/0", topOf(t, c, "cl.throttle", "HITS"))
-	// RL.HIT is a limiter command too: its keys are the clients'.
-	require.Equal(t, "user:1=12/0", topOf(t, c, "rl.hit", "HITS", "COUNT", 1))
+	// RL.HIT's decisions rank under their policy alone, not twice.
+	require.Equal(t, "", topOf(t, c, "rl.hit", "HITS"))
 
 	// The period slides: the rankings count this period and the last.
 	require.NoError(t, c.ConfigSet(ctx, "analytics-period", "10s").Err())
@@ -110,7 +110,7 @@ func TestAnalyticsOverRESP(t *testing.T) {
 	require.Equal(t, "+0:20/2/0", historyOf(t, c, minute, "api", "MINUTES", "COUNT", 1), "the history outlives the period")
 
 	info := c.Info(ctx, "limits").Val()
-	for k, want := range map[string]string{"analytics_enabled": "1", "analytics_period": "10", "analytics_tracked": "4", "analytics_memory_bytes": fmt.Sprint(4 * 149416)} {
+	for k, want := range map[string]string{"analytics_enabled": "1", "analytics_period": "10", "analytics_tracked": "3", "analytics_memory_bytes": fmt.Sprint(3 * 149416)} {
 		got, _ := infoField(info, k)
 		require.Equal(t, want, got, "INFO limits %s\n%s", k, info)
 	}
@@ -228,11 +228,13 @@ func TestAnalyticsOverRLS(t *testing.T) {
 		`limitdb_top_key_decisions{key="messaging_message_type_marketing_to_number_1",kind="command",name="rls.charge",ranking="denied"} 2`,
 		`limitdb_top_key_decisions{key="messaging_message_type_marketing_to_number_1",kind="command",name="rls.charge",ranking="hits"} 7`,
 		`limitdb_top_key_decisions{key="user:1",kind="policy",name="api",ranking="denied"} 1`,
-		`limitdb_top_key_decisions{key="user:1",kind="command",name="rl.hit",ranking="hits"} 2`,
 		"limitdb_top_key_decisions{key=\"\ufffdip\",kind=\"policy\",name=\"api\",ranking=\"hits\"} 1",
 	} {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("/metrics has no line %s", want)
 		}
+	}
+	if strings.Contains(string(body), `name="rl.hit"`) {
+		t.Error("/metrics ranks RL.HIT's keys under the command as well as the policy")
 	}
 }

@@ -73,13 +73,13 @@ func (f *Family) cmdRLHit(c *command.Client, args [][]byte) {
 		f.waitReplicas(c, args[1])
 	}
 
+	// The policy reported the decision to the analytics under its name.
 	if r.Leased {
-		c.CountLimitOn(args[2], r.Result)
+		c.CountLimit(r.Limited)
 		writeLease(c, r.Result, r.Lease)
 		return
 	}
-
-	c.Limit(args[2], r.Result, r.WithDelay)
+	c.PolicyLimit(r.Result, r.WithDelay)
 }
 
 // cmdRLHitAll answers RL.HITALL numpairs policy key [policy key ...] [COST n].
@@ -120,10 +120,9 @@ func (f *Family) cmdRLHitAll(c *command.Client, args [][]byte) {
 			f.waitReplicas(c, p.Policy)
 		}
 	}
-	c.CountLimit(limited) // INFO limits: one decision per call, not per pair
-	for i, r := range replies {
-		c.ObserveLimit(pairs[i].Key, command.Decided(limited, r.Limit, r.Remaining)) // the analytics: each key
-	}
+	// INFO limits: one decision per call, not per pair; each pair's
+	// policy reported its key to the analytics.
+	c.CountLimit(limited)
 	c.Array(1 + len(replies))
 	c.Int(int64(command.InfoBool(limited)))
 	for _, r := range replies {

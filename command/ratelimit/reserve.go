@@ -52,7 +52,7 @@ func (f *Family) cmdRLReserve(c *command.Client, args [][]byte) {
 		return
 	}
 	f.waitReplicas(c, args[1])
-	c.CountLimitOn(args[2], res.Result)
+	c.CountLimit(res.Limited) // the policy reported it to the analytics
 	c.Array(6)
 	writeUniform(c, res.Reply)
 	if !res.Admitted {
