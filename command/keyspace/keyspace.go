@@ -30,6 +30,7 @@ func (*Family) Register(t *command.Table, _ command.Env) {
 	registerList(t)
 	registerSet(t)
 	registerZSet(t)
+	registerZSetOps(t)
 }
 
 // countTrue calls f on each item and counts the trues: how many members
