@@ -75,6 +75,14 @@ var zsetOpsScript = [][]any{
 // limitdb, in RESP2 and then RESP3, and wants the same replies.
 func TestZSetOpsMatchRedis(t *testing.T) {
 	t.Parallel()
+	scriptMatchesRedis(t, zsetOpsScript)
+}
+
+// scriptMatchesRedis sends script to a fresh redis-server and limitdb, in
+// RESP2 and then RESP3, each from an empty keyspace, and wants the same
+// replies.
+func scriptMatchesRedis(t *testing.T, script [][]any) {
+	t.Helper()
 	ts := startServer(t)
 	theirs2 := startRedis(t)
 	for _, proto := range []int{2, 3} {
@@ -86,7 +94,7 @@ func TestZSetOpsMatchRedis(t *testing.T) {
 			defer theirs.Close()
 			require.NoError(t, ours.FlushAll(ctx).Err())
 			require.NoError(t, theirs.FlushAll(ctx).Err())
-			for i, cmd := range zsetOpsScript {
+			for i, cmd := range script {
 				want := typesReply(theirs.Do(ctx, cmd...).Result())
 				got := typesReply(ours.Do(ctx, cmd...).Result())
 				if got != want {
@@ -134,7 +142,7 @@ func TestZRandMemberDraws(t *testing.T) {
 // COMMAND INFO must be Redis's.
 var familyCommands = []string{
 	"zunionstore", "zinterstore", "zdiffstore", "zunion", "zinter", "zdiff", "zintercard", "zrangestore",
-	"zlexcount", "zremrangebylex", "zrandmember", "zmpop",
+	"zlexcount", "zremrangebylex", "zrandmember", "zmpop", "lmove", "rpoplpush", "lmpop",
 }
 
 // TestFamilyCommandInfo: COMMAND INFO describes each of familyCommands as

@@ -28,6 +28,7 @@ func (*Family) Register(t *command.Table, _ command.Env) {
 	registerStrings(t)
 	registerHash(t)
 	registerList(t)
+	registerListMoves(t)
 	registerSet(t)
 	registerZSet(t)
 	registerZSetOps(t)
