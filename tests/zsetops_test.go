@@ -143,6 +143,7 @@ func TestZRandMemberDraws(t *testing.T) {
 var familyCommands = []string{
 	"zunionstore", "zinterstore", "zdiffstore", "zunion", "zinter", "zdiff", "zintercard", "zrangestore",
 	"zlexcount", "zremrangebylex", "zrandmember", "zmpop", "lmove", "rpoplpush", "lmpop",
+	"blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop",
 }
 
 // TestFamilyCommandInfo: COMMAND INFO describes each of familyCommands as
