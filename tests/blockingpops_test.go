@@ -161,3 +161,36 @@ func TestBlockingPopTimesOut(t *testing.T) {
 	require.NoError(t, w.RPush(ctx, "gone", "v").Err())
 	require.Equal(t, int64(1), w.LLen(ctx, "gone").Val())
 }
+
+// TestFamilyWritesReachAReplica: the new writes (a STORE, a move, a
+// served blocking pop, ZMPOP) reach a replica as their effect.
+func TestFamilyWritesReachAReplica(t *testing.T) {
+	t.Parallel()
+	p, r := startServer(t), startServer(t)
+	pc, rc := p.client(t, 2), r.client(t, 2)
+	replicate(t, rc, p)
+	for _, cmd := range [][]any{
+		{"ZADD", "a", 1, "x", 2, "y"}, {"ZADD", "b", 3, "y", 4, "z"}, {"ZUNIONSTORE", "u", 2, "a", "b"}, {"ZINTERSTORE", "i", 2, "a", "b"},
+		{"ZDIFFSTORE", "d", 2, "a", "b"}, {"ZRANGESTORE", "r", "u", 0, 1}, {"ZMPOP", 1, "b", "MAX"}, {"ZREMRANGEBYLEX", "d", "-", "+"},
+		{"RPUSH", "l", 1, 2, 3}, {"LMOVE", "l", "l2", "LEFT", "RIGHT"}, {"RPOPLPUSH", "l", "l2"}, {"LMPOP", 1, "l", "LEFT"},
+	} {
+		require.NoError(t, pc.Do(ctx, cmd...).Err(), "%v", cmd)
+	}
+	bc := redis.NewClient(&redis.Options{Addr: p.addr, PoolSize: 1, ReadTimeout: -1})
+	defer bc.Close()
+	res := make(chan []string, 1)
+	go func() { res <- bc.BLPop(context.Background(), 0, "q").Val() }()
+	blockedClients(t, pc, "blpop", 1)
+	require.NoError(t, pc.RPush(ctx, "q", "v1", "v2").Err())
+	require.Equal(t, []string{"q", "v1"}, <-res)
+	n, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	want := keyspaceOf(t, p.srv.Engine())
+	for _, k := range []string{"u", "i", "r", "l2", "q"} {
+		require.Contains(t, want, k)
+	}
+	require.NotContains(t, want, "d")
+	require.Equal(t, want, keyspaceOf(t, r.srv.Engine()), "the replica's keyspace")
+	require.Equal(t, []string{"v2"}, rc.LRange(ctx, "q", 0, -1).Val())
+}
