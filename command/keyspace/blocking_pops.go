@@ -28,7 +28,7 @@ import (
 //
 // Unlike Redis, the commands a blocked client sends after its blocking
 // one run meanwhile (their replies follow the blocking one's), as after
-// WAIT.
+// WAIT; a blocking pop among them answers at once, as in MULTI.
 
 // popper is one blocked client's pop: it tries key and, when it pops,
 // renders the reply in proto and names the key its write made ready for
@@ -51,6 +51,7 @@ type blockers struct {
 	eng   *engine.Engine
 	clock clock.Clock
 	count *atomic.Int64 // command.Table.OnKeysReady's
+	done  <-chan struct{}
 
 	mu       sync.Mutex
 	byKey    map[string][]*waiter
@@ -58,7 +59,7 @@ type blockers struct {
 }
 
 func registerBlockingPops(t *command.Table, env command.Env) {
-	b := &blockers{eng: env.Engine, clock: env.Clock, byKey: map[string][]*waiter{}, byClient: map[*command.Client]*waiter{}}
+	b := &blockers{eng: env.Engine, clock: env.Clock, done: env.Done, byKey: map[string][]*waiter{}, byClient: map[*command.Client]*waiter{}}
 	if env.Clock == nil && env.Engine != nil {
 		b.clock = env.Engine.Clock()
 	}
@@ -133,10 +134,13 @@ func parseTimeout(b []byte, now int64) (time.Duration, error) {
 // cannot wait (MULTI, a script), nil as a timeout would (nilReply).
 func (b *blockers) block(c *command.Client, keys [][]byte, timeout time.Duration, pop popper, nilReply func(c *command.Client)) {
 	proto := c.ReplyProto()
-	finish, can := c.Block()
-	if can && c.Calling() {
-		c.Unblock()
-		can = false
+	b.mu.Lock()
+	waiting := b.byClient[c] != nil // a blocking command pipelined behind a blocked one
+	b.mu.Unlock()
+	var finish func([]byte)
+	can := false
+	if !waiting && !c.Calling() {
+		finish, can = c.Block()
 	}
 	if !can { // inside EXEC or a script, whose shards may be held: no lock of ours
 		for _, k := range keys {
@@ -171,9 +175,6 @@ func (b *blockers) block(c *command.Client, keys [][]byte, timeout time.Duration
 			b.byKey[string(k)] = append(b.byKey[string(k)], w)
 		}
 	}
-	if old := b.byClient[c]; old != nil { // cannot happen: one blocking command at a time
-		b.remove(c, old)
-	}
 	b.byClient[c] = w
 	b.mu.Unlock()
 	if timeout > 0 {
@@ -194,6 +195,8 @@ func containsString(list []string, s string) bool {
 func (b *blockers) expire(c *command.Client, w *waiter, timeout time.Duration) {
 	select {
 	case <-w.stop:
+		return
+	case <-b.done:
 		return
 	case <-b.clock.After(timeout):
 	}
