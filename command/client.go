@@ -62,6 +62,7 @@ type Client struct {
 	multiShown atomic.Int32
 
 	afterRun func(c *Client) // what runs once the current command has (AfterRun)
+	ready    [][]byte        // keys written while clients block on keys (ready.go)
 
 	blk *blocked     // while a command waits to answer (blocking.go)
 	rh  *replicaHold // while replies wait for replicas (replicawait.go)

@@ -378,6 +378,7 @@ func (s *Server) handle(c *Client, args [][]byte) {
 		c.noteReplicaWait(mark, n)
 	}
 	c.runAfter()
+	c.serveReady()
 	c.leave(cmd, args)
 }
 
@@ -431,6 +432,9 @@ func (s *Server) run(c *Client, cmd *Command, args [][]byte) {
 		}
 	}()
 	cmd.Handler(c, args)
+	if cmd.Flags&FlagWrite != 0 && c.conn != nil && s.table.blockers.Load() > 0 { // after the write: ready.go
+		c.ready, _ = appendCommandKeys(c.ready, cmd, args)
+	}
 	if o := s.table.observer.Load(); o != nil && cmd.Flags&FlagSkipMonitor == 0 { // someone monitors (ObserveCommands)
 		o.fn(c, cmd, args)
 	}

@@ -36,6 +36,8 @@ const (
 	// commands on existing keys run, so that limited clients stay
 	// limited. COMMAND does not show it.
 	FlagGrows
+	FlagNoScript // refused inside a script (BLPOP, WAIT)
+	FlagBlocking // may wait for another client's write (BLPOP): in @blocking
 )
 
 var flagNames = []struct {
@@ -45,6 +47,7 @@ var flagNames = []struct {
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"},
 	{FlagAdmin, "admin"}, {FlagNoAuth, "no_auth"}, {FlagLoading, "loading"},
 	{FlagStale, "stale"}, {FlagSkipMonitor, "skip_monitor"}, {FlagFast, "fast"}, {FlagNoMulti, "no_multi"},
+	{FlagNoScript, "noscript"}, {FlagBlocking, "blocking"},
 }
 
 // Command is one entry of the command table: everything dispatch, arity
@@ -122,6 +125,9 @@ func (cmd *Command) Categories() []string {
 	if cmd.Flags&FlagAdmin != 0 {
 		out = append(out, "@admin")
 	}
+	if cmd.Flags&FlagBlocking != 0 {
+		out = append(out, "@blocking")
+	}
 	if cmd.Flags&(FlagDangerous|FlagAdmin) != 0 {
 		out = append(out, "@dangerous")
 	}
@@ -181,6 +187,9 @@ type Table struct {
 	clientClosed []func(c *Client)
 	clientReset  []func(c *Client)
 	clientInfo   []func(c *Client, b []byte) []byte
+	// keys that writes made ready for blocked clients (ready.go)
+	blockers atomic.Int64
+	onReady  func(keys [][]byte)
 	// what families offer the core and each other (observe.go)
 	observer  atomic.Pointer[observer]
 	decisions atomic.Pointer[decisionObserver] // decisions.go: ObserveDecisions

@@ -62,7 +62,7 @@ type Manager struct {
 
 	wantAck                         atomic.Bool  // WaitAt registered waiters that no GETACK asked for yet
 	limiterWait, limiterWaitTimeout atomic.Int64 // limiter-wait-replicas, limiter-wait-timeout (ns)
-	nextClientID func() int64 // the server's client IDs, for the link's master client (SetClientIDs)
+	nextClientID                    func() int64 // the server's client IDs, for the link's master client (SetClientIDs)
 	// alone is when a primary was last seen with no replica by Cron (on
 	// the clock's Mono; -1 while it has replicas or is a replica), for
 	// repl-backlog-ttl.

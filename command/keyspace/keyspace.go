@@ -4,9 +4,10 @@
 // forms), strings and counters, hashes, lists, sets and sorted sets, with
 // Redis 7's replies and error texts. The limiter libraries' Lua scripts
 // and the proxies that build limits out of INCR and EXPIRE use them. Its
-// commands keep no state of their own: each reads and writes the keyspace
-// through the client it runs for (Client.Engine), so that inside EXEC and
-// a script's redis.call it reaches the transaction's shards.
+// commands read and write the keyspace through the client they run for
+// (Client.Engine), so that inside EXEC and a script's redis.call they
+// reach the transaction's shards; its one state is the clients blocked in
+// a blocking pop (blocking_pops.go).
 //
 // It imports the command core and the engine; never another family, the
 // transport or the assembly.
@@ -30,10 +31,13 @@ func (*Family) Register(t *command.Table, env command.Env) {
 	registerStringBits(t, env)
 	registerHash(t)
 	registerList(t)
+	registerListMoves(t)
+	registerBlockingPops(t, env)
 	registerSet(t)
 	registerSetOps(t)
 	registerZSet(t)
 	registerScan(t)
+	registerZSetOps(t)
 }
 
 // countTrue calls f on each item and counts the trues: how many members

@@ -11,8 +11,8 @@ import (
 // List commands, for the limiter libraries whose Lua scripts keep a
 // window's hits in a list (python limits' moving window). Replies, error
 // texts and the order in which arguments and the key are checked are
-// Redis 7.0's. The blocking commands (BLPOP, BRPOP, BLMOVE, ...) are not
-// here.
+// Redis 7.0's. The moves are in list_moves.go, the blocking commands
+// (BLPOP, BRPOP, BLMOVE, ...) in blocking_pops.go.
 
 func registerList(t *command.Table) {
 	l := func(name string, arity int, flags command.Flag, complexity, summary, syntax string, fn func(*command.Client, [][]byte)) *command.Command {

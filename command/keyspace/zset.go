@@ -338,148 +338,160 @@ const (
 // zrangeForm is how a range command was called: ZRANGE (its kind of
 // range and direction given by options), or an old form that fixes them
 // (ZRANGEBYSCORE, ZREVRANGE, ...) and so takes neither REV, BYSCORE nor
-// BYLEX.
+// BYLEX; store is ZRANGESTORE, which takes no WITHSCORES.
 type zrangeForm struct {
 	fixed bool
 	by    int
 	rev   bool
+	store bool
 }
 
-// cmdZRange is ZRANGE and its old forms. Arguments are checked in Redis's
-// order: options, their conflicts, the range, then the key.
-func cmdZRange(form zrangeForm) func(c *command.Client, args [][]byte) {
+// zrangeQuery is a parsed range: what collect walks.
+type zrangeQuery struct {
+	by              int
+	rev, withScores bool
+	offset, limit   int64
+	start, stop     int64
+	sr              engine.ScoreRange
+	lmin, lmax      lexBound
+}
+
+// parseZRange reads a range command's range (lo, hi) and options in
+// Redis's order: options, their conflicts, then the range.
+func parseZRange(form zrangeForm, lo, hi []byte, opts [][]byte) (q zrangeQuery, err error) {
 	old := form.fixed
-	return func(c *command.Client, args [][]byte) {
-		by, rev, withScores := form.by, form.rev, false
-		offset, limit := int64(0), int64(-1)
-		limited := false
-		for i := 4; i < len(args); i++ {
-			a := args[i]
-			switch {
-			case command.EqualFold(a, "withscores"):
-				withScores = true
-			case command.EqualFold(a, "limit") && len(args)-i-1 >= 2:
-				var err error
-				if offset, err = command.ParseInt(args[i+1]); err != nil {
-					c.Error(err)
-					return
-				}
-				if limit, err = command.ParseInt(args[i+2]); err != nil {
-					c.Error(err)
-					return
-				}
-				limited = true
-				i += 2
-			case !old && !rev && command.EqualFold(a, "rev"):
-				rev = true
-			case !old && by == byRank && command.EqualFold(a, "bylex"):
-				by = byLex
-			case !old && by == byRank && command.EqualFold(a, "byscore"):
-				by = byScore
-			default:
-				c.Error(command.ErrSyntax)
-				return
+	q.by, q.rev, q.limit = form.by, form.rev, -1
+	limited := false
+	for i := 0; i < len(opts); i++ {
+		a := opts[i]
+		switch {
+		case !form.store && command.EqualFold(a, "withscores"):
+			q.withScores = true
+		case command.EqualFold(a, "limit") && len(opts)-i-1 >= 2:
+			if q.offset, err = command.ParseInt(opts[i+1]); err != nil {
+				return q, err
 			}
+			if q.limit, err = command.ParseInt(opts[i+2]); err != nil {
+				return q, err
+			}
+			limited = true
+			i += 2
+		case !old && !q.rev && command.EqualFold(a, "rev"):
+			q.rev = true
+		case !old && q.by == byRank && command.EqualFold(a, "bylex"):
+			q.by = byLex
+		case !old && q.by == byRank && command.EqualFold(a, "byscore"):
+			q.by = byScore
+		default:
+			return q, command.ErrSyntax
 		}
-		if limited && by == byRank {
-			c.Err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
-			return
+	}
+	if limited && q.by == byRank {
+		return q, command.WireError("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+	}
+	if q.withScores && q.by == byLex {
+		return q, command.WireError("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+	}
+	if q.rev && q.by != byRank {
+		lo, hi = hi, lo // given as max min
+	}
+	switch q.by {
+	case byRank:
+		if q.start, err = command.ParseInt(lo); err != nil {
+			return q, err
 		}
-		if withScores && by == byLex {
-			c.Err("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
-			return
+		if q.stop, err = command.ParseInt(hi); err != nil {
+			return q, err
 		}
-		lo, hi := args[2], args[3]
-		if rev && by != byRank {
-			lo, hi = hi, lo // given as max min
+	case byScore:
+		var ok bool
+		if q.sr, ok = parseScoreRange(lo, hi); !ok {
+			return q, command.WireError("ERR min or max is not a float")
 		}
-		var start, stop int64
-		var sr engine.ScoreRange
-		var lmin, lmax lexBound
-		switch by {
-		case byRank:
-			var err error
-			if start, err = command.ParseInt(lo); err != nil {
-				c.Error(err)
-				return
-			}
-			if stop, err = command.ParseInt(hi); err != nil {
-				c.Error(err)
-				return
-			}
-		case byScore:
-			var ok bool
-			if sr, ok = parseScoreRange(lo, hi); !ok {
-				c.Err("ERR min or max is not a float")
-				return
-			}
-		case byLex:
-			var ok1, ok2 bool
-			lmin, ok1 = parseLexBound(lo)
-			lmax, ok2 = parseLexBound(hi)
-			if !ok1 || !ok2 {
-				c.Err("ERR min or max not valid string range item")
-				return
-			}
+	case byLex:
+		var ok1, ok2 bool
+		q.lmin, ok1 = parseLexBound(lo)
+		q.lmax, ok2 = parseLexBound(hi)
+		if !ok1 || !ok2 {
+			return q, command.WireError("ERR min or max not valid string range item")
 		}
-		var items []engine.ZItem
-		// page applies LIMIT to a walk: skip offset items (a negative
-		// offset skips them all, as in Redis), then keep at most limit
-		// (negative: no bound).
-		skip := offset
-		page := func(it engine.ZItem) bool {
-			if skip < 0 {
-				return false
-			}
-			if skip > 0 {
-				skip--
-				return true
-			}
-			if limit >= 0 && int64(len(items)) >= limit {
-				return false
-			}
-			items = append(items, it)
+	}
+	return q, nil
+}
+
+// collect returns the members of z in q's range, under z's lock.
+func (q *zrangeQuery) collect(z *engine.ZSet) []engine.ZItem {
+	var items []engine.ZItem
+	// page applies LIMIT to a walk: skip offset items (a negative
+	// offset skips them all, as in Redis), then keep at most limit
+	// (negative: no bound).
+	skip, limit := q.offset, q.limit
+	page := func(it engine.ZItem) bool {
+		if skip < 0 {
+			return false
+		}
+		if skip > 0 {
+			skip--
 			return true
 		}
-		_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
-			switch by {
-			case byRank:
-				from, to, ok := redisarg.RankRange(start, stop, z.Len())
-				if !ok {
-					return false
-				}
-				items = make([]engine.ZItem, 0, to-from+1)
-				z.Scan(from, rev, func(it engine.ZItem) bool {
-					items = append(items, it)
-					return len(items) < to-from+1
-				})
-			case byScore:
-				z.AscendRange(sr, rev, page)
-			case byLex:
-				// Redis walks the set in order from the first member in
-				// range to the first one past it.
-				in := false
-				z.Scan(0, rev, func(it engine.ZItem) bool {
-					first, last := lmin.atMost(it.Member), lmax.atLeast(it.Member)
-					if rev {
-						first, last = last, first
-					}
-					if !in {
-						if !first {
-							return true
-						}
-						in = true
-					}
-					return last && page(it)
-				})
+		if limit >= 0 && int64(len(items)) >= limit {
+			return false
+		}
+		items = append(items, it)
+		return true
+	}
+	switch q.by {
+	case byRank:
+		from, to, ok := redisarg.RankRange(q.start, q.stop, z.Len())
+		if !ok {
+			return nil
+		}
+		items = make([]engine.ZItem, 0, to-from+1)
+		z.Scan(from, q.rev, func(it engine.ZItem) bool {
+			items = append(items, it)
+			return len(items) < to-from+1
+		})
+	case byScore:
+		z.AscendRange(q.sr, q.rev, page)
+	case byLex:
+		// Redis walks the set in order from the first member in
+		// range to the first one past it.
+		in := false
+		z.Scan(0, q.rev, func(it engine.ZItem) bool {
+			first, last := q.lmin.atMost(it.Member), q.lmax.atLeast(it.Member)
+			if q.rev {
+				first, last = last, first
 			}
+			if !in {
+				if !first {
+					return true
+				}
+				in = true
+			}
+			return last && page(it)
+		})
+	}
+	return items
+}
+
+// cmdZRange is ZRANGE and its old forms.
+func cmdZRange(form zrangeForm) func(c *command.Client, args [][]byte) {
+	return func(c *command.Client, args [][]byte) {
+		q, err := parseZRange(form, args[2], args[3], args[4:])
+		if err != nil {
+			c.Error(err)
+			return
+		}
+		var items []engine.ZItem
+		_, err = c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+			items = q.collect(z)
 			return false
 		})
 		if err != nil {
 			c.Error(err)
 			return
 		}
-		replyItems(c, items, withScores, true)
+		replyItems(c, items, q.withScores, true)
 	}
 }
 

@@ -199,7 +199,7 @@ func (sc *caller) Call(args [][]byte, proto int) []byte {
 		return fail("ERR Unknown Redis command called from script")
 	case !cmd.Runnable(len(args)):
 		return fail("ERR Wrong number of args calling Redis command from script")
-	case notInScripts[parentName(cmd.Name)] || cmd.Flags&command.FlagNoMulti != 0:
+	case notInScripts[parentName(cmd.Name)] || cmd.Flags&(command.FlagNoMulti|command.FlagNoScript) != 0:
 		return fail("ERR This Redis command is not allowed from script")
 	case sc.ro && cmd.Flags&command.FlagWrite != 0 && !cmd.Peeks(args):
 		return fail("ERR Write commands are not allowed from read-only scripts.")
