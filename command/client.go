@@ -50,9 +50,6 @@ type Client struct {
 	bt      batch  // per-batch clock and stats (batch.go)
 
 	prefetched uint32 // what Prefetch read, kept so that its reads stay in the program
-	// pfKeys is Prefetch's list of keys, kept here so that handing it to
-	// the families' hooks allocates nothing; cleared after each use.
-	pfKeys [engine.PrefetchMax][]byte
 
 	multi *multiState    // MULTI and WATCH (multi.go); nil until first used
 	tx    *engine.Engine // the transaction's handle while EXEC runs; nil otherwise

@@ -275,7 +275,7 @@ func (s *Server) Prefetch(conn Conn, cmds []resp.Command) {
 	if c == nil || s.env.Engine == nil {
 		return
 	}
-	keys := &c.pfKeys
+	var keys [engine.PrefetchMax][]byte
 	n := 0
 	cmd := c.bt.named
 	for _, m := range cmds {
@@ -296,7 +296,6 @@ func (s *Server) Prefetch(conn Conn, cmds []resp.Command) {
 	for _, fn := range s.table.prefetch { // a global policy's peer records (OnPrefetch)
 		c.prefetched += fn(keys[:n])
 	}
-	clear(keys[:n])
 }
 
 // firstKey is the first key a command names, or nil; nil too for a

@@ -354,11 +354,8 @@ func (s *Store) Prefetch(keys [][]byte) uint32 {
 }
 
 // globalKeys appends to sel those of keys that are a global policy's
-// rl:<policy>:<key>, up to sel's capacity. A pipeline's keys are mostly of
-// one policy: a name the same as the last key's is not looked up again.
+// rl:<policy>:<key>, up to sel's capacity.
 func (s *Store) globalKeys(sel, keys [][]byte) [][]byte {
-	var last []byte
-	glob := false
 	for _, k := range keys {
 		if len(sel) == cap(sel) {
 			break
@@ -370,11 +367,7 @@ func (s *Store) globalKeys(sel, keys [][]byte) [][]byte {
 		if end < 0 {
 			continue
 		}
-		if name := k[3 : 3+end]; last == nil || !bytes.Equal(name, last) {
-			c := s.lookup(name)
-			last, glob = name, c != nil && c.glob != nil
-		}
-		if glob {
+		if c := s.lookup(k[3 : 3+end]); c != nil && c.glob != nil {
 			sel = append(sel, k)
 		}
 	}

@@ -216,46 +216,53 @@ func (t *PeerTable) getLocked(sh *tableShard, h uint64, key []byte) *record {
 const PrefetchMax = 32
 
 // Prefetch reads, for each of keys (at most PrefetchMax), the place and
-// then the record's first cache line (and its key) a lookup of that key
-// reads, so that the admissions of a pipeline that follow find them in the
-// cache: in passes, every place, then every record, then every key, so
-// that no read waits for another and their cache misses overlap (the keyspace's
+// then the record (and its key) a lookup of that key reads, so that the
+// admissions of a pipeline that follow find them in the cache: in passes,
+// every place, then every record, then every key, so that no read waits
+// for another and their cache misses overlap (the keyspace's
 // shard.Table.Prefetch does the same for its own lookups). It takes each
-// shard's lock (for the places) only if it is free and changes nothing; its result is what
+// shard's lock only if it is free and changes nothing; its result is what
 // was read, for the caller to keep so the reads are not dropped.
 func (t *PeerTable) Prefetch(keys [][]byte) uint64 {
 	if t == nil {
 		return 0
 	}
+	var hs [PrefetchMax]uint64
 	var recs [PrefetchMax]*record
 	keys = keys[:min(len(keys), PrefetchMax)]
 	for i, k := range keys {
 		h := t.hash(k)
+		hs[i] = h
 		sh := t.shard(h)
 		if !sh.mu.TryLock() {
 			continue
 		}
-		// The first places of the probe: the home place's cache line.
 		if size := len(sh.slot); size > 0 {
-			for j, p := 0, pos(h, size); j < 4; j, p = j+1, (p+1)&(size-1) {
-				if s := sh.slot[p]; s.rec == nil || s.h == h {
-					recs[i] = s.rec
-					break
-				}
+			if s := sh.slot[pos(h, size)]; s.h == h {
+				recs[i] = s.rec
 			}
 		}
 		sh.mu.Unlock()
 	}
-	// The record's key and heard are never written once it is in the
-	// table: read without the lock, which would make each read wait for
-	// the one before (a locked instruction orders the loads before it).
 	var sum uint64
 	var ks [PrefetchMax]string
 	for i, r := range recs[:len(keys)] {
-		if r != nil {
-			ks[i] = r.key
-			sum += uint64(cap(r.heard))
+		if r == nil {
+			continue
 		}
+		sh := t.shard(hs[i])
+		if !sh.mu.TryLock() {
+			continue
+		}
+		// A word at most 64 bytes apart across the record, so that each
+		// of its cache lines is read: the key, wroteAt, dirty and the
+		// last inline slot.
+		ks[i] = r.key
+		sum += uint64(r.wroteAt) + uint64(r.inline[1][1].Value)
+		if r.dirty {
+			sum++
+		}
+		sh.mu.Unlock()
 	}
 	for _, k := range ks[:len(keys)] {
 		if k != "" {
