@@ -116,12 +116,6 @@ func (t *Table) AddEarlySection(name string, save func() ([]byte, error), load f
 // statistics.
 func (t *Table) OnResetStat(fn func()) { t.resetStat = append(t.resetStat, fn) }
 
-// OnPrefetch adds what reads ahead, beside the keyspace, for a batch of a
-// connection's commands (Server.Prefetch): fn gets the first key of each
-// command, reads what their commands will read (its result is what it
-// read, kept so the reads stay in the program) and changes nothing.
-func (t *Table) OnPrefetch(fn func(keys [][]byte) uint32) { t.prefetch = append(t.prefetch, fn) }
-
 // OnClose adds what the command layer's Close stops, in the order added,
 // before the change stream closes.
 func (t *Table) OnClose(fn func()) { t.closers = append(t.closers, fn) }

@@ -264,8 +264,7 @@ func (s *Server) EndBatch(conn Conn) {
 }
 
 // Prefetch reads ahead, for a batch of a connection's commands, where the
-// keyspace keeps the first key of each (engine.Prefetch), and what the
-// families added with OnPrefetch read for those keys: a pipeline of
+// keyspace keeps the first key of each (engine.Prefetch): a pipeline of
 // commands on keys the cache does not hold then waits for their cache
 // misses together rather than one after the other. It runs nothing and
 // checks nothing; each command is then run, and refused, as it would
@@ -293,9 +292,6 @@ func (s *Server) Prefetch(conn Conn, cmds []resp.Command) {
 		}
 	}
 	c.prefetched += s.env.Engine.Prefetch(keys[:n])
-	for _, fn := range s.table.prefetch { // a global policy's peer records (OnPrefetch)
-		c.prefetched += fn(keys[:n])
-	}
 }
 
 // firstKey is the first key a command names, or nil; nil too for a

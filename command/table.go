@@ -172,9 +172,8 @@ type Table struct {
 	snapshot  persistence.Sections // the snapshot sections families keep (AddSection)
 	resetStat []func()
 	closers   []func()
-	endRound  []func()                     // family.go: OnEndRound
-	prefetch  []func(keys [][]byte) uint32 // family.go: OnPrefetch
-	save      func() error                 // family.go: SetSave
+	endRound  []func()     // family.go: OnEndRound
+	save      func() error // family.go: SetSave
 	// connection modes (modes.go) and per-client state (family.go)
 	modeChecks   [maxModes]GateFunc
 	nModes       int

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -333,43 +332,4 @@ func (s *Store) Lags() []PeerLag {
 		return p.Lags()
 	}
 	return nil
-}
-
-// Prefetch reads ahead, for a pipeline's keys (the keyspace's, as
-// command.Server.Prefetch collects them), the peer table's records of
-// those that are a global policy's (rl:<policy>:<key>), so that their
-// admissions find them in the cache (PeerTable.Prefetch). It changes
-// nothing; its result is what was read, for the caller to keep.
-func (s *Store) Prefetch(keys [][]byte) uint32 {
-	p := s.peersOrNil()
-	if p == nil {
-		return 0
-	}
-	var buf [PrefetchMax][]byte
-	sel := s.globalKeys(buf[:0], keys)
-	if len(sel) == 0 {
-		return 0
-	}
-	return uint32(p.Table().Prefetch(sel))
-}
-
-// globalKeys appends to sel those of keys that are a global policy's
-// rl:<policy>:<key>, up to sel's capacity.
-func (s *Store) globalKeys(sel, keys [][]byte) [][]byte {
-	for _, k := range keys {
-		if len(sel) == cap(sel) {
-			break
-		}
-		if len(k) < 3 || string(k[:3]) != "rl:" {
-			continue
-		}
-		end := bytes.IndexByte(k[3:], ':')
-		if end < 0 {
-			continue
-		}
-		if c := s.lookup(k[3 : 3+end]); c != nil && c.glob != nil {
-			sel = append(sel, k)
-		}
-	}
-	return sel
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -207,34 +206,5 @@ func TestGlobalPolicySurvivesASnapshot(t *testing.T) {
 	}
 	if in, ok := s2.Get("g"); !ok || !in.Global {
 		t.Fatalf("restored %+v", in)
-	}
-}
-
-// TestGlobalKeysPicksGlobalPoliciesKeys: the pipeline's read-ahead takes
-// the keys of global policies only, skips anything else, and stops at the
-// room it has.
-func TestGlobalKeysPicksGlobalPoliciesKeys(t *testing.T) {
-	s, _, _ := newTest(t, Policy{Name: "g", Algorithm: FixedWindow, Limit: 10, Period: time.Second, Global: true},
-		Policy{Name: "l", Algorithm: FixedWindow, Limit: 10, Period: time.Second})
-	var keys [][]byte
-	for _, k := range []string{"rl:g:a", "rl:l:a", "rl:g:", "rl:g", "rl:", "rl", "", "x:g:a", "rl:gg:a", "rl:g:b:c", "rl::g:a"} {
-		keys = append(keys, []byte(k))
-	}
-	got := s.globalKeys(make([][]byte, 0, 8), keys)
-	if want := "[rl:g:a rl:g: rl:g:b:c]"; fmt.Sprintf("%s", got) != want {
-		t.Fatalf("selected %s, want %s", got, want)
-	}
-	if got := s.globalKeys(make([][]byte, 0, 2), keys); len(got) != 2 {
-		t.Fatalf("selected %d keys with room for 2", len(got))
-	}
-	if s.Prefetch(keys) != 0 {
-		t.Fatal("read ahead with no peers")
-	}
-	peers := newFakePeers()
-	s.SetPeers(peers)
-	peers.set("rl:g:a", 1, 1)
-	s.Prefetch(keys)
-	if peers.tab.Size() != 1 {
-		t.Fatalf("the read-ahead made records: %d", peers.tab.Size())
 	}
 }

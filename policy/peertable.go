@@ -65,15 +65,14 @@ const (
 )
 
 // record is what the table keeps of one policy key: this region's own
-// slots (what the peers are sent) and each peer's last heard. The fields
-// an admission reads come first.
+// slots (what the peers are sent) and each peer's last heard.
 type record struct {
 	key     string
-	heard   []slots
-	wroteAt int64 // the last instant this region charged the key
-	touched int64 // the last instant any slot changed
 	own     slots
-	dirty   bool     // own changed since the last batch
+	touched int64 // the last instant any slot changed
+	wroteAt int64 // the last instant this region charged the key
+	dirty   bool  // own changed since the last batch
+	heard   []slots
 	inline  [2]slots // heard's memory with up to two peers: one allocation, one cache line fewer
 }
 
@@ -88,11 +87,6 @@ const tableShards = 64
 // batch wait in a per-shard dirty list that the sender drains (TakeDirty).
 // Package region fills it from the peers' batches (Merge) and sends what
 // changed.
-//
-// Each shard is an open-addressing table keyed by the key's 64-bit hash
-// (linear probing; the key kept in the record decides), so that a lookup
-// reads one slot and one record, and Prefetch can read both ahead for a
-// pipeline, as the keyspace's own lookups are.
 type PeerTable struct {
 	seed        maphash.Seed
 	peers       int
@@ -104,68 +98,9 @@ type PeerTable struct {
 
 type tableShard struct {
 	mu    sync.Mutex
-	slot  []tslot // a power of two long, at most 3/4 full; nil until the first record
-	n     int     // records
+	recs  map[string]*record
 	dirty []*record
-	_     [16]byte
-}
-
-// tslot is one place of a shard's table: a record and its key's hash; rec
-// nil is a free place.
-type tslot struct {
-	h   uint64
-	rec *record
-}
-
-// pos is where h's probe sequence starts in a table of size places (the
-// low bits chose the shard).
-func pos(h uint64, size int) int { return int(h>>8) & (size - 1) }
-
-// find is key's record, or nil; the shard is locked.
-func (sh *tableShard) find(h uint64, key []byte) *record {
-	size := len(sh.slot)
-	if size == 0 {
-		return nil
-	}
-	for i := pos(h, size); ; i = (i + 1) & (size - 1) {
-		s := &sh.slot[i]
-		if s.rec == nil {
-			return nil
-		}
-		if s.h == h && s.rec.key == string(key) {
-			return s.rec
-		}
-	}
-}
-
-// put adds r, whose key is not there, under hash h; the shard is locked.
-func (sh *tableShard) put(h uint64, r *record) {
-	if (sh.n+1)*4 > len(sh.slot)*3 {
-		sh.resize(max(16, 2*len(sh.slot)))
-	}
-	sh.place(h, r)
-	sh.n++
-}
-
-// place puts r in the first free place of h's probe sequence.
-func (sh *tableShard) place(h uint64, r *record) {
-	size := len(sh.slot)
-	i := pos(h, size)
-	for sh.slot[i].rec != nil {
-		i = (i + 1) & (size - 1)
-	}
-	sh.slot[i] = tslot{h, r}
-}
-
-// resize moves every record into a table of size places.
-func (sh *tableShard) resize(size int) {
-	old := sh.slot
-	sh.slot = make([]tslot, size)
-	for _, s := range old {
-		if s.rec != nil {
-			sh.place(s.h, s.rec)
-		}
-	}
+	_     [40]byte
 }
 
 // NewPeerTable returns the table of a region with peers peer regions,
@@ -173,6 +108,9 @@ func (sh *tableShard) resize(size int) {
 // FairShare or LocalOnly), read at each admission that meets one.
 func NewPeerTable(peers int, onPartition func() string) *PeerTable {
 	t := &PeerTable{seed: maphash.MakeSeed(), peers: peers, partitioned: make([]atomic.Bool, peers), partedAt: make([]atomic.Int64, peers), onPartition: onPartition}
+	for i := range t.shards {
+		t.shards[i].recs = map[string]*record{}
+	}
 	return t
 }
 
@@ -192,14 +130,13 @@ func (t *PeerTable) SetPartitioned(p int, v bool, now int64) bool {
 // Partitioned reports whether peer p is partitioned.
 func (t *PeerTable) Partitioned(p int) bool { return t.partitioned[p].Load() }
 
-// hash is key's hash, which picks its shard (low bits) and its place there.
-func (t *PeerTable) hash(key []byte) uint64 { return maphash.Bytes(t.seed, key) }
-
-func (t *PeerTable) shard(h uint64) *tableShard { return &t.shards[h%tableShards] }
+func (t *PeerTable) shard(key []byte) *tableShard {
+	return &t.shards[maphash.Bytes(t.seed, key)%tableShards]
+}
 
 // getLocked finds or makes key's record; the shard is locked.
-func (t *PeerTable) getLocked(sh *tableShard, h uint64, key []byte) *record {
-	if r := sh.find(h, key); r != nil {
+func (t *PeerTable) getLocked(sh *tableShard, key []byte) *record {
+	if r := sh.recs[string(key)]; r != nil {
 		return r
 	}
 	r := &record{key: string(key)}
@@ -208,68 +145,8 @@ func (t *PeerTable) getLocked(sh *tableShard, h uint64, key []byte) *record {
 	} else {
 		r.heard = make([]slots, t.peers)
 	}
-	sh.put(h, r)
+	sh.recs[r.key] = r
 	return r
-}
-
-// PrefetchMax is the most keys one Prefetch call reads ahead.
-const PrefetchMax = 32
-
-// Prefetch reads, for each of keys (at most PrefetchMax), the place and
-// then the record (and its key) a lookup of that key reads, so that the
-// admissions of a pipeline that follow find them in the cache: in passes,
-// every place, then every record, then every key, so that no read waits
-// for another and their cache misses overlap (the keyspace's
-// shard.Table.Prefetch does the same for its own lookups). It takes each
-// shard's lock only if it is free and changes nothing; its result is what
-// was read, for the caller to keep so the reads are not dropped.
-func (t *PeerTable) Prefetch(keys [][]byte) uint64 {
-	if t == nil {
-		return 0
-	}
-	var hs [PrefetchMax]uint64
-	var recs [PrefetchMax]*record
-	keys = keys[:min(len(keys), PrefetchMax)]
-	for i, k := range keys {
-		h := t.hash(k)
-		hs[i] = h
-		sh := t.shard(h)
-		if !sh.mu.TryLock() {
-			continue
-		}
-		if size := len(sh.slot); size > 0 {
-			if s := sh.slot[pos(h, size)]; s.h == h {
-				recs[i] = s.rec
-			}
-		}
-		sh.mu.Unlock()
-	}
-	var sum uint64
-	var ks [PrefetchMax]string
-	for i, r := range recs[:len(keys)] {
-		if r == nil {
-			continue
-		}
-		sh := t.shard(hs[i])
-		if !sh.mu.TryLock() {
-			continue
-		}
-		// A word at most 64 bytes apart across the record, so that each
-		// of its cache lines is read: the key, wroteAt, dirty and the
-		// last inline slot.
-		ks[i] = r.key
-		sum += uint64(r.wroteAt) + uint64(r.inline[1][1].Value)
-		if r.dirty {
-			sum++
-		}
-		sh.mu.Unlock()
-	}
-	for _, k := range ks[:len(keys)] {
-		if k != "" {
-			sum += uint64(k[0])
-		}
-	}
-	return sum
 }
 
 // peerView is one admission's hold on a key's record: the table's shard
@@ -278,7 +155,6 @@ func (t *PeerTable) Prefetch(keys [][]byte) uint64 {
 type peerView struct {
 	t       *PeerTable
 	sh      *tableShard
-	h       uint64 // the key's hash
 	rec     *record
 	share   int64 // a window's limit / regions
 	regions int64
@@ -289,10 +165,9 @@ func (t *PeerTable) hold(key []byte, share int64, regions int) peerView {
 	if t == nil {
 		return peerView{}
 	}
-	h := t.hash(key)
-	sh := t.shard(h)
+	sh := t.shard(key)
 	sh.mu.Lock()
-	return peerView{t: t, sh: sh, h: h, rec: sh.find(h, key), share: share, regions: int64(max(regions, 1))}
+	return peerView{t: t, sh: sh, rec: sh.recs[string(key)], share: share, regions: int64(max(regions, 1))}
 }
 
 // fairShareTAT is a bucket's TAT as on-partition fair-share counts it:
@@ -374,7 +249,7 @@ func (v *peerView) release(key []byte, s Slot, wrote bool, now int64) {
 	if wrote {
 		r := v.rec
 		if r == nil {
-			r = v.t.getLocked(v.sh, v.h, key)
+			r = v.t.getLocked(v.sh, key)
 		}
 		r.own.merge(s)
 		r.touched, r.wroteAt = now, now
@@ -389,10 +264,9 @@ func (v *peerView) release(key []byte, s Slot, wrote bool, now int64) {
 // Merge folds peer p's slot for key into the table and returns by how much
 // it grew.
 func (t *PeerTable) Merge(p int, key []byte, s Slot, now int64) int64 {
-	h := t.hash(key)
-	sh := t.shard(h)
+	sh := t.shard(key)
 	sh.mu.Lock()
-	r := t.getLocked(sh, h, key)
+	r := t.getLocked(sh, key)
 	d := r.heard[p].merge(s)
 	if d > 0 {
 		r.touched = now
@@ -429,11 +303,7 @@ func (t *PeerTable) All(out []Update) []Update {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		for _, sl := range sh.slot {
-			r := sl.rec
-			if r == nil {
-				continue
-			}
+		for _, r := range sh.recs {
 			for _, s := range r.own {
 				if s.ID != 0 || s.Value != 0 {
 					out = append(out, Update{r.key, s})
@@ -446,36 +316,18 @@ func (t *PeerTable) All(out []Update) []Update {
 }
 
 // Sweep drops shard i's records untouched since before cutoff: their
-// windows and buckets are over everywhere. The shard's table is rebuilt
-// when any is dropped (at a size its records fit).
+// windows and buckets are over everywhere.
 func (t *PeerTable) Sweep(i int, cutoff int64) int {
 	sh := &t.shards[i%tableShards]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	keep := 0
-	for _, s := range sh.slot {
-		if s.rec != nil && (s.rec.touched >= cutoff || s.rec.dirty) {
-			keep++
+	n := 0
+	for k, r := range sh.recs {
+		if r.touched < cutoff && !r.dirty {
+			delete(sh.recs, k)
+			n++
 		}
 	}
-	n := sh.n - keep
-	if n == 0 {
-		return 0
-	}
-	old := sh.slot
-	size := 16
-	for keep*2 > size {
-		size *= 2
-	}
-	sh.slot, sh.n = nil, keep
-	if keep > 0 {
-		sh.slot = make([]tslot, size)
-	}
-	for _, s := range old {
-		if s.rec != nil && (s.rec.touched >= cutoff || s.rec.dirty) {
-			sh.place(s.h, s.rec)
-		}
-	}
+	sh.mu.Unlock()
 	return n
 }
 
@@ -485,7 +337,7 @@ func (t *PeerTable) Size() int {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
-		n += sh.n
+		n += len(sh.recs)
 		sh.mu.Unlock()
 	}
 	return n

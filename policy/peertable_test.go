@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"math/rand"
 	"testing"
 )
@@ -110,85 +109,6 @@ func TestPeerViewCountsPartitionedPeers(t *testing.T) {
 		v.release(key, Slot{}, false, 2)
 		if got != c.want {
 			t.Errorf("%s: heard %d, want %d", c.mode, got, c.want)
-		}
-	}
-}
-
-// TestTableShardFindsByKeyUnderCollisions: records whose hashes are equal,
-// or start their probes at the same place (the table's end, so the probe
-// wraps), are each found by their key, through growth, and a sweep keeps
-// exactly the records still in use.
-func TestTableShardFindsByKeyUnderCollisions(t *testing.T) {
-	var tab PeerTable
-	sh := &tab.shards[0]
-	const n = 300
-	hashOf := func(i int) uint64 {
-		switch i % 3 {
-		case 0:
-			return 42 // the same hash for a third of the keys
-		case 1:
-			return uint64(15)<<8 | uint64(i%7) // the same start in a table of 16
-		}
-		return uint64(i) * 0x9e3779b97f4a7c15
-	}
-	key := func(i int) []byte { return []byte(fmt.Sprintf("rl:api:%d", i)) }
-	for i := 0; i < n; i++ {
-		if sh.find(hashOf(i), key(i)) != nil {
-			t.Fatalf("key %d found before it was added", i)
-		}
-		sh.put(hashOf(i), &record{key: string(key(i)), touched: int64(i)})
-		for j := 0; j <= i; j += 17 {
-			if r := sh.find(hashOf(j), key(j)); r == nil || r.key != string(key(j)) {
-				t.Fatalf("after %d adds: key %d found as %v", i+1, j, r)
-			}
-		}
-	}
-	if sh.n != n || sh.n*4 > len(sh.slot)*3 {
-		t.Fatalf("%d records in %d places", sh.n, len(sh.slot))
-	}
-	// Sweep: drop the records touched before 200 unless dirty.
-	for i := 0; i < 200; i += 50 {
-		tab.shards[0].find(hashOf(i), key(i)).dirty = true
-	}
-	if got, want := tab.Sweep(0, 200), 200-4; got != want {
-		t.Fatalf("swept %d, want %d", got, want)
-	}
-	for i := 0; i < n; i++ {
-		kept := i >= 200 || i%50 == 0
-		if r := tab.shards[0].find(hashOf(i), key(i)); (r != nil) != kept {
-			t.Fatalf("key %d: found %v, want kept %v", i, r != nil, kept)
-		}
-	}
-	if tab.Size() != 104 {
-		t.Fatalf("size %d after the sweep, want 104", tab.Size())
-	}
-}
-
-// TestTablePrefetchChangesNothing: reading ahead keys with and without
-// records makes none and leaves every count as it was.
-func TestTablePrefetchChangesNothing(t *testing.T) {
-	tab := NewPeerTable(2, func() string { return KeepLast })
-	var keys [][]byte
-	for i := 0; i < 40; i++ {
-		k := []byte(fmt.Sprintf("rl:g:%d", i))
-		keys = append(keys, k)
-		if i%2 == 0 {
-			tab.Merge(1, k, Slot{100, int64(i + 1)}, 1)
-		}
-	}
-	tab.Prefetch(keys) // more than PrefetchMax: the rest are skipped
-	tab.Prefetch(nil)
-	var none *PeerTable
-	none.Prefetch(keys)
-	if tab.Size() != 20 {
-		t.Fatalf("size %d, want 20", tab.Size())
-	}
-	for i, k := range keys {
-		h := tab.hash(k)
-		sh := tab.shard(h)
-		r := sh.find(h, k)
-		if (r != nil) != (i%2 == 0) || r != nil && r.heard[1].value(100) != int64(i+1) {
-			t.Fatalf("key %s: record %+v", k, r)
 		}
 	}
 }

@@ -48,7 +48,6 @@ func (f *Family) Register(t *command.Table, env command.Env) {
 	t.ExtendInfo("limits", func(_ *engine.Engine, b *strings.Builder) { f.policies.AppendInfo(b) })
 	t.AddSection("policies", f.policies.MarshalRuntime, f.policies.UnmarshalRuntime)
 	t.OnResetStat(f.policies.ResetCounters)
-	t.OnPrefetch(f.policies.Prefetch) // a global policy's peer-table records
 }
 
 // Policies is the named policies the family applies.
