@@ -189,12 +189,16 @@ func startPartitionedCluster(t *testing.T, kind string) *partitionedCluster {
 		eventually(t, 30*time.Second, func() bool { return c.Ping(ctx).Err() == nil }, func() string { return kind + " at " + addr })
 		id, err := c.ClusterMyID(ctx).Result()
 		require.NoError(t, err)
+		pc.bus.mu.Lock() // the proxies' goroutines read owner and victim
 		proxies[i].owner = id
+		pc.bus.mu.Unlock()
 		if i == 0 {
 			pc.victimID = id
 		}
 	}
+	pc.bus.mu.Lock()
 	pc.bus.victim = pc.victimID
+	pc.bus.mu.Unlock()
 	args := append([]string{"create"}, pc.addrs...)
 	out, err := redisCliCluster(t, append(args, "--cluster-replicas", "1", "--cluster-yes")...)
 	require.NoError(t, err, "%s", out)

@@ -194,16 +194,19 @@ func TestRedisBenchmark(t *testing.T) {
 		}
 	}
 
-	// The whole default set: the set tests get a clean Redis error at
-	// SPOP, where redis-benchmark stops; the server stays up.
+	// The whole default set runs to the end: every test answered, none an
+	// error (issue 37's measure; bench/redisbench.sh sets the figures
+	// beside Redis's).
 	cmd := exec.Command(bench, append(base, "--csv")...)
 	outb, err := cmd.CombinedOutput()
 	out = string(outb)
-	if err == nil {
-		t.Errorf("default set: redis-benchmark exited 0, want its exit status 1 for an error reply")
+	if err != nil || strings.Contains(out, "rror") {
+		t.Errorf("default set: redis-benchmark %v:\n%s", err, out)
 	}
-	if !strings.Contains(out, "Error from server: ERR unknown command 'SPOP'") {
-		t.Errorf("default set: want redis-benchmark to stop at SPOP's unknown-command error:\n%s", out)
+	for _, test := range []string{"PING_INLINE", "SET", "GET", "INCR", "LPUSH", "RPOP", "SADD", "HSET", "SPOP", "ZADD", "ZPOPMIN", "LRANGE_600 (first 600 elements)", "MSET (10 keys)"} {
+		if !strings.Contains(out, "\n\""+test+"\",\"") {
+			t.Errorf("default set: no %s in:\n%s", test, out)
+		}
 	}
 	if got := ts.cli(t, "PING"); got != "PONG\n" {
 		t.Errorf("PING after the default set: %q", got)
