@@ -126,7 +126,7 @@ type keyspace struct {
 	stats []shardStats
 	side  []sideState // per shard, guarded by the shard's lock
 
-	jr journalRef // who is told every change (journal.go)
+	jr        journalRef                   // who is told every change (journal.go)
 	keyEvents atomic.Pointer[keyEventsBox] // who is told the keys expiry and eviction delete (keyevents.go)
 
 	txs sync.Pool // transactions' handles, reused: a script or EXEC allocates none

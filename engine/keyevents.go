@@ -1,6 +1,5 @@
 package engine
 
-
 // KeyEvents is told the keys the keyspace deletes on its own, not by a
 // command's write: a key whose time to live ran out (found by the access
 // that deletes it, or by active expiry), and a key maxmemory's policy
