@@ -306,13 +306,14 @@ func (b *blockers) cmdBPop(zset, tail bool) func(c *command.Client, args [][]byt
 		pop := func(eng *engine.Engine, now int64, key []byte, proto int) ([]byte, []byte, bool) {
 			w := replyWriter(proto)
 			if zset {
-				k, items, err := zpopFirst(eng, now, [][]byte{key}, tail, 1)
+				k, items, left, err := zpopFirst(eng, now, [][]byte{key}, tail, 1)
 				switch {
 				case err != nil:
 					return errReply(err, proto), nil, false
 				case k == nil:
 					return nil, nil, false
 				}
+				notifyLeft(c, config.NotifyZSet, zpopEvent(tail), key, left)
 				w.Array(3)
 				w.Bulk(key)
 				w.BulkString(items[0].Member)
@@ -421,13 +422,14 @@ func (b *blockers) cmdBZMPop(c *command.Client, args [][]byte) {
 		return
 	}
 	pop := func(eng *engine.Engine, now int64, key []byte, proto int) ([]byte, []byte, bool) {
-		k, items, err := zpopFirst(eng, now, [][]byte{key}, where == 1, count)
+		k, items, left, err := zpopFirst(eng, now, [][]byte{key}, where == 1, count)
 		switch {
 		case err != nil:
 			return errReply(err, proto), nil, false
 		case k == nil:
 			return nil, nil, false
 		}
+		notifyLeft(c, config.NotifyZSet, zpopEvent(where == 1), key, left)
 		w := replyWriter(proto)
 		w.Array(2)
 		w.Bulk(key)
