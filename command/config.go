@@ -81,6 +81,7 @@ func (s *Server) registerReloads() {
 		s.guard.mem.load(s)
 		return nil
 	})
+	t.OnReload(config.ReloadNotify, s.loadNotify)
 	t.OnReload(config.ReloadSlowlog, func() error {
 		s.slow.configure(s.Config())
 		return nil

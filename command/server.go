@@ -124,6 +124,7 @@ func New(cfg config.Config, eng *engine.Engine, logger *log.Logger, families ...
 	env.ClusterRoles = cfg.ClusterEnabled == "yes"
 	env.Sections = &s.table.snapshot
 	s.registerReloads()
+	s.loadNotify()
 	s.table.AddInfo("limits", 60, s.infoLimits)
 	for _, f := range families {
 		f.Register(s.table, env)

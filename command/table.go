@@ -194,6 +194,7 @@ type Table struct {
 	observer  atomic.Pointer[observer]
 	decisions atomic.Pointer[decisionObserver] // decisions.go: ObserveDecisions
 	publisher Publisher
+	notify    atomic.Int32 // notify.go: notify-keyspace-events' classes, 0 while none reaches a channel
 	// a busy server (calls.go: SetBusyCheck)
 	busy      *atomic.Int32
 	busyCheck GateFunc

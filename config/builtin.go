@@ -230,6 +230,17 @@ func observability() []*Directive {
 			}},
 		Int("slowlog-max-len", "how many slow commands the slow log keeps", true, 0,
 			func(c *Config) *int { return &c.SlowlogMaxLen }).with(ReloadSlowlog),
+		{Name: "notify-keyspace-events", Mutable: true, Reload: ReloadNotify,
+			Help: "keyspace notifications published through pub/sub, in Redis's letters (K, E, g, $, l, s, h, z, x, e, A, ...); empty: none",
+			Get:  func(c *Config) string { return FormatNotifyEvents(c.NotifyKeyspaceEvents) },
+			Set: func(c *Config, v string) error {
+				flags, ok := ParseNotifyEvents(v)
+				if !ok {
+					return fmt.Errorf("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+				}
+				c.NotifyKeyspaceEvents = flags
+				return nil
+			}},
 		Bool("analytics", "record each limiter decision's key: top limited keys (RL.TOP) and per-second and per-minute history (RL.HISTORY), in fixed memory", true,
 			func(c *Config) *bool { return &c.Analytics }).with(ReloadAnalytics),
 		{Name: "analytics-period", Mutable: true, Reload: ReloadAnalytics,

@@ -67,6 +67,9 @@ type Config struct {
 	SlowlogMaxLen        int    // entries the slow log keeps
 	MetricsAddr          string // Prometheus endpoint address; empty: off
 	Dashboard            bool   // dashboard: serve the live page on the metrics listener
+	// NotifyKeyspaceEvents is notify-keyspace-events: the classes of
+	// keyspace notifications published, Notify* bits; 0 (none) by default.
+	NotifyKeyspaceEvents int
 	// Analytics is analytics: record every limiter decision's key for
 	// the top limited keys (RL.TOP) and the per-second and per-minute
 	// history (RL.HISTORY); off by default (docs/operations.md says why).

@@ -21,6 +21,7 @@ const (
 	ReloadReplication               // resize the replication backlog
 	ReloadAppendOnly                // open or close the append-only file
 	ReloadAnalytics                 // start, stop or re-period the analytics
+	ReloadNotify                    // reread which keyspace notifications are published
 )
 
 // Directive is one configuration parameter, named as in Redis. The one

@@ -126,7 +126,8 @@ type keyspace struct {
 	stats []shardStats
 	side  []sideState // per shard, guarded by the shard's lock
 
-	jr journalRef // who is told every change (journal.go)
+	jr        journalRef                   // who is told every change (journal.go)
+	keyEvents atomic.Pointer[keyEventsBox] // who is told the keys expiry and eviction delete (keyevents.go)
 
 	txs sync.Pool // transactions' handles, reused: a script or EXEC allocates none
 
@@ -450,6 +451,8 @@ func (e *Engine) find(i int, s *shard.Shard[stored], key []byte, h uint64, now i
 	case !cur.live(now):
 		e.stats[i].expired.Add(1)
 		e.stats[i].misses.Add(1)
+		// Do and DoMulti delete it or write it anew in this unit.
+		e.expiredEvent(key)
 		f := found{cur: cur, tag: tag}
 		if *tag&tagExt != 0 {
 			f.payload = e.extPayload(i, cur, *tag)
@@ -744,6 +747,7 @@ func (e *Engine) expireShard(i int, now int64, sample int) int {
 					key = kb
 				}
 				e.reap(i, s, key, e.tab.Hash(key), v, tag)
+				e.expiredEvent(key)
 				gone++
 			}
 			return true

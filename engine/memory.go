@@ -58,6 +58,7 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 				if j != nil {
 					e.recordOne(j, i, kb, h)
 				}
+				e.expiredEvent(kb)
 				gone++
 			case v.Expire != 0 && (bestExp == 0 || v.Expire < bestExp):
 				bestExp = v.Expire
@@ -80,6 +81,9 @@ func (e *Engine) EvictSoonest(now int64, sample int) (evicted, reaped bool) {
 				e.stats[i].changes.Add(1)
 				if j != nil {
 					e.recordOne(j, i, best, h)
+				}
+				if b := e.keyEvents.Load(); b != nil {
+					b.k.Evicted(best)
 				}
 			}
 		}

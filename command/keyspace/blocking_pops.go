@@ -9,6 +9,7 @@ import (
 
 	"github.com/limitdb/limitdb/clock"
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 	"github.com/limitdb/limitdb/resp"
 )
@@ -305,26 +306,28 @@ func (b *blockers) cmdBPop(zset, tail bool) func(c *command.Client, args [][]byt
 		pop := func(eng *engine.Engine, now int64, key []byte, proto int) ([]byte, []byte, bool) {
 			w := replyWriter(proto)
 			if zset {
-				k, items, err := zpopFirst(eng, now, [][]byte{key}, tail, 1)
+				k, items, left, err := zpopFirst(eng, now, [][]byte{key}, tail, 1)
 				switch {
 				case err != nil:
 					return errReply(err, proto), nil, false
 				case k == nil:
 					return nil, nil, false
 				}
+				notifyLeft(c, config.NotifyZSet, zpopEvent(tail), key, left)
 				w.Array(3)
 				w.Bulk(key)
 				w.BulkString(items[0].Member)
 				w.Double(items[0].Score)
 				return w.Bytes(), nil, true
 			}
-			k, popped, err := lpopFirst(eng, now, [][]byte{key}, !tail, 1)
+			k, popped, left, err := lpopFirst(eng, now, [][]byte{key}, !tail, 1)
 			switch {
 			case err != nil:
 				return errReply(err, proto), nil, false
 			case k == nil:
 				return nil, nil, false
 			}
+			notifyLeft(c, config.NotifyList, popEvent(!tail), key, left)
 			w.Array(2)
 			w.Bulk(key)
 			w.Bulk(popped[0])
@@ -360,13 +363,14 @@ func (b *blockers) blmove(c *command.Client, src, dst []byte, fromHead, toHead b
 	}
 	dstKey := append([]byte(nil), dst...)
 	pop := func(eng *engine.Engine, now int64, key []byte, proto int) ([]byte, []byte, bool) {
-		v, ok, err := moveElement(eng, now, key, dstKey, fromHead, toHead)
+		v, ok, left, err := moveElement(eng, now, key, dstKey, fromHead, toHead)
 		switch {
 		case err != nil:
 			return errReply(err, proto), nil, false
 		case !ok:
 			return nil, nil, false
 		}
+		notifyMove(c, key, dstKey, fromHead, toHead, left)
 		w := replyWriter(proto)
 		w.Bulk(v)
 		return w.Bytes(), dstKey, true
@@ -386,13 +390,14 @@ func (b *blockers) cmdBLMPop(c *command.Client, args [][]byte) {
 		return
 	}
 	pop := func(eng *engine.Engine, now int64, key []byte, proto int) ([]byte, []byte, bool) {
-		k, popped, err := lpopFirst(eng, now, [][]byte{key}, where == 0, count)
+		k, popped, left, err := lpopFirst(eng, now, [][]byte{key}, where == 0, count)
 		switch {
 		case err != nil:
 			return errReply(err, proto), nil, false
 		case k == nil:
 			return nil, nil, false
 		}
+		notifyLeft(c, config.NotifyList, popEvent(where == 0), key, left)
 		w := replyWriter(proto)
 		w.Array(2)
 		w.Bulk(key)
@@ -417,13 +422,14 @@ func (b *blockers) cmdBZMPop(c *command.Client, args [][]byte) {
 		return
 	}
 	pop := func(eng *engine.Engine, now int64, key []byte, proto int) ([]byte, []byte, bool) {
-		k, items, err := zpopFirst(eng, now, [][]byte{key}, where == 1, count)
+		k, items, left, err := zpopFirst(eng, now, [][]byte{key}, where == 1, count)
 		switch {
 		case err != nil:
 			return errReply(err, proto), nil, false
 		case k == nil:
 			return nil, nil, false
 		}
+		notifyLeft(c, config.NotifyZSet, zpopEvent(where == 1), key, left)
 		w := replyWriter(proto)
 		w.Array(2)
 		w.Bulk(key)

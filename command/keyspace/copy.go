@@ -1,6 +1,9 @@
 package keyspace
 
-import "github.com/limitdb/limitdb/command"
+import (
+	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
+)
 
 // COPY, with Redis 7.0's replies and errors. limitdb has one database, so
 // DB answers any index but 0 as SELECT does.
@@ -43,5 +46,8 @@ func cmdCopy(c *command.Client, args [][]byte) {
 		return
 	}
 	done, err := c.Engine().Copy(args[1], args[2], c.Now(), replace)
+	if err == nil && done {
+		c.Notify(config.NotifyGeneric, "copy_to", args[2])
+	}
 	c.IntOrError(b2i(done), err)
 }

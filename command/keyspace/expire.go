@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -77,6 +78,12 @@ func cmdExpire(unit int64, abs bool, name string) func(c *command.Client, args [
 			c.Error(err)
 			return
 		}
+		switch {
+		case set && at <= now: // Redis deletes a key given a time past
+			c.Notify(config.NotifyGeneric, "del", args[1])
+		case set:
+			c.Notify(config.NotifyGeneric, "expire", args[1])
+		}
 		c.Int(b2i(set))
 	}
 }
@@ -102,6 +109,9 @@ func cmdPersist(c *command.Client, args [][]byte) {
 	if err != nil {
 		c.Error(err)
 		return
+	}
+	if done {
+		c.Notify(config.NotifyGeneric, "persist", args[1])
 	}
 	c.Int(b2i(done))
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -58,6 +59,9 @@ func cmdHSet(ok bool) func(c *command.Client, args [][]byte) {
 			}
 			return true
 		})
+		if err == nil {
+			c.Notify(config.NotifyHash, "hset", args[1])
+		}
 		switch {
 		case err != nil:
 			c.Error(err)
@@ -78,6 +82,9 @@ func cmdHSetNX(c *command.Client, args [][]byte) {
 		set = h.Set(args[2], args[3])
 		return true
 	})
+	if err == nil && set {
+		c.Notify(config.NotifyHash, "hset", args[1])
+	}
 	c.IntOrError(b2i(set), err)
 }
 
@@ -186,11 +193,15 @@ func cmdHExists(c *command.Client, args [][]byte) {
 }
 
 func cmdHDel(c *command.Client, args [][]byte) {
-	n := int64(0)
+	n, left := int64(0), 0
 	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {
 		n = countTrue(args[2:], h.Delete)
+		left = h.Len()
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		notifyLeft(c, config.NotifyHash, "hdel", args[1], left)
+	}
 	c.IntOrError(n, err)
 }
 
@@ -224,6 +235,7 @@ func cmdHIncrBy(c *command.Client, args [][]byte) {
 	case opErr != nil:
 		c.Error(opErr)
 	default:
+		c.Notify(config.NotifyHash, "hincrby", args[1])
 		c.Int(n)
 	}
 }
@@ -264,6 +276,7 @@ func cmdHIncrByFloat(c *command.Client, args [][]byte) {
 	case opErr != nil:
 		c.Error(opErr)
 	default:
+		c.Notify(config.NotifyHash, "hincrbyfloat", args[1])
 		c.Bulk(out)
 		c.SetScratch(out)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -55,6 +56,7 @@ func cmdDel(c *command.Client, args [][]byte) {
 	for _, k := range args[1:] {
 		if c.Engine().Delete(k, now) {
 			n++
+			c.Notify(config.NotifyGeneric, "del", k)
 		}
 	}
 	c.Int(n)
@@ -74,6 +76,10 @@ func cmdExists(c *command.Client, args [][]byte) {
 func cmdRename(nx bool) func(c *command.Client, args [][]byte) {
 	return func(c *command.Client, args [][]byte) {
 		done, err := c.Engine().Rename(args[1], args[2], c.Now(), nx)
+		if err == nil && (done || !nx) && string(args[1]) != string(args[2]) {
+			c.Notify(config.NotifyGeneric, "rename_from", args[1])
+			c.Notify(config.NotifyGeneric, "rename_to", args[2])
+		}
 		switch {
 		case errors.Is(err, engine.ErrNoSuchKey):
 			c.Err("ERR no such key")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -71,7 +72,33 @@ func cmdPush(head, onlyExisting bool) func(c *command.Client, args [][]byte) {
 			c.Error(err)
 			return
 		}
+		if n > 0 {
+			c.Notify(config.NotifyList, pushEvent(head), args[1])
+		}
 		c.Int(int64(n))
+	}
+}
+
+func pushEvent(head bool) string {
+	if head {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(head bool) string {
+	if head {
+		return "lpop"
+	}
+	return "rpop"
+}
+
+// notifyLeft tells a list command's event, then del when it left the
+// list empty (and so deleted it), as Redis does.
+func notifyLeft(c *command.Client, class int, event string, key []byte, left int) {
+	c.Notify(class, event, key)
+	if left == 0 {
+		c.Notify(config.NotifyGeneric, "del", key)
 	}
 }
 
@@ -90,6 +117,7 @@ func cmdPop(head bool) func(c *command.Client, args [][]byte) {
 			}
 		}
 		var popped [][]byte
+		left := 0
 		found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
 			n := int(min(count, int64(l.Len())))
 			popped = make([][]byte, n)
@@ -100,8 +128,12 @@ func cmdPop(head bool) func(c *command.Client, args [][]byte) {
 					popped[i] = l.PopTail()
 				}
 			}
+			left = l.Len()
 			return n > 0
 		})
+		if err == nil && found && len(popped) > 0 {
+			notifyLeft(c, config.NotifyList, popEvent(head), args[1], left)
+		}
 		switch {
 		case err != nil:
 			c.Error(err)
@@ -196,7 +228,9 @@ func cmdLTrim(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	_, err = c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+	left := 0
+	found, err := c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		defer func() { left = l.Len() }()
 		from, to, ok := redisarg.RankRange(start, stop, l.Len())
 		switch {
 		case !ok:
@@ -211,6 +245,9 @@ func cmdLTrim(c *command.Client, args [][]byte) {
 	if err != nil {
 		c.Error(err)
 		return
+	}
+	if found {
+		notifyLeft(c, config.NotifyList, "ltrim", args[1], left)
 	}
 	c.OK()
 }
@@ -240,6 +277,7 @@ func cmdLSet(c *command.Client, args [][]byte) {
 	case !ok:
 		c.Err("ERR index out of range")
 	default:
+		c.Notify(config.NotifyList, "lset", args[1])
 		c.OK()
 	}
 }
@@ -250,8 +288,9 @@ func cmdLRem(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	n := 0
+	n, left := 0, 0
 	_, err = c.Engine().DoList(args[1], c.Now(), false, func(l *engine.List) bool {
+		defer func() { left = l.Len() }()
 		fromTail := count < 0
 		k := count
 		if fromTail {
@@ -263,6 +302,9 @@ func cmdLRem(c *command.Client, args [][]byte) {
 		n = l.Remove(args[3], int(k), fromTail)
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		notifyLeft(c, config.NotifyList, "lrem", args[1], left)
+	}
 	c.IntOrError(int64(n), err)
 }
 
@@ -298,6 +340,9 @@ func cmdLInsert(c *command.Client, args [][]byte) {
 	case !found:
 		c.Int(0)
 	default:
+		if n > 0 {
+			c.Notify(config.NotifyList, "linsert", args[1])
+		}
 		c.Int(int64(n))
 	}
 }

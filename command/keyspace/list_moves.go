@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -59,7 +60,10 @@ func cmdLMove(c *command.Client, args [][]byte) {
 func cmdRPopLPush(c *command.Client, args [][]byte) { lmove(c, args[1], args[2], false, true) }
 
 func lmove(c *command.Client, src, dst []byte, fromHead, toHead bool) {
-	v, ok, err := moveElement(c.Engine(), c.Now(), src, dst, fromHead, toHead)
+	v, ok, left, err := moveElement(c.Engine(), c.Now(), src, dst, fromHead, toHead)
+	if ok {
+		notifyMove(c, src, dst, fromHead, toHead, left)
+	}
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -74,7 +78,8 @@ func lmove(c *command.Client, src, dst []byte, fromHead, toHead bool) {
 // pushes it at dst's, atomically, as lmoveGenericCommand does: an absent
 // src moves nothing (ok false), whatever dst holds; then either of
 // another type is ErrWrongType.
-func moveElement(eng *engine.Engine, now int64, src, dst []byte, fromHead, toHead bool) (v []byte, ok bool, err error) {
+// left is what src holds after.
+func moveElement(eng *engine.Engine, now int64, src, dst []byte, fromHead, toHead bool) (v []byte, ok bool, left int, err error) {
 	same := string(src) == string(dst)
 	eng.DoMulti([][]byte{src, dst}, now, func(ents []engine.Entry) bool {
 		s, isList := ents[0].Ext.(*engine.List)
@@ -111,12 +116,19 @@ func moveElement(eng *engine.Engine, now int64, src, dst []byte, fromHead, toHea
 		} else {
 			d.PushTail(v)
 		}
-		if s.Len() == 0 {
+		if left = s.Len(); left == 0 {
 			ents[0] = engine.Entry{}
 		}
 		return true
 	})
-	return v, ok, err
+	return v, ok, left, err
+}
+
+// notifyMove tells an element's move as lmoveGenericCommand does: the
+// push on dst, then the pop on src, and del when src was left empty.
+func notifyMove(c *command.Client, src, dst []byte, fromHead, toHead bool, left int) {
+	c.Notify(config.NotifyList, pushEvent(toHead), dst)
+	notifyLeft(c, config.NotifyList, popEvent(fromHead), src, left)
 }
 
 func cmdLMPop(c *command.Client, args [][]byte) {
@@ -125,7 +137,10 @@ func cmdLMPop(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	key, popped, err := lpopFirst(c.Engine(), c.Now(), keys, where == 0, count)
+	key, popped, left, err := lpopFirst(c.Engine(), c.Now(), keys, where == 0, count)
+	if key != nil {
+		notifyLeft(c, config.NotifyList, popEvent(where == 0), key, left)
+	}
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -148,8 +163,9 @@ func replyKeyElements(c *command.Client, key []byte, popped [][]byte) {
 
 // lpopFirst pops up to count elements from the head (or tail) of the
 // first of keys that exists, as mpopGenericCommand does: a key of another
-// type before it is an error. key is nil when none exists.
-func lpopFirst(eng *engine.Engine, now int64, keys [][]byte, head bool, count int64) (key []byte, popped [][]byte, err error) {
+// type before it is an error. key is nil when none exists; left is what
+// it holds after.
+func lpopFirst(eng *engine.Engine, now int64, keys [][]byte, head bool, count int64) (key []byte, popped [][]byte, left int, err error) {
 	for _, k := range keys {
 		found, err := eng.DoList(k, now, false, func(l *engine.List) bool {
 			n := int(min(count, int64(l.Len())))
@@ -163,14 +179,15 @@ func lpopFirst(eng *engine.Engine, now int64, keys [][]byte, head bool, count in
 				}
 				popped[i] = append([]byte(nil), v...)
 			}
+			left = l.Len()
 			return n > 0
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		if found {
-			return k, popped, nil
+			return k, popped, left, nil
 		}
 	}
-	return nil, nil, nil
+	return nil, nil, 0, nil
 }

@@ -2,6 +2,7 @@ package keyspace
 
 import (
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -32,15 +33,22 @@ func cmdSAdd(c *command.Client, args [][]byte) {
 		n = countTrue(args[2:], s.Add)
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		c.Notify(config.NotifySet, "sadd", args[1])
+	}
 	c.IntOrError(n, err)
 }
 
 func cmdSRem(c *command.Client, args [][]byte) {
-	n := int64(0)
+	n, left := int64(0), 0
 	_, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		n = countTrue(args[2:], s.Remove)
+		left = s.Len()
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		notifyLeft(c, config.NotifySet, "srem", args[1], left)
+	}
 	c.IntOrError(n, err)
 }
 

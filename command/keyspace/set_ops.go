@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -81,13 +82,18 @@ func cmdSPop(c *command.Client, args [][]byte) {
 		count = n
 	}
 	var popped [][]byte
+	left := 0
 	found, err := c.Engine().DoSet(args[1], c.Now(), false, func(s *engine.Set) bool {
 		popped = s.Sample(int(min(count, math.MaxInt32)), true)
 		for _, m := range popped {
 			s.Remove(m)
 		}
+		left = s.Len()
 		return len(popped) > 0
 	})
+	if err == nil && len(popped) > 0 {
+		notifyLeft(c, config.NotifySet, "spop", args[1], left)
+	}
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -175,7 +181,7 @@ func randIntN(n int) int { return engine.RandIntN(n) }
 
 func cmdSMove(c *command.Client, args [][]byte) {
 	src, dst, member := args[1], args[2], args[3]
-	moved := false
+	moved, added, left := false, false, 0
 	var opErr error
 	c.Engine().DoMulti([][]byte{src, dst}, c.Now(), func(ents []engine.Entry) bool {
 		same := string(src) == string(dst)
@@ -194,16 +200,22 @@ func cmdSMove(c *command.Client, args [][]byte) {
 		if !from.Remove(member) {
 			return false
 		}
-		if from.Len() == 0 {
+		if left = from.Len(); left == 0 {
 			ents[0] = engine.Entry{}
 		}
 		if ents[1].Kind == engine.KindNone {
 			ents[1] = engine.Entry{Kind: engine.KindSet, Ext: engine.NewSet()}
 		}
-		ents[1].Ext.(*engine.Set).Add(member)
+		added = ents[1].Ext.(*engine.Set).Add(member)
 		moved = true
 		return true
 	})
+	if moved && string(src) != string(dst) {
+		notifyLeft(c, config.NotifySet, "srem", src, left)
+		if added {
+			c.Notify(config.NotifySet, "sadd", dst)
+		}
+	}
 	c.IntOrError(b2i(moved), opErr)
 }
 
@@ -296,6 +308,7 @@ func cmdSetAlgebra(op setOp, store bool) func(c *command.Client, args [][]byte) 
 		first := engine.FirstPlaces(keys)
 		var result [][]byte
 		var opErr error
+		deleted := false // an empty result deleted the destination
 		c.Engine().DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
 			sets, err := sourceSets(ents, first, from, len(keys)-from)
 			if err != nil {
@@ -310,12 +323,19 @@ func cmdSetAlgebra(op setOp, store bool) func(c *command.Client, args [][]byte) 
 				if ents[0].Kind == engine.KindNone {
 					return false
 				}
-				ents[0] = engine.Entry{}
+				ents[0], deleted = engine.Entry{}, true
 				return true
 			}
 			ents[0] = engine.Entry{Kind: engine.KindSet, Ext: engine.SetOf(result)}
 			return true
 		})
+		switch {
+		case opErr != nil || !store:
+		case len(result) > 0:
+			c.Notify(config.NotifySet, storeEvent(op), args[1])
+		case deleted:
+			c.Notify(config.NotifyGeneric, "del", args[1])
+		}
 		switch {
 		case opErr != nil:
 			c.Error(opErr)
@@ -375,4 +395,15 @@ func cmdSInterCard(c *command.Client, args [][]byte) {
 		return false
 	})
 	c.IntOrError(int64(count), opErr)
+}
+
+// storeEvent is the event of SINTERSTORE, SUNIONSTORE or SDIFFSTORE.
+func storeEvent(op setOp) string {
+	switch op {
+	case opInter:
+		return "sinterstore"
+	case opUnion:
+		return "sunionstore"
+	}
+	return "sdiffstore"
 }

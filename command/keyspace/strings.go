@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -105,6 +106,9 @@ func cmdSet(c *command.Client, args [][]byte) {
 		}
 	}
 	old, hadOld, done, err := c.Engine().SetString(args[1], now, args[2], o, c.Scratch())
+	if err == nil && done {
+		notifySet(c, args[1], o.Expire != 0)
+	}
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -123,6 +127,9 @@ func cmdSetNX(c *command.Client, args [][]byte) {
 	if err != nil {
 		c.Error(err)
 		return
+	}
+	if done {
+		notifySet(c, args[1], false)
 	}
 	c.Int(b2i(done))
 }
@@ -144,6 +151,7 @@ func cmdSetEx(unit int64, name string) func(c *command.Client, args [][]byte) {
 			c.Error(err)
 			return
 		}
+		notifySet(c, args[1], true)
 		c.OK()
 	}
 }
@@ -170,6 +178,7 @@ func cmdIncr(sign int64, withArg bool) func(c *command.Client, args [][]byte) {
 			c.Error(err)
 			return
 		}
+		c.Notify(config.NotifyString, "incrby", args[1])
 		c.Int(n)
 	}
 }
@@ -210,6 +219,11 @@ func cmdMSet(nx bool) func(c *command.Client, args [][]byte) {
 			keys[i], vals[i] = args[1+2*i], args[2+2*i]
 		}
 		done := c.Engine().SetStrings(keys, vals, c.Now(), nx)
+		if done || !nx {
+			for _, k := range keys {
+				c.Notify(config.NotifyString, "set", k)
+			}
+		}
 		if nx {
 			c.Int(b2i(done))
 			return
@@ -247,11 +261,15 @@ func cmdIncrByFloat(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
+	c.Notify(config.NotifyString, "incrbyfloat", args[1])
 	c.Bulk(val)
 }
 
 func cmdGetSet(c *command.Client, args [][]byte) {
 	old, hadOld, _, err := c.Engine().SetString(args[1], c.Now(), args[2], engine.SetOptions{Get: true}, c.Scratch())
+	if err == nil {
+		notifySet(c, args[1], false)
+	}
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -265,6 +283,9 @@ func cmdGetSet(c *command.Client, args [][]byte) {
 
 func cmdGetDel(c *command.Client, args [][]byte) {
 	val, ok, err := c.Engine().GetDel(args[1], c.Now(), c.Scratch())
+	if err == nil && ok {
+		c.Notify(config.NotifyGeneric, "del", args[1])
+	}
 	stringReply(c, val, ok, err)
 }
 
@@ -294,6 +315,12 @@ func cmdGetEx(c *command.Client, args [][]byte) {
 		}
 	}
 	now := c.Now()
+	var at int64 // the expiry set, when one is
+	hadExpiry := false
+	if persist && c.NotifyOn(config.NotifyGeneric) {
+		_, exp, _ := c.Engine().Peek(args[1], now)
+		hadExpiry = exp != 0
+	}
 	val, ok, err := c.Engine().GetEx(args[1], now, c.Scratch(), func() (int64, bool, error) {
 		if persist {
 			return 0, true, nil
@@ -305,9 +332,18 @@ func cmdGetEx(c *command.Client, args [][]byte) {
 		if err != nil {
 			return 0, false, err
 		}
-		at, err := command.ExpireAt(now, n, unit, abs, "getex")
+		at, err = command.ExpireAt(now, n, unit, abs, "getex")
 		return at, err == nil, err
 	})
+	switch {
+	case err != nil || !ok:
+	case at != 0 && at <= now:
+		c.Notify(config.NotifyGeneric, "del", args[1])
+	case at != 0:
+		c.Notify(config.NotifyGeneric, "expire", args[1])
+	case persist && hadExpiry:
+		c.Notify(config.NotifyGeneric, "persist", args[1])
+	}
 	stringReply(c, val, ok, err)
 }
 
@@ -322,5 +358,14 @@ func stringReply(c *command.Client, val []byte, ok bool, err error) {
 	default:
 		c.Bulk(val)
 		c.SetScratch(val)
+	}
+}
+
+// notifySet tells SET's events for key: set, and expire when it was given
+// one.
+func notifySet(c *command.Client, key []byte, expire bool) {
+	c.Notify(config.NotifyString, "set", key)
+	if expire {
+		c.Notify(config.NotifyGeneric, "expire", key)
 	}
 }

@@ -61,6 +61,9 @@ func (b *bits) maxBulk() int64 {
 
 func (b *bits) cmdAppend(c *command.Client, args [][]byte) {
 	n, err := c.Engine().Append(args[1], c.Now(), args[2], b.maxBulk())
+	if err == nil {
+		c.Notify(config.NotifyString, "append", args[1])
+	}
 	c.IntOrError(int64(n), err)
 }
 
@@ -75,7 +78,7 @@ func (b *bits) cmdSetRange(c *command.Client, args [][]byte) {
 		return
 	}
 	val, max := args[3], b.maxBulk()
-	n := 0
+	n, wrote := 0, false
 	var opErr error
 	err = c.Engine().DoStringBytes(args[1], c.Now(), func(v []byte, _ bool) ([]byte, bool) {
 		n = len(v)
@@ -88,9 +91,12 @@ func (b *bits) cmdSetRange(c *command.Client, args [][]byte) {
 		}
 		v = engine.GrowZero(v, int(off)+len(val))
 		copy(v[off:], val)
-		n = len(v)
+		n, wrote = len(v), true
 		return v, true
 	})
+	if err == nil && opErr == nil && wrote {
+		c.Notify(config.NotifyString, "setrange", args[1])
+	}
 	if err == nil {
 		err = opErr
 	}
@@ -173,6 +179,9 @@ func (b *bits) cmdSetBit(c *command.Client, args [][]byte) {
 		engine.SetBits(v, off, 1, uint64(on))
 		return v, true
 	})
+	if err == nil {
+		c.Notify(config.NotifyString, "setbit", args[1])
+	}
 	c.IntOrError(old, err)
 }
 

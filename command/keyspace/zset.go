@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -239,6 +240,13 @@ pairs:
 		}
 		return added+updated > 0
 	})
+	if err == nil && !nan && added+updated > 0 {
+		event := "zadd"
+		if incr {
+			event = "zincr"
+		}
+		c.Notify(config.NotifyZSet, event, args[1])
+	}
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -256,11 +264,15 @@ pairs:
 }
 
 func cmdZRem(c *command.Client, args [][]byte) {
-	n := int64(0)
+	n, left := int64(0), 0
 	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = countTrue(args[2:], z.Remove)
+		left = z.Len()
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		notifyLeft(c, config.NotifyZSet, "zrem", args[1], left)
+	}
 	c.IntOrError(n, err)
 }
 
@@ -527,11 +539,15 @@ func cmdZRemRangeByScore(c *command.Client, args [][]byte) {
 		c.Err("ERR min or max is not a float")
 		return
 	}
-	n := 0
+	n, left := 0, 0
 	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		n = z.RemoveRange(r)
+		left = z.Len()
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		notifyLeft(c, config.NotifyZSet, "zremrangebyscore", args[1], left)
+	}
 	c.IntOrError(int64(n), err)
 }
 
@@ -546,13 +562,17 @@ func cmdZRemRangeByRank(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	n := 0
+	n, left := 0, 0
 	_, err = c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
 		if from, to, ok := redisarg.RankRange(start, stop, z.Len()); ok {
 			n = z.RemoveRanks(from, to)
 		}
+		left = z.Len()
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		notifyLeft(c, config.NotifyZSet, "zremrangebyrank", args[1], left)
+	}
 	c.IntOrError(int64(n), err)
 }
 
@@ -574,7 +594,9 @@ func zpop(c *command.Client, args [][]byte, max bool) {
 		}
 	}
 	var items []engine.ZItem
+	left := 0
 	_, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+		defer func() { left = z.Len() }()
 		for int64(len(items)) < count {
 			pop := z.PopMin
 			if max {
@@ -591,6 +613,9 @@ func zpop(c *command.Client, args [][]byte, max bool) {
 	if err != nil {
 		c.Error(err)
 		return
+	}
+	if len(items) > 0 {
+		notifyLeft(c, config.NotifyZSet, zpopEvent(max), args[1], left)
 	}
 	replyItems(c, items, true, len(args) == 3)
 }
@@ -622,4 +647,11 @@ func cmdZMScore(c *command.Client, args [][]byte) {
 			c.Null()
 		}
 	}
+}
+
+func zpopEvent(max bool) string {
+	if max {
+		return "zpopmax"
+	}
+	return "zpopmin"
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/limitdb/limitdb/command"
+	"github.com/limitdb/limitdb/config"
 	"github.com/limitdb/limitdb/engine"
 )
 
@@ -255,7 +256,7 @@ func cmdZSetOp(op zsetOp, store bool) func(c *command.Client, args [][]byte) {
 		var items []engine.ZItem
 		var o zsetOpOptions
 		var card int64
-		var stored, failed bool
+		var stored, failed, deleted bool
 		c.Engine().DoMulti(all, c.Now(), func(ents []engine.Entry) bool {
 			srcs := make([]zsrc, len(keys))
 			for i := range keys {
@@ -301,17 +302,23 @@ func cmdZSetOp(op zsetOp, store bool) func(c *command.Client, args [][]byte) {
 				stored = true
 				return true
 			case ents[0].Kind != engine.KindNone:
-				ents[0] = engine.Entry{}
+				ents[0], deleted = engine.Entry{}, true
 				return true
 			}
 			return false
 		})
 		switch {
+		case failed || !store:
+		case stored:
+			c.Notify(config.NotifyZSet, zstoreEvent(op), args[1])
+		case deleted:
+			c.Notify(config.NotifyGeneric, "del", args[1])
+		}
+		switch {
 		case failed:
 		case op == opInterCard:
 			c.Int(card)
 		case store:
-			_ = stored
 			c.Int(int64(len(items)))
 		default:
 			replyItems(c, items, o.withScores, true)
@@ -420,7 +427,7 @@ func cmdZRangeStore(c *command.Client, args [][]byte) {
 	keys := [][]byte{args[1], args[2]}
 	same := string(args[1]) == string(args[2])
 	var n int
-	wrong := false
+	wrong, deleted := false, false
 	c.Engine().DoMulti(keys, c.Now(), func(ents []engine.Entry) bool {
 		src := ents[1]
 		if same {
@@ -441,7 +448,7 @@ func cmdZRangeStore(c *command.Client, args [][]byte) {
 			if ents[0].Kind == engine.KindNone {
 				return false
 			}
-			ents[0] = engine.Entry{}
+			ents[0], deleted = engine.Entry{}, true
 			return true
 		}
 		dst := engine.NewZSet()
@@ -454,6 +461,12 @@ func cmdZRangeStore(c *command.Client, args [][]byte) {
 	if wrong {
 		c.Err(command.ErrWrongType)
 		return
+	}
+	switch {
+	case n > 0:
+		c.Notify(config.NotifyZSet, "zrangestore", args[1])
+	case deleted:
+		c.Notify(config.NotifyGeneric, "del", args[1])
 	}
 	c.Int(int64(n))
 }
@@ -509,8 +522,9 @@ func cmdZRemRangeByLex(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	n := 0
+	n, left := 0, 0
 	_, err = c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
+		defer func() { left = z.Len() }()
 		var gone []string
 		lexRange(z, min, max, func(it engine.ZItem) { gone = append(gone, it.Member) })
 		for _, m := range gone {
@@ -519,6 +533,9 @@ func cmdZRemRangeByLex(c *command.Client, args [][]byte) {
 		n = len(gone)
 		return n > 0
 	})
+	if err == nil && n > 0 {
+		notifyLeft(c, config.NotifyZSet, "zremrangebylex", args[1], left)
+	}
 	c.IntOrError(int64(n), err)
 }
 
@@ -662,7 +679,10 @@ func cmdZMPop(c *command.Client, args [][]byte) {
 		c.Error(err)
 		return
 	}
-	key, items, err := zpopFirst(c.Engine(), c.Now(), keys, where == 1, count)
+	key, items, left, err := zpopFirst(c.Engine(), c.Now(), keys, where == 1, count)
+	if key != nil {
+		notifyLeft(c, config.NotifyZSet, zpopEvent(where == 1), key, left)
+	}
 	switch {
 	case err != nil:
 		c.Error(err)
@@ -688,8 +708,9 @@ func replyKeyItems(c *command.Client, key []byte, items []engine.ZItem) {
 
 // zpopFirst pops up to count members, of the highest scores with max,
 // from the first of keys that exists, as genericZpopCommand does: a key
-// of another type before it is an error. key is nil when none exists.
-func zpopFirst(eng *engine.Engine, now int64, keys [][]byte, max bool, count int64) (key []byte, items []engine.ZItem, err error) {
+// of another type before it is an error. key is nil when none exists;
+// left is what it holds after.
+func zpopFirst(eng *engine.Engine, now int64, keys [][]byte, max bool, count int64) (key []byte, items []engine.ZItem, left int, err error) {
 	for _, k := range keys {
 		found, err := eng.DoZSet(k, now, false, func(z *engine.ZSet) bool {
 			pop := z.PopMin
@@ -703,14 +724,26 @@ func zpopFirst(eng *engine.Engine, now int64, keys [][]byte, max bool, count int
 				}
 				items = append(items, it)
 			}
+			left = z.Len()
 			return len(items) > 0
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		if found {
-			return k, items, nil
+			return k, items, left, nil
 		}
 	}
-	return nil, nil, nil
+	return nil, nil, 0, nil
+}
+
+// zstoreEvent is the event of ZUNIONSTORE, ZINTERSTORE or ZDIFFSTORE.
+func zstoreEvent(op zsetOp) string {
+	switch op {
+	case zopUnion:
+		return "zunionstore"
+	case zopInter:
+		return "zinterstore"
+	}
+	return "zdiffstore"
 }
