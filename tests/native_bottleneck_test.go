@@ -45,7 +45,7 @@ func TestBottleneckNativeMatchesLua(t *testing.T) {
 
 	rng := rand.New(rand.NewSource(1))
 	variants := [][]string{bnUnlimited(), bnEverything()}
-	for range 10 {
+	for range 6 {
 		variants = append(variants, bnSettings(rng))
 	}
 	for _, settings := range variants {
