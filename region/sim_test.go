@@ -235,3 +235,32 @@ func TestSimulatedMinuteWithAPartition(t *testing.T) {
 		t.Errorf("admitted %v: want fair-share <= keep-last <= local", totals)
 	}
 }
+
+// TestSimulatedMinuteOverAdmission is issue 34's goal as a test: with the
+// default sync interval (50 ms) and RTTs of 40, 80 and 150 ms, a client
+// sending at twice a per-minute limit, spread evenly over the three
+// regions or 90% in one, is admitted less than 2% over the limit in the
+// minute, for each windowed algorithm. It logs the figure.
+func TestSimulatedMinuteOverAdmission(t *testing.T) {
+	const limit = 6000 // 100 a second
+	rate := 2 * float64(limit) / 60
+	for _, alg := range []policy.Algorithm{policy.FixedWindow, policy.SlidingWindow} {
+		for _, shape := range []struct {
+			name  string
+			share [3]float64
+		}{{"even", [3]float64{1. / 3, 1. / 3, 1. / 3}}, {"90% in eu", [3]float64{0.9, 0.05, 0.05}}} {
+			t.Run(string(alg)+"/"+shape.name, func(t *testing.T) {
+				s := newSim(t, policy.KeepLast, policy.Policy{Name: "g", Algorithm: alg, Limit: limit, Period: time.Minute, Global: true})
+				total := sum(s.run("g", "client", rate, time.Minute, shape.share))
+				over := float64(total-limit) / limit
+				t.Logf("%s %s: admitted %d of a limit of %d in the minute (%+.2f%%), reported bound %d", alg, shape.name, total, limit, 100*over, s.bound)
+				if over >= 0.02 {
+					t.Errorf("admitted %d, %.2f%% over the limit of %d: the goal is under 2%%", total, 100*over, limit)
+				}
+				if total > limit+int(s.bound) {
+					t.Errorf("admitted %d, more than the limit %d plus the reported bound %d", total, limit, s.bound)
+				}
+			})
+		}
+	}
+}
