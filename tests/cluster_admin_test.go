@@ -18,6 +18,7 @@ import (
 // limitdb node, and requires the same replies. MYID stands for the node's
 // own id in the steps, OTHER for an id no node has.
 func TestClusterAdminMatchesRedis(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {

@@ -228,6 +228,7 @@ func requireReplicaOf(t *testing.T, c *redis.Client, addr string) {
 // -c run limiter commands on keys across every slot, RL.HITALL on
 // hash-tagged keys, and reads on replicas after READONLY.
 func TestClusterBuiltWithRedisCli(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	nodes, cc := sixNodeCluster(t)
 	ctx := context.Background()
@@ -304,6 +305,7 @@ func TestClusterBuiltWithRedisCli(t *testing.T) {
 // served again; the old primary, restarted, comes back as a replica of
 // the new one, and redis-cli --cluster check is clean.
 func TestClusterFailsOverAPrimary(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	nodes, cc := sixNodeCluster(t)
 	ctx := context.Background()
@@ -383,6 +385,7 @@ func TestClusterFailsOverAPrimary(t *testing.T) {
 // keys in those slots; every key admits exactly its limit, once, across
 // the move.
 func TestClusterReshardUnderLoad(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	nodes, cc := sixNodeCluster(t)
 	ctx := context.Background()
@@ -545,6 +548,7 @@ func (b *busCut) setCut(cut bool) {
 // replica and serves them; when the partition heals, the old primary
 // comes back as a replica of the new one.
 func TestClusterPartitionedPrimary(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	need(t, "redis-cli")
 	ports := freePorts(t, 13)

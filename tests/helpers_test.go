@@ -144,3 +144,14 @@ func expectErrors(t *testing.T, c *redis.Client, cases []errCase, keys int64) {
 		t.Errorf("errors left %d keys, want %d", n, keys)
 	}
 }
+
+// skipUnderRace skips a test whose servers are all separate processes
+// when the test binary runs with -race: the race detector instruments
+// none of their code, only the harness, and .ci/loaded runs the test
+// without it, on a loaded machine.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("its servers are separate processes, which -race does not instrument; .ci/loaded runs it without -race")
+	}
+}

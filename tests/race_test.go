@@ -1,0 +1,6 @@
+//go:build race
+
+package tests
+
+// raceEnabled: this binary was built with -race.
+const raceEnabled = true
