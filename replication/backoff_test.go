@@ -98,7 +98,7 @@ func readCommand(br *bufio.Reader) ([]string, error) {
 // TestReconnectBacksOff walks a replica's link through failed attempts on
 // the fake clock: the first retry is immediate, then 50 ms, doubling to a
 // second and staying there; an attempt that reaches the stream resets it,
-// so the link reconnects at once when that session fails, and backs off
+// so the link reconnects at once when that connection fails, and backs off
 // from 50 ms again after.
 func TestReconnectBacksOff(t *testing.T) {
 	clk := clock.NewFake(1_700_000_000e9)

@@ -35,7 +35,7 @@ type link struct {
 	state    atomic.Value // string: LinkConnect...
 	lastIO   atomic.Int64 // Mono of the last byte from the primary
 	downMono atomic.Int64 // Mono at which the link went down (or was made)
-	upSince  atomic.Int64 // Mono at which this session began applying the stream (0: not yet)
+	upSince  atomic.Int64 // Mono at which the current connection began applying the stream (0: not yet)
 
 	mu   sync.Mutex // guards conn and writes to it, clientID and clientMade
 	conn net.Conn
@@ -74,7 +74,7 @@ func (l *link) run() {
 	var wait time.Duration // before the next attempt
 	for {
 		l.upSince.Store(0)
-		err := l.session()
+		err := l.connection()
 		now := l.m.clk.Mono()
 		if l.state.Load() == LinkConnected || l.state.Load() == LinkSync {
 			l.downMono.Store(int64(now))
@@ -120,8 +120,9 @@ func nextRetry(wait time.Duration) time.Duration {
 // Up reports whether the link applies the stream.
 func (l *link) up() bool { return l.state.Load() == LinkConnected }
 
-// session is one connection: handshake, resynchronisation, stream.
-func (l *link) session() error {
+// connection is one connection to the primary: handshake,
+// resynchronisation, stream.
+func (l *link) connection() error {
 	self := l.m.host.Self()
 	timeout := self.Timeout
 	if timeout <= 0 {
