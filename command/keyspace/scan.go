@@ -242,21 +242,9 @@ func cmdHRandField(c *command.Client, args [][]byte) {
 		}
 		return
 	}
-	count, ok := parseCount(c, args[2])
+	count, withValues, ok := parseRandCount(c, args, "withvalues")
 	if !ok {
 		return
-	}
-	withValues := false
-	switch {
-	case len(args) > 4 || (len(args) == 4 && !command.EqualFold(args[3], "withvalues")):
-		c.Error(command.ErrSyntax)
-		return
-	case len(args) == 4:
-		withValues = true
-		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
-			c.Err("ERR value is out of range")
-			return
-		}
 	}
 	var fields [][2][]byte
 	_, err := c.Engine().DoHash(args[1], c.Now(), false, func(h *engine.Hash) bool {

@@ -67,6 +67,27 @@ func parseCount(c *command.Client, arg []byte) (int64, bool) {
 	return n, true
 }
 
+// parseRandCount reads HRANDFIELD's and ZRANDMEMBER's "count [WITH...]"
+// (args[2:], with naming the option) as Redis does: the count, whether the
+// option was given, and false once it has answered an error.
+func parseRandCount(c *command.Client, args [][]byte, with string) (count int64, withPairs, ok bool) {
+	if count, ok = parseCount(c, args[2]); !ok {
+		return 0, false, false
+	}
+	switch {
+	case len(args) > 4 || (len(args) == 4 && !command.EqualFold(args[3], with)):
+		c.Error(command.ErrSyntax)
+		return 0, false, false
+	case len(args) == 4:
+		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
+			c.Err("ERR value is out of range")
+			return 0, false, false
+		}
+		return count, true, true
+	}
+	return count, false, true
+}
+
 func cmdSPop(c *command.Client, args [][]byte) {
 	if len(args) > 3 {
 		c.Error(command.ErrSyntax)

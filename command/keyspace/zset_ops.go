@@ -559,26 +559,9 @@ func cmdZRandMember(c *command.Client, args [][]byte) {
 		}
 		return
 	}
-	count, err := command.ParseInt(args[2])
-	if err != nil {
-		c.Error(err)
+	count, withScores, ok := parseRandCount(c, args, "withscores")
+	if !ok {
 		return
-	}
-	if count == math.MinInt64 {
-		c.Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-		return
-	}
-	withScores := false
-	switch {
-	case len(args) > 4 || (len(args) == 4 && !command.EqualFold(args[3], "withscores")):
-		c.Error(command.ErrSyntax)
-		return
-	case len(args) == 4:
-		withScores = true
-		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
-			c.Err("ERR value is out of range")
-			return
-		}
 	}
 	var items []engine.ZItem
 	found, err := c.Engine().DoZSet(args[1], c.Now(), false, func(z *engine.ZSet) bool {
