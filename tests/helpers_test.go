@@ -4,6 +4,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -153,5 +154,25 @@ func skipUnderRace(t *testing.T) {
 	t.Helper()
 	if raceEnabled {
 		t.Skip("its servers are separate processes, which -race does not instrument; .ci/loaded runs it without -race")
+	}
+}
+
+// inBothProtocols runs f as a subtest for RESP2 and then RESP3, with a
+// client of ts and one of the redis-server theirs speaking it, both
+// keyspaces flushed first: the frame of every step-by-step comparison
+// with Redis.
+func inBothProtocols(t *testing.T, ts *testServer, theirs *redis.Client, f func(t *testing.T, ours, theirs *redis.Client)) {
+	t.Helper()
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			ours := ts.client(t, proto)
+			opt := *theirs.Options()
+			opt.Protocol = proto
+			ref := redis.NewClient(&opt)
+			defer ref.Close()
+			require.NoError(t, ours.FlushAll(ctx).Err())
+			require.NoError(t, ref.FlushAll(ctx).Err())
+			f(t, ours, ref)
+		})
 	}
 }

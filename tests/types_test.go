@@ -257,27 +257,18 @@ func TestTypesMatchRedis(t *testing.T) {
 	ts := startServer(t)
 	theirs2 := startRedis(t)
 	require.NoError(t, theirs2.ConfigSet(ctx, "hash-max-listpack-entries", "128").Err())
-	for _, proto := range []int{2, 3} {
-		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			ours := ts.client(t, proto)
-			opt := *theirs2.Options()
-			opt.Protocol = proto
-			theirs := redis.NewClient(&opt)
-			defer theirs.Close()
-			require.NoError(t, ours.FlushAll(ctx).Err())
-			require.NoError(t, theirs.FlushAll(ctx).Err())
-			for i, step := range typesScript {
-				want := typesReply(theirs.Do(ctx, step.cmd...).Result())
-				got := typesReply(ours.Do(ctx, step.cmd...).Result())
-				if step.unordered {
-					want, got = sortedReply(want), sortedReply(got)
-				}
-				if got != want {
-					t.Errorf("step %d %.200v: limitdb %.300s, redis %.300s", i, step.cmd, got, want)
-				}
+	inBothProtocols(t, ts, theirs2, func(t *testing.T, ours, theirs *redis.Client) {
+		for i, step := range typesScript {
+			want := typesReply(theirs.Do(ctx, step.cmd...).Result())
+			got := typesReply(ours.Do(ctx, step.cmd...).Result())
+			if step.unordered {
+				want, got = sortedReply(want), sortedReply(got)
 			}
-		})
-	}
+			if got != want {
+				t.Errorf("step %d %.200v: limitdb %.300s, redis %.300s", i, step.cmd, got, want)
+			}
+		}
+	})
 }
 
 // typesReply is reply, with RESP3 doubles printed exactly.

@@ -85,24 +85,15 @@ func scriptMatchesRedis(t *testing.T, script [][]any) {
 	t.Helper()
 	ts := startServer(t)
 	theirs2 := startRedis(t)
-	for _, proto := range []int{2, 3} {
-		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			ours := ts.client(t, proto)
-			opt := *theirs2.Options()
-			opt.Protocol = proto
-			theirs := redis.NewClient(&opt)
-			defer theirs.Close()
-			require.NoError(t, ours.FlushAll(ctx).Err())
-			require.NoError(t, theirs.FlushAll(ctx).Err())
-			for i, cmd := range script {
-				want := typesReply(theirs.Do(ctx, cmd...).Result())
-				got := typesReply(ours.Do(ctx, cmd...).Result())
-				if got != want {
-					t.Errorf("step %d %.200v: limitdb %.300s, redis %.300s", i, cmd, got, want)
-				}
+	inBothProtocols(t, ts, theirs2, func(t *testing.T, ours, theirs *redis.Client) {
+		for i, cmd := range script {
+			want := typesReply(theirs.Do(ctx, cmd...).Result())
+			got := typesReply(ours.Do(ctx, cmd...).Result())
+			if got != want {
+				t.Errorf("step %d %.200v: limitdb %.300s, redis %.300s", i, cmd, got, want)
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestZRandMemberDraws: ZRANDMEMBER's chosen members belong to the set,
